@@ -1,0 +1,13 @@
+//! Index expressions (DESIGN.md §3): the tree, its nom parser and printer,
+//! evaluation, the simplifier and interval analysis.
+
+mod ast;
+mod eval;
+mod parse;
+mod print;
+mod simplify;
+
+pub use ast::{DimRef, Expr, IndexOp};
+pub use eval::{Bindings, Env, EvalError, floor_div, floor_mod};
+pub use parse::{PResult, expr, is_plain_name, parse_expr};
+pub use print::list;

@@ -1,0 +1,308 @@
+//! The nom parser of index expressions (grammar in DESIGN.md §3).
+//!
+//! `expr` is a nom parser so the `.uop` text parser can embed it; [`parse_expr`]
+//! parses a whole string and returns a positioned [`Diagnostic`] on failure.
+
+use nom::{
+    IResult, Parser,
+    branch::alt,
+    bytes::complete::{tag, take_while, take_while1},
+    character::complete::{char, digit1, multispace0},
+    combinator::{opt, recognize},
+    sequence::{pair, preceded},
+};
+
+use super::ast::{DimRef, Expr, IndexOp};
+use crate::diag::{Diagnostic, SyntaxError};
+
+/// Result type of the nom parsers in this crate.
+pub type PResult<'a, T> = IResult<&'a str, T, SyntaxError<'a>>;
+
+/// Parses a complete index expression; surrounding whitespace is allowed.
+///
+/// ```
+/// use uop_codegen::index::{parse_expr, Expr};
+/// let e = parse_expr("dA1 - $kh + 1").unwrap();
+/// assert_eq!(e.to_string(), "dA1 - $kh + 1");
+/// assert!(parse_expr("i0 +").is_err());
+/// ```
+pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
+    match expr(src) {
+        Ok((rest, e)) => {
+            let rest_ws = rest.trim_start();
+            if rest_ws.is_empty() {
+                Ok(e)
+            } else {
+                Err(
+                    SyntaxError::new(rest_ws, "an operator or end of expression")
+                        .into_diagnostic(src),
+                )
+            }
+        }
+        Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => Err(e.into_diagnostic(src)),
+        Err(nom::Err::Incomplete(_)) => {
+            Err(SyntaxError::new("", "an index expression").into_diagnostic(src))
+        }
+    }
+}
+
+/// Replaces the error of `p` (when it fails without consuming past `input`) with `expected`.
+fn expecting<'a, O>(
+    expected: &'static str,
+    mut p: impl Parser<&'a str, Output = O, Error = SyntaxError<'a>>,
+) -> impl FnMut(&'a str) -> PResult<'a, O> {
+    move |input: &'a str| match p.parse(input) {
+        Err(nom::Err::Error(e)) if e.at.len() >= input.trim_start().len() => Err(nom::Err::Error(
+            SyntaxError::new(input.trim_start(), expected),
+        )),
+        other => other,
+    }
+}
+
+fn ws<'a, O>(
+    p: impl Parser<&'a str, Output = O, Error = SyntaxError<'a>>,
+) -> impl Parser<&'a str, Output = O, Error = SyntaxError<'a>> {
+    preceded(multispace0, p)
+}
+
+/// A full expression: terms joined by `+` and `-`, left-associative.
+pub fn expr(input: &str) -> PResult<'_, Expr> {
+    let (mut input, mut acc) = term(input)?;
+    loop {
+        let op = ws(alt((char('+'), char('-')))).parse(input);
+        let Ok((after_op, c)) = op else {
+            return Ok((input, acc));
+        };
+        let (rest, rhs) = cut_term(after_op)?;
+        let op = if c == '+' { IndexOp::Add } else { IndexOp::Sub };
+        acc = Expr::bin(op, acc, rhs);
+        input = rest;
+    }
+}
+
+fn cut_term(input: &str) -> PResult<'_, Expr> {
+    term(input).map_err(|e| match e {
+        nom::Err::Error(e) => nom::Err::Failure(e),
+        other => other,
+    })
+}
+
+fn term(input: &str) -> PResult<'_, Expr> {
+    let (mut input, mut acc) = unary(input)?;
+    loop {
+        let op = ws(alt((char('*'), char('/'), char('%')))).parse(input);
+        let Ok((after_op, c)) = op else {
+            return Ok((input, acc));
+        };
+        let (rest, rhs) = unary(after_op).map_err(|e| match e {
+            nom::Err::Error(e) => nom::Err::Failure(e),
+            other => other,
+        })?;
+        let op = match c {
+            '*' => IndexOp::Mul,
+            '/' => IndexOp::Div,
+            _ => IndexOp::Mod,
+        };
+        acc = Expr::bin(op, acc, rhs);
+        input = rest;
+    }
+}
+
+fn unary(input: &str) -> PResult<'_, Expr> {
+    let input = input.trim_start();
+    if let Some(rest) = input.strip_prefix('-') {
+        // `-` directly before a literal is a negative literal, so `Int(-3)` round-trips.
+        if let Ok((after, digits)) = digit1::<_, SyntaxError>(rest) {
+            let followed_by_ident = after.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+            if !followed_by_ident {
+                let v = literal(&format!("-{digits}"), input)?;
+                return Ok((after, Expr::Int(v)));
+            }
+        }
+        let (rest, e) = unary(rest)?;
+        return Ok((rest, Expr::Neg(Box::new(e))));
+    }
+    if let Some(rest) = input.strip_prefix('+') {
+        return unary(rest);
+    }
+    expecting("a number, index, dimension, $param or `(`", atom).parse(input)
+}
+
+fn literal<'a>(text: &str, at: &'a str) -> Result<i64, nom::Err<SyntaxError<'a>>> {
+    text.parse::<i64>()
+        .map_err(|_| nom::Err::Failure(SyntaxError::new(at, "an integer that fits in 64 bits")))
+}
+
+fn identifier(input: &str) -> PResult<'_, &str> {
+    recognize(pair(
+        take_while1(|c: char| c.is_ascii_alphabetic() || c == '_'),
+        take_while(|c: char| c.is_ascii_alphanumeric() || c == '_'),
+    ))
+    .parse(input)
+}
+
+fn atom(input: &str) -> PResult<'_, Expr> {
+    let input = input.trim_start();
+    if let Ok((rest, digits)) = digit1::<_, SyntaxError>(input) {
+        let v = literal(digits, input)?;
+        return Ok((rest, Expr::Int(v)));
+    }
+    if let Some(rest) = input.strip_prefix('(') {
+        let (rest, e) = expr(rest)?;
+        let (rest, _) = expecting("`)`", ws(char(')'))).parse(rest).map_err(fail)?;
+        return Ok((rest, e));
+    }
+    if let Some(rest) = input.strip_prefix('$') {
+        let (rest, name) = expecting("a parameter name after `$`", identifier)
+            .parse(rest)
+            .map_err(fail)?;
+        return Ok((rest, Expr::Param(name.to_string())));
+    }
+    let (rest, ident) = identifier(input)?;
+    if let Some(op) = function(ident)
+        && let Ok((rest, _)) = ws(char::<_, SyntaxError>('(')).parse(rest)
+    {
+        let (rest, a) = expr(rest).map_err(fail)?;
+        let (rest, _) = expecting("`,`", ws(char(','))).parse(rest).map_err(fail)?;
+        let (rest, b) = expr(rest).map_err(fail)?;
+        let (rest, _) = expecting("`)`", ws(char(')'))).parse(rest).map_err(fail)?;
+        return Ok((rest, Expr::bin(op, a, b)));
+    }
+    if let Some(n) = loop_index(ident) {
+        return Ok((rest, Expr::Index(n)));
+    }
+    if let Some(d) = dim_ref(ident) {
+        let (rest, eq) = opt(preceded(tag("[="), dim_assertion)).parse(rest)?;
+        if eq.is_some() {
+            let (rest, _) = expecting("`]`", char(']')).parse(rest).map_err(fail)?;
+            return Ok((rest, Expr::Dim(d, eq)));
+        }
+        return Ok((rest, Expr::Dim(d, None)));
+    }
+    Ok((rest, Expr::Name(ident.to_string())))
+}
+
+fn dim_assertion(input: &str) -> PResult<'_, DimRef> {
+    let (rest, ident) = expecting("a dimension like `dB3`", identifier)
+        .parse(input)
+        .map_err(fail)?;
+    match dim_ref(ident) {
+        Some(d) => Ok((rest, d)),
+        None => Err(nom::Err::Failure(SyntaxError::new(
+            input,
+            "a dimension like `dB3`",
+        ))),
+    }
+}
+
+fn fail(e: nom::Err<SyntaxError<'_>>) -> nom::Err<SyntaxError<'_>> {
+    match e {
+        nom::Err::Error(e) => nom::Err::Failure(e),
+        other => other,
+    }
+}
+
+fn function(ident: &str) -> Option<IndexOp> {
+    match ident {
+        "min" => Some(IndexOp::Min),
+        "max" => Some(IndexOp::Max),
+        _ => None,
+    }
+}
+
+/// `i` followed by digits only.
+fn loop_index(ident: &str) -> Option<usize> {
+    let digits = ident.strip_prefix('i')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `d`, one uppercase letter, digits only.
+fn dim_ref(ident: &str) -> Option<DimRef> {
+    let rest = ident.strip_prefix('d')?;
+    let mut chars = rest.chars();
+    let letter = chars.next().filter(|c| c.is_ascii_uppercase())?;
+    let digits = chars.as_str();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(DimRef {
+        source: (letter as u8 - b'A') as usize,
+        axis: digits.parse().ok()?,
+    })
+}
+
+/// True when `ident` would parse as a plain name (not an index, dimension reference
+/// or reserved word), so it can be used as a named dimension.
+pub fn is_plain_name(ident: &str) -> bool {
+    matches!(identifier(ident), Ok(("", _)))
+        && loop_index(ident).is_none()
+        && dim_ref(ident).is_none()
+        && function(ident).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Expr {
+        parse_expr(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn nnc_forms() {
+        assert_eq!(p("i3"), Expr::Index(3));
+        assert_eq!(p("$kh"), Expr::param("kh"));
+        assert_eq!(
+            p("dA1[=dB0]"),
+            Expr::Dim(
+                DimRef { source: 0, axis: 1 },
+                Some(DimRef { source: 1, axis: 0 })
+            )
+        );
+        assert_eq!(p("M"), Expr::name("M"));
+    }
+
+    #[test]
+    fn precedence_and_associativity() {
+        assert_eq!(
+            p("1 - 2 - 3"),
+            Expr::bin(
+                IndexOp::Sub,
+                Expr::bin(IndexOp::Sub, 1.into(), 2.into()),
+                3.into()
+            )
+        );
+        assert_eq!(
+            p("1 + 2 * 3"),
+            Expr::bin(
+                IndexOp::Add,
+                1.into(),
+                Expr::bin(IndexOp::Mul, 2.into(), 3.into())
+            )
+        );
+        assert_eq!(p("-3"), Expr::Int(-3));
+        assert_eq!(p("-(3)"), Expr::Neg(Box::new(Expr::Int(3))));
+        assert_eq!(
+            p("min(i0, 4)"),
+            Expr::bin(IndexOp::Min, Expr::Index(0), 4.into())
+        );
+    }
+
+    #[test]
+    fn errors_point_at_the_problem() {
+        let e = parse_expr("i0 + * 2").unwrap_err();
+        assert_eq!(e.offset, 5);
+        let e = parse_expr("(i0 + 2").unwrap_err();
+        assert_eq!(e.offset, 7);
+        assert!(e.headline().contains("`)`"), "{e}");
+        let e = parse_expr("i0 i1").unwrap_err();
+        assert_eq!(e.offset, 3);
+        let e = parse_expr("dA0[=x]").unwrap_err();
+        assert_eq!(e.offset, 5);
+        let e = parse_expr("99999999999999999999").unwrap_err();
+        assert_eq!(e.offset, 0);
+    }
+}

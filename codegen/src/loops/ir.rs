@@ -1,0 +1,176 @@
+//! The loop IR (DESIGN.md §5): tensors, blocks of perfectly nested loops,
+//! loop-carried variables, statements and value expressions. No other control flow.
+
+use crate::index::Expr;
+use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
+
+/// A tensor of a loop program, by position in [`LoopProgram::tensors`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(pub usize);
+
+/// A loop-carried variable, unique within a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub usize);
+
+/// A loop, unique within a program; `Expr::Index(n)` is the variable of loop `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LoopId(pub usize);
+
+/// The role of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorKind {
+    /// Supplied by the caller, read only.
+    Input,
+    /// Produced for the caller.
+    Output,
+    /// Allocated by the kernel for intermediate values.
+    Temp,
+}
+
+/// A tensor declaration: name, symbolic shape, element type and role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDecl {
+    /// Name (the uop node's name).
+    pub name: String,
+    /// Symbolic shape, over named dims and `$params`.
+    pub shape: Vec<Expr>,
+    /// Element type.
+    pub dtype: DType,
+    /// Role.
+    pub kind: TensorKind,
+}
+
+/// One subscript of a tensor access.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Subscript {
+    /// An index expression over loop variables, dims and params.
+    Expr(Expr),
+    /// A data-dependent position: the value, floored to an integer (from `select`).
+    Value(Box<Value>),
+}
+
+/// A tensor element access `t[s0, s1, ...]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Access {
+    /// The tensor.
+    pub tensor: TensorId,
+    /// One subscript per axis.
+    pub index: Vec<Subscript>,
+    /// Whether the access still needs a bounds check: an out-of-range load reads the
+    /// fill value and an out-of-range store is skipped. False only where it is proven
+    /// in range.
+    pub checked: bool,
+}
+
+/// A scalar value computed in a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A tensor element; out of range (when checked) reads `fill`.
+    Load {
+        /// What is read.
+        access: Access,
+        /// The value of an out-of-range read.
+        fill: f64,
+    },
+    /// The current value of a carried variable.
+    Var(VarId),
+    /// A literal.
+    Const(f64),
+    /// A `$param`, as a float.
+    Param(String),
+    /// An index expression's value, as a float (iota, argmax positions, mean counts).
+    Index(Expr),
+    /// `op(x)`.
+    Unary(UnaryOp, Box<Value>),
+    /// `op(a, b)`.
+    Binary(BinaryOp, Box<Value>, Box<Value>),
+    /// `c != 0 ? a : b`.
+    Where(Box<Value>, Box<Value>, Box<Value>),
+}
+
+/// A statement; statements of a loop run in order after its inner loop.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `t[idx] = value`.
+    Store {
+        /// Target element.
+        access: Access,
+        /// Stored value.
+        value: Value,
+    },
+    /// `t[idx] op= value`.
+    Accumulate {
+        /// Target element.
+        access: Access,
+        /// Combining operator.
+        op: Accum,
+        /// Combined value.
+        value: Value,
+    },
+    /// `var op= value` on a carried variable.
+    Update {
+        /// The variable.
+        var: VarId,
+        /// Combining operator (the variable's own).
+        op: Accum,
+        /// Combined value.
+        value: Value,
+    },
+}
+
+/// A variable carried by a loop: reset to the identity of `op` at the start of every
+/// iteration of the loop that declares it, updated by statements nested inside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Carried {
+    /// The variable.
+    pub var: VarId,
+    /// Its reduction (gives the identity).
+    pub op: Accum,
+}
+
+/// One loop of a nest: `for i{id} in start..end { reset carried; inner loop; stmts }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    /// Identity of the loop (and of its index variable).
+    pub id: LoopId,
+    /// First value, inclusive.
+    pub start: Expr,
+    /// Bound, exclusive.
+    pub end: Expr,
+    /// Variables reset at every iteration of this loop.
+    pub carried: Vec<Carried>,
+    /// Statements run after the inner loop, every iteration.
+    pub stmts: Vec<Stmt>,
+}
+
+/// A perfect loop nest. The block itself acts as a loop that runs once: its carried
+/// variables are reset, the nest runs, then its statements run (this is where a
+/// rank-0 result is written).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// Loops, outermost first.
+    pub loops: Vec<Loop>,
+    /// Variables reset once, before the nest.
+    pub carried: Vec<Carried>,
+    /// Statements run once, after the nest.
+    pub stmts: Vec<Stmt>,
+}
+
+/// A loop program: what every pass transforms and every backend emits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopProgram {
+    /// Float type of the program.
+    pub dtype: DType,
+    /// Declared `$params`.
+    pub params: Vec<String>,
+    /// All tensors.
+    pub tensors: Vec<TensorDecl>,
+    /// Program inputs in call order.
+    pub inputs: Vec<TensorId>,
+    /// Program outputs in call order.
+    pub outputs: Vec<TensorId>,
+    /// Blocks, run in order.
+    pub blocks: Vec<Block>,
+    /// Size equalities checked at entry.
+    pub assertions: Vec<(Expr, Expr)>,
+}

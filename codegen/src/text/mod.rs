@@ -1,0 +1,1 @@
+//! The `.uop` program text format: parser and printer (DESIGN.md §10).

@@ -1,0 +1,14 @@
+//! Micro ops (DESIGN.md §4): the operator sets and their scalar semantics, the
+//! graph, the checked builder, `combine` into a [`Program`], and binding a program
+//! to concrete sizes.
+
+mod bind;
+mod builder;
+mod error;
+mod graph;
+mod ops;
+
+pub use builder::Builder;
+pub use error::{BindError, UopError};
+pub use graph::{Node, NodeId, Operand, Program, Uop};
+pub use ops::{Accum, BinaryOp, DType, ReduceOp, UnaryOp, maximum, minimum};

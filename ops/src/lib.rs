@@ -1,0 +1,1 @@
+//! `uop-ops`: the macro-op library, tensor operations written in micro ops.
