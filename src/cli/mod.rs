@@ -1,0 +1,130 @@
+//! The `uop` command line: argument parsing (clap) and one module per subcommand.
+//!
+//! Every failure becomes one [`CliError`] message on stderr and exit code 1;
+//! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
+
+mod print;
+mod run;
+mod show;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::uop::Program;
+
+/// A command failed; the message says why and what to do.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Shorthand for building a [`CliError`].
+pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T, CliError> {
+    Err(CliError(message.into()))
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "uop", version, about = "uop: a micro-op tensor compiler")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which engine executes a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The reference interpreter of micro ops (the oracle).
+    Interp,
+    /// The loop-IR interpreter, on the lowered program.
+    Loops,
+}
+
+/// Which stage of the compiler `uop print` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Stage {
+    /// The micro-op program, in the `.uop` text format.
+    Uops,
+    /// The loop IR after lowering.
+    Loops,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a program on .npy inputs (or seeded random data) and write or print its outputs.
+    Run(run::RunArgs),
+    /// Print a program at a stage of the compiler.
+    Print(print::PrintArgs),
+}
+
+/// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Print(args) => print::print(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The macro ops a `.uop` file may call by name.
+fn registry() -> Registry {
+    Registry::new()
+}
+
+/// Reads and parses a `.uop` file; errors name the file and show the caret.
+pub(crate) fn load_program(path: &Path) -> Result<Program, CliError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    parse_program(&src, &registry()).map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
+/// Splits a `NAME=VALUE` argument.
+pub(crate) fn split_assignment<'a>(flag: &str, arg: &'a str) -> Result<(&'a str, &'a str), CliError> {
+    match arg.split_once('=') {
+        Some((name, value)) if !name.is_empty() && !value.is_empty() => Ok((name, value)),
+        _ => fail(format!("{flag} expects NAME=VALUE, got `{arg}`")),
+    }
+}
+
+/// Parses `NAME=INT` arguments (for `--param` and `--dim`).
+pub(crate) fn int_assignments(
+    flag: &str,
+    args: &[String],
+) -> Result<Vec<(String, i64)>, CliError> {
+    args.iter()
+        .map(|a| {
+            let (name, value) = split_assignment(flag, a)?;
+            let v = value
+                .parse::<i64>()
+                .map_err(|_| CliError(format!("{flag} {name}: `{value}` is not an integer")))?;
+            Ok((name.trim_start_matches('$').to_string(), v))
+        })
+        .collect()
+}
+
+/// Parses `NAME=FILE` arguments (for `--input` and `--output`).
+pub(crate) fn path_assignments(
+    flag: &str,
+    args: &[String],
+) -> Result<Vec<(String, PathBuf)>, CliError> {
+    args.iter()
+        .map(|a| {
+            let (name, value) = split_assignment(flag, a)?;
+            Ok((name.to_string(), PathBuf::from(value)))
+        })
+        .collect()
+}

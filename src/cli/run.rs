@@ -1,0 +1,191 @@
+//! `uop run`: runs a program on .npy inputs or seeded random data.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::Args;
+use uop_codegen::index::Expr;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::Program;
+use uop_codegen::{interp, loops};
+
+use super::{Backend, CliError, fail, int_assignments, load_program, path_assignments, show};
+use crate::npy::{read_npy, write_npy};
+
+/// Arguments of `uop run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The program (`.uop` text).
+    program: PathBuf,
+    /// An input as NAME=FILE.npy (f32, f64 or i32, C order).
+    #[arg(long = "input", value_name = "NAME=FILE")]
+    inputs: Vec<String>,
+    /// Write an output to NAME=FILE.npy; outputs without one are printed.
+    #[arg(long = "output", value_name = "NAME=FILE")]
+    outputs: Vec<String>,
+    /// The value of a $param, as NAME=INT.
+    #[arg(long = "param", value_name = "NAME=INT")]
+    params: Vec<String>,
+    /// The size of a named dimension for random inputs, as NAME=INT.
+    #[arg(long = "dim", value_name = "NAME=INT")]
+    dims: Vec<String>,
+    /// Fill every input not given with seeded random data.
+    #[arg(long, value_name = "SEED")]
+    random: Option<u64>,
+    /// The engine that executes the program.
+    #[arg(long, value_enum, default_value = "loops")]
+    backend: Backend,
+}
+
+/// Runs `uop run`.
+pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    let program = load_program(&args.program)?;
+    let params: HashMap<String, i64> = int_assignments("--param", &args.params)?
+        .into_iter()
+        .collect();
+    for name in params.keys() {
+        if !program.params.contains(name) {
+            return fail(format!(
+                "--param {name}: the program declares no parameter `${name}` (it has: {})",
+                listing(program.params.iter().map(|p| format!("${p}")))
+            ));
+        }
+    }
+    let inputs = gather_inputs(&program, args)?;
+    for unused in program.unused_inputs() {
+        eprintln!(
+            "warning: input `{}` is not used by any output",
+            program.node(unused).name
+        );
+    }
+    let outputs = match args.backend {
+        Backend::Interp => interp::run(&program, &inputs, &params),
+        Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params),
+    }
+    .map_err(|e| CliError(e.to_string()))?;
+
+    let files: HashMap<String, PathBuf> = path_assignments("--output", &args.outputs)?
+        .into_iter()
+        .collect();
+    let names: Vec<&str> = program
+        .outputs
+        .iter()
+        .map(|o| program.node(*o).name.as_str())
+        .collect();
+    for name in files.keys() {
+        if !names.contains(&name.as_str()) {
+            return fail(format!(
+                "--output {name}: the program has no output `{name}` (it has: {})",
+                listing(names.iter())
+            ));
+        }
+    }
+    for (name, tensor) in names.iter().zip(&outputs) {
+        match files.get(*name) {
+            Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
+            None => print!("{}", show::render(name, tensor)),
+        }
+    }
+    Ok(())
+}
+
+/// Comma-separated names, or "none".
+fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> String {
+    let all: Vec<String> = items.map(|i| format!("`{i}`")).collect();
+    if all.is_empty() { "none".into() } else { all.join(", ") }
+}
+
+/// The program's inputs in order: from files, or random data where `--random` is given.
+fn gather_inputs(program: &Program, args: &RunArgs) -> Result<Vec<Tensor>, CliError> {
+    let files: HashMap<String, PathBuf> = path_assignments("--input", &args.inputs)?
+        .into_iter()
+        .collect();
+    let input_names: Vec<&str> = program
+        .inputs
+        .iter()
+        .map(|i| program.node(*i).name.as_str())
+        .collect();
+    for name in files.keys() {
+        if !input_names.contains(&name.as_str()) {
+            return fail(format!(
+                "--input {name}: the program has no input `{name}` (it has: {})",
+                listing(input_names.iter())
+            ));
+        }
+    }
+    // Sizes of named dims: from --dim, then from the files given.
+    let mut dims: HashMap<String, (i64, String)> = HashMap::new();
+    for (name, v) in int_assignments("--dim", &args.dims)? {
+        if v < 0 {
+            return fail(format!("--dim {name}={v}: a size cannot be negative"));
+        }
+        dims.insert(name, (v, "--dim".to_string()));
+    }
+    let mut loaded: Vec<Option<Tensor>> = Vec::new();
+    for id in &program.inputs {
+        let node = program.node(*id);
+        let Some(path) = files.get(&node.name) else {
+            loaded.push(None);
+            continue;
+        };
+        let tensor = read_npy(path).map_err(|e| CliError(e.to_string()))?;
+        if tensor.dtype != node.dtype {
+            return fail(format!(
+                "{}: input `{}` is {}, but the file holds {}",
+                path.display(),
+                node.name,
+                node.dtype,
+                tensor.dtype
+            ));
+        }
+        if tensor.shape.len() == node.shape.len() {
+            for (dim, &size) in node.shape.iter().zip(&tensor.shape) {
+                if let Expr::Name(n) = dim {
+                    let origin = format!("{} ({})", path.display(), node.name);
+                    match dims.get(n) {
+                        Some((v, from)) if *v != size as i64 => {
+                            return fail(format!(
+                                "dimension `{n}` is {v} from {from} but {size} in {origin}"
+                            ));
+                        }
+                        Some(_) => {}
+                        None => {
+                            dims.insert(n.clone(), (size as i64, origin));
+                        }
+                    }
+                }
+            }
+        }
+        loaded.push(Some(tensor));
+    }
+    let mut inputs = Vec::new();
+    for (k, (id, tensor)) in program.inputs.iter().zip(loaded).enumerate() {
+        let node = program.node(*id);
+        if let Some(t) = tensor {
+            inputs.push(t);
+            continue;
+        }
+        let Some(seed) = args.random else {
+            return fail(format!(
+                "input `{}` is not given: pass --input {}=FILE.npy, or --random SEED for random data",
+                node.name, node.name
+            ));
+        };
+        let shape = node
+            .shape
+            .iter()
+            .map(|d| match d {
+                Expr::Int(v) => Ok(*v as usize),
+                Expr::Name(n) => dims.get(n).map(|(v, _)| *v as usize).ok_or_else(|| {
+                    CliError(format!(
+                        "the size of `{n}` (in input `{}`) is unknown: pass --dim {n}=SIZE",
+                        node.name
+                    ))
+                }),
+                other => fail(format!("input `{}` has an unexpected dimension `{other}`", node.name)),
+            })
+            .collect::<Result<Vec<usize>, CliError>>()?;
+        inputs.push(Tensor::random(node.dtype, shape, seed.wrapping_add(k as u64)));
+    }
+    Ok(inputs)
+}
