@@ -298,11 +298,16 @@ fn unary_neg_and_abs() {
 fn unary_exp_and_log() {
     check_unary(
         UnaryOp::Exp,
-        &[(0.0, 1.0), (1.0, 2.718_281_8), (-1.0, 0.367_879_44)],
+        &[(0.0, 1.0), (1.0, std::f64::consts::E), (-1.0, 0.367_879_44)],
     );
     check_unary(
         UnaryOp::Log,
-        &[(1.0, 0.0), (0.0, -INF), (-1.0, NAN), (10.0, 2.302_585_1)],
+        &[
+            (1.0, 0.0),
+            (0.0, -INF),
+            (-1.0, NAN),
+            (10.0, std::f64::consts::LN_10),
+        ],
     );
 }
 
@@ -402,7 +407,10 @@ fn binary_arithmetic() {
     check_binary(BinaryOp::Sub, &[-1., -4., 4., 0.]);
     check_binary(BinaryOp::Mul, &[2., -4., -3., 0.25]);
     check_binary(BinaryOp::Div, &[0.5, -1., -3., 1.]);
-    check_binary(BinaryOp::Pow, &[1., 4., 1.0 / 3.0, 0.707_106_78]);
+    check_binary(
+        BinaryOp::Pow,
+        &[1., 4., 1.0 / 3.0, std::f64::consts::FRAC_1_SQRT_2],
+    );
 }
 
 #[test]
