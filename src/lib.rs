@@ -4,3 +4,5 @@
 
 pub use uop_codegen as codegen;
 pub use uop_ops as ops;
+
+pub mod npy;
