@@ -20,6 +20,9 @@ pub type PResult<'a, T> = IResult<&'a str, T, SyntaxError<'a>>;
 
 /// Parses a complete index expression; surrounding whitespace is allowed.
 ///
+/// Input nested deeper than 256 levels (parentheses, signs, operator chains) is
+/// rejected with an error rather than risking the stack.
+///
 /// ```
 /// use uop_codegen::index::{parse_expr, Expr};
 /// let e = parse_expr("dA1 - $kh + 1").unwrap();
