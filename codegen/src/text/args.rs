@@ -53,7 +53,7 @@ pub struct MacroError {
     /// Byte offset in the program text; `None` means "the call".
     pub(crate) at: Option<usize>,
     /// The builder error behind this one, which the text layer may locate more precisely.
-    pub(crate) uop: Option<UopError>,
+    pub(crate) uop: Option<Box<UopError>>,
     /// A problem with the arguments as written (append the op's usage to the message).
     pub(crate) about_arguments: bool,
     /// A required argument or attribute was absent (an unknown attribute may be a typo of it).
@@ -103,8 +103,9 @@ impl MacroError {
 impl From<UopError> for MacroError {
     fn from(e: UopError) -> Self {
         MacroError {
-            uop: Some(e.clone()),
-            ..MacroError::new(e.to_string())
+            message: e.to_string(),
+            uop: Some(Box::new(e)),
+            ..MacroError::new(String::new())
         }
     }
 }

@@ -3,7 +3,7 @@
 //! position of the token or call it is about. All shape, axis and dtype checks are
 //! the builder's; this layer only decides where to point.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::index::Expr;
 use crate::uop::{Builder, DType, NodeId, Program, UopError};
@@ -263,9 +263,12 @@ impl<'a> Build<'a> {
                 "the program has no outputs (add a line `output name`)",
             ));
         };
-        self.builder
+        let mut program = self
+            .builder
             .combine(&self.inputs, &self.outputs)
-            .map_err(|e| self.error(ErrorKind::Program, at, e.to_string()))
+            .map_err(|e| self.error(ErrorKind::Program, at, e.to_string()))?;
+        rename_clashes_with_dims(&mut program);
+        Ok(program)
     }
 
     /// The tensor named `name`, written at `at`.
@@ -353,12 +356,14 @@ impl<'a> Build<'a> {
         };
         match result {
             Ok(id) => {
-                self.check_all_read(call, op, &args, &attrs)?;
+                self.check_args_read(call, op, &args)?;
+                self.check_attrs_read(call, op, &attrs)?;
                 Ok(id)
             }
-            // A required attribute is missing and an unknown one is given: likely a typo.
-            Err(e) if e.missing && attrs.first_unused().is_some() => {
-                self.check_all_read(call, op, &Args::new(Vec::new()), &attrs)?;
+            // A required attribute is missing and an unknown one is given: likely a typo,
+            // which is the better message.
+            Err(e) if e.missing => {
+                self.check_attrs_read(call, op, &attrs)?;
                 Err(self.op_error(call, op, &args, &attrs, e))
             }
             Err(e) => Err(self.op_error(call, op, &args, &attrs, e)),
@@ -440,44 +445,44 @@ impl<'a> Build<'a> {
         Ok(Slot::new(value, at, Vec::new()))
     }
 
-    /// Reports the first argument or attribute the op did not read.
-    fn check_all_read(
-        &self,
-        call: &Call,
-        op: Op<'_>,
-        args: &Args,
-        attrs: &Attrs,
-    ) -> Result<(), TextError> {
+    /// Reports the first positional argument the op did not read.
+    fn check_args_read(&self, call: &Call, op: Op<'_>, args: &Args) -> Result<(), TextError> {
+        let Some((i, slot)) = args.first_unused() else {
+            return Ok(());
+        };
         let name = &call.op.text;
-        if let Some((i, slot)) = args.first_unused() {
-            let n = args.used_count();
-            let plural = if n == 1 { "" } else { "s" };
-            return Err(self.error(
-                ErrorKind::Arguments,
-                slot.at,
-                format!(
-                    "{name}: unexpected argument {}: `{name}` takes {n} positional argument{plural} (usage: {})",
-                    i + 1,
-                    op.signature()
-                ),
-            ));
-        }
-        if let Some((attr, slot)) = attrs.first_unused() {
-            let at = call
-                .args
-                .iter()
-                .find_map(|a| a.attr.as_ref().filter(|n| n.text == attr).map(|n| n.at))
-                .unwrap_or(slot.at);
-            return Err(self.error(
-                ErrorKind::Arguments,
-                at,
-                format!(
-                    "{name}: unknown attribute `{attr}` (usage: {})",
-                    op.signature()
-                ),
-            ));
-        }
-        Ok(())
+        let n = args.used_count();
+        let plural = if n == 1 { "" } else { "s" };
+        Err(self.error(
+            ErrorKind::Arguments,
+            slot.at,
+            format!(
+                "{name}: unexpected argument {}: `{name}` takes {n} positional argument{plural} (usage: {})",
+                i + 1,
+                op.signature()
+            ),
+        ))
+    }
+
+    /// Reports the first attribute the op did not read, at the attribute's name.
+    fn check_attrs_read(&self, call: &Call, op: Op<'_>, attrs: &Attrs) -> Result<(), TextError> {
+        let Some((attr, slot)) = attrs.first_unused() else {
+            return Ok(());
+        };
+        let at = call
+            .args
+            .iter()
+            .find_map(|a| a.attr.as_ref().filter(|n| n.text == attr).map(|n| n.at))
+            .unwrap_or(slot.at);
+        Err(self.error(
+            ErrorKind::Arguments,
+            at,
+            format!(
+                "{}: unknown attribute `{attr}` (usage: {})",
+                call.op.text,
+                op.signature()
+            ),
+        ))
     }
 
     /// Positions and words an error from an op call.
@@ -542,6 +547,32 @@ impl<'a> Build<'a> {
                 whole.then_some(start + p)
             })
         })
+    }
+}
+
+/// Gives a new name to generated node names (`t3`) that happen to equal a dimension
+/// name, which the text format forbids: the printed program must parse again. Names a
+/// user wrote never clash (they are checked against the dims).
+fn rename_clashes_with_dims(program: &mut Program) {
+    let mut dims = HashSet::new();
+    for id in &program.inputs {
+        for d in &program.node(*id).shape {
+            if let Expr::Name(n) = d {
+                dims.insert(n.clone());
+            }
+        }
+    }
+    let mut taken: HashSet<String> = program.nodes.iter().map(|n| n.name.clone()).collect();
+    taken.extend(dims.iter().cloned());
+    for node in &mut program.nodes {
+        if dims.contains(&node.name) {
+            let fresh = (1..)
+                .map(|k| format!("{}_{k}", node.name))
+                .find(|candidate| !taken.contains(candidate))
+                .unwrap_or_default();
+            taken.insert(fresh.clone());
+            node.name = fresh;
+        }
     }
 }
 

@@ -164,9 +164,7 @@ fn axis_argument(
         (Some(_), Some(_)) => Err(attrs.error("axis", "the axis is given twice")),
         (Some(at), None) => Ok((args.axis(i, rank)?, Some(at))),
         (None, Some(at)) => Ok((attrs.axis_or("axis", rank, 0)?, Some(at))),
-        (None, None) => Err(MacroError::missing(
-            "the axis is missing (give `axis=N`)".into(),
-        )),
+        (None, None) => Err(MacroError::missing("the axis is missing".into())),
     }
 }
 

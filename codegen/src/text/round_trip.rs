@@ -85,3 +85,42 @@ fn first_difference(want: &Program, got: &Program) -> String {
         got.nodes.len()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Expr;
+    use crate::uop::{Builder, DType, UnaryOp};
+
+    fn program() -> Program {
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["N"]).expect("valid input");
+        let y = b.unary(UnaryOp::Exp, x).expect("valid op");
+        b.combine(&[x], &[y]).expect("valid program")
+    }
+
+    #[test]
+    fn a_program_from_the_builder_round_trips() {
+        assert_eq!(check_round_trip(&program()), Ok(()));
+    }
+
+    #[test]
+    fn a_name_the_text_cannot_hold_is_reported_with_the_printed_text() {
+        let mut p = program();
+        p.nodes[1].name = "exp".into();
+        let e = check_round_trip(&p).unwrap_err();
+        assert!(e.starts_with("the printed program does not parse"), "{e}");
+        assert!(e.contains("exp = exp(x)"), "{e}");
+    }
+
+    #[test]
+    fn the_first_difference_is_named() {
+        // An assertion the builder would have simplified comes back simplified.
+        let mut p = program();
+        p.assertions
+            .push((Expr::name("N") + Expr::Int(0), Expr::Int(3)));
+        let e = check_round_trip(&p).unwrap_err();
+        assert!(e.starts_with("assertions differ"), "{e}");
+        assert!(e.contains("assert N + 0 == 3"), "{e}");
+    }
+}

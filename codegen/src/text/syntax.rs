@@ -117,12 +117,18 @@ fn cut<T>(r: PResult<'_, T>) -> PResult<'_, T> {
     })
 }
 
-/// Rejects input nested deeper than [`MAX_NESTING`], pointing at the first bracket too many.
+/// Rejects input nested deeper than [`MAX_NESTING`] (brackets, or a run of signs,
+/// each of which the expression parser reads as one more unary level), pointing at
+/// the first level too many.
 fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
     let mut depth = 0usize;
+    let mut signs = 0usize;
     let mut in_comment = false;
     let mut in_string = false;
     for (pos, c) in src.char_indices() {
+        if !matches!(c, '+' | '-' | ' ' | '\t' | '\r') {
+            signs = 0;
+        }
         match c {
             '\n' => {
                 in_comment = false;
@@ -132,12 +138,18 @@ fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
             '"' => in_string = !in_string,
             _ if in_string => {}
             '#' => in_comment = true,
-            '(' | '[' => {
-                depth += 1;
-                if depth > MAX_NESTING {
+            '(' | '[' | '+' | '-' => {
+                let level = if matches!(c, '+' | '-') {
+                    signs += 1;
+                    signs
+                } else {
+                    depth += 1;
+                    depth
+                };
+                if level > MAX_NESTING {
                     return Err(SyntaxError::new(
                         &src[pos..],
-                        "less deeply nested brackets (at most 200 levels)",
+                        "less deeply nested expressions (at most 200 levels)",
                     ));
                 }
             }
@@ -251,7 +263,7 @@ impl<'s> P<'s> {
                 let (rest, (dtype, at)) = self.dtype(after)?;
                 Ok((rest, Stmt::Dtype { dtype, at }))
             }
-            _ => fail(after, "`=`"),
+            _ => fail(i, STATEMENT),
         }
     }
 
@@ -383,16 +395,10 @@ impl<'s> P<'s> {
 
     fn call(&self, i: &'s str) -> PResult<'s, Call> {
         const EXPECTED: &str = "an op call like `exp(x)`";
-        let Ok((rest, _)) = identifier(i) else {
-            return fail(i, EXPECTED);
-        };
-        if !sp(rest).starts_with('(') {
-            return fail(
-                sp(rest),
-                "`(` (the right side of `=` is an op call like `exp(x)`)",
-            );
+        match identifier(i) {
+            Ok((rest, _)) if sp(rest).starts_with('(') => self.call_after_check(i),
+            _ => fail(i, EXPECTED),
         }
-        self.call_after_check(i)
     }
 
     /// A call whose `name (` prefix is known to be there.
@@ -548,7 +554,12 @@ fn number(i: &str) -> Option<PResult<'_, ValueSyntax>> {
     }
     if len == 0 || (len == 1 && is_float) {
         // No digits at all: not a number, unless a sign promised one.
-        return (sign_len > 0).then(|| fail(unsigned, "a number after the sign"));
+        return (sign_len > 0).then(|| {
+            fail(
+                unsigned,
+                "a number after the sign (negate a tensor with `neg(x)`)",
+            )
+        });
     }
     let mantissa_end = len;
     if unsigned[len..].starts_with(['e', 'E']) {
@@ -712,7 +723,8 @@ mod tests {
         assert_eq!(error_offset("input a: f32[N + 1]"), (15, "`,` or `]`"));
         assert_eq!(error_offset("input a: f32[i0]").0, 13);
         assert_eq!(error_offset("y = reindex(x, [i0 +], [i0])").0, 20);
-        assert_eq!(error_offset("y = x").0, 5);
+        assert_eq!(error_offset("y = x"), (4, "an op call like `exp(x)`"));
+        assert_eq!(error_offset("inptu x: f32[N]"), (0, STATEMENT));
         assert_eq!(error_offset("12 = exp(x)").0, 0);
         assert_eq!(error_offset("y = f(\"abc\n)").0, 10);
         assert_eq!(error_offset("assert N = M").0, 9);
@@ -724,5 +736,8 @@ mod tests {
         let src = format!("y = {}x{}", "exp(".repeat(500), ")".repeat(500));
         let (offset, _) = error_offset(&src);
         assert_eq!(offset, 4 + 4 * 200 + 3);
+        let src = format!("y = reindex(x, [{}1], [i0])", "- ".repeat(100_000));
+        let (offset, _) = error_offset(&src);
+        assert_eq!(offset, 16 + 2 * 200);
     }
 }
