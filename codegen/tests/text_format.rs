@@ -624,7 +624,7 @@ mod errors {
             src,
             ErrorKind::Program,
             "the program has no outputs (add a line `output name`)",
-            src.len(),
+            src.len() - 1,
         );
         let src = "input x: f32[N]\noutput x, x\n";
         assert_error(

@@ -259,7 +259,8 @@ impl<'a> Build<'a> {
         let Some(at) = self.first_output_at else {
             return Err(self.error(
                 ErrorKind::Program,
-                self.src.len(),
+                // The end of the last line with text, rather than an empty line after it.
+                self.src.trim_end().len(),
                 "the program has no outputs (add a line `output name`)",
             ));
         };
