@@ -6,3 +6,4 @@ pub use uop_codegen as codegen;
 pub use uop_ops as ops;
 
 pub mod cli;
+pub mod npy;

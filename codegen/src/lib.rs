@@ -25,5 +25,6 @@ pub mod index;
 pub mod interp;
 pub mod loops;
 pub mod tensor;
+pub mod testing;
 pub mod text;
 pub mod uop;

@@ -20,6 +20,9 @@ pub type PResult<'a, T> = IResult<&'a str, T, SyntaxError<'a>>;
 
 /// Parses a complete index expression; surrounding whitespace is allowed.
 ///
+/// Input nested deeper than 256 levels (parentheses, signs, operator chains) is
+/// rejected with an error rather than risking the stack.
+///
 /// ```
 /// use uop_codegen::index::{parse_expr, Expr};
 /// let e = parse_expr("dA1 - $kh + 1").unwrap();
@@ -65,39 +68,62 @@ fn ws<'a, O>(
     preceded(multispace0, p)
 }
 
+/// The deepest nesting accepted: parentheses, signs, `min` / `max` and each
+/// operator of a chain count. Deeper input is rejected so that the parser and every
+/// recursive walk over the tree (printing, simplifying, dropping) stay far from the
+/// end of the stack, whatever text a user supplies.
+const MAX_DEPTH: usize = 256;
+
+/// The error for input nested deeper than [`MAX_DEPTH`].
+fn too_deep(at: &str) -> nom::Err<SyntaxError<'_>> {
+    nom::Err::Failure(SyntaxError::new(
+        at.trim_start(),
+        "an expression nested at most 256 levels deep",
+    ))
+}
+
+/// An expression and the depth of its tree (a leaf has depth 1).
+type Deep = (Expr, usize);
+
 /// A full expression: terms joined by `+` and `-`, left-associative.
 pub fn expr(input: &str) -> PResult<'_, Expr> {
-    let (mut input, mut acc) = term(input)?;
+    sum(input, 0).map(|(rest, (e, _))| (rest, e))
+}
+
+/// `expr` at parser nesting `level`.
+fn sum(input: &str, level: usize) -> PResult<'_, Deep> {
+    if level > MAX_DEPTH {
+        return Err(too_deep(input));
+    }
+    let (mut input, (mut acc, mut depth)) = term(input, level)?;
     loop {
         let op = ws(alt((char('+'), char('-')))).parse(input);
         let Ok((after_op, c)) = op else {
-            return Ok((input, acc));
+            return Ok((input, (acc, depth)));
         };
-        let (rest, rhs) = cut_term(after_op)?;
+        let (rest, (rhs, rhs_depth)) = term(after_op, level).map_err(fail)?;
+        depth = depth.max(rhs_depth) + 1;
+        if depth > MAX_DEPTH {
+            return Err(too_deep(input));
+        }
         let op = if c == '+' { IndexOp::Add } else { IndexOp::Sub };
         acc = Expr::bin(op, acc, rhs);
         input = rest;
     }
 }
 
-fn cut_term(input: &str) -> PResult<'_, Expr> {
-    term(input).map_err(|e| match e {
-        nom::Err::Error(e) => nom::Err::Failure(e),
-        other => other,
-    })
-}
-
-fn term(input: &str) -> PResult<'_, Expr> {
-    let (mut input, mut acc) = unary(input)?;
+fn term(input: &str, level: usize) -> PResult<'_, Deep> {
+    let (mut input, (mut acc, mut depth)) = unary(input, level)?;
     loop {
         let op = ws(alt((char('*'), char('/'), char('%')))).parse(input);
         let Ok((after_op, c)) = op else {
-            return Ok((input, acc));
+            return Ok((input, (acc, depth)));
         };
-        let (rest, rhs) = unary(after_op).map_err(|e| match e {
-            nom::Err::Error(e) => nom::Err::Failure(e),
-            other => other,
-        })?;
+        let (rest, (rhs, rhs_depth)) = unary(after_op, level).map_err(fail)?;
+        depth = depth.max(rhs_depth) + 1;
+        if depth > MAX_DEPTH {
+            return Err(too_deep(input));
+        }
         let op = match c {
             '*' => IndexOp::Mul,
             '/' => IndexOp::Div,
@@ -108,24 +134,33 @@ fn term(input: &str) -> PResult<'_, Expr> {
     }
 }
 
-fn unary(input: &str) -> PResult<'_, Expr> {
+fn unary(input: &str, level: usize) -> PResult<'_, Deep> {
     let input = input.trim_start();
+    if level > MAX_DEPTH {
+        return Err(too_deep(input));
+    }
     if let Some(rest) = input.strip_prefix('-') {
         // `-` directly before a literal is a negative literal, so `Int(-3)` round-trips.
         if let Ok((after, digits)) = digit1::<_, SyntaxError>(rest) {
             let followed_by_ident = after.starts_with(|c: char| c.is_alphanumeric() || c == '_');
             if !followed_by_ident {
                 let v = literal(&format!("-{digits}"), input)?;
-                return Ok((after, Expr::Int(v)));
+                return Ok((after, (Expr::Int(v), 1)));
             }
         }
-        let (rest, e) = unary(rest)?;
-        return Ok((rest, Expr::Neg(Box::new(e))));
+        let (rest, (e, depth)) = unary(rest, level + 1)?;
+        if depth + 1 > MAX_DEPTH {
+            return Err(too_deep(input));
+        }
+        return Ok((rest, (Expr::Neg(Box::new(e)), depth + 1)));
     }
     if let Some(rest) = input.strip_prefix('+') {
-        return unary(rest);
+        return unary(rest, level + 1);
     }
-    expecting("a number, index, dimension, $param or `(`", atom).parse(input)
+    expecting("a number, index, dimension, $param or `(`", |i| {
+        atom(i, level)
+    })
+    .parse(input)
 }
 
 fn literal<'a>(text: &str, at: &'a str) -> Result<i64, nom::Err<SyntaxError<'a>>> {
@@ -141,14 +176,14 @@ fn identifier(input: &str) -> PResult<'_, &str> {
     .parse(input)
 }
 
-fn atom(input: &str) -> PResult<'_, Expr> {
+fn atom(input: &str, level: usize) -> PResult<'_, Deep> {
     let input = input.trim_start();
     if let Ok((rest, digits)) = digit1::<_, SyntaxError>(input) {
         let v = literal(digits, input)?;
-        return Ok((rest, Expr::Int(v)));
+        return Ok((rest, (Expr::Int(v), 1)));
     }
     if let Some(rest) = input.strip_prefix('(') {
-        let (rest, e) = expr(rest)?;
+        let (rest, e) = sum(rest, level + 1)?;
         let (rest, _) = expecting("`)`", ws(char(')'))).parse(rest).map_err(fail)?;
         return Ok((rest, e));
     }
@@ -156,30 +191,34 @@ fn atom(input: &str) -> PResult<'_, Expr> {
         let (rest, name) = expecting("a parameter name after `$`", identifier)
             .parse(rest)
             .map_err(fail)?;
-        return Ok((rest, Expr::Param(name.to_string())));
+        return Ok((rest, (Expr::Param(name.to_string()), 1)));
     }
     let (rest, ident) = identifier(input)?;
     if let Some(op) = function(ident)
         && let Ok((rest, _)) = ws(char::<_, SyntaxError>('(')).parse(rest)
     {
-        let (rest, a) = expr(rest).map_err(fail)?;
+        let (rest, (a, a_depth)) = sum(rest, level + 1).map_err(fail)?;
         let (rest, _) = expecting("`,`", ws(char(','))).parse(rest).map_err(fail)?;
-        let (rest, b) = expr(rest).map_err(fail)?;
+        let (rest, (b, b_depth)) = sum(rest, level + 1).map_err(fail)?;
         let (rest, _) = expecting("`)`", ws(char(')'))).parse(rest).map_err(fail)?;
-        return Ok((rest, Expr::bin(op, a, b)));
+        let depth = a_depth.max(b_depth) + 1;
+        if depth > MAX_DEPTH {
+            return Err(too_deep(input));
+        }
+        return Ok((rest, (Expr::bin(op, a, b), depth)));
     }
     if let Some(n) = loop_index(ident) {
-        return Ok((rest, Expr::Index(n)));
+        return Ok((rest, (Expr::Index(n), 1)));
     }
     if let Some(d) = dim_ref(ident) {
         let (rest, eq) = opt(preceded(tag("[="), dim_assertion)).parse(rest)?;
         if eq.is_some() {
             let (rest, _) = expecting("`]`", char(']')).parse(rest).map_err(fail)?;
-            return Ok((rest, Expr::Dim(d, eq)));
+            return Ok((rest, (Expr::Dim(d, eq), 1)));
         }
-        return Ok((rest, Expr::Dim(d, None)));
+        return Ok((rest, (Expr::Dim(d, None), 1)));
     }
-    Ok((rest, Expr::Name(ident.to_string())))
+    Ok((rest, (Expr::Name(ident.to_string()), 1)))
 }
 
 fn dim_assertion(input: &str) -> PResult<'_, DimRef> {
@@ -289,6 +328,27 @@ mod tests {
             p("min(i0, 4)"),
             Expr::bin(IndexOp::Min, Expr::Index(0), 4.into())
         );
+    }
+
+    #[test]
+    fn nesting_is_limited_so_deep_input_cannot_overflow_the_stack() {
+        let parens = |n: usize| format!("{}i0{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(p(&parens(MAX_DEPTH)), Expr::Index(0));
+        let e = parse_expr(&parens(MAX_DEPTH + 1)).unwrap_err();
+        assert_eq!(e.offset, MAX_DEPTH + 1);
+        assert!(e.expected.contains(&MAX_DEPTH.to_string()), "{e}");
+
+        let negations = |n: usize| format!("{}i0", "-".repeat(n));
+        assert!(parse_expr(&negations(MAX_DEPTH - 1)).is_ok());
+        assert!(parse_expr(&negations(MAX_DEPTH)).is_err());
+
+        // A long chain is a deep tree even without parentheses.
+        let chain = |n: usize| vec!["i0"; n].join(" + ");
+        assert!(parse_expr(&chain(MAX_DEPTH)).is_ok());
+        let e = parse_expr(&chain(MAX_DEPTH + 1)).unwrap_err();
+        // The error points at the operator that would make the tree too deep.
+        assert_eq!(e.offset, "i0 + ".len() * (MAX_DEPTH - 1) + "i0 ".len());
+        assert!(parse_expr(&format!("min(0, {})", chain(MAX_DEPTH))).is_err());
     }
 
     #[test]

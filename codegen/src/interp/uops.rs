@@ -34,6 +34,24 @@ pub enum RunError {
         /// The failure.
         error: EvalError,
     },
+    /// An index expression of a loop program failed (division by zero, overflow, a
+    /// loop variable used outside its loop).
+    #[error("evaluating block {block}: {error}")]
+    BlockEval {
+        /// Position of the block in the loop program.
+        block: usize,
+        /// The failure.
+        error: EvalError,
+    },
+    /// A loop program is malformed, or breaks a promise it makes (an access marked
+    /// in range is not): a bug in lowering or in a pass, not in the caller's data.
+    #[error("block {block} of the loop program is invalid: {message}")]
+    InvalidLoops {
+        /// Position of the block in the loop program.
+        block: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Runs `program` on `inputs` (in declaration order) with integer `params`, returning

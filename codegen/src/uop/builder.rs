@@ -571,6 +571,17 @@ impl Builder {
         Ok(self.push(Uop::Select { axis, x, index }, shape, self.dtype))
     }
 
+    /// Records that two sizes must be equal at run time (what `dA0[=dB1]` records, and the
+    /// `.uop` text's `assert a == b`). The sizes may mention named dims, `$params` and literals.
+    pub fn assert_equal(&mut self, a: Expr, b: Expr) -> Result<()> {
+        let a = self.resolve("assert", &a, &[], Context::Size)?;
+        let b = self.resolve("assert", &b, &[], Context::Size)?;
+        if a != b && !self.assertions.contains(&(a.clone(), b.clone())) {
+            self.assertions.push((a, b));
+        }
+        Ok(())
+    }
+
     /// `iota` with a textual shape.
     pub fn iota(&mut self, shape: &[&str], sources: &[NodeId], axis: usize) -> Result<NodeId> {
         let shape = self.parse_all("iota", shape)?;

@@ -8,6 +8,7 @@ mod error;
 mod graph;
 mod ops;
 
+pub use bind::{InputDecl, bind_inputs, concrete_shape};
 pub use builder::Builder;
 pub use error::{BindError, UopError};
 pub use graph::{Node, NodeId, Operand, Program, Uop};

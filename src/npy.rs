@@ -1,0 +1,465 @@
+//! Reading and writing tensors as NumPy `.npy` files, the exchange format of the `uop`
+//! command-line tool (inputs of `uop run`, its outputs, golden data).
+//!
+//! Only what the compiler's tensors can hold is accepted: little-endian `float32`,
+//! `float64` and `int32`, in C (row-major) order, of any rank including 0-d arrays.
+//! Anything else is refused with an error that names the file and says what to change,
+//! rather than being converted silently.
+//!
+//! ```
+//! use uop::npy::{read_npy_bytes, write_npy_bytes};
+//! use uop::codegen::{tensor::Tensor, uop::DType};
+//!
+//! let t = Tensor::new(DType::F32, vec![2, 2], vec![1.0, 2.0, 3.0, 4.0])?;
+//! let bytes = write_npy_bytes("t.npy", &t)?;
+//! assert_eq!(read_npy_bytes("t.npy", &bytes)?, t);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use npyz::{Endianness, NpyFile, NpyHeader, Order, TypeChar, TypeStr, WriteOptions, WriterBuilder};
+use thiserror::Error;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::DType;
+
+/// A `.npy` file could not be read or written. The message starts with the file name.
+#[derive(Debug, Error)]
+#[error("{file}: {kind}")]
+pub struct NpyError {
+    /// The file (or, for in-memory data, the name given by the caller).
+    pub file: String,
+    /// What went wrong.
+    pub kind: NpyErrorKind,
+}
+
+/// What went wrong with a `.npy` file.
+#[derive(Debug, Error)]
+pub enum NpyErrorKind {
+    /// The file could not be opened or read.
+    #[error("cannot read the file: {0}")]
+    Read(io::Error),
+    /// The file (or its temporary sibling) could not be created, written or renamed.
+    #[error("cannot write the file: {0}")]
+    Write(io::Error),
+    /// The path names a directory or nothing at all, so there is no file to write.
+    #[error("not a file path")]
+    NotAFilePath,
+    /// The file does not start with the `.npy` magic string.
+    #[error("not a .npy file (it does not start with \"\\x93NUMPY\")")]
+    BadMagic,
+    /// A format version this reader does not know.
+    #[error("unsupported .npy format version {major}.{minor} (known: 1.0, 2.0, 3.0)")]
+    UnsupportedVersion {
+        /// Major version byte.
+        major: u8,
+        /// Minor version byte.
+        minor: u8,
+    },
+    /// The file ends inside the header.
+    #[error(
+        "the .npy header is truncated (the file has {found} bytes, the header needs {expected})"
+    )]
+    TruncatedHeader {
+        /// Bytes needed up to the end of the header.
+        expected: usize,
+        /// Bytes in the file.
+        found: usize,
+    },
+    /// The header dictionary is not what the format prescribes.
+    #[error("malformed .npy header: {0}")]
+    BadHeader(String),
+    /// An element type other than float32, float64 or int32.
+    #[error("dtype {0} is not supported (use float32, float64 or int32)")]
+    UnsupportedDType(String),
+    /// A supported element type stored big-endian.
+    #[error(
+        "dtype '{descr}' is big-endian; only little-endian data is supported \
+         (convert with a.astype('{little}'))"
+    )]
+    BigEndian {
+        /// The type string in the file, e.g. `>f4`.
+        descr: String,
+        /// Its little-endian equivalent, e.g. `<f4`.
+        little: String,
+    },
+    /// The array is stored column-major.
+    #[error(
+        "the array is stored in Fortran order; only C order is supported \
+         (save np.ascontiguousarray(a) instead)"
+    )]
+    FortranOrder,
+    /// The shape has more elements than can be addressed.
+    #[error("shape {0:?} is too large")]
+    TooLarge(Vec<u64>),
+    /// Fewer data bytes than the shape needs.
+    #[error(
+        "the data is truncated: shape {shape:?} of {dtype} needs {expected} bytes after the \
+         header, the file has {found}"
+    )]
+    Truncated {
+        /// Shape from the header.
+        shape: Vec<usize>,
+        /// Element type (numpy spelling).
+        dtype: &'static str,
+        /// Bytes the shape needs.
+        expected: usize,
+        /// Bytes present.
+        found: usize,
+    },
+    /// More data bytes than the shape needs.
+    #[error(
+        "shape {shape:?} of {dtype} needs {expected} bytes of data but the file has {found}: \
+         the shape and the data length disagree"
+    )]
+    ExtraData {
+        /// Shape from the header.
+        shape: Vec<usize>,
+        /// Element type (numpy spelling).
+        dtype: &'static str,
+        /// Bytes the shape needs.
+        expected: usize,
+        /// Bytes present.
+        found: usize,
+    },
+    /// A tensor to be written whose data length does not match its shape.
+    #[error("tensor of shape {shape:?} holds {found} values instead of {expected}")]
+    InconsistentTensor {
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// Product of the shape.
+        expected: usize,
+        /// Length of the data.
+        found: usize,
+    },
+}
+
+impl NpyError {
+    fn new(file: &str, kind: NpyErrorKind) -> Self {
+        NpyError {
+            file: file.to_string(),
+            kind,
+        }
+    }
+}
+
+const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Reads a `.npy` file holding little-endian float32, float64 or int32 data in C order.
+pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
+    let name = path.display().to_string();
+    let bytes = fs::read(path).map_err(|e| NpyError::new(&name, NpyErrorKind::Read(e)))?;
+    read_npy_bytes(&name, &bytes)
+}
+
+/// Parses the contents of a `.npy` file; `name` is used in error messages only.
+pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
+    let fail = |kind| NpyError::new(name, kind);
+    let header_end = header_end(bytes).map_err(fail)?;
+    let header_text = &bytes[..header_end];
+    check_shape_fits(header_text).map_err(fail)?;
+    let header = NpyHeader::from_reader(header_text)
+        .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
+    let dtype = supported_dtype(&header.dtype()).map_err(fail)?;
+    if header.order() == Order::Fortran && header.shape().len() > 1 {
+        return Err(fail(NpyErrorKind::FortranOrder));
+    }
+
+    let shape = header
+        .shape()
+        .iter()
+        .map(|&n| usize::try_from(n).ok())
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
+    let expected = shape
+        .iter()
+        .try_fold(dtype.size(), |acc, &n| acc.checked_mul(n))
+        .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
+    let data = &bytes[header_end..];
+    let dtype_name = numpy_name(dtype);
+    if data.len() < expected {
+        return Err(fail(NpyErrorKind::Truncated {
+            shape,
+            dtype: dtype_name,
+            expected,
+            found: data.len(),
+        }));
+    }
+    if data.len() > expected {
+        return Err(fail(NpyErrorKind::ExtraData {
+            shape,
+            dtype: dtype_name,
+            expected,
+            found: data.len(),
+        }));
+    }
+
+    let npy = NpyFile::with_header(header, data);
+    // The dtype and the data length were checked above, so decoding cannot fail; the
+    // error is still mapped rather than unwrapped in case npyz disagrees.
+    let values: Vec<f64> = match dtype {
+        DType::F32 => npy
+            .into_vec::<f32>()
+            .map(|v| v.into_iter().map(f64::from).collect()),
+        DType::F64 => npy.into_vec::<f64>(),
+        DType::I32 => npy
+            .into_vec::<i32>()
+            .map(|v| v.into_iter().map(f64::from).collect()),
+    }
+    .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
+    Tensor::new(dtype, shape, values).map_err(|e| {
+        fail(NpyErrorKind::InconsistentTensor {
+            shape: e.shape,
+            expected: e.expected,
+            found: e.found,
+        })
+    })
+}
+
+/// Writes `t` as a `.npy` file in its own dtype (`<f4`, `<f8` or `<i4`), C order; a rank-0
+/// tensor becomes a 0-d array.
+///
+/// The data goes to a temporary file in the same directory that is then renamed over
+/// `path`, so a reader never sees a half-written file and a failed write leaves any
+/// previous file untouched.
+pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
+    let name = path.display().to_string();
+    let fail = |kind| NpyError::new(&name, kind);
+    let bytes = write_npy_bytes(&name, t)?;
+    let temp = temporary_sibling(path).ok_or_else(|| fail(NpyErrorKind::NotAFilePath))?;
+    let written = write_and_sync(&temp, &bytes).and_then(|()| fs::rename(&temp, path));
+    if let Err(e) = written {
+        // Best effort: the temporary file is ours and useless now; the error that matters
+        // to the user is the write failure itself.
+        let _ = fs::remove_file(&temp);
+        return Err(fail(NpyErrorKind::Write(e)));
+    }
+    Ok(())
+}
+
+/// The bytes of a `.npy` file holding `t` (see [`write_npy`]); `name` is used in error
+/// messages only. Values of an i32 tensor are converted with `as i32` (they are integral
+/// by construction).
+pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
+    let fail = |kind| NpyError::new(name, kind);
+    let expected: usize = t.shape.iter().product();
+    if t.data.len() != expected {
+        return Err(fail(NpyErrorKind::InconsistentTensor {
+            shape: t.shape.clone(),
+            expected,
+            found: t.data.len(),
+        }));
+    }
+    let shape: Vec<u64> = t.shape.iter().map(|&n| n as u64).collect();
+    let mut out = Vec::with_capacity(128 + t.data.len() * t.dtype.size());
+    let written = match t.dtype {
+        DType::F32 => encode(&mut out, "<f4", &shape, t.data.iter().map(|&v| v as f32)),
+        DType::F64 => encode(&mut out, "<f8", &shape, t.data.iter().copied()),
+        DType::I32 => encode(&mut out, "<i4", &shape, t.data.iter().map(|&v| v as i32)),
+    };
+    written.map_err(|e| fail(NpyErrorKind::Write(e)))?;
+    Ok(out)
+}
+
+fn encode<T: npyz::Serialize>(
+    out: &mut Vec<u8>,
+    descr: &str,
+    shape: &[u64],
+    values: impl Iterator<Item = T>,
+) -> io::Result<()> {
+    let type_str: TypeStr = descr
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{descr}: {e}")))?;
+    let mut writer = WriteOptions::<T>::new()
+        .dtype(npyz::DType::Plain(type_str))
+        .shape(shape)
+        .writer(out)
+        .begin_nd()?;
+    writer.extend(values)?;
+    writer.finish()
+}
+
+/// `.name.<pid>.<n>.tmp` next to `path`: same directory so the rename is atomic, unique
+/// per process and call so concurrent writers never share one.
+fn temporary_sibling(path: &Path) -> Option<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let file_name = path.file_name()?.to_string_lossy();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = format!(".{file_name}.{}.{n}.tmp", std::process::id());
+    Some(path.with_file_name(temp))
+}
+
+fn write_and_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(bytes)?;
+    // Without the sync a crash after the rename could leave an empty file under the
+    // final name on some file systems.
+    file.sync_all()
+}
+
+/// Checks the fixed preamble (magic, version, header length) and returns where the data
+/// starts. Done here rather than left to npyz so that a wrong or short file gets a
+/// precise message, and so that a corrupt header length is never used to allocate.
+fn header_end(bytes: &[u8]) -> Result<usize, NpyErrorKind> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(NpyErrorKind::BadMagic);
+    }
+    let truncated = |expected| NpyErrorKind::TruncatedHeader {
+        expected,
+        found: bytes.len(),
+    };
+    let (major, minor) = match bytes.get(6..8) {
+        Some(v) => (v[0], v[1]),
+        None => return Err(truncated(8)),
+    };
+    let (len_start, len_size) = match (major, minor) {
+        (1, 0) => (8, 2),
+        (2, 0) | (3, 0) => (8, 4),
+        _ => return Err(NpyErrorKind::UnsupportedVersion { major, minor }),
+    };
+    let text_start = len_start + len_size;
+    let len_bytes = bytes
+        .get(len_start..text_start)
+        .ok_or_else(|| truncated(text_start))?;
+    let text_len = len_bytes
+        .iter()
+        .rev()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    let end = text_start + text_len;
+    if bytes.len() < end {
+        return Err(truncated(end));
+    }
+    Ok(end)
+}
+
+/// Refuses shapes whose element count overflows `u64` before npyz sees them: npyz
+/// multiplies the dimensions without checking, which panics in debug builds and wraps
+/// silently in release builds. Shapes it cannot find or parse are left to npyz to report.
+fn check_shape_fits(header: &[u8]) -> Result<(), NpyErrorKind> {
+    let text = String::from_utf8_lossy(header);
+    let Some(key) = text.find("'shape'").or_else(|| text.find("\"shape\"")) else {
+        return Ok(());
+    };
+    let rest = &text[key + "'shape'".len()..];
+    let (Some(open), Some(close)) = (rest.find(['(', '[']), rest.find([')', ']'])) else {
+        return Ok(());
+    };
+    if close < open {
+        return Ok(());
+    }
+    let dims: Option<Vec<u64>> = rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().ok())
+        .collect();
+    let Some(dims) = dims else { return Ok(()) };
+    // Products of any prefix or suffix must fit too (npyz also computes strides); with a
+    // zero dimension those products stop growing, so the nonzero dimensions decide.
+    let fits = dims
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_some();
+    if fits {
+        Ok(())
+    } else {
+        Err(NpyErrorKind::TooLarge(dims))
+    }
+}
+
+/// The uop element type of a header dtype, or the error saying why it is not one.
+fn supported_dtype(dtype: &npyz::DType) -> Result<DType, NpyErrorKind> {
+    let ty = match dtype {
+        npyz::DType::Plain(ty) => ty,
+        other => {
+            return Err(NpyErrorKind::UnsupportedDType(format!(
+                "structured ({})",
+                other.descr()
+            )));
+        }
+    };
+    let ours = match (ty.type_char(), ty.size_field()) {
+        (TypeChar::Float, 4) => Some(DType::F32),
+        (TypeChar::Float, 8) => Some(DType::F64),
+        (TypeChar::Int, 4) => Some(DType::I32),
+        _ => None,
+    };
+    match (ours, ty.endianness()) {
+        (Some(d), Endianness::Little) => Ok(d),
+        (Some(_), Endianness::Big) => Err(NpyErrorKind::BigEndian {
+            descr: ty.to_string(),
+            little: format!("<{}{}", ty.type_char().to_str(), ty.size_field()),
+        }),
+        _ => Err(NpyErrorKind::UnsupportedDType(describe(ty))),
+    }
+}
+
+fn numpy_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::I32 => "int32",
+    }
+}
+
+/// numpy's name of a type string, e.g. `int64` for `<i8`; the raw type string is added
+/// where the name alone does not identify the type.
+fn describe(ty: &TypeStr) -> String {
+    let bits = ty.size_field() * 8;
+    match ty.type_char() {
+        TypeChar::Float => format!("float{bits}"),
+        TypeChar::Int => format!("int{bits}"),
+        TypeChar::Uint => format!("uint{bits}"),
+        TypeChar::Complex => format!("complex{bits}"),
+        TypeChar::Bool => "bool".to_string(),
+        TypeChar::DateTime => format!("datetime64 ('{ty}')"),
+        TypeChar::TimeDelta => format!("timedelta64 ('{ty}')"),
+        TypeChar::ByteStr => format!("bytes ('{ty}')"),
+        TypeChar::UnicodeStr => format!("str ('{ty}')"),
+        _ => format!("'{ty}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_names_of_rejected_types() {
+        let name = |s: &str| describe(&s.parse().expect("valid type string"));
+        assert_eq!(name("<i8"), "int64");
+        assert_eq!(name("<f2"), "float16");
+        assert_eq!(name("|u1"), "uint8");
+        assert_eq!(name("|b1"), "bool");
+        assert_eq!(name("<c16"), "complex128");
+        assert_eq!(name("<U3"), "str ('<U3')");
+    }
+
+    #[test]
+    fn overflowing_shapes_are_caught_before_npyz() {
+        let header =
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 0, 4294967296), }";
+        assert!(matches!(
+            check_shape_fits(header),
+            Err(NpyErrorKind::TooLarge(dims)) if dims == vec![1 << 32, 0, 1 << 32]
+        ));
+        let fine = b"{'descr': '<f4', 'fortran_order': False, 'shape': (), }";
+        assert!(check_shape_fits(fine).is_ok());
+    }
+
+    #[test]
+    fn temporary_files_are_hidden_siblings() {
+        let temp = temporary_sibling(Path::new("out/y.npy")).expect("has a file name");
+        assert_eq!(temp.parent(), Some(Path::new("out")));
+        let name = temp.file_name().map(|n| n.to_string_lossy().into_owned());
+        assert!(name.is_some_and(|n| n.starts_with(".y.npy.") && n.ends_with(".tmp")));
+        assert!(temporary_sibling(Path::new("/")).is_none());
+    }
+}
