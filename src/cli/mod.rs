@@ -93,7 +93,10 @@ pub(crate) fn load_program(path: &Path) -> Result<Program, CliError> {
 }
 
 /// Splits a `NAME=VALUE` argument.
-pub(crate) fn split_assignment<'a>(flag: &str, arg: &'a str) -> Result<(&'a str, &'a str), CliError> {
+pub(crate) fn split_assignment<'a>(
+    flag: &str,
+    arg: &'a str,
+) -> Result<(&'a str, &'a str), CliError> {
     match arg.split_once('=') {
         Some((name, value)) if !name.is_empty() && !value.is_empty() => Ok((name, value)),
         _ => fail(format!("{flag} expects NAME=VALUE, got `{arg}`")),
@@ -101,10 +104,7 @@ pub(crate) fn split_assignment<'a>(flag: &str, arg: &'a str) -> Result<(&'a str,
 }
 
 /// Parses `NAME=INT` arguments (for `--param` and `--dim`).
-pub(crate) fn int_assignments(
-    flag: &str,
-    args: &[String],
-) -> Result<Vec<(String, i64)>, CliError> {
+pub(crate) fn int_assignments(flag: &str, args: &[String]) -> Result<Vec<(String, i64)>, CliError> {
     args.iter()
         .map(|a| {
             let (name, value) = split_assignment(flag, a)?;

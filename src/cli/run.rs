@@ -92,7 +92,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
 /// Comma-separated names, or "none".
 fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> String {
     let all: Vec<String> = items.map(|i| format!("`{i}`")).collect();
-    if all.is_empty() { "none".into() } else { all.join(", ") }
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.join(", ")
+    }
 }
 
 /// The program's inputs in order: from files, or random data where `--random` is given.
@@ -182,10 +186,17 @@ fn gather_inputs(program: &Program, args: &RunArgs) -> Result<Vec<Tensor>, CliEr
                         node.name
                     ))
                 }),
-                other => fail(format!("input `{}` has an unexpected dimension `{other}`", node.name)),
+                other => fail(format!(
+                    "input `{}` has an unexpected dimension `{other}`",
+                    node.name
+                )),
             })
             .collect::<Result<Vec<usize>, CliError>>()?;
-        inputs.push(Tensor::random(node.dtype, shape, seed.wrapping_add(k as u64)));
+        inputs.push(Tensor::random(
+            node.dtype,
+            shape,
+            seed.wrapping_add(k as u64),
+        ));
     }
     Ok(inputs)
 }

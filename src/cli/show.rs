@@ -68,7 +68,15 @@ fn nested(
             }
         }
         match item {
-            Some(i) => nested(out, t, cells, width, axis + 1, offset + i * stride, summarise),
+            Some(i) => nested(
+                out,
+                t,
+                cells,
+                width,
+                axis + 1,
+                offset + i * stride,
+                summarise,
+            ),
             None => out.push_str("..."),
         }
     }
@@ -84,7 +92,7 @@ mod tests {
         let t = Tensor::new(DType::F32, vec![2, 3], vec![1.0, 2.5, 3.0, -4.0, 5.0, 6.0]).unwrap();
         assert_eq!(
             render("y", &t),
-            "y: f32[2, 3]\n[[   1,  2.5,    3],\n [  -4,    5,    6]]\n"
+            "y: f32[2, 3]\n[[  1, 2.5,   3],\n [ -4,   5,   6]]\n"
         );
     }
 

@@ -1,0 +1,335 @@
+//! The `uop` binary as a user runs it: `uop run` on .npy files and random data,
+//! `uop print` at each stage, and one clear error (exit code 1) for each kind of
+//! mistake, with nothing written when a run fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use uop::codegen::tensor::Tensor;
+use uop::codegen::uop::DType;
+use uop::npy::{read_npy, write_npy};
+
+fn uop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_uop"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the uop binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh scratch directory per test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("uop-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn write(dir: &Path, name: &str, t: &Tensor) -> String {
+    let path = dir.join(name);
+    write_npy(&path, t).expect("write fixture");
+    path.to_string_lossy().into_owned()
+}
+
+fn matrix(rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) -> Tensor {
+    let data = (0..rows * cols).map(|k| f(k / cols, k % cols)).collect();
+    Tensor::new(DType::F32, vec![rows, cols], data).expect("consistent")
+}
+
+#[test]
+fn run_matmul_from_npy_files_matches_a_naive_loop() {
+    let dir = scratch("matmul");
+    let a = matrix(4, 2, |i, j| (i * 2 + j) as f64 - 3.0);
+    let b = matrix(2, 3, |i, j| (i as f64) * 0.5 - j as f64);
+    let (pa, pb) = (write(&dir, "a.npy", &a), write(&dir, "b.npy", &b));
+    let out = dir.join("c.npy");
+    for backend in ["interp", "loops"] {
+        let o = uop(&[
+            "run",
+            "examples/programs/matmul.uop",
+            "--input",
+            &format!("a={pa}"),
+            "--input",
+            &format!("b={pb}"),
+            "--output",
+            &format!("c={}", out.display()),
+            "--backend",
+            backend,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let c = read_npy(&out).expect("output written");
+        assert_eq!(c.shape, vec![4, 3]);
+        for i in 0..4 {
+            for j in 0..3 {
+                let expected: f64 = (0..2).map(|k| a.data[i * 2 + k] * b.data[k * 3 + j]).sum();
+                assert_eq!(c.data[i * 3 + j], expected, "c[{i}, {j}] with {backend}");
+            }
+        }
+    }
+}
+
+#[test]
+fn outputs_without_a_file_are_printed_with_their_shape() {
+    let o = uop(&[
+        "run",
+        "examples/programs/softmax.uop",
+        "--random",
+        "7",
+        "--dim",
+        "B=2",
+        "--dim",
+        "N=3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("y: f32[2, 3]\n[["), "{text}");
+    // Each row of a softmax sums to one.
+    let rows: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.trim_matches(|c| c == '[' || c == ']' || c == ',' || c == ' ')
+                .split(',')
+                .map(|v| {
+                    v.trim()
+                        .trim_end_matches(']')
+                        .parse::<f64>()
+                        .expect("a number")
+                })
+                .sum()
+        })
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert!((r - 1.0).abs() < 1e-6, "row sums to {r}");
+    }
+}
+
+#[test]
+fn random_runs_are_reproducible_and_backends_agree() {
+    let args = |backend: &'static str| {
+        uop(&[
+            "run",
+            "examples/programs/conv_params.uop",
+            "--random",
+            "3",
+            "--dim",
+            "N=1",
+            "--dim",
+            "H=4",
+            "--dim",
+            "W=4",
+            "--dim",
+            "C=5",
+            "--dim",
+            "O=2",
+            "--dim",
+            "KH=3",
+            "--dim",
+            "KW=3",
+            "--param",
+            "kh=3",
+            "--param",
+            "kw=3",
+            "--param",
+            "kc=2",
+            "--backend",
+            backend,
+        ])
+    };
+    let (a, b) = (args("interp"), args("loops"));
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert_eq!(stdout(&a), stdout(&b));
+    assert_eq!(stdout(&a), stdout(&args("interp")));
+}
+
+#[test]
+fn print_shows_the_program_and_its_loop_ir() {
+    let o = uop(&["print", "examples/programs/matmul.uop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("input a: f32[M, K]"), "{}", stdout(&o));
+    let o = uop(&["print", "examples/programs/matmul.uop", "--stage", "loops"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("block 0 {") && text.contains("for i0 in 0..M"),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_example_program_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/programs");
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).expect("examples exist") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "uop") {
+            let o = uop(&["print", path.to_str().expect("utf-8 path")]);
+            assert!(o.status.success(), "{}: {}", path.display(), stderr(&o));
+            count += 1;
+        }
+    }
+    assert!(count >= 5);
+}
+
+#[test]
+fn a_syntax_error_shows_the_file_and_a_caret() {
+    let dir = scratch("syntax");
+    let prog = dir.join("bad.uop");
+    std::fs::write(
+        &prog,
+        "input a: f32[M, K]\nb = reindex(a, [M, K+], [i0, i1])\noutput b\n",
+    )
+    .expect("write");
+    let o = uop(&["print", prog.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.uop") && err.contains("line 2, column 22"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 | b = reindex(a, [M, K+], [i0, i1])"),
+        "{err}"
+    );
+    assert!(err.lines().any(|l| l.trim_end().ends_with('^')), "{err}");
+}
+
+#[test]
+fn mistakes_on_the_command_line_are_one_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "examples/programs/matmul.uop"],
+            "input `a` is not given",
+        ),
+        (
+            &[
+                "run",
+                "examples/programs/matmul.uop",
+                "--random",
+                "1",
+                "--dim",
+                "M=2",
+            ],
+            "--dim K=SIZE",
+        ),
+        (
+            &[
+                "run",
+                "examples/programs/matmul.uop",
+                "--random",
+                "1",
+                "--dim",
+                "M=2",
+                "--dim",
+                "K=2",
+                "--dim",
+                "N=2",
+                "--output",
+                "zz=x.npy",
+            ],
+            "no output `zz`",
+        ),
+        (
+            &["run", "examples/programs/matmul.uop", "--input", "q=x.npy"],
+            "no input `q`",
+        ),
+        (
+            &[
+                "run",
+                "examples/programs/matmul.uop",
+                "--random",
+                "1",
+                "--param",
+                "kh=3",
+            ],
+            "no parameter `$kh`",
+        ),
+        (
+            &["run", "examples/programs/matmul.uop", "--dim", "M"],
+            "NAME=VALUE",
+        ),
+        (
+            &["run", "examples/programs/matmul.uop", "--dim", "M=x"],
+            "not an integer",
+        ),
+        (&["run", "no/such/file.uop"], "cannot read no/such/file.uop"),
+        (
+            &[
+                "run",
+                "examples/programs/conv_params.uop",
+                "--random",
+                "1",
+                "--dim",
+                "N=1",
+                "--dim",
+                "H=4",
+                "--dim",
+                "W=4",
+                "--dim",
+                "C=5",
+                "--dim",
+                "O=2",
+                "--dim",
+                "KH=3",
+                "--dim",
+                "KW=3",
+            ],
+            "pass --param kh=N",
+        ),
+    ];
+    for (args, expected) in cases {
+        let o = uop(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("error: ") && err.contains(expected),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+}
+
+#[test]
+fn a_wrong_npy_input_names_the_file_and_nothing_is_written() {
+    let dir = scratch("wrong-npy");
+    let out = dir.join("c.npy");
+    let f64_matrix = Tensor::new(DType::F64, vec![2, 2], vec![1.0; 4]).expect("tensor");
+    let bad_dtype = write(&dir, "f64.npy", &f64_matrix);
+    let garbage = dir.join("garbage.npy");
+    std::fs::write(&garbage, b"not numpy at all").expect("write");
+    let rank3 = write(&dir, "rank3.npy", &Tensor::zeros(DType::F32, vec![2, 2, 2]));
+    let good = write(&dir, "good.npy", &matrix(2, 2, |i, j| (i + j) as f64));
+    let cases = [
+        (bad_dtype.clone(), "is f32, but the file holds f64"),
+        (
+            garbage.to_string_lossy().into_owned(),
+            "garbage.npy: not a .npy file",
+        ),
+        (rank3, "expected rank 2"),
+    ];
+    for (file, expected) in cases {
+        let o = uop(&[
+            "run",
+            "examples/programs/matmul.uop",
+            "--input",
+            &format!("a={file}"),
+            "--input",
+            &format!("b={good}"),
+            "--output",
+            &format!("c={}", out.display()),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{file}");
+        let err = stderr(&o);
+        assert!(err.contains(expected), "{file}: {err}");
+        assert!(!out.exists(), "no output is written when the run fails");
+    }
+}
