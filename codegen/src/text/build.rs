@@ -321,11 +321,13 @@ impl<'a> Build<'a> {
 
     fn lookup_op(&self, name: &Name) -> Result<Op<'a>, TextError> {
         let registry: &'a Registry = self.registry;
-        if let Some(m) = Micro::from_name(&name.text) {
-            return Ok(Op::Micro(m));
-        }
+        // A registered op may extend a micro op of the same name (numpy broadcasting
+        // for `add`, `where`, ...): the registry is consulted first.
         if let Some(m) = registry.get(&name.text) {
             return Ok(Op::Macro(m));
+        }
+        if let Some(m) = Micro::from_name(&name.text) {
+            return Ok(Op::Micro(m));
         }
         let text = &name.text;
         let message = if self.scope.contains_key(text) {
