@@ -35,7 +35,10 @@ fn difference(want: &[Tensor], got: &[Tensor]) -> Option<String> {
     }
     for (k, (w, g)) in want.iter().zip(got).enumerate() {
         if w.shape != g.shape {
-            return Some(format!("output {k}: shape {:?}, expected {:?}", g.shape, w.shape));
+            return Some(format!(
+                "output {k}: shape {:?}, expected {:?}",
+                g.shape, w.shape
+            ));
         }
         if let Some(at) = (0..w.data.len()).find(|&i| !same_bits(w.data[i], g.data[i])) {
             return Some(format!(
@@ -84,8 +87,8 @@ fn check_program(seed: u64, cfg: &GenConfig) -> Option<()> {
     for p in pass::pipeline() {
         check_stage(seed, &program, p.name, &(p.run)(&lowered), &want, &case);
     }
-    let trace = pass::optimize_traced(&lowered, &PassOptions::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let trace =
+        pass::optimize_traced(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     for (name, lp) in &trace {
         check_stage(seed, &program, name, lp, &want, &case);
     }
@@ -99,7 +102,10 @@ fn every_pass_and_the_pipeline_match_the_reference_on_random_programs() {
     for seed in 0..n {
         checked += usize::from(check_program(seed, &GenConfig::default()).is_some());
     }
-    assert!(checked as u64 >= n * 9 / 10, "only {checked} of {n} programs ran");
+    assert!(
+        checked as u64 >= n * 9 / 10,
+        "only {checked} of {n} programs ran"
+    );
 }
 
 #[test]
@@ -113,7 +119,10 @@ fn f64_programs_match_too() {
     for seed in 0..n {
         checked += usize::from(check_program(1_000_000 + seed, &cfg).is_some());
     }
-    assert!(checked as u64 >= n * 9 / 10, "only {checked} of {n} programs ran");
+    assert!(
+        checked as u64 >= n * 9 / 10,
+        "only {checked} of {n} programs ran"
+    );
 }
 
 #[test]
@@ -122,8 +131,8 @@ fn the_pipeline_fuses_random_programs() {
     let (mut before, mut after) = (0, 0);
     for seed in 0..100 {
         let lowered = loops::lower(&random_program(seed, &GenConfig::default()));
-        let optimized = pass::optimize(&lowered, &PassOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let optimized =
+            pass::optimize(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let none = HashMap::new();
         before += pass::stats(&lowered, &none, &none).blocks;
         after += pass::stats(&optimized, &none, &none).blocks;

@@ -11,7 +11,8 @@
 //! dims, `$params`, loop variables, opaque subterms). Its lower and upper bounds are
 //! found by replacing each loop variable with its first or last value, `start` or
 //! `end - 1`, by the sign of its coefficient; `x % k` lies in `[0, k)`, `min` and
-//! `max` give either operand's bound where that is sound, and `x / k` is bounded
+//! `max` give either operand's bound where that is sound (and the smaller or larger
+//! of two bounds differing by a literal otherwise), and `x / k` is bounded
 //! when `x`'s bound is a literal. The goals `low >= 0` and `size - 1 - high >= 0` are
 //! then proved from the facts that named dims and axis sizes are non-negative and
 //! that every enclosing loop runs at least once (`end - start - 1 >= 0`, as the
@@ -244,7 +245,9 @@ impl<'g> Context<'g> {
         let fuel = fuel - 1;
         match atom {
             Expr::Index(n) => match self.ranges.get(n) {
-                Some((first, last)) => self.bound_expr(if upper { last } else { first }, upper, fuel),
+                Some((first, last)) => {
+                    self.bound_expr(if upper { last } else { first }, upper, fuel)
+                }
                 None => Vec::new(),
             },
             Expr::Bin(IndexOp::Mod, _, k) => match k.as_int() {
@@ -269,6 +272,25 @@ impl<'g> Context<'g> {
                 let mut v = self.bound_expr(a, false, fuel);
                 v.extend(self.bound_expr(b, false, fuel));
                 v
+            }
+            // A lower bound of `min` (upper of `max`) must bound both operands: take
+            // the smaller (larger) of two bounds whose difference is a literal.
+            Expr::Bin(op @ (IndexOp::Min | IndexOp::Max), a, b) => {
+                let (ba, bb) = (
+                    self.bound_expr(a, upper, fuel),
+                    self.bound_expr(b, upper, fuel),
+                );
+                let mut out = Vec::new();
+                for la in &ba {
+                    for lb in &bb {
+                        if let Some(d) = la.add_scaled(lb, -1).and_then(|d| d.as_constant()) {
+                            let a_wins = (d <= 0) == (*op == IndexOp::Min);
+                            out.push(if a_wins { la.clone() } else { lb.clone() });
+                        }
+                    }
+                }
+                out.truncate(MAX_CANDIDATES);
+                out
             }
             _ => Vec::new(),
         }

@@ -107,20 +107,26 @@ mod tests {
     #[test]
     fn a_loop_running_once_becomes_its_literal() {
         let b = Block {
-            loops: vec![lp(0, "N", vec![]), lp(1, "1", vec![store(&["i0", "i1 + 2"])])],
+            loops: vec![
+                lp(0, "N", vec![]),
+                lp(1, "1", vec![store(&["i0", "i1 + 2"])]),
+            ],
             carried: Vec::new(),
             stmts: Vec::new(),
         };
         let cleaned = clean_block(b);
         assert_eq!(cleaned.loops.len(), 1);
-        assert_eq!(cleaned.loops[0].stmts, vec![Stmt::Store {
-            access: Access {
-                tensor: TensorId(0),
-                index: vec![Subscript::Expr(e("i0")), Subscript::Expr(e("2"))],
-                checked: true,
-            },
-            value: Value::Index(e("i0")),
-        }]);
+        assert_eq!(
+            cleaned.loops[0].stmts,
+            vec![Stmt::Store {
+                access: Access {
+                    tensor: TensorId(0),
+                    index: vec![Subscript::Expr(e("i0")), Subscript::Expr(e("2"))],
+                    checked: true,
+                },
+                value: Value::Index(e("i0")),
+            }]
+        );
     }
 
     #[test]

@@ -152,8 +152,18 @@ fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
 /// conflicting accesses first.
 fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
     let n = a.loops.len();
-    let pos_a: HashMap<usize, usize> = a.loops.iter().enumerate().map(|(d, l)| (l.id.0, d)).collect();
-    let pos_b: HashMap<usize, usize> = b.loops.iter().enumerate().map(|(d, l)| (l.id.0, d)).collect();
+    let pos_a: HashMap<usize, usize> = a
+        .loops
+        .iter()
+        .enumerate()
+        .map(|(d, l)| (l.id.0, d))
+        .collect();
+    let pos_b: HashMap<usize, usize> = b
+        .loops
+        .iter()
+        .enumerate()
+        .map(|(d, l)| (l.id.0, d))
+        .collect();
     let mut of_b: Vec<Option<usize>> = vec![None; n];
     let mut used_a = vec![false; n];
     let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
@@ -184,17 +194,17 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
             }
         }
     }
-    for pb in 0..n {
-        if of_b[pb].is_some() {
+    for (pb, slot) in of_b.iter_mut().enumerate() {
+        if slot.is_some() {
             continue;
         }
         let fits = |pa: usize| !used_a[pa] && same_range(&a.loops[pa], &b.loops[pb], groups);
-        let pa = if pb < n && fits(pb) {
+        let pa = if fits(pb) {
             pb
         } else {
             (0..n).find(|&pa| fits(pa))?
         };
-        of_b[pb] = Some(pa);
+        *slot = Some(pa);
         used_a[pa] = true;
     }
     of_b.iter()
@@ -251,7 +261,11 @@ fn permute(block: &Block, order: &[usize]) -> Block {
 /// Whether reordering `block`'s loops by `order` (within segments) keeps its meaning.
 fn reorder_ok(block: &Block, order: &[usize]) -> bool {
     let seg = segments(block);
-    if order.iter().enumerate().any(|(d, &from)| seg[d] != seg[from]) {
+    if order
+        .iter()
+        .enumerate()
+        .any(|(d, &from)| seg[d] != seg[from])
+    {
         return false;
     }
     let moved: HashSet<usize> = order
@@ -263,20 +277,26 @@ fn reorder_ok(block: &Block, order: &[usize]) -> bool {
     if moved.is_empty() {
         return true;
     }
+    // A range over another loop's variable (a triangle) cannot move past that loop;
+    // lowering never makes one, so such a block is simply not reordered.
+    let mentions_loop = |e: &Expr| e.any(&mut |x| matches!(x, Expr::Index(_)));
+    if block
+        .loops
+        .iter()
+        .any(|l| mentions_loop(&l.start) || mentions_loop(&l.end))
+    {
+        return false;
+    }
     // A reduction's update order: no reordered loop between a carried variable's
     // loop and the deepest statement using it.
     let lists = levels(block);
-    let declared = block
-        .carried
-        .iter()
-        .map(|c| (0, c.var))
-        .chain(
-            block
-                .loops
-                .iter()
-                .enumerate()
-                .flat_map(|(d, l)| l.carried.iter().map(move |c| (d + 1, c.var))),
-        );
+    let declared = block.carried.iter().map(|c| (0, c.var)).chain(
+        block
+            .loops
+            .iter()
+            .enumerate()
+            .flat_map(|(d, l)| l.carried.iter().map(move |c| (d + 1, c.var))),
+    );
     for (level, var) in declared {
         let deepest = lists
             .iter()
@@ -344,10 +364,7 @@ fn cross_ok(a: &Block, b: &Block) -> bool {
             return false;
         }
         let pinned = pinned_loops(x, y);
-        if a.loops[..y.level]
-            .iter()
-            .any(|l| !pinned.contains(&l.id.0))
-        {
+        if a.loops[..y.level].iter().any(|l| !pinned.contains(&l.id.0)) {
             return false;
         }
     }

@@ -139,7 +139,10 @@ fn pass_names() -> Vec<&'static str> {
 /// Runs the pipeline on `p`, skipping the disabled passes.
 pub fn optimize(p: &LoopProgram, opts: &PassOptions) -> Result<LoopProgram, PassError> {
     let trace = optimize_traced(p, opts)?;
-    Ok(trace.into_iter().last().map_or_else(|| p.clone(), |(_, prog)| prog))
+    Ok(trace
+        .into_iter()
+        .last()
+        .map_or_else(|| p.clone(), |(_, prog)| prog))
 }
 
 /// Runs the pipeline on `p` and returns the program after each pass that ran, in

@@ -21,8 +21,8 @@ use std::collections::HashSet;
 use crate::loops::{Access, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId};
 
 use super::walk::{
-    AccessAt, block_accesses, drop_unused_temps, levels, stmt_accesses, stmts_at_mut,
-    value_loads, value_reads_var,
+    AccessAt, block_accesses, drop_unused_temps, levels, stmt_accesses, stmts_at_mut, value_loads,
+    value_reads_var,
 };
 
 /// Substitutes single-use temporaries (see the module docs).
@@ -48,11 +48,7 @@ fn find_candidate(p: &LoopProgram) -> Option<Site> {
     (0..p.tensors.len()).find_map(|t| candidate(p, &per_block, TensorId(t)))
 }
 
-fn candidate(
-    p: &LoopProgram,
-    per_block: &[Vec<AccessAt>],
-    t: TensorId,
-) -> Option<Site> {
+fn candidate(p: &LoopProgram, per_block: &[Vec<AccessAt>], t: TensorId) -> Option<Site> {
     let decl = &p.tensors[t.0];
     if decl.kind != TensorKind::Temp || decl.dtype != p.dtype {
         return None;
@@ -102,7 +98,9 @@ fn candidate(
         .collect();
     for s in &stmts[stmt + 1..last] {
         let mut clobbers = false;
-        stmt_accesses(s, &mut |a, write| clobbers |= write && deps.contains(&a.tensor));
+        stmt_accesses(s, &mut |a, write| {
+            clobbers |= write && deps.contains(&a.tensor)
+        });
         if let Stmt::Update { var, .. } = s {
             clobbers |= var_deps.contains(var);
         }

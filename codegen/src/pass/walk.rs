@@ -24,7 +24,13 @@ pub(crate) struct AccessAt {
 /// The statement lists of a block with their levels, outermost first.
 pub(crate) fn levels(block: &Block) -> Vec<(usize, &Vec<Stmt>)> {
     std::iter::once((0, &block.stmts))
-        .chain(block.loops.iter().enumerate().map(|(d, l)| (d + 1, &l.stmts)))
+        .chain(
+            block
+                .loops
+                .iter()
+                .enumerate()
+                .map(|(d, l)| (d + 1, &l.stmts)),
+        )
         .collect()
 }
 
@@ -274,7 +280,9 @@ pub(crate) fn drop_unused_temps(p: &mut LoopProgram) {
     p.inputs = p.inputs.iter().map(|&t| map(t)).collect();
     p.outputs = p.outputs.iter().map(|&t| map(t)).collect();
     for b in &mut p.blocks {
-        for_each_stmt_mut(b, &mut |s| map_stmt_accesses(s, &mut |a| a.tensor = map(a.tensor)));
+        for_each_stmt_mut(b, &mut |s| {
+            map_stmt_accesses(s, &mut |a| a.tensor = map(a.tensor))
+        });
     }
 }
 
