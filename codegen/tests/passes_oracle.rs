@@ -4,7 +4,8 @@
 //! substitution never reorder float operations, so no tolerance is needed.
 //!
 //! `UOP_ORACLE_CASES=20000 cargo test --release -p uop-codegen --test passes_oracle`
-//! runs a long sweep; the default keeps CI to a few seconds.
+//! runs a long sweep; the default keeps CI to a few seconds. `UOP_ORACLE_NODES=30`
+//! grows larger programs (more blocks to fuse).
 
 use std::collections::HashMap;
 
@@ -12,7 +13,7 @@ use uop_codegen::interp::{self, RunError};
 use uop_codegen::loops::{self, LoopProgram};
 use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::tensor::Tensor;
-use uop_codegen::testing::{GenConfig, random_case, random_program};
+use uop_codegen::testing::{Case, GenConfig, random_case_with, random_program};
 use uop_codegen::uop::{DType, Program};
 
 const DEFAULT_PROGRAMS: u64 = 300;
@@ -22,6 +23,20 @@ fn programs() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_PROGRAMS)
+}
+
+/// The generator's config, with `UOP_ORACLE_NODES` overriding the program size.
+fn config(dtype: DType) -> GenConfig {
+    let base = GenConfig::default();
+    let max_nodes = std::env::var("UOP_ORACLE_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(base.max_nodes);
+    GenConfig {
+        dtype,
+        max_nodes,
+        ..base
+    }
 }
 
 fn same_bits(a: f64, b: f64) -> bool {
@@ -57,7 +72,7 @@ fn check_stage(
     stage: &str,
     lp: &LoopProgram,
     want: &[Tensor],
-    case: &uop_codegen::testing::Case,
+    case: &Case,
 ) {
     let got = interp::run_loops(lp, &case.inputs, &case.params);
     let problem = match got {
@@ -75,7 +90,7 @@ fn check_stage(
 /// Every pass alone, and the pipeline, against the reference on one program.
 fn check_program(seed: u64, cfg: &GenConfig) -> Option<()> {
     let program = random_program(seed, cfg);
-    let case = random_case(&program, seed ^ 0xca5e);
+    let case = random_case_with(&program, seed ^ 0xca5e, cfg).ok()?;
     let want = match interp::run(&program, &case.inputs, &case.params) {
         Ok(w) => w,
         // A case the reference itself rejects (e.g. an index overflow) has no oracle.
@@ -100,7 +115,7 @@ fn every_pass_and_the_pipeline_match_the_reference_on_random_programs() {
     let n = programs();
     let mut checked = 0;
     for seed in 0..n {
-        checked += usize::from(check_program(seed, &GenConfig::default()).is_some());
+        checked += usize::from(check_program(seed, &config(DType::F32)).is_some());
     }
     assert!(
         checked as u64 >= n * 9 / 10,
@@ -110,10 +125,7 @@ fn every_pass_and_the_pipeline_match_the_reference_on_random_programs() {
 
 #[test]
 fn f64_programs_match_too() {
-    let cfg = GenConfig {
-        dtype: DType::F64,
-        ..GenConfig::default()
-    };
+    let cfg = config(DType::F64);
     let n = (programs() / 3).max(1);
     let mut checked = 0;
     for seed in 0..n {
