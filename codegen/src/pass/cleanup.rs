@@ -1,0 +1,141 @@
+//! Cleanup: folds index expressions, removes loops that do nothing and blocks with
+//! no statements.
+//!
+//! Guarantee: results are unchanged. Concretely:
+//! - every index expression (loop ranges, subscripts, index values) is replaced by
+//!   its [`Expr::simplify`] form, which has the same value wherever it is defined;
+//! - a loop running exactly once (`for i in c..c + 1`, literals) is removed: its
+//!   variable becomes the literal `c`, its carried variables move to the enclosing
+//!   level (they were reset once per enclosing iteration anyway) and its statements
+//!   run just before the enclosing level's own statements, which is when they ran;
+//! - innermost loops holding no statements and no carried variables are removed
+//!   (running them had no effect);
+//! - blocks left without any statement are removed.
+
+use crate::loops::{Block, LoopProgram};
+
+use super::walk::{levels, map_block_exprs, rename_loops_to};
+
+/// Simplifies and prunes every block (see the module docs).
+pub fn cleanup(p: &LoopProgram) -> LoopProgram {
+    let blocks = p
+        .blocks
+        .iter()
+        .filter_map(|b| {
+            let b = clean_block(b.clone());
+            let has_stmts = levels(&b).iter().any(|(_, s)| !s.is_empty());
+            has_stmts.then_some(b)
+        })
+        .collect();
+    LoopProgram {
+        blocks,
+        ..p.clone()
+    }
+}
+
+fn clean_block(mut b: Block) -> Block {
+    map_block_exprs(&mut b, &mut |e| e.simplify());
+    let mut d = 0;
+    while d < b.loops.len() {
+        let l = &b.loops[d];
+        let once = match (l.start.as_int(), l.end.as_int()) {
+            (Some(s), Some(e)) => e.checked_sub(s) == Some(1),
+            _ => false,
+        };
+        if !once {
+            d += 1;
+            continue;
+        }
+        let removed = b.loops.remove(d);
+        let (id, value) = (removed.id.0, removed.start.clone());
+        let (carried, stmts) = match d {
+            0 => (&mut b.carried, &mut b.stmts),
+            _ => {
+                let parent = &mut b.loops[d - 1];
+                (&mut parent.carried, &mut parent.stmts)
+            }
+        };
+        carried.extend(removed.carried);
+        let after = std::mem::take(stmts);
+        stmts.extend(removed.stmts);
+        stmts.extend(after);
+        // After the move, so the moved statements see the literal too.
+        rename_loops_to(&mut b, id, &value);
+    }
+    map_block_exprs(&mut b, &mut |e| e.simplify());
+    while b
+        .loops
+        .last()
+        .is_some_and(|l| l.stmts.is_empty() && l.carried.is_empty())
+    {
+        b.loops.pop();
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{Expr, parse_expr};
+    use crate::loops::{Access, Loop, LoopId, Stmt, Subscript, TensorId, Value};
+
+    fn e(s: &str) -> Expr {
+        parse_expr(s).unwrap_or_else(|d| panic!("{s}: {d}"))
+    }
+
+    fn lp(id: usize, end: &str, stmts: Vec<Stmt>) -> Loop {
+        Loop {
+            id: LoopId(id),
+            start: Expr::Int(0),
+            end: e(end),
+            carried: Vec::new(),
+            stmts,
+        }
+    }
+
+    fn store(index: &[&str]) -> Stmt {
+        Stmt::Store {
+            access: Access {
+                tensor: TensorId(0),
+                index: index.iter().map(|s| Subscript::Expr(e(s))).collect(),
+                checked: true,
+            },
+            value: Value::Index(e("i0 + 0")),
+        }
+    }
+
+    #[test]
+    fn a_loop_running_once_becomes_its_literal() {
+        let b = Block {
+            loops: vec![
+                lp(0, "N", vec![]),
+                lp(1, "1", vec![store(&["i0", "i1 + 2"])]),
+            ],
+            carried: Vec::new(),
+            stmts: Vec::new(),
+        };
+        let cleaned = clean_block(b);
+        assert_eq!(cleaned.loops.len(), 1);
+        assert_eq!(
+            cleaned.loops[0].stmts,
+            vec![Stmt::Store {
+                access: Access {
+                    tensor: TensorId(0),
+                    index: vec![Subscript::Expr(e("i0")), Subscript::Expr(e("2"))],
+                    checked: true,
+                },
+                value: Value::Index(e("i0")),
+            }]
+        );
+    }
+
+    #[test]
+    fn innermost_loops_without_statements_are_removed() {
+        let b = Block {
+            loops: vec![lp(0, "N", vec![store(&["i0"])]), lp(1, "M", vec![])],
+            carried: Vec::new(),
+            stmts: Vec::new(),
+        };
+        assert_eq!(clean_block(b).loops.len(), 1);
+    }
+}

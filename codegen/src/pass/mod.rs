@@ -1,0 +1,212 @@
+//! The optimizer (DESIGN.md §6): passes from loop program to loop program, one file
+//! each, run in a fixed pipeline that a user can switch parts of off and trace.
+//!
+//! Two analyses feed the passes: [`ShapeGroups`] (which symbolic sizes are equal) and
+//! [`Deps`] (which blocks read and write which tensors). The pipeline, in order:
+//!
+//! 1. `dce` — drop what no output needs, so fusion does not waste effort on it;
+//! 2. `fuse` — merge loop nests, reordering loops between pivots;
+//! 3. `subst` — replace temporaries now stored and read in the same loop by their
+//!    expressions;
+//! 4. `dce` — again, for what fusion and substitution left dead;
+//! 5. `bounds` — unmark accesses proven in range (after fusion, so the proofs see
+//!    the final loops);
+//! 6. `cleanup` — fold index expressions, drop loops and blocks that do nothing
+//!    (last, because removing a loop that runs once changes loop depths, which
+//!    fusion matches on).
+//!
+//! Every pass preserves every output bit for bit; the randomized oracle test
+//! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
+//! the reference interpreter.
+//!
+//! ```
+//! use uop_codegen::{loops, pass::{self, PassOptions}, uop::{Builder, DType, UnaryOp}};
+//! let mut b = Builder::new(DType::F32);
+//! let x = b.input("x", DType::F32, &["N"])?;
+//! let y = b.unary(UnaryOp::Exp, x)?;
+//! let z = b.unary(UnaryOp::Neg, y)?;
+//! let lowered = loops::lower(&b.combine(&[x], &[z])?);
+//! let optimized = pass::optimize(&lowered, &PassOptions::default())?;
+//! assert_eq!(optimized.blocks.len(), 1);
+//! assert!(optimized.to_string().contains("t2[i0] = -exp(x[i0])"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod bounds;
+mod cleanup;
+mod dce;
+mod deps;
+mod fuse;
+mod shape_groups;
+mod subst;
+mod walk;
+
+use std::collections::HashMap;
+
+use thiserror::Error;
+
+use crate::index::Bindings;
+use crate::loops::{LoopProgram, TensorKind};
+
+pub use bounds::bounds;
+pub use cleanup::cleanup;
+pub use dce::dce;
+pub use deps::{BlockDeps, Deps};
+pub use fuse::fuse;
+pub use shape_groups::ShapeGroups;
+pub use subst::subst;
+
+/// A named program-to-program transformation.
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    /// The name used by `--disable-pass` and in traces.
+    pub name: &'static str,
+    /// One line: what the pass guarantees.
+    pub doc: &'static str,
+    /// The transformation; it never changes a program's results.
+    pub run: fn(&LoopProgram) -> LoopProgram,
+}
+
+const DCE: Pass = Pass {
+    name: "dce",
+    doc: "removes statements, blocks, carried variables and temporaries no output depends on",
+    run: dce,
+};
+
+const PIPELINE: &[Pass] = &[
+    DCE,
+    Pass {
+        name: "fuse",
+        doc: "merges loop nests whose loops match by range, reordering only between pivots, \
+              when every dependence keeps its order",
+        run: fuse,
+    },
+    Pass {
+        name: "subst",
+        doc: "replaces a temporary stored once and read only later in the same loop at the \
+              same index by its expression",
+        run: subst,
+    },
+    DCE,
+    Pass {
+        name: "bounds",
+        doc: "marks accesses proven in range for all sizes as unchecked",
+        run: bounds,
+    },
+    Pass {
+        name: "cleanup",
+        doc: "folds index expressions and removes loops and blocks that do nothing",
+        run: cleanup,
+    },
+];
+
+/// The passes in the order [`optimize`] runs them (a pass may appear twice).
+pub fn pipeline() -> &'static [Pass] {
+    PIPELINE
+}
+
+/// Which passes to skip.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// Names of passes not to run (every occurrence in the pipeline); empty runs all.
+    pub disabled: Vec<String>,
+}
+
+/// Why the optimizer could not run.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum PassError {
+    /// A name in [`PassOptions::disabled`] is not a pass.
+    #[error("unknown pass `{name}`; the passes are: {valid}")]
+    UnknownPass {
+        /// The name given.
+        name: String,
+        /// The valid names, comma-separated.
+        valid: String,
+    },
+}
+
+/// The pipeline's names, each once, in order.
+fn pass_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for p in PIPELINE {
+        if !names.contains(&p.name) {
+            names.push(p.name);
+        }
+    }
+    names
+}
+
+/// Runs the pipeline on `p`, skipping the disabled passes.
+pub fn optimize(p: &LoopProgram, opts: &PassOptions) -> Result<LoopProgram, PassError> {
+    let trace = optimize_traced(p, opts)?;
+    Ok(trace
+        .into_iter()
+        .last()
+        .map_or_else(|| p.clone(), |(_, prog)| prog))
+}
+
+/// Runs the pipeline on `p` and returns the program after each pass that ran, in
+/// order, under that pass's name.
+pub fn optimize_traced(
+    p: &LoopProgram,
+    opts: &PassOptions,
+) -> Result<Vec<(&'static str, LoopProgram)>, PassError> {
+    let names = pass_names();
+    if let Some(bad) = opts.disabled.iter().find(|d| !names.contains(&d.as_str())) {
+        return Err(PassError::UnknownPass {
+            name: bad.clone(),
+            valid: names.join(", "),
+        });
+    }
+    let mut trace: Vec<(&'static str, LoopProgram)> = Vec::new();
+    for pass in PIPELINE {
+        if opts.disabled.iter().any(|d| d == pass.name) {
+            continue;
+        }
+        let current = trace.last().map_or(p, |(_, prog)| prog);
+        let next = (pass.run)(current);
+        trace.push((pass.name, next));
+    }
+    Ok(trace)
+}
+
+/// Size measures of a loop program, for reports and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Number of blocks (loop nests).
+    pub blocks: usize,
+    /// Number of loops over all blocks.
+    pub loops: usize,
+    /// Number of temporaries (tensors allocated by the kernel).
+    pub temporaries: usize,
+    /// Bytes of all temporaries under the given sizes; `None` if a size is unknown,
+    /// negative or too large.
+    pub temp_bytes: Option<u64>,
+}
+
+/// The [`Stats`] of `p`, with temporaries sized by named `dims` and `params`.
+pub fn stats(p: &LoopProgram, dims: &HashMap<String, i64>, params: &HashMap<String, i64>) -> Stats {
+    let bindings = Bindings {
+        names: dims.clone(),
+        params: params.clone(),
+        ..Bindings::default()
+    };
+    let temps: Vec<_> = p
+        .tensors
+        .iter()
+        .filter(|t| t.kind == TensorKind::Temp)
+        .collect();
+    let temp_bytes = temps.iter().try_fold(0u64, |total, t| {
+        let elements = t.shape.iter().try_fold(1u64, |n, e| {
+            let v = u64::try_from(e.eval(&bindings).ok()?).ok()?;
+            n.checked_mul(v)
+        })?;
+        total.checked_add(elements.checked_mul(t.dtype.size() as u64)?)
+    });
+    Stats {
+        blocks: p.blocks.len(),
+        loops: p.blocks.iter().map(|b| b.loops.len()).sum(),
+        temporaries: temps.len(),
+        temp_bytes,
+    }
+}
