@@ -395,3 +395,59 @@ pub(crate) fn register(r: &mut Registry) {
         clip_text,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::text::{check_round_trip, parse_program};
+    use uop_codegen::uop::{DType, Uop};
+
+    fn kinds(src: &str) -> Vec<&'static str> {
+        let p = parse_program(src, &crate::registry()).expect("parses");
+        p.nodes.iter().map(|n| n.op.kind()).collect()
+    }
+
+    #[test]
+    fn equal_shapes_and_scalars_build_exactly_the_micro_op() {
+        let same = "input x: f32[B, N]\ninput y: f32[B, N]\nz = add(x, y)\noutput z\n";
+        assert_eq!(kinds(same), ["input", "input", "add"]);
+        let scalar = "input x: f32[N]\nz = lt(2, x)\noutput z\n";
+        assert_eq!(kinds(scalar), ["input", "lt"]);
+        let select = "input c: f32[N]\ninput x: f32[N]\nz = where(c, x, 0)\noutput z\n";
+        assert_eq!(kinds(select), ["input", "input", "where"]);
+    }
+
+    #[test]
+    fn broadcasting_reindexes_only_the_operand_that_needs_it() {
+        let src = "input x: f32[B, N]\ninput y: f32[N]\nz = sub(x, y)\noutput z\n";
+        assert_eq!(kinds(src), ["input", "input", "reindex", "sub"]);
+        let p = parse_program(src, &crate::registry()).expect("parses");
+        let Uop::Reindex { index, .. } = &p.nodes[2].op else {
+            panic!("expected a reindex");
+        };
+        assert_eq!(index, &[Expr::Index(1)], "y is read along the last axis");
+        let outer = "input x: f32[4, 1]\ninput y: f32[1, 6]\nz = mul(x, y)\noutput z\n";
+        assert_eq!(
+            kinds(outer),
+            ["input", "input", "reindex", "reindex", "mul"]
+        );
+    }
+
+    #[test]
+    fn built_programs_print_and_parse_back_unchanged() {
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["B", "N"]).expect("input");
+        let y = b.input("y", DType::F32, &["N"]).expect("input");
+        let mut outs = vec![
+            add(&mut b, x, y).expect("add"),
+            where_(&mut b, y, x, 1.5).expect("where"),
+            leaky_relu(&mut b, x, 0.2).expect("leaky_relu"),
+            gelu(&mut b, x, GeluApproximate::Tanh).expect("gelu"),
+            silu(&mut b, x).expect("silu"),
+            clip(&mut b, x, Some(Operand::Node(y)), Some(Operand::Const(2.0))).expect("clip"),
+        ];
+        outs.push(relu(&mut b, outs[0]).expect("relu"));
+        let program = b.combine(&[x, y], &outs).expect("combines");
+        check_round_trip(&program).expect("round trip");
+    }
+}

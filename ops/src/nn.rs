@@ -388,3 +388,43 @@ pub(crate) fn register(r: &mut Registry) {
         r.register(name, signature, doc, f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::text::check_round_trip;
+
+    #[test]
+    fn losses_are_rank_0_and_per_sample_without_reduction() {
+        let mut b = Builder::new(DType::F32);
+        let logits = b.input("logits", DType::F32, &["B", "C"]).expect("input");
+        let target = b.input("target", DType::I32, &["B"]).expect("input");
+        let mean = cross_entropy(&mut b, logits, target, Reduction::Mean).expect("ce");
+        assert!(b.shape(mean).is_empty());
+        let each = cross_entropy(&mut b, logits, target, Reduction::None).expect("ce");
+        assert_eq!(b.shape(each), &[Expr::name("B")]);
+        let mse = mse_loss(&mut b, logits, logits, Reduction::Sum).expect("mse");
+        assert!(b.shape(mse).is_empty());
+        // The NaN that marks an out-of-range target survives printing.
+        let program = b
+            .combine(&[logits, target], &[mean, each, mse])
+            .expect("combines");
+        check_round_trip(&program).expect("round trip");
+    }
+
+    #[test]
+    fn normalizations_keep_the_input_shape() {
+        let mut b = Builder::new(DType::F64);
+        let x = b.input("x", DType::F64, &["B", "T", "D"]).expect("input");
+        let g = b.input("g", DType::F64, &["T", "D"]).expect("input");
+        let ln = layernorm(&mut b, x, g, g, &[1, 2], LAYERNORM_EPS).expect("layernorm");
+        let rms = rmsnorm(&mut b, x, g, &[-2, -1], None).expect("rmsnorm");
+        let sm = softmax(&mut b, x, 1).expect("softmax");
+        let lsm = log_softmax(&mut b, x, -1).expect("log_softmax");
+        for y in [ln, rms, sm, lsm] {
+            assert_eq!(b.shape(y), b.shape(x));
+        }
+        assert_eq!(rmsnorm_default_eps(DType::F64), f64::EPSILON);
+        assert_eq!(rmsnorm_default_eps(DType::F32), 1.1920928955078125e-7);
+    }
+}

@@ -340,11 +340,36 @@ variance_adapters! {
 /// Registers this module's ops by name.
 pub(crate) fn register(r: &mut Registry) {
     let ops: [(&str, &str, &str, MacroFn); 10] = [
-        ("sum", "sum(x, axis=all, keepdim=false)", "sum over axes", sum_text),
-        ("mean", "mean(x, axis=all, keepdim=false)", "mean over axes", mean_text),
-        ("max", "max(x, axis=all, keepdim=false)", "largest value over axes", max_text),
-        ("min", "min(x, axis=all, keepdim=false)", "smallest value over axes", min_text),
-        ("prod", "prod(x, axis=all, keepdim=false)", "product over axes", prod_text),
+        (
+            "sum",
+            "sum(x, axis=all, keepdim=false)",
+            "sum over axes",
+            sum_text,
+        ),
+        (
+            "mean",
+            "mean(x, axis=all, keepdim=false)",
+            "mean over axes",
+            mean_text,
+        ),
+        (
+            "max",
+            "max(x, axis=all, keepdim=false)",
+            "largest value over axes",
+            max_text,
+        ),
+        (
+            "min",
+            "min(x, axis=all, keepdim=false)",
+            "smallest value over axes",
+            min_text,
+        ),
+        (
+            "prod",
+            "prod(x, axis=all, keepdim=false)",
+            "product over axes",
+            prod_text,
+        ),
         (
             "argmax",
             "argmax(x, axis=none, keepdim=false)",
@@ -378,5 +403,49 @@ pub(crate) fn register(r: &mut Registry) {
     ];
     for (name, signature, doc, f) in ops {
         r.register(name, signature, doc, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::text::check_round_trip;
+    use uop_codegen::uop::DType;
+
+    fn shape_of(b: &Builder, id: NodeId) -> Vec<String> {
+        b.shape(id).iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn reducing_every_axis_gives_rank_0_unless_kept() {
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["B", "N", "3"]).expect("input");
+        let all = sum(&mut b, x, None, false).expect("sum");
+        assert!(b.shape(all).is_empty());
+        let kept = mean(&mut b, x, None, true).expect("mean");
+        assert_eq!(shape_of(&b, kept), ["1", "1", "1"]);
+        let inner = var(&mut b, x, Some(&[-2]), 1.0, false).expect("var");
+        assert_eq!(shape_of(&b, inner), ["B", "3"]);
+        let arg = argmax(&mut b, x, Some(0), true).expect("argmax");
+        assert_eq!(shape_of(&b, arg), ["1", "N", "3"]);
+        let lse = logsumexp(&mut b, x, Some(&[0, 2]), false).expect("logsumexp");
+        assert_eq!(shape_of(&b, lse), ["N"]);
+        let program = b
+            .combine(&[x], &[all, kept, inner, arg, lse])
+            .expect("combines");
+        check_round_trip(&program).expect("round trip");
+    }
+
+    #[test]
+    fn element_counts_are_constants_when_sizes_are_literal() {
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["B", "4", "5"]).expect("input");
+        assert_eq!(
+            element_count(&mut b, "var", x, &[1, 2]),
+            Ok(Operand::Const(20.0))
+        );
+        let counted = element_count(&mut b, "var", x, &[0, 2]).expect("count");
+        let node = counted.node().expect("a symbolic count is computed");
+        assert_eq!(shape_of(&b, node), ["1", "4", "1"]);
     }
 }
