@@ -61,11 +61,28 @@ impl OpError {
         }
     }
 
+    /// The message without the leading op name.
+    fn detail(&self) -> String {
+        match self {
+            OpError::Attr {
+                attr,
+                value,
+                message,
+                ..
+            } => format!("{attr}={value}: {message}"),
+            OpError::Operand { message, .. } => message.clone(),
+            OpError::Uop { source, .. } => source.to_string(),
+        }
+    }
+
     /// Converts for the `.uop` text layer, pointing at the attribute when there is one.
+    /// The op's name is left out: the text layer starts the message with the call's.
     pub fn into_macro_error(self, attrs: &Attrs) -> MacroError {
         match &self {
-            OpError::Attr { attr, .. } => attrs.error(attr, self.to_string()),
-            _ => MacroError::new(self.to_string()),
+            OpError::Attr { attr, .. } => attrs.error(attr, self.detail()),
+            // Keeps the builder error, which the text layer may locate in the call.
+            OpError::Uop { source, .. } => MacroError::from(source.clone()),
+            OpError::Operand { .. } => MacroError::new(self.detail()),
         }
     }
 }
