@@ -7,6 +7,18 @@
 //! padding as reads out of range that give the fill 0, the group of an output
 //! channel as `o / (O/groups)`), `w` once, then `mul`, `reduce_sum` over the
 //! channel and kernel axes, a reindex dropping those axes, and the bias.
+//!
+//! ```
+//! use uop_codegen::uop::{Builder, DType};
+//! use uop_ops::conv::{ConvOptions, conv2d};
+//! let mut b = Builder::new(DType::F32);
+//! let x = b.input("x", DType::F32, &["N", "4", "H", "W"])?;
+//! let w = b.input("w", DType::F32, &["6", "2", "3", "3"])?;
+//! let options = ConvOptions { stride: vec![2], padding: vec![1], groups: 2, ..Default::default() };
+//! let y = conv2d(&mut b, x, w, None, &options)?;
+//! assert_eq!(uop_codegen::index::list(b.shape(y)), "[N, 6, (H + 1) / 2, (W + 1) / 2]");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use uop_codegen::index::{Expr, IndexOp, list};
 use uop_codegen::text::{Args, Attrs, MacroError, Registry};
@@ -142,8 +154,17 @@ fn conv_nd(
     let dilation = per_axis(op, "dilation", &options.dilation, k, 1)?;
     let groups = options.groups;
     let (channels, out_channels, group_channels) = (&sx[1], &sw[0], &sw[1]);
-    check_groups(b, op, groups, channels, "input channels of x")?;
-    check_groups(b, op, groups, out_channels, "output channels (w's axis 0)")?;
+    // A symbolic channel count needs no divisibility assertion of its own: the
+    // in-channel check below asserts `C == C/groups * groups`.
+    check_groups(b, op, groups, channels, "input channels of x", false)?;
+    check_groups(
+        b,
+        op,
+        groups,
+        out_channels,
+        "output channels (w's axis 0)",
+        true,
+    )?;
     same_size(
         b,
         op,
@@ -235,7 +256,7 @@ pub fn conv_transpose2d(
     }
     let groups = options.groups;
     let (channels, out_per_group) = (&sx[1], &sw[1]);
-    check_groups(b, OP, groups, channels, "input channels of x")?;
+    check_groups(b, OP, groups, channels, "input channels of x", true)?;
     same_size(b, OP, channels, &sw[0], || {
         format!(
             "in-channels differ: x {} has {channels} channels, w {} has {} (w is [C, O/groups, KH, KW])",
@@ -285,11 +306,7 @@ pub fn conv_transpose2d(
         } else {
             let s = Expr::Int(stride[a]);
             let q = Expr::bin(IndexOp::Div, t.clone(), s.clone());
-            let off_grid = Expr::bin(
-                IndexOp::Min,
-                Expr::bin(IndexOp::Mod, t, s),
-                Expr::Int(1),
-            );
+            let off_grid = Expr::bin(IndexOp::Min, Expr::bin(IndexOp::Mod, t, s), Expr::Int(1));
             q.clone() - off_grid * (q + Expr::Int(1))
         });
     }
@@ -432,13 +449,15 @@ fn div(e: &Expr, k: i64) -> Expr {
 }
 
 /// `groups` must be positive and divide `channels`: an error when `channels`
-/// is literal, a size assertion (`channels % groups == 0`) when symbolic.
+/// is literal; when symbolic, a size assertion (`channels % groups == 0`) if
+/// `assert_symbolic`.
 fn check_groups(
     b: &mut Builder,
     op: &'static str,
     groups: i64,
     channels: &Expr,
     what: &str,
+    assert_symbolic: bool,
 ) -> Result<(), OpError> {
     if groups < 1 {
         return Err(OpError::attr(op, "groups", groups, "must be positive"));
@@ -451,7 +470,7 @@ fn check_groups(
             format!("does not divide the {c} {what}"),
         )),
         Some(_) => Ok(()),
-        None if groups == 1 => Ok(()),
+        None if groups == 1 || !assert_symbolic => Ok(()),
         None => b
             .assert_equal(
                 Expr::bin(IndexOp::Mod, channels.clone(), Expr::Int(groups)),

@@ -3,6 +3,16 @@
 //! Both are the classic micro-op matmul: reindex the operands into one
 //! iteration space `[..., M, K, N]`, multiply, `reduce_sum` over `K`, and drop
 //! the reduced axis.
+//!
+//! ```
+//! use uop_codegen::uop::{Builder, DType};
+//! let mut b = Builder::new(DType::F32);
+//! let a = b.input("a", DType::F32, &["2", "1", "3", "4"])?;
+//! let c = b.input("c", DType::F32, &["5", "4", "6"])?;
+//! let y = uop_ops::linalg::matmul(&mut b, a, c)?;
+//! assert_eq!(uop_codegen::index::list(b.shape(y)), "[2, 5, 3, 6]");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use uop_codegen::index::{Expr, equal_sizes, list};
 use uop_codegen::text::{Args, Attrs, MacroError, Registry};
@@ -217,7 +227,10 @@ pub(crate) fn optional_bias(
     match (args.len() > position, attrs.has("bias")) {
         (true, true) => Err(attrs.error(
             "bias",
-            format!("the bias is given twice: as argument {} and as `bias=`", position + 1),
+            format!(
+                "the bias is given twice: as argument {} and as `bias=`",
+                position + 1
+            ),
         )),
         (true, false) => Ok(Some(args.node(position)?)),
         (false, true) => Ok(Some(attrs.node("bias")?)),

@@ -100,7 +100,9 @@ pub fn max_pool2d(b: &mut Builder, x: NodeId, options: &MaxPoolOptions) -> Resul
         &options.dilation,
     )?;
     let windows = layout.gather(b, OP, x, f64::NEG_INFINITY)?;
-    let max = b.reduce(ReduceOp::Max, &layout.window_axes(), windows).op(OP)?;
+    let max = b
+        .reduce(ReduceOp::Max, &layout.window_axes(), windows)
+        .op(OP)?;
     drop_axes(b, OP, max, &layout.window_axes())
 }
 
@@ -274,8 +276,8 @@ fn kernel_and_stride(
                 "the kernel is given twice: as argument 2 and as `kernel=`",
             ));
         }
-        (true, false) => args.int_list(1)?,
-        (false, _) => attrs.int_list("kernel")?,
+        (false, true) => attrs.int_list("kernel")?,
+        (_, false) => args.int_list(1)?,
     };
     let stride = if attrs.has("stride") {
         Some(attrs.int_list("stride")?)
