@@ -342,8 +342,11 @@ fn contract(
 /// One spatial axis of a sliding window (a convolution or a pooling).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Window {
+    /// Step between windows.
     pub stride: i64,
+    /// Positions added on both sides (read as the fill).
     pub padding: i64,
+    /// Step between the taps of a window.
     pub dilation: i64,
 }
 
