@@ -34,6 +34,11 @@ def reset_group(group):
         shutil.rmtree(path)
 
 
+def c_order(a):
+    """A row-major copy that keeps rank 0 (np.ascontiguousarray makes it 1-D)."""
+    return np.array(a, order="C")
+
+
 def write_case(group, name, program, inputs, expected, params=None, tol=None):
     """Writes one case. `inputs`/`expected` map names to arrays (float32 or int32;
     expected values computed in float64 are stored as float32), `params` maps
@@ -44,12 +49,12 @@ def write_case(group, name, program, inputs, expected, params=None, tol=None):
     with open(os.path.join(path, "program.uop"), "w") as f:
         f.write(program.strip() + "\n")
     for k, v in inputs.items():
-        np.save(os.path.join(path, "inputs", k + ".npy"), np.ascontiguousarray(v))
+        np.save(os.path.join(path, "inputs", k + ".npy"), c_order(v))
     for k, v in expected.items():
         v = np.asarray(v)
         if v.dtype == np.float64:
             v = v.astype(np.float32)
-        np.save(os.path.join(path, "expected", k + ".npy"), np.ascontiguousarray(v))
+        np.save(os.path.join(path, "expected", k + ".npy"), c_order(v))
     if params:
         with open(os.path.join(path, "params.txt"), "w") as f:
             for k, v in params.items():
