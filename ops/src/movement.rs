@@ -115,6 +115,35 @@ pub(crate) fn require_equal(
     b.assert_equal(left.clone(), right.clone()).op(op)
 }
 
+/// Checks that every size of `shape` is made of literals, input dimensions and
+/// declared `$params`, so a mistake is reported against the attribute rather than
+/// by whichever micro op first meets the size.
+fn check_sizes(
+    b: &Builder,
+    op: &'static str,
+    attr: &'static str,
+    shape: &[Expr],
+) -> Result<(), OpError> {
+    let mut problem = None;
+    for size in shape {
+        size.visit(&mut |e| {
+            let why = match e {
+                Expr::Name(n) if !b.has_dim(n) => format!("`{n}` is not a dimension of any input"),
+                Expr::Param(p) if !b.params().contains(p) => {
+                    format!("parameter `${p}` is not declared")
+                }
+                Expr::Index(_) | Expr::Dim(..) => format!("`{e}` cannot be used in a size"),
+                _ => return,
+            };
+            problem.get_or_insert(why);
+        });
+    }
+    match problem {
+        Some(why) => Err(OpError::attr(op, attr, list(shape), why)),
+        None => Ok(()),
+    }
+}
+
 /// The identity index of an iteration space of rank `rank`: `[i0, i1, ...]`.
 pub(crate) fn identity_index(rank: usize) -> Vec<Expr> {
     (0..rank).map(Expr::Index).collect()
@@ -260,6 +289,7 @@ impl<'a> Call<'a> {
 /// equal products, so `[B, N, 4] -> [B, N * 4]` reads `x[i0, i1 / 4, i1 % 4]`.
 pub fn reshape(b: &mut Builder, x: NodeId, shape: &[Expr]) -> Result<NodeId, OpError> {
     const OP: &str = "reshape";
+    check_sizes(b, OP, "shape", shape)?;
     let xs = b.shape(x).to_vec();
     let shown = list(shape);
     let mut inferred = None;
@@ -365,8 +395,9 @@ fn reshape_index(from: &[Expr], to: &[Expr]) -> Vec<Expr> {
     let (p_from, p_to) = (prefix_products(from), prefix_products(to));
     let mut cuts = vec![(0, 0)];
     let mut j = 0;
-    for a in 1..from.len() {
-        if let Some(c) = (j..=to.len()).find(|&c| equal_sizes(&p_from[a], &p_to[c])) {
+    // The last prefix (the whole input) is always a cut, added after the loop.
+    for (a, size) in p_from.iter().enumerate().take(from.len()).skip(1) {
+        if let Some(c) = (j..=to.len()).find(|&c| equal_sizes(size, &p_to[c])) {
             cuts.push((a, c));
             j = c;
         }
@@ -479,6 +510,7 @@ fn transpose_text(b: &mut Builder, args: &Args, attrs: &Attrs) -> Result<NodeId,
 /// symbolic size that is 1 at run time is not broadcast: declare it as 1).
 pub fn expand(b: &mut Builder, x: NodeId, shape: &[Expr]) -> Result<NodeId, OpError> {
     const OP: &str = "expand";
+    check_sizes(b, OP, "shape", shape)?;
     let xs = b.shape(x).to_vec();
     let shown = list(shape);
     if shape.len() < xs.len() {
@@ -603,7 +635,7 @@ pub fn pad_mode(
     const OP: &str = "pad";
     let xs = b.shape(x).to_vec();
     let shown = format!("{pads:?}");
-    if pads.len() % 2 != 0 || pads.len() > 2 * xs.len() {
+    if !pads.len().is_multiple_of(2) || pads.len() > 2 * xs.len() {
         return Err(OpError::attr(
             OP,
             "pads",

@@ -89,6 +89,20 @@ def main():
         lambda x: x.reshape(15),
         {"x": "B, N"},
     )
+    case(
+        "reshape_named_inferred_division",
+        "reshape(x, [2, -1])",
+        {"x": normal(60, (4, 3))},
+        lambda x: x.reshape(2, -1),
+        {"x": "N, 3"},
+    )
+    case(
+        "reshape_named_swap_sizes",
+        "reshape(x, [N, -1])",
+        {"x": normal(61, (2, 5))},
+        lambda x: x.reshape(5, -1),
+        {"x": "B, N"},
+    )
 
     # permute / transpose
     x = normal(10, (2, 3, 4))
