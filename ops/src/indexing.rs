@@ -6,7 +6,7 @@
 //! `select`, such an index reads 0 (for `one_hot`: an all-zero row), because the
 //! check would depend on data, not shapes.
 
-use uop_codegen::index::{Expr, list};
+use uop_codegen::index::{Expr, equal_sizes, list};
 use uop_codegen::text::{Args, Attrs, MacroError, Registry};
 use uop_codegen::uop::{BinaryOp, Builder, DType, NodeId, ReduceOp};
 
@@ -102,7 +102,7 @@ pub fn gather(b: &mut Builder, x: NodeId, index: NodeId, axis: i64) -> Result<No
                 ),
             ));
         }
-        same &= uop_codegen::index::equal_sizes(&xs[d], &is[d]);
+        same &= equal_sizes(&xs[d], &is[d]);
     }
     // `select` wants x and the index to agree off the gathered axis: crop x first.
     let source = if same {
