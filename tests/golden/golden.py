@@ -34,9 +34,9 @@ def reset_group(group):
         shutil.rmtree(path)
 
 
-def _c_order(v):
-    """A C-ordered copy that keeps rank 0 (`np.ascontiguousarray` makes it rank 1)."""
-    return np.array(v, order="C")
+def c_order(a):
+    """A row-major copy that keeps rank 0 (np.ascontiguousarray makes it 1-D)."""
+    return np.array(a, order="C")
 
 
 def write_case(group, name, program, inputs, expected, params=None, tol=None):
@@ -49,12 +49,12 @@ def write_case(group, name, program, inputs, expected, params=None, tol=None):
     with open(os.path.join(path, "program.uop"), "w") as f:
         f.write(program.strip() + "\n")
     for k, v in inputs.items():
-        np.save(os.path.join(path, "inputs", k + ".npy"), _c_order(v))
+        np.save(os.path.join(path, "inputs", k + ".npy"), c_order(v))
     for k, v in expected.items():
         v = np.asarray(v)
         if v.dtype == np.float64:
             v = v.astype(np.float32)
-        np.save(os.path.join(path, "expected", k + ".npy"), _c_order(v))
+        np.save(os.path.join(path, "expected", k + ".npy"), c_order(v))
     if params:
         with open(os.path.join(path, "params.txt"), "w") as f:
             for k, v in params.items():
