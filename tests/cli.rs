@@ -333,3 +333,45 @@ fn a_wrong_npy_input_names_the_file_and_nothing_is_written() {
         assert!(!out.exists(), "no output is written when the run fails");
     }
 }
+
+#[test]
+fn ops_lists_micro_and_macro_ops_with_signatures() {
+    let o = uop(&["ops"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("micro ops (") && text.contains("macro ops ("),
+        "{text}"
+    );
+    assert!(text.contains("softmax(x, axis=-1)"), "{text}");
+    assert!(text.contains("reindex(x, [shape], [index]"), "{text}");
+    let o = uop(&["ops", "pool"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("max_pool2d(") && !text.contains("softmax"),
+        "{text}"
+    );
+}
+
+#[test]
+fn macro_ops_run_by_name() {
+    let dir = scratch("macro");
+    let prog = dir.join("ln.uop");
+    std::fs::write(
+        &prog,
+        "input x: f32[B, N]\ninput g: f32[N]\ninput b: f32[N]\ny = layernorm(gelu(x), g, b, eps=1e-5)\noutput y\n",
+    )
+    .expect("write");
+    let o = uop(&[
+        "run",
+        prog.to_str().expect("utf-8"),
+        "--random",
+        "1",
+        "--dim",
+        "B=2",
+        "--dim",
+        "N=4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("y: f32[2, 4]"), "{}", stdout(&o));
+}

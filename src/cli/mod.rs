@@ -3,6 +3,7 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod ops;
 mod print;
 mod run;
 mod show;
@@ -62,6 +63,8 @@ enum Command {
     Run(run::RunArgs),
     /// Print a program at a stage of the compiler.
     Print(print::PrintArgs),
+    /// List the ops a `.uop` program can call, with their signatures.
+    Ops(ops::OpsArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
+        Command::Ops(args) => ops::ops(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -81,8 +85,8 @@ pub fn main() -> ExitCode {
 }
 
 /// The macro ops a `.uop` file may call by name.
-fn registry() -> Registry {
-    Registry::new()
+pub(crate) fn registry() -> Registry {
+    uop_ops::registry()
 }
 
 /// Reads and parses a `.uop` file; errors name the file and show the caret.
