@@ -24,6 +24,7 @@ pub mod diag;
 pub mod index;
 pub mod interp;
 pub mod loops;
+pub mod pass;
 pub mod tensor;
 pub mod testing;
 pub mod text;
