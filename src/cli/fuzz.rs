@@ -87,7 +87,8 @@ pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
         );
         return Ok(());
     };
-    report(args, seed, &failure, &cfg, &opts, Path::new("."))
+    // An empty directory joins to a bare file name: the message shows `fuzz-failure-S.uop`.
+    report(args, seed, &failure, &cfg, &opts, Path::new(""))
 }
 
 /// Checks the programs in order, with a progress bar; the first failure and its seed.
@@ -159,9 +160,10 @@ fn report(
         text.push_str(&format!("# warning: {problem}\n"));
     }
     text.push_str(&repro.text);
+    let n = computed_nodes(&small.program);
     println!(
-        "shrunk to {} uops: {}\n",
-        computed_nodes(&small.program),
+        "shrunk to {n} uop{}: {}\n",
+        if n == 1 { "" } else { "s" },
         small.mismatch
     );
     print!("{text}");
