@@ -3,15 +3,18 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod fuzz;
 mod ops;
 mod print;
 mod run;
 mod show;
+mod stats;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use uop_codegen::pass::{PassOptions, pipeline};
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::Program;
 
@@ -44,7 +47,7 @@ struct Cli {
 pub enum Backend {
     /// The reference interpreter of micro ops (the oracle).
     Interp,
-    /// The loop-IR interpreter, on the lowered program.
+    /// The loop-IR interpreter, on the lowered program after the optimizer's passes.
     Loops,
 }
 
@@ -55,6 +58,8 @@ pub enum Stage {
     Uops,
     /// The loop IR after lowering.
     Loops,
+    /// The loop IR after the optimizer's pass pipeline.
+    Opt,
 }
 
 #[derive(Subcommand, Debug)]
@@ -65,6 +70,10 @@ enum Command {
     Print(print::PrintArgs),
     /// List the ops a `.uop` program can call, with their signatures.
     Ops(ops::OpsArgs),
+    /// Check random programs on every execution path against the reference interpreter.
+    Fuzz(fuzz::FuzzArgs),
+    /// Count blocks, loops and temporaries before and after optimization.
+    Stats(stats::StatsArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -74,6 +83,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
         Command::Ops(args) => ops::ops(&args),
+        Command::Fuzz(args) => fuzz::fuzz(&args),
+        Command::Stats(args) => stats::stats(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -131,4 +142,25 @@ pub(crate) fn path_assignments(
             Ok((name.to_string(), PathBuf::from(value)))
         })
         .collect()
+}
+
+/// The pass options of `--disable-pass` arguments; an unknown name is an error
+/// listing the passes there are.
+pub(crate) fn pass_options(disabled: &[String]) -> Result<PassOptions, CliError> {
+    let names: Vec<&str> = pipeline().iter().map(|p| p.name).collect();
+    for name in disabled {
+        if !names.contains(&name.as_str()) {
+            let valid = if names.is_empty() {
+                "the pipeline has no passes".to_string()
+            } else {
+                format!("passes: {}", names.join(", "))
+            };
+            return fail(format!(
+                "--disable-pass {name}: there is no pass `{name}` ({valid})"
+            ));
+        }
+    }
+    Ok(PassOptions {
+        disabled: disabled.to_vec(),
+    })
 }

@@ -7,9 +7,11 @@ use clap::Args;
 use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
-use uop_codegen::{interp, loops};
+use uop_codegen::{interp, loops, pass};
 
-use super::{Backend, CliError, fail, int_assignments, load_program, path_assignments, show};
+use super::{
+    Backend, CliError, fail, int_assignments, load_program, pass_options, path_assignments, show,
+};
 use crate::npy::{read_npy, write_npy};
 
 /// Arguments of `uop run`.
@@ -32,13 +34,17 @@ pub struct RunArgs {
     /// Fill every input not given with seeded random data.
     #[arg(long, value_name = "SEED")]
     random: Option<u64>,
-    /// The engine that executes the program.
+    /// The engine that executes the program (`loops` runs the optimized loop IR).
     #[arg(long, value_enum, default_value = "loops")]
     backend: Backend,
+    /// Skip this optimizer pass (repeatable; for the `loops` backend).
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
 }
 
 /// Runs `uop run`.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    let pass_opts = pass_options(&args.disable_pass)?;
     let program = load_program(&args.program)?;
     let params: HashMap<String, i64> = int_assignments("--param", &args.params)?
         .into_iter()
@@ -60,7 +66,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     }
     let outputs = match args.backend {
         Backend::Interp => interp::run(&program, &inputs, &params),
-        Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params),
+        Backend::Loops => {
+            let optimized = pass::optimize(&loops::lower(&program), &pass_opts)
+                .map_err(|e| CliError(e.to_string()))?;
+            interp::run_loops(&optimized, &inputs, &params)
+        }
     }
     .map_err(|e| CliError(e.to_string()))?;
 

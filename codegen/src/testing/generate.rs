@@ -1,6 +1,4 @@
-//! Test support: random micro-op programs and random cases (sizes, `$params`, data)
-//! to run them on. This drives the randomized oracle tests (DESIGN.md §9), where
-//! every execution path is compared with the reference interpreter.
+//! Random micro-op programs and random cases (sizes, `$params`, data) to run them on.
 //!
 //! [`random_program`] grows a random DAG through the checked [`Builder`], so the
 //! builder's own validation decides what is well formed; a step the builder rejects,

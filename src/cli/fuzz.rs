@@ -1,0 +1,290 @@
+//! `uop fuzz`: random programs through the differential oracle
+//! ([`uop_codegen::testing::check_program`]), shrinking the first failure to a
+//! `.uop` reproducer.
+//!
+//! The flags are shaped for more backends: `--backend NAME` picks what is checked
+//! against the interpreters, and `--self` is the alias for `--backend loops`, the
+//! optimizer's own loop IR (lowering, each pass alone, the pipeline). The Rust and
+//! Cranelift backends become more values of `--backend`, each adding a stage.
+//!
+//! Program `k` of a run has seed `--seed + k` (its case uses the same seed), so the
+//! seed printed with a failure reproduces it alone: `uop fuzz --self --seed S --cases 1`.
+
+use std::path::Path;
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use uop_codegen::testing::{
+    CheckOptions, Failure, GenConfig, check_program, random_case_with, random_program, reproducer,
+    shrink_failure,
+};
+use uop_codegen::uop::Program;
+
+use super::{CliError, fail, pass_options};
+
+/// What `uop fuzz` checks against the interpreters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FuzzBackend {
+    /// The optimizer: the loop IR before passes, after each pass alone and after the
+    /// whole pipeline (what `--self` means).
+    Loops,
+}
+
+impl FuzzBackend {
+    /// The flag that selects this backend, for the rerun hint.
+    fn flag(self) -> &'static str {
+        match self {
+            FuzzBackend::Loops => "--self",
+        }
+    }
+}
+
+/// Arguments of `uop fuzz`.
+#[derive(Args, Debug)]
+pub struct FuzzArgs {
+    /// Check the optimizer against the interpreters (the same as `--backend loops`).
+    #[arg(long = "self", conflicts_with = "backend")]
+    self_check: bool,
+    /// What to check against the reference interpreter.
+    #[arg(long, value_enum)]
+    backend: Option<FuzzBackend>,
+    /// How many random programs to check.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    cases: u64,
+    /// Seed of the first program; program k uses seed S + k.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    seed: u64,
+    /// Roughly how many uops each program has.
+    #[arg(long, value_name = "K", default_value_t = GenConfig::default().max_nodes)]
+    max_nodes: usize,
+    /// Skip this optimizer pass, alone and in the pipeline (repeatable).
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
+}
+
+/// Runs `uop fuzz`.
+pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
+    let backend = args.backend.unwrap_or(FuzzBackend::Loops);
+    let pass_opts = pass_options(&args.disable_pass)?;
+    let cfg = GenConfig {
+        max_nodes: args.max_nodes,
+        ..GenConfig::default()
+    };
+    let opts = match backend {
+        // The built-in stages of check_program are exactly the optimizer's.
+        FuzzBackend::Loops => CheckOptions {
+            disabled_passes: pass_opts.disabled,
+            ..CheckOptions::default()
+        },
+    };
+    let found = quietly(|| search(args, &cfg, &opts))?;
+    let Some((seed, failure)) = found else {
+        println!(
+            "{} random programs (seeds {}..{}) agree on every stage",
+            args.cases,
+            args.seed,
+            args.seed.wrapping_add(args.cases)
+        );
+        return Ok(());
+    };
+    // An empty directory joins to a bare file name: the message shows `fuzz-failure-S.uop`.
+    report(args, seed, &failure, &cfg, &opts, Path::new(""))
+}
+
+/// Checks the programs in order, with a progress bar; the first failure and its seed.
+fn search(
+    args: &FuzzArgs,
+    cfg: &GenConfig,
+    opts: &CheckOptions,
+) -> Result<Option<(u64, Failure)>, CliError> {
+    let bar = ProgressBar::new(args.cases);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} programs, {elapsed} ({eta} left)")
+    {
+        bar.set_style(style);
+    }
+    for k in 0..args.cases {
+        let seed = args.seed.wrapping_add(k);
+        let program = random_program(seed, cfg);
+        let case = random_case_with(&program, seed, cfg).map_err(|e| {
+            CliError(format!(
+                "seed {seed}: the generator made a program it has no case for ({e}); \
+                 this is a bug in uop's generator"
+            ))
+        })?;
+        if let Err(mismatch) = check_program(&program, &case, opts) {
+            bar.abandon();
+            return Ok(Some((
+                seed,
+                Failure {
+                    program,
+                    case,
+                    mismatch,
+                },
+            )));
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(None)
+}
+
+/// Shrinks the failure, prints it with its reproducer, writes the reproducer file
+/// `fuzz-failure-SEED.uop` into `dir`; always an error (the exit code says "failed").
+fn report(
+    args: &FuzzArgs,
+    seed: u64,
+    failure: &Failure,
+    cfg: &GenConfig,
+    opts: &CheckOptions,
+    dir: &Path,
+) -> Result<(), CliError> {
+    println!("seed {seed}: {}", failure.mismatch);
+    eprintln!(
+        "shrinking a program of {} uops...",
+        computed_nodes(&failure.program)
+    );
+    let small = quietly(|| shrink_failure(failure, cfg, opts, seed));
+    let repro = reproducer(&small.program);
+    let backend = args.backend.unwrap_or(FuzzBackend::Loops);
+    let mut text = format!(
+        "# uop fuzz: seed {seed} (rerun: uop fuzz {} --seed {seed} --cases 1 --max-nodes {})\n",
+        backend.flag(),
+        args.max_nodes
+    );
+    for line in small.mismatch.to_string().lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&format!("# fails on {}\n", describe_case(&small)));
+    if let Some(problem) = &repro.problem {
+        text.push_str(&format!("# warning: {problem}\n"));
+    }
+    text.push_str(&repro.text);
+    let n = computed_nodes(&small.program);
+    println!(
+        "shrunk to {n} uop{}: {}\n",
+        if n == 1 { "" } else { "s" },
+        small.mismatch
+    );
+    print!("{text}");
+    let path = dir.join(format!("fuzz-failure-{seed}.uop"));
+    std::fs::write(&path, &text)
+        .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
+    fail(format!(
+        "seed {seed} fails; reproducer written to {}",
+        path.display()
+    ))
+}
+
+fn computed_nodes(p: &Program) -> usize {
+    p.nodes.len() - p.inputs.len()
+}
+
+/// The input shapes and params of the shrunk case, e.g. `x0: [3, 1], $p0 = 2`.
+fn describe_case(f: &Failure) -> String {
+    let mut parts: Vec<String> = f
+        .program
+        .inputs
+        .iter()
+        .zip(&f.case.inputs)
+        .map(|(id, t)| format!("{}: {:?}", f.program.node(*id).name, t.shape))
+        .collect();
+    let mut params: Vec<_> = f.case.params.iter().collect();
+    params.sort();
+    parts.extend(params.iter().map(|(p, v)| format!("${p} = {v}")));
+    parts.join(", ")
+}
+
+/// Runs `f` without the default panic message: stages that panic are caught and
+/// reported by the oracle, and shrinking may make them panic hundreds of times.
+/// A panic that escapes `f` (a bug outside the stages) is still shown.
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(previous);
+    out.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("uop fuzz panicked: {message}");
+        std::panic::resume_unwind(payload)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::tensor::Tensor;
+    use uop_codegen::testing::{Backend, Case, Stage};
+    use uop_codegen::text::{Registry, parse_program};
+    use uop_codegen::{interp, uop::Uop};
+
+    /// Wrong wherever a program takes an `exp`: adds 1 to every output element.
+    struct ExpIsOff;
+
+    impl Backend for ExpIsOff {
+        fn name(&self) -> String {
+            "exp-is-off".into()
+        }
+
+        fn run(&self, p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
+            let mut out = interp::run(p, &case.inputs, &case.params).map_err(|e| e.to_string())?;
+            if p.nodes.iter().any(|n| n.op.kind() == "exp") {
+                out.iter_mut()
+                    .flat_map(|t| t.data.iter_mut())
+                    .for_each(|v| *v += 1.0);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn a_failure_is_shrunk_printed_and_written_as_a_reproducer() {
+        let dir = std::env::temp_dir().join(format!("uop-fuzz-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let args = FuzzArgs {
+            self_check: true,
+            backend: None,
+            cases: 1,
+            seed: 0,
+            max_nodes: 12,
+            disable_pass: vec![],
+        };
+        let cfg = GenConfig::default();
+        let opts = CheckOptions {
+            backends: vec![Box::new(ExpIsOff)],
+            ..CheckOptions::default()
+        };
+        let src = "input x: f32[N]\ninput y: f32[N]\na = exp(x)\nb = mul(a, y)\nc = neg(y)\noutput b, c\n";
+        let program = parse_program(src, &Registry::new()).expect("valid");
+        let case = random_case_with(&program, 7, &cfg).expect("a case");
+        let mismatch = check_program(&program, &case, &opts).expect_err("exp is off");
+        let failure = Failure {
+            program,
+            case,
+            mismatch,
+        };
+        let err = report(&args, 7, &failure, &cfg, &opts, &dir).expect_err("a failure");
+        let path = dir.join("fuzz-failure-7.uop");
+        assert!(err.0.contains(&path.display().to_string()), "{err}");
+        let text = std::fs::read_to_string(&path).expect("the reproducer is written");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            text.starts_with("# uop fuzz: seed 7 (rerun: uop fuzz --self --seed 7"),
+            "{text}"
+        );
+        assert!(text.contains("# fails on x: ["), "{text}");
+        let small = parse_program(&text, &Registry::new()).expect("the reproducer parses");
+        let computed: Vec<&str> = small
+            .nodes
+            .iter()
+            .filter(|n| n.op != Uop::Input)
+            .map(|n| n.op.kind())
+            .collect();
+        assert_eq!(computed, vec!["exp"], "{text}");
+        assert_eq!(failure.mismatch.stage, Stage::Backend("exp-is-off".into()));
+    }
+}

@@ -1,0 +1,221 @@
+//! `uop stats`: what the optimizer did to a program, in numbers: blocks, loops,
+//! allocated temporaries and their bytes, before and after the pass pipeline.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use uop_codegen::index::Expr;
+use uop_codegen::loops::{self, LoopProgram, TensorKind};
+use uop_codegen::pass::{self, Stats};
+use uop_codegen::uop::Program;
+
+use super::{CliError, fail, int_assignments, load_program, pass_options};
+
+/// Arguments of `uop stats`.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// The program (`.uop` text).
+    program: PathBuf,
+    /// The size of a named dimension, as NAME=INT (needed for byte counts).
+    #[arg(long = "dim", value_name = "NAME=INT")]
+    dims: Vec<String>,
+    /// The value of a $param, as NAME=INT (needed for byte counts that depend on it).
+    #[arg(long = "param", value_name = "NAME=INT")]
+    params: Vec<String>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Skip this optimizer pass (repeatable).
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
+}
+
+/// Runs `uop stats`.
+pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
+    let pass_opts = pass_options(&args.disable_pass)?;
+    let program = load_program(&args.program)?;
+    let dims = checked_dims(&program, &int_assignments("--dim", &args.dims)?)?;
+    let params = checked_params(&program, &int_assignments("--param", &args.params)?)?;
+    let lowered = loops::lower(&program);
+    let optimized = pass::optimize(&lowered, &pass_opts).map_err(|e| CliError(e.to_string()))?;
+    let before = pass::stats(&lowered, &dims, &params);
+    let after = pass::stats(&optimized, &dims, &params);
+    if args.json {
+        println!("{}", json(&before, &after));
+    } else {
+        print!("{}", table(&before, &after));
+        let missing = unknown_sizes(&lowered, &dims, &params);
+        if !missing.is_empty() && (before.temp_bytes.is_none() || after.temp_bytes.is_none()) {
+            let flags: Vec<String> = missing.iter().map(|m| format!("{m}=SIZE")).collect();
+            println!("(temp bytes need {})", flags.join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// `--dim` values, each naming a dimension of the program's inputs.
+fn checked_dims(
+    program: &Program,
+    given: &[(String, i64)],
+) -> Result<HashMap<String, i64>, CliError> {
+    let declared: BTreeSet<&str> = program
+        .inputs
+        .iter()
+        .flat_map(|i| &program.node(*i).shape)
+        .filter_map(|d| match d {
+            Expr::Name(n) => Some(n.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (name, v) in given {
+        if !declared.contains(name.as_str()) {
+            let all: Vec<&str> = declared.iter().copied().collect();
+            return fail(format!(
+                "--dim {name}: the program has no dimension `{name}` (it has: {})",
+                if all.is_empty() {
+                    "none".into()
+                } else {
+                    all.join(", ")
+                }
+            ));
+        }
+        if *v < 0 {
+            return fail(format!("--dim {name}={v}: a size cannot be negative"));
+        }
+    }
+    Ok(given.iter().cloned().collect())
+}
+
+/// `--param` values, each naming a declared `$param`.
+fn checked_params(
+    program: &Program,
+    given: &[(String, i64)],
+) -> Result<HashMap<String, i64>, CliError> {
+    for (name, _) in given {
+        if !program.params.contains(name) {
+            let all: Vec<String> = program.params.iter().map(|p| format!("${p}")).collect();
+            return fail(format!(
+                "--param {name}: the program declares no parameter `${name}` (it has: {})",
+                if all.is_empty() {
+                    "none".into()
+                } else {
+                    all.join(", ")
+                }
+            ));
+        }
+    }
+    Ok(given.iter().cloned().collect())
+}
+
+/// The `--dim NAME` / `--param NAME` flags still missing for the temporaries' sizes.
+fn unknown_sizes(
+    p: &LoopProgram,
+    dims: &HashMap<String, i64>,
+    params: &HashMap<String, i64>,
+) -> BTreeSet<String> {
+    let mut missing = BTreeSet::new();
+    for t in p.tensors.iter().filter(|t| t.kind == TensorKind::Temp) {
+        for d in &t.shape {
+            d.visit(&mut |e| match e {
+                Expr::Name(n) if !dims.contains_key(n) => {
+                    missing.insert(format!("--dim {n}"));
+                }
+                Expr::Param(n) if !params.contains_key(n) => {
+                    missing.insert(format!("--param {n}"));
+                }
+                _ => {}
+            });
+        }
+    }
+    missing
+}
+
+/// One flat JSON object; bytes are `null` when a size is unknown.
+fn json(before: &Stats, after: &Stats) -> String {
+    let bytes = |b: Option<u64>| b.map_or_else(|| "null".to_string(), |v| v.to_string());
+    let fields = [
+        ("blocks_before", before.blocks.to_string()),
+        ("blocks_after", after.blocks.to_string()),
+        ("loops_before", before.loops.to_string()),
+        ("loops_after", after.loops.to_string()),
+        ("temporaries_before", before.temporaries.to_string()),
+        ("temporaries_after", after.temporaries.to_string()),
+        ("temp_bytes_before", bytes(before.temp_bytes)),
+        ("temp_bytes_after", bytes(after.temp_bytes)),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v}"))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
+/// A small right-aligned table; unknown byte counts show as `?`.
+fn table(before: &Stats, after: &Stats) -> String {
+    let bytes = |b: Option<u64>| b.map_or_else(|| "?".to_string(), |v| v.to_string());
+    let rows = [
+        ("", "before".to_string(), "after".to_string()),
+        (
+            "blocks",
+            before.blocks.to_string(),
+            after.blocks.to_string(),
+        ),
+        ("loops", before.loops.to_string(), after.loops.to_string()),
+        (
+            "temporaries",
+            before.temporaries.to_string(),
+            after.temporaries.to_string(),
+        ),
+        (
+            "temp bytes",
+            bytes(before.temp_bytes),
+            bytes(after.temp_bytes),
+        ),
+    ];
+    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    let w2 = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, b, a) in rows {
+        let _ = writeln!(out, "{name:<w0$}  {b:>w1$}  {a:>w2$}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(bytes: Option<u64>) -> Stats {
+        Stats {
+            blocks: 5,
+            loops: 12,
+            temporaries: 3,
+            temp_bytes: bytes,
+        }
+    }
+
+    #[test]
+    fn json_is_one_flat_object_with_null_for_unknown_bytes() {
+        assert_eq!(
+            json(&sample(Some(96)), &sample(None)),
+            "{\"blocks_before\": 5, \"blocks_after\": 5, \"loops_before\": 12, \
+             \"loops_after\": 12, \"temporaries_before\": 3, \"temporaries_after\": 3, \
+             \"temp_bytes_before\": 96, \"temp_bytes_after\": null}"
+        );
+    }
+
+    #[test]
+    fn the_table_aligns_numbers_right() {
+        assert_eq!(
+            table(&sample(Some(1024)), &sample(None)),
+            "             before  after\n\
+             blocks            5      5\n\
+             loops            12     12\n\
+             temporaries       3      3\n\
+             temp bytes     1024      ?\n"
+        );
+    }
+}
