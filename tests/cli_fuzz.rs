@@ -188,7 +188,9 @@ fn print_after_each_pass_shows_one_header_per_pass() {
             .lines()
             .filter(|l| l.starts_with("# after pass "))
             .count();
-        assert_eq!(headers + 1, pipeline().len(), "{out}");
+        // A pass may run more than once in the pipeline (dce does); disabling it skips every run.
+        let runs = pipeline().iter().filter(|p| p.name == first.name).count();
+        assert_eq!(headers + runs, pipeline().len(), "{out}");
     }
 }
 
