@@ -79,7 +79,10 @@ fn check_case(dir: &Path) -> Result<(), String> {
         let want = read_npy(&dir.join("expected").join(format!("{name}.npy")))
             .map_err(|e| e.to_string())?;
         if got.shape != want.shape {
-            problems.push(format!("{name}: shape {:?}, numpy {:?}", got.shape, want.shape));
+            problems.push(format!(
+                "{name}: shape {:?}, numpy {:?}",
+                got.shape, want.shape
+            ));
             continue;
         }
         let mut bad = 0;

@@ -40,7 +40,12 @@ pub fn normalize_axes(
         .collect::<Result<Vec<_>, _>>()?;
     out.sort_unstable();
     if out.windows(2).any(|w| w[0] == w[1]) {
-        return Err(OpError::attr(op, attr, format!("{axes:?}"), "an axis is repeated"));
+        return Err(OpError::attr(
+            op,
+            attr,
+            format!("{axes:?}"),
+            "an axis is repeated",
+        ));
     }
     Ok(out)
 }
