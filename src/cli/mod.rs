@@ -3,6 +3,7 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod grad;
 mod print;
 mod run;
 mod show;
@@ -54,6 +55,8 @@ pub enum Stage {
     Uops,
     /// The loop IR after lowering.
     Loops,
+    /// The gradient program (w.r.t. every float input, every output seeded) and its loop IR.
+    Grad,
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,6 +65,8 @@ enum Command {
     Run(run::RunArgs),
     /// Print a program at a stage of the compiler.
     Print(print::PrintArgs),
+    /// Gradients of the outputs (seeded by .npy files, or ones) with respect to inputs.
+    Grad(grad::GradArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -70,6 +75,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
+        Command::Grad(args) => grad::grad(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

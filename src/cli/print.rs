@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use uop_codegen::{loops, text::print_program};
 
-use super::{CliError, Stage, load_program};
+use super::{CliError, Stage, grad, load_program};
 
 /// Arguments of `uop print`.
 #[derive(Args, Debug)]
@@ -23,6 +23,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     match args.stage {
         Stage::Uops => print!("{}", print_program(&program)),
         Stage::Loops => print!("{}", loops::lower(&program)),
+        Stage::Grad => print!("{}", grad::print_stage(&program)?),
     }
     Ok(())
 }
