@@ -213,3 +213,31 @@ fn print_stage_grad_shows_the_gradient_program_and_its_loop_ir() {
     assert!(out.contains("# loop IR, before optimization\n"), "{out}");
     assert!(out.contains("block 0 {"), "{out}");
 }
+
+/// The session shown in the README's "Gradients" section.
+#[test]
+fn readme_attention_example_output() {
+    let o = uop(&[
+        "grad",
+        "examples/custom_op/attention.uop",
+        "--random",
+        "1",
+        "--dim",
+        "T=2",
+        "--dim",
+        "S=3",
+        "--dim",
+        "D=2",
+        "--dim",
+        "E=2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let shown = readme
+        .split("$ uop grad examples/custom_op/attention.uop --random 1 --dim T=2 --dim S=3 --dim D=2 --dim E=2\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README shows the session");
+    assert_eq!(stdout(&o), shown);
+}

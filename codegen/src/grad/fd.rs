@@ -150,7 +150,8 @@ pub fn check_gradient(
             let a = g.data[e];
             let error = (a - numeric).abs();
             let allowed = options.atol + options.rtol * a.abs().max(numeric.abs());
-            if !(error <= allowed) {
+            // A NaN on either side is a mismatch too.
+            if error.is_nan() || error > allowed {
                 return Err(FdError::Mismatch {
                     input: forward.node(*w).name.clone(),
                     index: e,
