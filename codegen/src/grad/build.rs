@@ -9,7 +9,7 @@ use thiserror::Error;
 use crate::index::Expr;
 use crate::interp::{self, RunError};
 use crate::tensor::Tensor;
-use crate::uop::{Builder, DType, Node, NodeId, Operand, Program, Uop, UopError};
+use crate::uop::{BinaryOp, Builder, DType, Node, NodeId, Operand, Program, Uop, UopError};
 
 use super::rules::{Ctx, contributions, zeros};
 
@@ -215,7 +215,7 @@ pub fn gradient(forward: &Program, spec: &GradSpec) -> Result<Gradient, GradErro
         for (to, c) in contributions(&mut cx, NodeId(k), g, &|i| needs[i.0])? {
             grads[to.0] = Some(match grads[to.0] {
                 None => c,
-                Some(prev) => b.binary(crate::uop::BinaryOp::Add, prev, c)?,
+                Some(prev) => b.binary(BinaryOp::Add, prev, c)?,
             });
         }
     }
