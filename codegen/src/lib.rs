@@ -21,6 +21,7 @@
 //! ```
 
 pub mod diag;
+pub mod grad;
 pub mod index;
 pub mod interp;
 pub mod loops;

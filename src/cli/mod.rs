@@ -4,6 +4,7 @@
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
 mod fuzz;
+mod grad;
 mod ops;
 mod print;
 mod run;
@@ -60,6 +61,8 @@ pub enum Stage {
     Loops,
     /// The loop IR after the optimizer's pass pipeline.
     Opt,
+    /// The gradient program (w.r.t. every float input, every output seeded) and its loop IR.
+    Grad,
 }
 
 #[derive(Subcommand, Debug)]
@@ -74,6 +77,8 @@ enum Command {
     Fuzz(fuzz::FuzzArgs),
     /// Count blocks, loops and temporaries before and after optimization.
     Stats(stats::StatsArgs),
+    /// Gradients of the outputs (seeded by .npy files, or ones) with respect to inputs.
+    Grad(grad::GradArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -85,6 +90,7 @@ pub fn main() -> ExitCode {
         Command::Ops(args) => ops::ops(&args),
         Command::Fuzz(args) => fuzz::fuzz(&args),
         Command::Stats(args) => stats::stats(&args),
+        Command::Grad(args) => grad::grad(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use uop_codegen::{loops, pass, text::print_program};
 
-use super::{CliError, Stage, load_program, pass_options};
+use super::{CliError, Stage, grad, load_program, pass_options};
 
 /// Arguments of `uop print`.
 #[derive(Args, Debug)]
@@ -56,6 +56,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError(e.to_string()))?;
             print!("{optimized}");
         }
+        Stage::Grad => print!("{}", grad::print_stage(&program)?),
     }
     Ok(())
 }

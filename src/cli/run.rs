@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use uop_codegen::index::Expr;
+use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
 use uop_codegen::{interp, loops, pass};
@@ -19,12 +20,25 @@ use crate::npy::{read_npy, write_npy};
 pub struct RunArgs {
     /// The program (`.uop` text).
     program: PathBuf,
-    /// An input as NAME=FILE.npy (f32, f64 or i32, C order).
-    #[arg(long = "input", value_name = "NAME=FILE")]
-    inputs: Vec<String>,
+    #[command(flatten)]
+    source: InputArgs,
     /// Write an output to NAME=FILE.npy; outputs without one are printed.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
+    /// The engine that executes the program (`loops` runs the optimized loop IR).
+    #[arg(long, value_enum, default_value = "loops")]
+    backend: Backend,
+    /// Skip this optimizer pass (repeatable; for the `loops` backend).
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
+}
+
+/// Where a program's inputs and parameters come from (shared by `uop run` and `uop grad`).
+#[derive(Args, Debug)]
+pub struct InputArgs {
+    /// An input as NAME=FILE.npy (f32, f64 or i32, C order).
+    #[arg(long = "input", value_name = "NAME=FILE")]
+    inputs: Vec<String>,
     /// The value of a $param, as NAME=INT.
     #[arg(long = "param", value_name = "NAME=INT")]
     params: Vec<String>,
@@ -34,45 +48,44 @@ pub struct RunArgs {
     /// Fill every input not given with seeded random data.
     #[arg(long, value_name = "SEED")]
     random: Option<u64>,
-    /// The engine that executes the program (`loops` runs the optimized loop IR).
-    #[arg(long, value_enum, default_value = "loops")]
-    backend: Backend,
-    /// Skip this optimizer pass (repeatable; for the `loops` backend).
-    #[arg(long = "disable-pass", value_name = "NAME")]
-    disable_pass: Vec<String>,
+}
+
+impl InputArgs {
+    /// The `--param` values, each checked to be declared by `program`.
+    pub fn params(&self, program: &Program) -> Result<HashMap<String, i64>, CliError> {
+        let params: HashMap<String, i64> = int_assignments("--param", &self.params)?
+            .into_iter()
+            .collect();
+        for name in params.keys() {
+            if !program.params.contains(name) {
+                return fail(format!(
+                    "--param {name}: the program declares no parameter `${name}` (it has: {})",
+                    listing(program.params.iter().map(|p| format!("${p}")))
+                ));
+            }
+        }
+        Ok(params)
+    }
+
+    /// The program's inputs in order, from files or seeded random data.
+    pub fn gather(&self, program: &Program) -> Result<Vec<Tensor>, CliError> {
+        gather_inputs(program, self)
+    }
 }
 
 /// Runs `uop run`.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let pass_opts = pass_options(&args.disable_pass)?;
     let program = load_program(&args.program)?;
-    let params: HashMap<String, i64> = int_assignments("--param", &args.params)?
-        .into_iter()
-        .collect();
-    for name in params.keys() {
-        if !program.params.contains(name) {
-            return fail(format!(
-                "--param {name}: the program declares no parameter `${name}` (it has: {})",
-                listing(program.params.iter().map(|p| format!("${p}")))
-            ));
-        }
-    }
-    let inputs = gather_inputs(&program, args)?;
+    let params = args.source.params(&program)?;
+    let inputs = args.source.gather(&program)?;
     for unused in program.unused_inputs() {
         eprintln!(
             "warning: input `{}` is not used by any output",
             program.node(unused).name
         );
     }
-    let outputs = match args.backend {
-        Backend::Interp => interp::run(&program, &inputs, &params),
-        Backend::Loops => {
-            let optimized = pass::optimize(&loops::lower(&program), &pass_opts)
-                .map_err(|e| CliError(e.to_string()))?;
-            interp::run_loops(&optimized, &inputs, &params)
-        }
-    }
-    .map_err(|e| CliError(e.to_string()))?;
+    let outputs = execute(&program, &inputs, &params, args.backend, &pass_opts)?;
 
     let files: HashMap<String, PathBuf> = path_assignments("--output", &args.outputs)?
         .into_iter()
@@ -99,8 +112,27 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Runs `program` with the chosen engine.
+pub(crate) fn execute(
+    program: &Program,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    backend: Backend,
+    pass_opts: &PassOptions,
+) -> Result<Vec<Tensor>, CliError> {
+    match backend {
+        Backend::Interp => interp::run(program, inputs, params),
+        Backend::Loops => {
+            let optimized = pass::optimize(&loops::lower(program), pass_opts)
+                .map_err(|e| CliError(e.to_string()))?;
+            interp::run_loops(&optimized, inputs, params)
+        }
+    }
+    .map_err(|e| CliError(e.to_string()))
+}
+
 /// Comma-separated names, or "none".
-fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> String {
+pub(crate) fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> String {
     let all: Vec<String> = items.map(|i| format!("`{i}`")).collect();
     if all.is_empty() {
         "none".into()
@@ -110,7 +142,7 @@ fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> String {
 }
 
 /// The program's inputs in order: from files, or random data where `--random` is given.
-fn gather_inputs(program: &Program, args: &RunArgs) -> Result<Vec<Tensor>, CliError> {
+fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, CliError> {
     let files: HashMap<String, PathBuf> = path_assignments("--input", &args.inputs)?
         .into_iter()
         .collect();

@@ -1,0 +1,240 @@
+//! `uop grad`: gradients of a program's outputs with respect to its inputs, and the
+//! gradient program shown by `uop print --stage grad`.
+//!
+//! The gradient computed is that of `sum over outputs y of sum(seed_y * y)`; a
+//! missing seed is all ones, i.e. the gradient of the plain sum of the outputs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::Args;
+use uop_codegen::grad::{GradRole, GradSpec, Gradient, gradient};
+use uop_codegen::loops;
+use uop_codegen::pass::PassOptions;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::text::print_program;
+use uop_codegen::uop::{NodeId, Program};
+
+use super::run::{InputArgs, execute, listing};
+use super::{Backend, CliError, fail, load_program, path_assignments, show, split_assignment};
+use crate::npy::{read_npy, write_npy};
+
+/// Arguments of `uop grad`.
+#[derive(Args, Debug)]
+pub struct GradArgs {
+    /// The program (`.uop` text).
+    program: PathBuf,
+    #[command(flatten)]
+    source: InputArgs,
+    /// The gradient flowing into an output, as OUTPUT=FILE.npy (default: ones).
+    #[arg(long = "seed", value_name = "OUTPUT=FILE")]
+    seeds: Vec<String>,
+    /// An input to differentiate with respect to: NAME=FILE.npy writes the gradient,
+    /// NAME alone prints it. Without any, every float input's gradient is printed.
+    #[arg(long = "grad", value_name = "NAME[=FILE]")]
+    grads: Vec<String>,
+    /// The engine that executes the forward and the gradient program.
+    #[arg(long, value_enum, default_value = "loops")]
+    backend: Backend,
+}
+
+/// Runs `uop grad`.
+pub fn grad(args: &GradArgs) -> Result<(), CliError> {
+    let program = load_program(&args.program)?;
+    let params = args.source.params(&program)?;
+    let inputs = args.source.gather(&program)?;
+    let wanted = wanted_gradients(&program, &args.grads)?;
+    let outputs = execute(
+        &program,
+        &inputs,
+        &params,
+        args.backend,
+        &PassOptions::default(),
+    )?;
+    let seeded = float_outputs(&program);
+    let seeds = seed_tensors(&program, &seeded, &outputs, &args.seeds)?;
+
+    let spec = GradSpec {
+        seeds: seeded.clone(),
+        wrt: wanted.iter().map(|(id, _)| *id).collect(),
+        supplied: seeded.clone(),
+    };
+    let g = gradient(&program, &spec).map_err(|e| CliError(e.to_string()))?;
+    let position = |list: &[NodeId], id: NodeId| list.iter().position(|n| *n == id).unwrap_or(0);
+    let grad_args: Vec<Tensor> = g
+        .inputs
+        .iter()
+        .map(|i| match i.role {
+            GradRole::Input => inputs[position(&program.inputs, i.forward)].clone(),
+            GradRole::Seed => seeds[position(&seeded, i.forward)].clone(),
+            GradRole::Supplied => outputs[position(&program.outputs, i.forward)].clone(),
+        })
+        .collect();
+    let result = execute(
+        &g.program,
+        &grad_args,
+        &params,
+        args.backend,
+        &PassOptions::default(),
+    )?;
+    for ((_, file), (tensor, out)) in wanted.iter().zip(result.iter().zip(&g.program.outputs)) {
+        match file {
+            Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
+            None => print!("{}", show::render(&g.program.node(*out).name, tensor)),
+        }
+    }
+    Ok(())
+}
+
+/// The inputs named by `--grad`, each with the file to write (none: print), in the
+/// order given; every float input, printed, when there is no `--grad`.
+fn wanted_gradients(
+    program: &Program,
+    grads: &[String],
+) -> Result<Vec<(NodeId, Option<PathBuf>)>, CliError> {
+    let input_names = || listing(program.inputs.iter().map(|i| &program.node(*i).name));
+    if grads.is_empty() {
+        let all: Vec<(NodeId, Option<PathBuf>)> = program
+            .inputs
+            .iter()
+            .filter(|i| program.node(**i).dtype.is_float())
+            .map(|i| (*i, None))
+            .collect();
+        if all.is_empty() {
+            return fail("the program has no float input to differentiate with respect to");
+        }
+        return Ok(all);
+    }
+    let mut wanted: Vec<(NodeId, Option<PathBuf>)> = Vec::new();
+    for arg in grads {
+        let (name, file) = if arg.contains('=') {
+            let (name, file) = split_assignment("--grad", arg)?;
+            (name, Some(PathBuf::from(file)))
+        } else {
+            (arg.as_str(), None)
+        };
+        let Some(id) = program.find(name) else {
+            return fail(format!(
+                "--grad {name}: the program has no tensor `{name}` (its inputs are: {})",
+                input_names()
+            ));
+        };
+        if !program.inputs.contains(&id) {
+            return fail(format!(
+                "--grad {name}: `{name}` is not an input of the program; gradients are taken \
+                 with respect to inputs (its inputs are: {})",
+                input_names()
+            ));
+        }
+        let dtype = program.node(id).dtype;
+        if !dtype.is_float() {
+            return fail(format!(
+                "--grad {name}: `{name}` is {dtype}, and only float inputs have gradients"
+            ));
+        }
+        if wanted.iter().any(|(w, _)| *w == id) {
+            return fail(format!("--grad {name} is given twice"));
+        }
+        wanted.push((id, file));
+    }
+    Ok(wanted)
+}
+
+/// The outputs that can carry a gradient (an i32 input passed straight out cannot).
+fn float_outputs(program: &Program) -> Vec<NodeId> {
+    let mut out: Vec<NodeId> = Vec::new();
+    for o in &program.outputs {
+        if program.node(*o).dtype.is_float() && !out.contains(o) {
+            out.push(*o);
+        }
+    }
+    out
+}
+
+/// One seed per entry of `seeded`: from its `--seed` file, else ones of the output's shape.
+fn seed_tensors(
+    program: &Program,
+    seeded: &[NodeId],
+    outputs: &[Tensor],
+    args: &[String],
+) -> Result<Vec<Tensor>, CliError> {
+    let files: HashMap<String, PathBuf> = path_assignments("--seed", args)?.into_iter().collect();
+    let output_names = || listing(program.outputs.iter().map(|o| &program.node(*o).name));
+    for name in files.keys() {
+        let is_seeded = seeded.iter().any(|o| program.node(*o).name == *name);
+        if !is_seeded {
+            return fail(format!(
+                "--seed {name}: the program has no float output `{name}` (its outputs are: {})",
+                output_names()
+            ));
+        }
+    }
+    seeded
+        .iter()
+        .map(|o| {
+            let node = program.node(*o);
+            let value = &outputs[program.outputs.iter().position(|x| x == o).unwrap_or(0)];
+            let Some(path) = files.get(&node.name) else {
+                return Ok(Tensor::filled(node.dtype, value.shape.clone(), 1.0));
+            };
+            let seed = read_npy(path).map_err(|e| CliError(e.to_string()))?;
+            if seed.dtype != node.dtype || seed.shape != value.shape {
+                return fail(format!(
+                    "--seed {}: {} holds {}{:?}, but output `{}` is {}{:?}",
+                    node.name,
+                    path.display(),
+                    seed.dtype,
+                    seed.shape,
+                    node.name,
+                    node.dtype,
+                    value.shape
+                ));
+            }
+            Ok(seed)
+        })
+        .collect()
+}
+
+/// The gradient with respect to every float input, every float output seeded and
+/// nothing supplied: what `uop print --stage grad` shows.
+pub fn full_gradient(program: &Program) -> Result<Gradient, CliError> {
+    let wrt: Vec<NodeId> = wanted_gradients(program, &[])?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let spec = GradSpec {
+        seeds: float_outputs(program),
+        wrt,
+        supplied: vec![],
+    };
+    gradient(program, &spec).map_err(|e| CliError(e.to_string()))
+}
+
+/// `uop print --stage grad`: the gradient program as `.uop` text, then its loop IR
+/// before and after optimization.
+pub fn print_stage(program: &Program) -> Result<String, CliError> {
+    let g = full_gradient(program)?;
+    let mut out = String::from(
+        "# gradient program: d/d(every float input) of sum(g_y * y) over the outputs y\n",
+    );
+    for (id, input) in g.program.inputs.iter().zip(&g.inputs) {
+        let name = &g.program.node(*id).name;
+        let forward = &program.node(input.forward).name;
+        let what = match (input.role, input.reads_data) {
+            (GradRole::Seed, _) => format!("seed: the gradient flowing into output `{forward}`"),
+            (_, false) => "forward input, only its shape is used".to_string(),
+            (GradRole::Input, true) => "forward input".to_string(),
+            (GradRole::Supplied, true) => "supplied forward value".to_string(),
+        };
+        out.push_str(&format!("#   {name}: {what}\n"));
+    }
+    out.push_str(&print_program(&g.program));
+    let lowered = loops::lower(&g.program);
+    out.push_str("\n# loop IR, before optimization\n");
+    out.push_str(&lowered.to_string());
+    let optimized = uop_codegen::pass::optimize(&lowered, &PassOptions::default())
+        .map_err(|e| CliError(e.to_string()))?;
+    out.push_str("\n# loop IR, after optimization\n");
+    out.push_str(&optimized.to_string());
+    Ok(out)
+}

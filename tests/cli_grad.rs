@@ -1,0 +1,243 @@
+//! `uop grad` and `uop print --stage grad` as a user runs them: gradients written
+//! to .npy files or printed, ones as the default seed, and one clear error for each
+//! mistake.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use uop::codegen::tensor::Tensor;
+use uop::codegen::uop::DType;
+use uop::npy::{read_npy, write_npy};
+
+fn uop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_uop"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the uop binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh scratch directory per test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("uop-cli-grad-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn write(dir: &Path, name: &str, t: &Tensor) -> String {
+    let path = dir.join(name);
+    write_npy(&path, t).expect("write fixture");
+    path.to_string_lossy().into_owned()
+}
+
+fn file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write program");
+    path.to_string_lossy().into_owned()
+}
+
+fn vector(data: &[f64]) -> Tensor {
+    Tensor::new(DType::F32, vec![data.len()], data.to_vec()).expect("consistent")
+}
+
+/// y = x * w and s = sum(x * x): g_x = seed_y * w + 2 x seed_s, g_w = seed_y * x.
+const PROGRAM: &str = "input x: f32[N]\ninput w: f32[N]\ny = mul(x, w)\ns = reduce_sum(mul(x, x), [0])\noutput y, s\n";
+
+#[test]
+fn gradients_from_npy_inputs_and_seeds_are_written_to_npy() {
+    let dir = scratch("files");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let x = write(&dir, "x.npy", &vector(&[1.0, 2.0, 3.0]));
+    let w = write(&dir, "w.npy", &vector(&[4.0, 5.0, 6.0]));
+    let sy = write(&dir, "sy.npy", &vector(&[1.0, 0.0, -1.0]));
+    let ss = write(&dir, "ss.npy", &vector(&[0.5]));
+    let (gx, gw) = (dir.join("gx.npy"), dir.join("gw.npy"));
+    let o = uop(&[
+        "grad",
+        &prog,
+        "--input",
+        &format!("x={x}"),
+        "--input",
+        &format!("w={w}"),
+        "--seed",
+        &format!("y={sy}"),
+        "--seed",
+        &format!("s={ss}"),
+        "--grad",
+        &format!("x={}", gx.display()),
+        "--grad",
+        &format!("w={}", gw.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "", "everything went to files");
+    // g_x = [1*4 + 2*1*0.5, 0*5 + 2*2*0.5, -1*6 + 2*3*0.5]
+    assert_eq!(read_npy(&gx).expect("g_x").data, vec![5.0, 2.0, -3.0]);
+    assert_eq!(read_npy(&gw).expect("g_w").data, vec![1.0, 0.0, -3.0]);
+}
+
+#[test]
+fn a_missing_seed_means_ones_and_grad_without_a_file_prints() {
+    let dir = scratch("ones");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let x = write(&dir, "x.npy", &vector(&[1.0, 2.0, 3.0]));
+    let w = write(&dir, "w.npy", &vector(&[4.0, 5.0, 6.0]));
+    let o = uop(&[
+        "grad",
+        &prog,
+        "--input",
+        &format!("x={x}"),
+        "--input",
+        &format!("w={w}"),
+        "--grad",
+        "x",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // g_x = w + 2x
+    assert_eq!(stdout(&o), "g_x: f32[3]\n[ 6,  9, 12]\n");
+}
+
+#[test]
+fn without_grad_every_float_input_is_printed_for_random_data_too() {
+    let dir = scratch("all");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let o = uop(&["grad", &prog, "--random", "3", "--dim", "N=2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("g_x: f32[2]\n"), "{out}");
+    assert!(out.contains("g_w: f32[2]\n"), "{out}");
+}
+
+#[test]
+fn grad_of_something_that_is_not_an_input_is_a_clear_error() {
+    let dir = scratch("not-input");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let o = uop(&[
+        "grad", &prog, "--random", "1", "--dim", "N=2", "--grad", "y",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --grad y: `y` is not an input of the program; gradients are taken with respect \
+         to inputs (its inputs are: `x`, `w`)\n"
+    );
+    let o = uop(&[
+        "grad", &prog, "--random", "1", "--dim", "N=2", "--grad", "nope",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("the program has no tensor `nope`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn seeds_must_name_an_output_and_match_its_shape() {
+    let dir = scratch("seeds");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let bad = write(&dir, "bad.npy", &vector(&[1.0, 2.0]));
+    let o = uop(&[
+        "grad",
+        &prog,
+        "--random",
+        "1",
+        "--dim",
+        "N=3",
+        "--seed",
+        &format!("x={bad}"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--seed x: the program has no float output `x`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = uop(&[
+        "grad",
+        &prog,
+        "--random",
+        "1",
+        "--dim",
+        "N=3",
+        "--seed",
+        &format!("y={bad}"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("holds f32[2], but output `y` is f32[3]"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn integer_inputs_have_no_gradient() {
+    let dir = scratch("int");
+    let prog = file(
+        &dir,
+        "p.uop",
+        "input x: f32[R, N]\ninput i: i32[R, M]\ny = select(x, i, axis=1)\noutput y\n",
+    );
+    let o = uop(&[
+        "grad", &prog, "--random", "1", "--dim", "R=1", "--dim", "N=2", "--dim", "M=2", "--grad",
+        "i",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --grad i: `i` is i32, and only float inputs have gradients\n"
+    );
+}
+
+#[test]
+fn print_stage_grad_shows_the_gradient_program_and_its_loop_ir() {
+    let o = uop(&["print", "examples/programs/softmax.uop", "--stage", "grad"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("# gradient program"), "{out}");
+    assert!(
+        out.contains("#   g_y: seed: the gradient flowing into output `y`"),
+        "{out}"
+    );
+    assert!(out.contains("input g_y: f32[B, N]\n"), "{out}");
+    assert!(out.contains("output g_x\n"), "{out}");
+    assert!(out.contains("# loop IR, before optimization\n"), "{out}");
+    assert!(out.contains("block 0 {"), "{out}");
+}
+
+/// The session shown in the README's "Gradients" section.
+#[test]
+fn readme_attention_example_output() {
+    let o = uop(&[
+        "grad",
+        "examples/custom_op/attention.uop",
+        "--random",
+        "1",
+        "--dim",
+        "T=2",
+        "--dim",
+        "S=3",
+        "--dim",
+        "D=2",
+        "--dim",
+        "E=2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let shown = readme
+        .split("$ uop grad examples/custom_op/attention.uop --random 1 --dim T=2 --dim S=3 --dim D=2 --dim E=2\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README shows the session");
+    assert_eq!(stdout(&o), shown);
+}
