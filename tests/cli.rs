@@ -2,42 +2,14 @@
 //! `uop print` at each stage, and one clear error (exit code 1) for each kind of
 //! mistake, with nothing written when a run fails.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
-use uop::npy::{read_npy, write_npy};
+use uop::npy::read_npy;
 
-fn uop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_uop"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the uop binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh scratch directory per test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("uop-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn write(dir: &Path, name: &str, t: &Tensor) -> String {
-    let path = dir.join(name);
-    write_npy(&path, t).expect("write fixture");
-    path.to_string_lossy().into_owned()
-}
+mod common;
+use common::{scratch, stderr, stdout, uop, write};
 
 fn matrix(rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) -> Tensor {
     let data = (0..rows * cols).map(|k| f(k / cols, k % cols)).collect();
@@ -46,7 +18,7 @@ fn matrix(rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) -> Tensor {
 
 #[test]
 fn run_matmul_from_npy_files_matches_a_naive_loop() {
-    let dir = scratch("matmul");
+    let dir = scratch("cli-matmul");
     let a = matrix(4, 2, |i, j| (i * 2 + j) as f64 - 3.0);
     let b = matrix(2, 3, |i, j| (i as f64) * 0.5 - j as f64);
     let (pa, pb) = (write(&dir, "a.npy", &a), write(&dir, "b.npy", &b));
@@ -182,7 +154,7 @@ fn every_example_program_parses() {
 
 #[test]
 fn a_syntax_error_shows_the_file_and_a_caret() {
-    let dir = scratch("syntax");
+    let dir = scratch("cli-syntax");
     let prog = dir.join("bad.uop");
     std::fs::write(
         &prog,
@@ -300,7 +272,7 @@ fn mistakes_on_the_command_line_are_one_clear_error() {
 
 #[test]
 fn a_wrong_npy_input_names_the_file_and_nothing_is_written() {
-    let dir = scratch("wrong-npy");
+    let dir = scratch("cli-wrong-npy");
     let out = dir.join("c.npy");
     let f64_matrix = Tensor::new(DType::F64, vec![2, 2], vec![1.0; 4]).expect("tensor");
     let bad_dtype = write(&dir, "f64.npy", &f64_matrix);
@@ -355,7 +327,7 @@ fn ops_lists_micro_and_macro_ops_with_signatures() {
 
 #[test]
 fn macro_ops_run_by_name() {
-    let dir = scratch("macro");
+    let dir = scratch("cli-macro");
     let prog = dir.join("ln.uop");
     std::fs::write(
         &prog,

@@ -2,44 +2,16 @@
 //! user runs them. Nothing here depends on what a particular pass does: pass
 //! effects are the passes' own tests.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use uop::codegen::pass::pipeline;
 
-fn uop_in(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_uop"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the uop binary runs")
-}
-
-fn uop(args: &[&str]) -> Output {
-    uop_in(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), args)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh scratch directory per test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("uop-cli-fuzz-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
+mod common;
+use common::{scratch, stderr, stdout, uop, uop_in};
 
 const MATMUL: &str = "examples/programs/matmul.uop";
 
 #[test]
 fn fuzz_checks_n_programs_and_exits_0() {
-    let dir = scratch("ok");
+    let dir = scratch("fuzz-ok");
     for flag in [&["--self"][..], &["--backend", "loops"]] {
         let mut args = vec!["fuzz"];
         args.extend_from_slice(flag);

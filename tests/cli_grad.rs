@@ -2,42 +2,14 @@
 //! to .npy files or printed, ones as the default seed, and one clear error for each
 //! mistake.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
-use uop::npy::{read_npy, write_npy};
+use uop::npy::read_npy;
 
-fn uop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_uop"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the uop binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh scratch directory per test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("uop-cli-grad-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn write(dir: &Path, name: &str, t: &Tensor) -> String {
-    let path = dir.join(name);
-    write_npy(&path, t).expect("write fixture");
-    path.to_string_lossy().into_owned()
-}
+mod common;
+use common::{scratch, stderr, stdout, uop, write};
 
 fn file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -54,7 +26,7 @@ const PROGRAM: &str = "input x: f32[N]\ninput w: f32[N]\ny = mul(x, w)\ns = redu
 
 #[test]
 fn gradients_from_npy_inputs_and_seeds_are_written_to_npy() {
-    let dir = scratch("files");
+    let dir = scratch("grad-files");
     let prog = file(&dir, "p.uop", PROGRAM);
     let x = write(&dir, "x.npy", &vector(&[1.0, 2.0, 3.0]));
     let w = write(&dir, "w.npy", &vector(&[4.0, 5.0, 6.0]));
@@ -86,7 +58,7 @@ fn gradients_from_npy_inputs_and_seeds_are_written_to_npy() {
 
 #[test]
 fn a_missing_seed_means_ones_and_grad_without_a_file_prints() {
-    let dir = scratch("ones");
+    let dir = scratch("grad-ones");
     let prog = file(&dir, "p.uop", PROGRAM);
     let x = write(&dir, "x.npy", &vector(&[1.0, 2.0, 3.0]));
     let w = write(&dir, "w.npy", &vector(&[4.0, 5.0, 6.0]));
@@ -107,7 +79,7 @@ fn a_missing_seed_means_ones_and_grad_without_a_file_prints() {
 
 #[test]
 fn without_grad_every_float_input_is_printed_for_random_data_too() {
-    let dir = scratch("all");
+    let dir = scratch("grad-all");
     let prog = file(&dir, "p.uop", PROGRAM);
     let o = uop(&["grad", &prog, "--random", "3", "--dim", "N=2"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -118,7 +90,7 @@ fn without_grad_every_float_input_is_printed_for_random_data_too() {
 
 #[test]
 fn grad_of_something_that_is_not_an_input_is_a_clear_error() {
-    let dir = scratch("not-input");
+    let dir = scratch("grad-not-input");
     let prog = file(&dir, "p.uop", PROGRAM);
     let o = uop(&[
         "grad", &prog, "--random", "1", "--dim", "N=2", "--grad", "y",
@@ -142,7 +114,7 @@ fn grad_of_something_that_is_not_an_input_is_a_clear_error() {
 
 #[test]
 fn seeds_must_name_an_output_and_match_its_shape() {
-    let dir = scratch("seeds");
+    let dir = scratch("grad-seeds");
     let prog = file(&dir, "p.uop", PROGRAM);
     let bad = write(&dir, "bad.npy", &vector(&[1.0, 2.0]));
     let o = uop(&[
@@ -181,7 +153,7 @@ fn seeds_must_name_an_output_and_match_its_shape() {
 
 #[test]
 fn integer_inputs_have_no_gradient() {
-    let dir = scratch("int");
+    let dir = scratch("grad-int");
     let prog = file(
         &dir,
         "p.uop",
