@@ -21,6 +21,7 @@
 //! ```
 
 pub mod backend;
+pub mod build;
 pub mod diag;
 pub mod index;
 pub mod interp;

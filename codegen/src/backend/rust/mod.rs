@@ -160,6 +160,11 @@ impl RustModule {
         }
     }
 
+    /// Changes how accesses are checked, for every kernel of the module.
+    pub fn set_checks(&mut self, checks: Checks) {
+        self.options.checks = checks;
+    }
+
     /// Adds `program` as the kernel `name`: lowers it, optimizes it with the
     /// module's pass options and keeps its `.uop` text for the doc comment.
     pub fn add(&mut self, name: &str, program: &Program) -> Result<&mut Self, EmitError> {
