@@ -761,7 +761,7 @@ impl Gen<'_> {
                 *self.unsafe_used.borrow_mut() = true;
                 Out {
                     ts: quote!(*#x.get_unchecked(#at)),
-                    prec: Prec::Postfix,
+                    prec: Prec::Prefix,
                     ty,
                 }
             } else {
@@ -1209,7 +1209,10 @@ impl Gen<'_> {
             let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
             let rank = lit(&decl.shape.len().to_string());
             let e = elem(decl.dtype);
-            shape_params.push(quote!(#xs: [usize; #rank]));
+            // A rank-0 input has nothing for its shapes function to check.
+            let unused = ident(&format!("_{xs}"));
+            let shape_param = if decl.shape.is_empty() { &unused } else { &xs };
+            shape_params.push(quote!(#shape_param: [usize; #rank]));
             buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
             shape_args.push(quote!(#xs));
             let f = self.need(Helper::CheckLen);
