@@ -1550,11 +1550,12 @@ fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
         }
         // The loops enclosing the store (depth 0 = block level, none).
         let enclosing = &b.loops[..*depth];
-        if enclosing.len() != shape.len() {
-            return false;
-        }
         let mut seen = Vec::new();
         for (s, size) in access.index.iter().zip(shape) {
+            // Subscript 0 covers an axis of size 1 (a kept reduced axis).
+            if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
+                continue;
+            }
             let Subscript::Expr(Expr::Index(n)) = s else {
                 return false;
             };
@@ -1566,7 +1567,9 @@ fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
             }
             seen.push(*n);
         }
-        return true;
+        // Every enclosing loop must index an axis, or some element is written twice
+        // and another never.
+        return seen.len() == enclosing.len();
     }
     false
 }
