@@ -10,10 +10,14 @@ use uop::kernels;
 
 /// Deterministic data in [-1, 1) (a small LCG; the benches need no rand).
 fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -149,7 +153,15 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("layernorm 4096x1024/uop", |b| {
         b.iter(|| {
-            kernels::layernorm_f32(black_box(&x), [rows, cols], &gamma, [cols], &beta, [cols], &mut y)
+            kernels::layernorm_f32(
+                black_box(&x),
+                [rows, cols],
+                &gamma,
+                [cols],
+                &beta,
+                [cols],
+                &mut y,
+            )
         })
     });
     g.bench_function("layernorm 4096x1024/naive", |b| {

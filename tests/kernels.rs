@@ -44,10 +44,17 @@ fn dims<const R: usize>(t: &Tensor) -> [usize; R] {
 
 /// Compares a kernel's output with the interpreter's.
 fn assert_matches(kernel: &str, got: &[f64], want: &Tensor, tol: f64, shapes: &[Vec<usize>]) {
-    assert_eq!(got.len(), want.data.len(), "{kernel}: output length for {shapes:?}");
+    assert_eq!(
+        got.len(),
+        want.data.len(),
+        "{kernel}: output length for {shapes:?}"
+    );
     for (i, (&g, &w)) in got.iter().zip(&want.data).enumerate() {
         let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * w.abs().max(1.0);
-        assert!(ok, "{kernel} on inputs {shapes:?}: element {i} is {g}, the interpreter gives {w}");
+        assert!(
+            ok,
+            "{kernel} on inputs {shapes:?}: element {i} is {g}, the interpreter gives {w}"
+        );
     }
 }
 
@@ -77,7 +84,13 @@ fn check(
                     DType::F32 => call32(&inputs, len),
                     _ => call64(&inputs, len),
                 };
-                assert_matches(&format!("{name}_{dtype}"), &got, &want[0], tol, &input_shapes);
+                assert_matches(
+                    &format!("{name}_{dtype}"),
+                    &got,
+                    &want[0],
+                    tol,
+                    &input_shapes,
+                );
                 runs += 1;
             }
         }
@@ -249,7 +262,10 @@ fn shapes_functions_give_the_output_shapes() {
 fn wrong_shapes_are_errors_not_panics() {
     let mut c = vec![0.0f32; 10];
     let err = kernels::matmul_f32(&[0.0; 6], [2, 3], &[0.0; 8], [4, 2], &mut c).unwrap_err();
-    assert_eq!(err.to_string(), "matmul_f32: dimension `K` is 3 in `a` but 4 in `b`");
+    assert_eq!(
+        err.to_string(),
+        "matmul_f32: dimension `K` is 3 in `a` but 4 in `b`"
+    );
 
     let err = kernels::matmul_f32(&[0.0; 5], [2, 3], &[0.0; 6], [3, 2], &mut c).unwrap_err();
     assert_eq!(
@@ -262,15 +278,27 @@ fn wrong_shapes_are_errors_not_panics() {
         }
     );
     let err = kernels::matmul_f32(&[0.0; 6], [2, 3], &[0.0; 6], [3, 2], &mut c).unwrap_err();
-    assert_eq!(err.to_string(), "matmul_f32: `c` has length 10, but its shape has 4 elements");
+    assert_eq!(
+        err.to_string(),
+        "matmul_f32: `c` has length 10, but its shape has 4 elements"
+    );
 
     let mut y = vec![0.0f32; 4 * 9];
-    let err = kernels::conv2d_f32(&[0.0; 9], [1, 1, 3, 3], &[0.0; 8], [4, 1, 2, 4], &mut y)
-        .unwrap_err();
-    assert_eq!(err.to_string(), "conv2d_f32: axis 2 of `k` must have size 3, got 2");
+    let err =
+        kernels::conv2d_f32(&[0.0; 9], [1, 1, 3, 3], &[0.0; 8], [4, 1, 2, 4], &mut y).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "conv2d_f32: axis 2 of `k` must have size 3, got 2"
+    );
 
     let err = kernels::sum_f32_shapes([usize::MAX]).unwrap_err();
-    assert_eq!(err, kernels::KernelError::TooLarge { kernel: "sum_f32", buffer: "x" });
+    assert_eq!(
+        err,
+        kernels::KernelError::TooLarge {
+            kernel: "sum_f32",
+            buffer: "x"
+        }
+    );
 }
 
 #[test]

@@ -126,27 +126,38 @@ fn kernel_names_must_be_snake_case_identifiers() {
         m.add("softmax_shapes", &p),
         Err(EmitError::NameClash { .. })
     ));
-    assert!(matches!(m.add("softmax", &p), Err(EmitError::NameClash { .. })));
-    assert!(matches!(m.add("offset", &p), Err(EmitError::NameClash { .. })));
+    assert!(matches!(
+        m.add("softmax", &p),
+        Err(EmitError::NameClash { .. })
+    ));
+    assert!(matches!(
+        m.add("offset", &p),
+        Err(EmitError::NameClash { .. })
+    ));
 }
 
 #[test]
 fn one_file_holds_the_error_type_once_for_many_kernels() {
     let mut k = Kernels::new();
     k.add_text("softmax", SOFTMAX).expect("adds");
-    k.add_as("softmax_f64", &parse(SOFTMAX), DType::F64).expect("adds");
+    k.add_as("softmax_f64", &parse(SOFTMAX), DType::F64)
+        .expect("adds");
     k.add_text("conv2d", CONV2D).expect("adds");
     let src = k.source().expect("emits");
     assert_eq!(src.matches("pub enum KernelError").count(), 1);
     assert_eq!(src.matches("fn maximum_f32(").count(), 1);
-    assert!(src.contains("pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"));
+    assert!(src.contains(
+        "pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"
+    ));
     assert_eq!(k.names(), ["softmax", "softmax_f64", "conv2d"]);
 }
 
 #[test]
 fn build_errors_name_the_file_and_the_position() {
     let mut k = Kernels::new();
-    let err = k.add_text("broken", "input x: f32[N]\ny = exp(z)\noutput y\n").unwrap_err();
+    let err = k
+        .add_text("broken", "input x: f32[N]\ny = exp(z)\noutput y\n")
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("<text of broken>:"), "{text}");
     assert!(text.contains('z'), "{text}");
@@ -167,5 +178,56 @@ fn write_outside_a_build_script_needs_a_path() {
     k.add_text("softmax", SOFTMAX).expect("adds");
     let path = dir.join("rust_backend_write_to.rs");
     k.write_to(&path).expect("writes");
-    assert_eq!(std::fs::read_to_string(&path).expect("reads"), k.source().expect("emits"));
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("reads"),
+        k.source().expect("emits")
+    );
+}
+
+/// Clippy on generated code: the prebuilt kernels (`kernels/*.uop` at the
+/// repository root, f32 and f64) and this file's programs, as the public modules
+/// of a scratch library, with `-D warnings`. Slow and needs clippy, so it runs on
+/// request: `cargo test -p uop-codegen --test rust_backend -- --ignored`.
+#[test]
+#[ignore = "runs cargo clippy on a scratch crate"]
+fn generated_code_is_clippy_clean() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut proven = Kernels::new();
+    proven
+        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+    for (name, src) in [
+        ("softmax", SOFTMAX),
+        ("conv2d", CONV2D),
+        ("layernorm", LAYERNORM),
+        ("pool_params", POOL_PARAMS),
+    ] {
+        proven.add_text(name, src).expect("adds");
+    }
+    let mut full = Kernels::new().checks(Checks::Full);
+    full.add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rust_backend_clippy");
+    std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+    )
+    .expect("manifest");
+    std::fs::write(dir.join("src/lib.rs"), "pub mod proven;\npub mod full;\n").expect("lib");
+    proven.write_to(&dir.join("src/proven.rs")).expect("proven");
+    full.write_to(&dir.join("src/full.rs")).expect("full");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["clippy", "--offline", "--quiet", "--", "-D", "warnings"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .expect("run cargo clippy");
+    assert!(
+        out.status.success(),
+        "clippy finds fault with generated code:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

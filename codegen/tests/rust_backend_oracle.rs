@@ -25,7 +25,7 @@ use uop_codegen::loops::LoopProgram;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
-use uop_codegen::uop::{BinaryOp, DType, Program, Uop, UnaryOp};
+use uop_codegen::uop::{BinaryOp, DType, Program, UnaryOp, Uop};
 
 const CASES_PER_PROGRAM: u64 = 3;
 
@@ -51,7 +51,9 @@ fn tolerance(p: &Program) -> f64 {
     };
     let inexact = p.nodes.iter().any(|n| match &n.op {
         Uop::Unary { op, .. } => inexact_unary(*op),
-        Uop::Binary { op: BinaryOp::Pow, .. } => p.dtype == DType::F32,
+        Uop::Binary {
+            op: BinaryOp::Pow, ..
+        } => p.dtype == DType::F32,
         _ => false,
     });
     match (inexact, p.dtype) {
@@ -222,7 +224,13 @@ fn build(dir: &Path) -> PathBuf {
     target.join("release").join("uop_rust_fuzz")
 }
 
-fn case_text(module: &str, name: &str, inputs: &[Tensor], params: &[i64], lens: &[usize]) -> String {
+fn case_text(
+    module: &str,
+    name: &str,
+    inputs: &[Tensor],
+    params: &[i64],
+    lens: &[usize],
+) -> String {
     let mut s = format!("case {module} {name}\n");
     for p in params {
         let _ = writeln!(s, "param {p}");
@@ -274,7 +282,11 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
     let mut entries = Vec::new();
     for seed in 0..programs {
         let cfg = GenConfig {
-            dtype: if seed % 2 == 0 { DType::F32 } else { DType::F64 },
+            dtype: if seed % 2 == 0 {
+                DType::F32
+            } else {
+                DType::F64
+            },
             ..GenConfig::default()
         };
         let program = random_program(seed, &cfg);
@@ -353,11 +365,7 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         match (want, got) {
             (Ok(want), Ok(got)) => {
                 for (o, (w, g)) in want.iter().zip(&got).enumerate() {
-                    let bad = w
-                        .data
-                        .iter()
-                        .zip(g)
-                        .position(|(&w, &g)| !close(g, w, tol));
+                    let bad = w.data.iter().zip(g).position(|(&w, &g)| !close(g, w, tol));
                     if let Some(at) = bad {
                         failures.push(report(format!(
                             "output {o} differs at {at}: got {}, want {}",
@@ -367,8 +375,12 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
                 }
             }
             (Err(_), Err(_)) => {}
-            (Ok(_), Err(msg)) => failures.push(report(format!("kernel refused a valid case: {msg}"))),
-            (Err(err), Ok(_)) => failures.push(report(format!("kernel accepted an invalid case ({err})"))),
+            (Ok(_), Err(msg)) => {
+                failures.push(report(format!("kernel refused a valid case: {msg}")))
+            }
+            (Err(err), Ok(_)) => {
+                failures.push(report(format!("kernel accepted an invalid case ({err})")))
+            }
         }
     }
     let count = failures.len();
@@ -376,6 +388,10 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         failures.is_empty(),
         "{count} of {} cases differ:\n\n{}",
         expected.len(),
-        failures.into_iter().take(3).collect::<Vec<_>>().join("\n\n")
+        failures
+            .into_iter()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n\n")
     );
 }

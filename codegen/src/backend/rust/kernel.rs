@@ -512,8 +512,7 @@ impl Gen<'_> {
                     }
                 };
                 let (a, b) = (self.value(a)?, self.value(b)?);
-                let both_literal =
-                    matches!(a.ty, Ty::Literal(_)) && matches!(b.ty, Ty::Literal(_));
+                let both_literal = matches!(a.ty, Ty::Literal(_)) && matches!(b.ty, Ty::Literal(_));
                 let a = self.float(a, Prec::Lowest, both_literal);
                 let b = self.float(b, Prec::Lowest, both_literal);
                 float_out(quote!(if #c { #a } else { #b }), Prec::Lowest)
@@ -1140,7 +1139,11 @@ impl Gen<'_> {
             let decl = &p.tensors[o.0];
             let f = &self.tensors[o.0];
             let rank = lit(&decl.shape.len().to_string());
-            let doc = format!(" Shape of the output `{}`: `{}`.", decl.name, list(&decl.shape));
+            let doc = format!(
+                " Shape of the output `{}`: `{}`.",
+                decl.name,
+                list(&decl.shape)
+            );
             shape_fields.push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
             let vals = decl
                 .shape
@@ -1573,4 +1576,3 @@ fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
     }
     false
 }
-

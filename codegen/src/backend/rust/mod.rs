@@ -232,8 +232,7 @@ impl RustModule {
             #prelude
             #(#items)*
         };
-        let file: syn::File =
-            syn::parse2(tokens).map_err(|e| EmitError::Syntax(e.to_string()))?;
+        let file: syn::File = syn::parse2(tokens).map_err(|e| EmitError::Syntax(e.to_string()))?;
         let mut out = String::from(HEADER);
         out.push_str(&blank_lines_between_items(&prettyplease::unparse(&file)));
         Ok(out)

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 
 /// Words Rust reserves (strict and reserved keywords of edition 2024).
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
-    "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",
-    "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait",
-    "true", "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do",
-    "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "_",
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
+    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "_",
 ];
 
 /// True for a Rust keyword (which cannot name a local).
@@ -21,9 +21,7 @@ pub(super) fn is_keyword(word: &str) -> bool {
 /// variables (`v0`), which program names must not shadow.
 fn is_generated_local(word: &str) -> bool {
     let mut chars = word.chars();
-    matches!(chars.next(), Some('i' | 'v'))
-        && word.len() > 1
-        && chars.all(|c| c.is_ascii_digit())
+    matches!(chars.next(), Some('i' | 'v')) && word.len() > 1 && chars.all(|c| c.is_ascii_digit())
 }
 
 /// A valid kernel name: lowercase snake_case and not a keyword, so that the kernel
