@@ -637,6 +637,15 @@ impl Gen<'_> {
 
     /// `a < b` (a `bool`) for a comparison operator.
     fn comparison(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<TokenStream, EmitError> {
+        if a == b && matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
+            // `x != x` is how the IR asks for NaN (argmax); say so.
+            let x = self.float(self.value(a)?, Prec::Postfix, true);
+            return Ok(if op == BinaryOp::Ne {
+                quote!(#x.is_nan())
+            } else {
+                quote!(!#x.is_nan())
+            });
+        }
         let (ao, bo) = (self.value(a)?, self.value(b)?);
         let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
         // `x as f32 < y` would parse `f32<` as generics: a cast on the left is parenthesized.
