@@ -57,7 +57,8 @@
 //! let mut module = RustModule::new(RustOptions::default());
 //! module.add("exp_f32", &program)?;
 //! let source = module.source()?;
-//! assert!(source.contains("pub fn exp_f32(x: &[f32], x_shape: [usize; 1], t1: &mut [f32])"));
+//! assert!(source.contains("pub fn exp_f32(\n    x: &[f32],\n    x_shape: [usize; 1],\n    t1: &mut [f32],\n)"));
+//! assert!(source.contains("pub fn exp_f32_shapes(x_shape: [usize; 1])"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
