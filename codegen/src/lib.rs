@@ -20,6 +20,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod backend;
+pub mod build;
 pub mod diag;
 pub mod grad;
 pub mod index;

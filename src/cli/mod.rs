@@ -3,6 +3,7 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod emit;
 mod fuzz;
 mod grad;
 mod ops;
@@ -79,6 +80,8 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Gradients of the outputs (seeded by .npy files, or ones) with respect to inputs.
     Grad(grad::GradArgs),
+    /// Generate source for a backend target (`--target rust`).
+    Emit(emit::EmitArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -91,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::fuzz(&args),
         Command::Stats(args) => stats::stats(&args),
         Command::Grad(args) => grad::grad(&args),
+        Command::Emit(args) => emit::emit(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

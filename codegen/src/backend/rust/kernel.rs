@@ -1,0 +1,1587 @@
+//! One kernel: the optimized loop program of a uop program as three public items —
+//! a shapes struct, a function computing it from the input dims, and the kernel
+//! function — plus a private function checking the sizes it computes.
+//!
+//! Names: loop indices are `i{id}` and carried variables `v{id}`, exactly as
+//! `uop print --stage loops` shows them, so the generated code can be read next to
+//! the printed IR; tensors, dims and `$params` keep their program names in
+//! snake_case.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::str::FromStr;
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::quote;
+
+use crate::index::{Expr, IndexOp, list};
+use crate::loops::{
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value,
+};
+use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
+
+use super::names::{Scope, camel};
+use super::prelude::{Helper, Helpers, RESERVED, helper_name};
+use super::{Checks, EmitError};
+
+/// What the emitter needs of one kernel.
+#[derive(Clone, Debug)]
+pub(super) struct KernelSource {
+    /// The kernel's function name.
+    pub name: String,
+    /// The source program in the `.uop` text format (for the doc comment).
+    pub text: String,
+    /// The optimized loop program.
+    pub loops: LoopProgram,
+}
+
+/// Binding strength of a Rust expression (higher binds tighter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Prec {
+    /// `if` / closures / ranges: always parenthesized as an operand.
+    Lowest,
+    Compare,
+    Sum,
+    Product,
+    Cast,
+    Prefix,
+    /// Method calls, indexing, calls, paths, literals, blocks.
+    Postfix,
+}
+
+/// The type of an emitted scalar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ty {
+    /// The program's float type.
+    Float,
+    /// An `i32` element, not converted yet (exact as an index).
+    Int,
+    /// A float literal without suffix, whose type comes from its context.
+    Literal(f64),
+}
+
+/// An emitted scalar expression.
+struct Out {
+    ts: TokenStream,
+    prec: Prec,
+    ty: Ty,
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+fn lit(text: &str) -> TokenStream {
+    // Only called with literal text this module formats itself.
+    match Literal::from_str(text) {
+        Ok(l) => quote!(#l),
+        Err(_) => unreachable!("`{text}` is a valid Rust literal"),
+    }
+}
+
+fn int_lit(v: i64) -> (TokenStream, Prec) {
+    if v < 0 {
+        let abs = lit(&v.unsigned_abs().to_string());
+        (quote!(-#abs), Prec::Prefix)
+    } else {
+        (lit(&v.to_string()), Prec::Postfix)
+    }
+}
+
+fn paren(ts: TokenStream, prec: Prec, min: Prec) -> TokenStream {
+    if prec < min { quote!((#ts)) } else { ts }
+}
+
+/// The per-kernel emitter.
+struct Gen<'a> {
+    name: &'a str,
+    p: &'a LoopProgram,
+    checks: Checks,
+    is32: bool,
+    float: Ident,
+    tensors: Vec<Ident>,
+    dims: HashMap<String, Ident>,
+    params: HashMap<String, Ident>,
+    /// Whether the block being generated has an unchecked access (and so needs
+    /// an `unsafe` block around it).
+    unsafe_used: RefCell<bool>,
+    /// Dims (`N`) and params (`$kh`) the function being generated mentions.
+    used: RefCell<BTreeSet<String>>,
+    helpers: RefCell<Helpers>,
+    /// Entry-evaluated size expressions that are not a literal, dim or param, in order.
+    sizes: Vec<Expr>,
+}
+
+/// Emits one kernel's items, recording the helpers it needs in `helpers`.
+pub(super) fn emit(
+    k: &KernelSource,
+    checks: Checks,
+    helpers: &mut Helpers,
+) -> Result<TokenStream, EmitError> {
+    let p = &k.loops;
+    let is32 = match p.dtype {
+        DType::F32 => true,
+        DType::F64 => false,
+        DType::I32 => {
+            return Err(EmitError::Unsupported {
+                kernel: k.name.clone(),
+                message: "the program's float type is i32".into(),
+            });
+        }
+    };
+    let mut reserved: Vec<&str> = RESERVED.to_vec();
+    reserved.extend(["shapes", "sizes", "at", "i64", "usize"]);
+    let shapes_fn = format!("{}_shapes", k.name);
+    let sizes_fn = format!("{}_sizes", k.name);
+    reserved.extend([k.name.as_str(), shapes_fn.as_str(), sizes_fn.as_str()]);
+    let mut scope = Scope::with_reserved(&reserved);
+    let mut tensors = vec![ident("_"); p.tensors.len()];
+    let order = p
+        .inputs
+        .iter()
+        .chain(&p.outputs)
+        .copied()
+        .chain((0..p.tensors.len()).map(TensorId));
+    for t in order {
+        if tensors[t.0] == "_" {
+            tensors[t.0] = ident(&scope.fresh(&p.tensors[t.0].name));
+        }
+    }
+    let mut params = HashMap::new();
+    for name in &p.params {
+        params.insert(name.clone(), ident(&scope.fresh(name)));
+    }
+    let mut dims = HashMap::new();
+    for t in &p.inputs {
+        for d in &p.tensors[t.0].shape {
+            if let Expr::Name(n) = d
+                && !dims.contains_key(n)
+            {
+                dims.insert(n.clone(), ident(&scope.fresh(n)));
+            }
+        }
+    }
+    let mut g = Gen {
+        name: &k.name,
+        p,
+        checks,
+        is32,
+        float: ident(if is32 { "f32" } else { "f64" }),
+        tensors,
+        dims,
+        params,
+        unsafe_used: RefCell::new(false),
+        used: RefCell::new(BTreeSet::new()),
+        helpers: RefCell::new(Helpers::default()),
+        sizes: Vec::new(),
+    };
+    g.sizes = g.entry_sizes();
+    let mut scope_for_locals = scope;
+    let out = g.items(k, &mut scope_for_locals)?;
+    for h in g.helpers.borrow().iter() {
+        helpers.need(h);
+    }
+    Ok(out)
+}
+
+impl Gen<'_> {
+    fn kernel_lit(&self) -> TokenStream {
+        let n = self.name;
+        quote!(#n)
+    }
+
+    fn need(&self, h: Helper) -> Ident {
+        self.helpers.borrow_mut().need(h);
+        helper_name(h)
+    }
+
+    fn unsupported(&self, message: impl Into<String>) -> EmitError {
+        EmitError::Unsupported {
+            kernel: self.name.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn tensor_kind(&self, t: TensorId) -> TensorKind {
+        self.p.tensors[t.0].kind
+    }
+
+    // ------------------------------------------------------------ index values
+
+    /// An index expression as `i64` Rust, in plain (unchecked) arithmetic.
+    fn idx(&self, e: &Expr) -> Result<(TokenStream, Prec), EmitError> {
+        Ok(match e {
+            Expr::Int(v) => int_lit(*v),
+            Expr::Index(n) => {
+                let i = ident(&format!("i{n}"));
+                (quote!(#i), Prec::Postfix)
+            }
+            Expr::Name(n) => {
+                let id = self
+                    .dims
+                    .get(n)
+                    .ok_or_else(|| self.unsupported(format!("dim `{n}` is not an input's")))?;
+                self.used.borrow_mut().insert(n.clone());
+                (quote!(#id), Prec::Postfix)
+            }
+            Expr::Param(pn) => {
+                let id = self
+                    .params
+                    .get(pn)
+                    .ok_or_else(|| self.unsupported(format!("`${pn}` is not declared")))?;
+                self.used.borrow_mut().insert(format!("${pn}"));
+                (quote!(#id), Prec::Postfix)
+            }
+            Expr::Dim(..) => {
+                return Err(self.unsupported(format!("unresolved shape reference `{e}`")));
+            }
+            Expr::Neg(a) => {
+                let a = self.idx_operand(a, Prec::Prefix)?;
+                (quote!(-#a), Prec::Prefix)
+            }
+            Expr::Bin(op, a, b) => match op {
+                IndexOp::Add | IndexOp::Sub | IndexOp::Mul => {
+                    let prec = if *op == IndexOp::Mul {
+                        Prec::Product
+                    } else {
+                        Prec::Sum
+                    };
+                    let a = self.idx_operand(a, prec)?;
+                    let b = self.idx_operand(b, next(prec))?;
+                    let ts = match op {
+                        IndexOp::Add => quote!(#a + #b),
+                        IndexOp::Sub => quote!(#a - #b),
+                        _ => quote!(#a * #b),
+                    };
+                    (ts, prec)
+                }
+                IndexOp::Div | IndexOp::Mod => {
+                    let (at, ap) = self.idx(a)?;
+                    let (bt, _) = self.idx(b)?;
+                    // For a positive divisor Euclid's quotient is the floor quotient.
+                    let positive = matches!(**b, Expr::Int(k) if k > 0);
+                    if positive && !matches!(**a, Expr::Int(_)) {
+                        let at = paren(at, ap, Prec::Postfix);
+                        if *op == IndexOp::Div {
+                            (quote!(#at.div_euclid(#bt)), Prec::Postfix)
+                        } else {
+                            (quote!(#at.rem_euclid(#bt)), Prec::Postfix)
+                        }
+                    } else {
+                        let f = self.need(if *op == IndexOp::Div {
+                            Helper::FloorDiv
+                        } else {
+                            Helper::FloorMod
+                        });
+                        (quote!(#f(#at, #bt)), Prec::Postfix)
+                    }
+                }
+                IndexOp::Min | IndexOp::Max => {
+                    let (at, _) = self.idx(a)?;
+                    let (bt, _) = self.idx(b)?;
+                    if *op == IndexOp::Min {
+                        (quote!(i64::min(#at, #bt)), Prec::Postfix)
+                    } else {
+                        (quote!(i64::max(#at, #bt)), Prec::Postfix)
+                    }
+                }
+            },
+        })
+    }
+
+    fn idx_operand(&self, e: &Expr, min: Prec) -> Result<TokenStream, EmitError> {
+        let (ts, prec) = self.idx(e)?;
+        Ok(paren(ts, prec, min))
+    }
+
+    /// An index expression evaluated with overflow checks, inside a function
+    /// returning `Option` (the `_sizes` function).
+    fn checked_idx(&self, e: &Expr) -> Result<TokenStream, EmitError> {
+        let call = |method: &str, a: &Expr, b: Option<&Expr>| -> Result<TokenStream, EmitError> {
+            let m = ident(method);
+            let at = self.checked_idx(a)?;
+            let args = match b {
+                Some(b) => {
+                    let bt = self.checked_idx(b)?;
+                    quote!(#at, #bt)
+                }
+                None => at,
+            };
+            Ok(quote!(i64::#m(#args)?))
+        };
+        Ok(match e {
+            Expr::Int(_) | Expr::Index(_) | Expr::Name(_) | Expr::Param(_) | Expr::Dim(..) => {
+                self.idx(e)?.0
+            }
+            Expr::Neg(a) => call("checked_neg", a, None)?,
+            Expr::Bin(op, a, b) => match op {
+                IndexOp::Add => call("checked_add", a, Some(b))?,
+                IndexOp::Sub => call("checked_sub", a, Some(b))?,
+                IndexOp::Mul => call("checked_mul", a, Some(b))?,
+                IndexOp::Div | IndexOp::Mod => {
+                    let at = self.checked_idx(a)?;
+                    let bt = self.checked_idx(b)?;
+                    let f = self.need(if *op == IndexOp::Div {
+                        Helper::FloorDiv
+                    } else {
+                        Helper::FloorMod
+                    });
+                    // Checked: a zero divisor, and the one overflowing quotient, give `None`.
+                    quote!({
+                        let (a, b) = (#at, #bt);
+                        if b == 0 || (a == i64::MIN && b == -1) {
+                            return None;
+                        }
+                        #f(a, b)
+                    })
+                }
+                IndexOp::Min => {
+                    let (at, bt) = (self.checked_idx(a)?, self.checked_idx(b)?);
+                    quote!(i64::min(#at, #bt))
+                }
+                IndexOp::Max => {
+                    let (at, bt) = (self.checked_idx(a)?, self.checked_idx(b)?);
+                    quote!(i64::max(#at, #bt))
+                }
+            },
+        })
+    }
+
+    /// Every expression the kernel evaluates before its loops that could overflow:
+    /// output and temporary shapes, assertion sides and loop bounds without loop
+    /// indices. Literals, dims and params are left out (they cannot).
+    fn entry_sizes(&self) -> Vec<Expr> {
+        let mut out: Vec<Expr> = Vec::new();
+        let mut add = |e: &Expr| {
+            let trivial = matches!(e, Expr::Int(_) | Expr::Name(_) | Expr::Param(_));
+            if !trivial && e.indices().is_empty() && !out.contains(e) {
+                out.push(e.clone());
+            }
+        };
+        for t in &self.p.tensors {
+            if t.kind != TensorKind::Input {
+                t.shape.iter().for_each(&mut add);
+            }
+        }
+        for (l, r) in &self.p.assertions {
+            add(l);
+            add(r);
+        }
+        for b in &self.p.blocks {
+            for l in &b.loops {
+                add(&l.start);
+                add(&l.end);
+            }
+        }
+        out
+    }
+
+    /// An entry-evaluated expression's value: itself if trivial, else `sizes[k]`.
+    fn entry_value(&self, e: &Expr) -> Result<TokenStream, EmitError> {
+        match self.sizes.iter().position(|s| s == e) {
+            Some(k) => {
+                let k = lit(&k.to_string());
+                Ok(quote!(sizes[#k]))
+            }
+            None => Ok(self.idx(e)?.0),
+        }
+    }
+
+    /// A `usize` size of an output shape.
+    fn entry_usize(&self, e: &Expr) -> Result<TokenStream, EmitError> {
+        Ok(match e {
+            Expr::Int(v) if *v >= 0 => lit(&v.to_string()),
+            Expr::Name(_) => {
+                let v = self.idx(e)?.0;
+                quote!(#v as usize)
+            }
+            _ => {
+                let v = self.entry_value(e)?;
+                let f = self.need(Helper::Size);
+                let (k, text) = (self.kernel_lit(), e.to_string());
+                quote!(#f(#k, #text, #v)?)
+            }
+        })
+    }
+
+    // ------------------------------------------------------------ float values
+
+    fn float_lit(&self, v: f64, typed: bool) -> Out {
+        let t = &self.float;
+        let v = if self.is32 { v as f32 as f64 } else { v };
+        if v.is_nan() {
+            return Out {
+                ts: quote!(#t::NAN),
+                prec: Prec::Postfix,
+                ty: Ty::Float,
+            };
+        }
+        if v.is_infinite() {
+            let ts = if v > 0.0 {
+                quote!(#t::INFINITY)
+            } else {
+                quote!(#t::NEG_INFINITY)
+            };
+            return Out {
+                ts,
+                prec: Prec::Postfix,
+                ty: Ty::Float,
+            };
+        }
+        let text = if self.is32 {
+            format!("{:?}", (v as f32).abs())
+        } else {
+            format!("{:?}", v.abs())
+        };
+        let text = if typed {
+            format!("{text}_{}", if self.is32 { "f32" } else { "f64" })
+        } else {
+            text
+        };
+        let l = lit(&text);
+        let (ts, prec) = if v.is_sign_negative() {
+            (quote!(-#l), Prec::Prefix)
+        } else {
+            (l, Prec::Postfix)
+        };
+        Out {
+            ts,
+            prec,
+            ty: if typed { Ty::Float } else { Ty::Literal(v) },
+        }
+    }
+
+    /// `o` as a float operand binding at least as tightly as `min`; `typed` asks for
+    /// a literal to carry its type suffix (method receivers, literal-only operations).
+    fn float(&self, o: Out, min: Prec, typed: bool) -> TokenStream {
+        let t = &self.float;
+        let o = match o.ty {
+            Ty::Int => {
+                let ts = paren(o.ts, o.prec, Prec::Cast);
+                Out {
+                    ts: quote!(#ts as #t),
+                    prec: Prec::Cast,
+                    ty: Ty::Float,
+                }
+            }
+            Ty::Literal(v) if typed => self.float_lit(v, true),
+            _ => o,
+        };
+        paren(o.ts, o.prec, min)
+    }
+
+    fn value(&self, v: &Value) -> Result<Out, EmitError> {
+        let t = &self.float;
+        let float_out = |ts: TokenStream, prec: Prec| Out {
+            ts,
+            prec,
+            ty: Ty::Float,
+        };
+        Ok(match v {
+            Value::Load { access, fill } => self.load(access, *fill)?,
+            Value::Var(var) => {
+                let v = ident(&format!("v{}", var.0));
+                float_out(quote!(#v), Prec::Postfix)
+            }
+            Value::Const(c) => self.float_lit(*c, false),
+            Value::Param(name) => {
+                let (e, prec) = self.idx(&Expr::Param(name.clone()))?;
+                let e = paren(e, prec, Prec::Cast);
+                float_out(quote!(#e as #t), Prec::Cast)
+            }
+            Value::Index(Expr::Int(k)) => self.float_lit(*k as f64, false),
+            Value::Index(e) => {
+                let (e, prec) = self.idx(e)?;
+                let e = paren(e, prec, Prec::Cast);
+                float_out(quote!(#e as #t), Prec::Cast)
+            }
+            Value::Unary(op, x) => self.unary(*op, x)?,
+            Value::Binary(op, a, b) => self.binary(*op, a, b)?,
+            Value::Where(c, a, b) => {
+                if let Value::Const(c) = **c {
+                    // A constant condition chooses at generation time.
+                    return self.value(if c != 0.0 { a } else { b });
+                }
+                let c = match &**c {
+                    // `where(a < b, ..)` reads as `if a < b`, which is the same test.
+                    Value::Binary(op, x, y) if op.is_comparison() => self.comparison(*op, x, y)?,
+                    _ => {
+                        let c = self.value(c)?;
+                        let c = self.float(c, Prec::Sum, true);
+                        quote!(#c != 0.0)
+                    }
+                };
+                let (a, b) = (self.value(a)?, self.value(b)?);
+                let both_literal = matches!(a.ty, Ty::Literal(_)) && matches!(b.ty, Ty::Literal(_));
+                let a = self.float(a, Prec::Lowest, both_literal);
+                let b = self.float(b, Prec::Lowest, both_literal);
+                float_out(quote!(if #c { #a } else { #b }), Prec::Lowest)
+            }
+        })
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Value) -> Result<Out, EmitError> {
+        let xo = self.value(x)?;
+        if op == UnaryOp::Neg {
+            if let Ty::Literal(c) = xo.ty {
+                return Ok(self.float_lit(-c, false));
+            }
+            let x = self.float(xo, Prec::Prefix, false);
+            return Ok(Out {
+                ts: quote!(-#x),
+                prec: Prec::Prefix,
+                ty: Ty::Float,
+            });
+        }
+        let recv = self.float(xo, Prec::Postfix, true);
+        let (ts, prec) = match op {
+            UnaryOp::Neg => unreachable!("handled above"),
+            UnaryOp::Abs => (quote!(#recv.abs()), Prec::Postfix),
+            UnaryOp::Exp => (quote!(#recv.exp()), Prec::Postfix),
+            UnaryOp::Log => (quote!(#recv.ln()), Prec::Postfix),
+            UnaryOp::Sqrt => (quote!(#recv.sqrt()), Prec::Postfix),
+            UnaryOp::Rsqrt if self.is32 => {
+                // In f64 and rounded once, like the reference: exact, and cheap.
+                let x = self.float(self.value(x)?, Prec::Lowest, true);
+                (quote!((1.0 / f64::from(#x).sqrt()) as f32), Prec::Cast)
+            }
+            UnaryOp::Rsqrt => (quote!(1.0 / #recv.sqrt()), Prec::Product),
+            UnaryOp::Recip => {
+                let x = self.float(self.value(x)?, Prec::Prefix, false);
+                (quote!(1.0 / #x), Prec::Product)
+            }
+            UnaryOp::Tanh => (quote!(#recv.tanh()), Prec::Postfix),
+            UnaryOp::Sigmoid => {
+                let x = self.float(self.value(x)?, Prec::Prefix, true);
+                (quote!(1.0 / (1.0 + (-#x).exp())), Prec::Product)
+            }
+            UnaryOp::Sin => (quote!(#recv.sin()), Prec::Postfix),
+            UnaryOp::Cos => (quote!(#recv.cos()), Prec::Postfix),
+            UnaryOp::Erf => {
+                let f = self.need(Helper::Erf(self.is32));
+                let x = self.float(self.value(x)?, Prec::Lowest, false);
+                (quote!(#f(#x)), Prec::Postfix)
+            }
+            UnaryOp::Floor => (quote!(#recv.floor()), Prec::Postfix),
+            UnaryOp::Ceil => (quote!(#recv.ceil()), Prec::Postfix),
+            UnaryOp::Sign => {
+                let f = self.need(Helper::Sign(self.is32));
+                let x = self.float(self.value(x)?, Prec::Lowest, false);
+                (quote!(#f(#x)), Prec::Postfix)
+            }
+        };
+        Ok(Out {
+            ts,
+            prec,
+            ty: Ty::Float,
+        })
+    }
+
+    fn binary(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<Out, EmitError> {
+        let t = &self.float;
+        let (ao, bo) = (self.value(a)?, self.value(b)?);
+        let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
+        let infix = |prec: Prec, ao: Out, bo: Out| {
+            (
+                self.float(ao, prec, both_literal),
+                self.float(bo, next(prec), false),
+            )
+        };
+        let (ts, prec) = match op {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
+                let prec = if matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+                    Prec::Sum
+                } else {
+                    Prec::Product
+                };
+                let (a, b) = infix(prec, ao, bo);
+                let ts = match op {
+                    BinaryOp::Add => quote!(#a + #b),
+                    BinaryOp::Sub => quote!(#a - #b),
+                    BinaryOp::Mul => quote!(#a * #b),
+                    _ => quote!(#a / #b),
+                };
+                (ts, prec)
+            }
+            BinaryOp::Pow => {
+                let a = self.float(ao, Prec::Postfix, true);
+                let b = self.float(bo, Prec::Lowest, false);
+                (quote!(#a.powf(#b)), Prec::Postfix)
+            }
+            BinaryOp::Maximum | BinaryOp::Minimum => {
+                let f = self.need(if op == BinaryOp::Maximum {
+                    Helper::Maximum(self.is32)
+                } else {
+                    Helper::Minimum(self.is32)
+                });
+                let a = self.float(ao, Prec::Lowest, false);
+                let b = self.float(bo, Prec::Lowest, false);
+                (quote!(#f(#a, #b)), Prec::Postfix)
+            }
+            BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge => {
+                let cmp = self.comparison(op, a, b)?;
+                (quote!(#t::from(#cmp)), Prec::Postfix)
+            }
+        };
+        Ok(Out {
+            ts,
+            prec,
+            ty: Ty::Float,
+        })
+    }
+
+    /// `a < b` (a `bool`) for a comparison operator.
+    fn comparison(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<TokenStream, EmitError> {
+        if a == b && matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
+            // `x != x` is how the IR asks for NaN (argmax); say so.
+            let x = self.float(self.value(a)?, Prec::Postfix, true);
+            return Ok(if op == BinaryOp::Ne {
+                quote!(#x.is_nan())
+            } else {
+                quote!(!#x.is_nan())
+            });
+        }
+        let (ao, bo) = (self.value(a)?, self.value(b)?);
+        let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
+        // `x as f32 < y` would parse `f32<` as generics: a cast on the left is parenthesized.
+        let left_min = if ao.prec == Prec::Cast || ao.ty == Ty::Int {
+            Prec::Prefix
+        } else {
+            Prec::Sum
+        };
+        let a = self.float(ao, left_min, both_literal);
+        let b = self.float(bo, Prec::Sum, false);
+        Ok(match op {
+            BinaryOp::Eq => quote!(#a == #b),
+            BinaryOp::Ne => quote!(#a != #b),
+            BinaryOp::Lt => quote!(#a < #b),
+            BinaryOp::Le => quote!(#a <= #b),
+            BinaryOp::Gt => quote!(#a > #b),
+            _ => quote!(#a >= #b),
+        })
+    }
+
+    // ------------------------------------------------------------ accesses
+
+    /// The `i64` subscripts of an access.
+    fn subscripts(&self, a: &Access) -> Result<Vec<(TokenStream, Prec)>, EmitError> {
+        a.index
+            .iter()
+            .map(|s| match s {
+                Subscript::Expr(e) => self.idx(e),
+                Subscript::Value(v) => {
+                    let o = self.value(v)?;
+                    Ok(if o.ty == Ty::Int {
+                        let x = paren(o.ts, o.prec, Prec::Cast);
+                        (quote!(#x as i64), Prec::Cast)
+                    } else {
+                        // Saturating like the reference: NaN gives 0, infinities fall outside.
+                        let x = self.float(o, Prec::Postfix, true);
+                        (quote!(#x.floor() as i64), Prec::Cast)
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// The `i64` sizes of a tensor's axes.
+    fn shape(&self, t: TensorId) -> Result<Vec<(TokenStream, Prec)>, EmitError> {
+        self.p.tensors[t.0]
+            .shape
+            .iter()
+            .map(|e| self.idx(e))
+            .collect()
+    }
+
+    /// The row-major offset of an access known to be in range, as a `usize`.
+    fn offset_unchecked(&self, a: &Access) -> Result<TokenStream, EmitError> {
+        let decl = &self.p.tensors[a.tensor.0];
+        let all_exprs: Option<Vec<&Expr>> = a
+            .index
+            .iter()
+            .map(|s| match s {
+                Subscript::Expr(e) => Some(e),
+                Subscript::Value(_) => None,
+            })
+            .collect();
+        let (ts, prec) = match all_exprs {
+            Some(exprs) => {
+                // Horner's rule, `(i0 * h + i1) * w + i2`, which reads like hand-written
+                // indexing and costs one multiply per axis.
+                let mut off = Expr::Int(0);
+                for (e, d) in exprs.iter().zip(&decl.shape) {
+                    let scaled = match (&off, d) {
+                        (Expr::Int(0), _) => Expr::Int(0),
+                        (_, Expr::Int(1)) => off,
+                        _ => off * d.clone(),
+                    };
+                    off = plus(scaled, e.simplify());
+                }
+                if off == Expr::Int(0) {
+                    return Ok(quote!(0));
+                }
+                self.idx(&off)?
+            }
+            None => {
+                // Horner's rule over the subscripts, in tokens.
+                let subs = self.subscripts(a)?;
+                let shape = self.shape(a.tensor)?;
+                let mut acc: Option<(TokenStream, Prec)> = None;
+                for ((s, sp), (d, dp)) in subs.into_iter().zip(shape) {
+                    acc = Some(match acc {
+                        None => (s, sp),
+                        Some((x, xp)) => {
+                            let x = paren(x, xp, Prec::Product);
+                            let d = paren(d, dp, Prec::Cast);
+                            let s = paren(s, sp, Prec::Product);
+                            (quote!(#x * #d + #s), Prec::Sum)
+                        }
+                    });
+                }
+                acc.unwrap_or_else(|| int_lit(0))
+            }
+        };
+        let ts = paren(ts, prec, Prec::Cast);
+        Ok(quote!(#ts as usize))
+    }
+
+    /// `offset([subscripts], [sizes])` for an access that may be out of range.
+    fn offset_checked(&self, a: &Access) -> Result<TokenStream, EmitError> {
+        let f = self.need(Helper::Offset);
+        let subs = self.subscripts(a)?.into_iter().map(|(t, _)| t);
+        let shape = self.shape(a.tensor)?.into_iter().map(|(t, _)| t);
+        Ok(quote!(#f([#(#subs),*], [#(#shape),*])))
+    }
+
+    fn load(&self, a: &Access, fill: f64) -> Result<Out, EmitError> {
+        let x = &self.tensors[a.tensor.0];
+        let is_int = self.p.tensors[a.tensor.0].dtype == DType::I32;
+        let ty = if is_int { Ty::Int } else { Ty::Float };
+        let fast = self.checks == Checks::Proven;
+        if !a.checked {
+            let at = self.offset_unchecked(a)?;
+            return Ok(if fast {
+                *self.unsafe_used.borrow_mut() = true;
+                Out {
+                    ts: quote!(*#x.get_unchecked(#at)),
+                    prec: Prec::Prefix,
+                    ty,
+                }
+            } else {
+                Out {
+                    ts: quote!(#x[#at]),
+                    prec: Prec::Postfix,
+                    ty,
+                }
+            });
+        }
+        let off = self.offset_checked(a)?;
+        let fill = if is_int {
+            int_lit(DType::I32.round(fill) as i64).0
+        } else {
+            self.float_lit(fill, false).ts
+        };
+        let read = if fast {
+            // In range by the check in `offset`, and the buffer's length was checked.
+            *self.unsafe_used.borrow_mut() = true;
+            quote!(*#x.get_unchecked(at))
+        } else {
+            quote!(#x[at])
+        };
+        Ok(Out {
+            ts: quote!(#off.map_or(#fill, |at| #read)),
+            prec: Prec::Postfix,
+            ty,
+        })
+    }
+
+    /// `place = value`, `place op= value`, skipped when a checked access is out of range.
+    fn store(&self, a: &Access, op: Option<Accum>, v: &Value) -> Result<TokenStream, EmitError> {
+        let x = &self.tensors[a.tensor.0];
+        if self.tensor_kind(a.tensor) == TensorKind::Input {
+            return Err(self.unsupported(format!(
+                "the input `{}` is written",
+                self.p.tensors[a.tensor.0].name
+            )));
+        }
+        let target_int = self.p.tensors[a.tensor.0].dtype == DType::I32;
+        let vo = self.value(v)?;
+        let value = if target_int {
+            if vo.ty == Ty::Int {
+                vo.ts
+            } else {
+                let f = self.float(vo, Prec::Cast, true);
+                quote!(#f as i32)
+            }
+        } else {
+            self.float(vo, Prec::Lowest, false)
+        };
+        let fast = self.checks == Checks::Proven;
+        let (at, checked) = if a.checked {
+            (quote!(at), Some(self.offset_checked(a)?))
+        } else {
+            (self.offset_unchecked(a)?, None)
+        };
+        let (place, current) = if fast {
+            *self.unsafe_used.borrow_mut() = true;
+            (
+                quote!(*#x.get_unchecked_mut(#at)),
+                quote!(*#x.get_unchecked(#at)),
+            )
+        } else {
+            (quote!(#x[#at]), quote!(#x[#at]))
+        };
+        let stmt = match op {
+            None => quote!(#place = #value;),
+            Some(Accum::Add) => quote!(#place += #value;),
+            Some(Accum::Mul) => quote!(#place *= #value;),
+            Some(m @ (Accum::Max | Accum::Min)) => {
+                if target_int {
+                    return Err(self.unsupported("max/min accumulation into an i32 tensor"));
+                }
+                let f = self.need(if m == Accum::Max {
+                    Helper::Maximum(self.is32)
+                } else {
+                    Helper::Minimum(self.is32)
+                });
+                quote!(#place = #f(#current, #value);)
+            }
+        };
+        Ok(match checked {
+            Some(off) => quote!(if let Some(at) = #off { #stmt }),
+            None => stmt,
+        })
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn stmt(&self, s: &Stmt) -> Result<TokenStream, EmitError> {
+        match s {
+            Stmt::Store { access, value } => self.store(access, None, value),
+            Stmt::Accumulate { access, op, value } => self.store(access, Some(*op), value),
+            Stmt::Update { var, op, value } => {
+                let v = ident(&format!("v{}", var.0));
+                let x = self.float(self.value(value)?, Prec::Lowest, false);
+                Ok(match op {
+                    Accum::Add => quote!(#v += #x;),
+                    Accum::Mul => quote!(#v *= #x;),
+                    Accum::Max => {
+                        let f = self.need(Helper::Maximum(self.is32));
+                        quote!(#v = #f(#v, #x);)
+                    }
+                    Accum::Min => {
+                        let f = self.need(Helper::Minimum(self.is32));
+                        quote!(#v = #f(#v, #x);)
+                    }
+                })
+            }
+        }
+    }
+
+    fn carried(&self, c: &Carried) -> TokenStream {
+        let v = ident(&format!("v{}", c.var.0));
+        let init = self.float_lit(c.op.identity(), true).ts;
+        quote!(let mut #v = #init;)
+    }
+
+    /// A block's code; one `unsafe` block around it when it has unchecked accesses
+    /// (so that each access reads plainly as `*x.get_unchecked(..)`).
+    fn block(&self, b: &Block) -> Result<TokenStream, EmitError> {
+        *self.unsafe_used.borrow_mut() = false;
+        let carried = b.carried.iter().map(|c| self.carried(c));
+        let nest = self.nest(&b.loops)?;
+        let stmts = b
+            .stmts
+            .iter()
+            .map(|s| self.stmt(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let code = quote!(#(#carried)* #nest #(#stmts)*);
+        Ok(if *self.unsafe_used.borrow() {
+            quote!(unsafe { #code })
+        } else {
+            code
+        })
+    }
+
+    fn nest(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = loops.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        let used = uses_index(loops, l.id.0);
+        let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+        let (start, sp) = self.idx(&l.start)?;
+        let start = paren(start, sp, Prec::Sum);
+        let end = match (&l.start, &l.end) {
+            // Literal bounds alone would leave the index type to inference.
+            (Expr::Int(_), Expr::Int(e)) if *e >= 0 => lit(&format!("{e}_i64")),
+            _ => {
+                let (end, ep) = self.idx(&l.end)?;
+                paren(end, ep, Prec::Sum)
+            }
+        };
+        let carried = l.carried.iter().map(|c| self.carried(c));
+        let body = self.nest(inner)?;
+        let stmts = l
+            .stmts
+            .iter()
+            .map(|s| self.stmt(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(quote! {
+            for #i in #start..#end {
+                #(#carried)*
+                #body
+                #(#stmts)*
+            }
+        })
+    }
+
+    // ------------------------------------------------------------ items
+
+    fn take_used(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.used.borrow_mut())
+    }
+
+    /// `let [n, k] = dims("kernel", "x", x_shape)?;` for every input, with `_` for
+    /// dims `wanted` does not contain, plus the conflict and fixed-size checks when
+    /// `checks` is set.
+    fn bind_dims(
+        &self,
+        scope: &mut Scope,
+        wanted: &BTreeSet<String>,
+        checks: bool,
+    ) -> Result<TokenStream, EmitError> {
+        let kernel = self.kernel_lit();
+        let mut out = TokenStream::new();
+        let mut bound: HashMap<&str, &str> = HashMap::new();
+        let mut wanted = wanted.clone();
+        if checks {
+            // A dim another input also names is compared, so it is always bound.
+            let mut seen = BTreeSet::new();
+            for t in &self.p.inputs {
+                for d in &self.p.tensors[t.0].shape {
+                    if let Expr::Name(n) = d
+                        && !seen.insert(n.clone())
+                    {
+                        wanted.insert(n.clone());
+                    }
+                }
+            }
+        }
+        for t in &self.p.inputs {
+            let decl = &self.p.tensors[t.0];
+            let input_name = decl.name.as_str();
+            let mut pats = Vec::new();
+            let mut tests = Vec::new();
+            for (axis, d) in decl.shape.iter().enumerate() {
+                match d {
+                    Expr::Name(n) if !bound.contains_key(n.as_str()) => {
+                        bound.insert(n, input_name);
+                        if wanted.contains(n) {
+                            let id = &self.dims[n];
+                            pats.push(quote!(#id));
+                        } else {
+                            pats.push(quote!(_));
+                        }
+                    }
+                    Expr::Name(n) if checks => {
+                        let id = &self.dims[n];
+                        let other = ident(&scope.fresh(&format!("{n}_{input_name}")));
+                        let first_input = bound[n.as_str()];
+                        let n = n.as_str();
+                        tests.push(quote! {
+                            if #other != #id {
+                                return Err(KernelError::DimConflict {
+                                    kernel: #kernel,
+                                    dim: #n,
+                                    first_input: #first_input,
+                                    first: #id as usize,
+                                    second_input: #input_name,
+                                    second: #other as usize,
+                                });
+                            }
+                        });
+                        pats.push(quote!(#other));
+                    }
+                    Expr::Int(v) if checks => {
+                        let got = ident(&scope.fresh(&format!("{input_name}_{axis}")));
+                        let expected = lit(&v.to_string());
+                        let axis = lit(&axis.to_string());
+                        tests.push(quote! {
+                            if #got != #expected {
+                                return Err(KernelError::FixedSize {
+                                    kernel: #kernel,
+                                    input: #input_name,
+                                    axis: #axis,
+                                    expected: #expected,
+                                    found: #got as usize,
+                                });
+                            }
+                        });
+                        pats.push(quote!(#got));
+                    }
+                    _ => pats.push(quote!(_)),
+                }
+            }
+            // Checking that every size fits in i64 is worth a line even when no dim is used.
+            let named = pats.iter().any(|p| p.to_string() != "_");
+            if named || (checks && !decl.shape.is_empty()) {
+                let shape_arg = self.shape_arg(*t);
+                let f = self.need(Helper::Dims);
+                let pat = if named {
+                    quote!(let [#(#pats),*] =)
+                } else {
+                    quote!()
+                };
+                out.extend(quote! {
+                    #pat #f(#kernel, #input_name, #shape_arg)?;
+                });
+            }
+            out.extend(tests);
+        }
+        Ok(out)
+    }
+
+    fn shape_arg(&self, t: TensorId) -> Ident {
+        // Names come from the scope: `{tensor ident}_shape`, which `items` reserved.
+        ident(&format!("{}_shape", self.tensors[t.0]))
+    }
+
+    fn items(&self, k: &KernelSource, scope: &mut Scope) -> Result<TokenStream, EmitError> {
+        let p = self.p;
+        let kernel = self.kernel_lit();
+        let t = &self.float;
+        for input in &p.inputs {
+            let name = format!("{}_shape", self.tensors[input.0]);
+            if scope.fresh(&name) != name {
+                return Err(self.unsupported(format!(
+                    "`{name}` names both a tensor and the shape of `{}`",
+                    p.tensors[input.0].name
+                )));
+            }
+        }
+        let shapes_fn = ident(&format!("{}_shapes", k.name));
+        let sizes_fn = ident(&format!("{}_sizes", k.name));
+        let kernel_fn = ident(&k.name);
+        let shapes_ty = ident(&format!("{}Shapes", camel(&k.name)));
+        let elem = |dtype: DType| match dtype {
+            DType::I32 => quote!(i32),
+            _ => quote!(#t),
+        };
+
+        // ---- body first: it decides which dims the kernel binds.
+        let _ = self.take_used();
+        let mut body = TokenStream::new();
+        for b in &p.blocks {
+            body.extend(self.block(b)?);
+        }
+        let mut temps = TokenStream::new();
+        for (i, decl) in p.tensors.iter().enumerate() {
+            if decl.kind != TensorKind::Temp {
+                continue;
+            }
+            let id = &self.tensors[i];
+            let dims = decl
+                .shape
+                .iter()
+                .map(|e| self.idx(e).map(|x| x.0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let f = self.need(Helper::Zeroed);
+            let name = decl.name.as_str();
+            let e = elem(decl.dtype);
+            temps.extend(quote! {
+                let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;
+            });
+        }
+        let body_used = self.take_used();
+
+        // ---- the sizes function
+        let mut sizes_item = TokenStream::new();
+        let mut sizes_args = Vec::new();
+        if !self.sizes.is_empty() {
+            let exprs = self
+                .sizes
+                .iter()
+                .map(|e| self.checked_idx(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let used = self.take_used();
+            let mut params = Vec::new();
+            let mut docs = Vec::new();
+            for e in &self.sizes {
+                docs.push(format!(" - `{e}`"));
+            }
+            for name in self.dim_order() {
+                if used.contains(&name) {
+                    sizes_args.push(self.dims[&name].clone());
+                }
+            }
+            for pn in &p.params {
+                if used.contains(&format!("${pn}")) {
+                    sizes_args.push(self.params[pn].clone());
+                }
+            }
+            params.extend(sizes_args.iter().map(|a| quote!(#a: i64)));
+            let n = lit(&self.sizes.len().to_string());
+            let doc = format!(
+                " The sizes `{}` evaluates from its dims and parameters before it runs, \
+                 or `None` when one overflows or divides by zero:",
+                k.name
+            );
+            sizes_item = quote! {
+                #[doc = #doc]
+                #(#[doc = #docs])*
+                fn #sizes_fn(#(#params),*) -> Option<[i64; #n]> {
+                    Some([#(#exprs),*])
+                }
+            };
+        }
+
+        // ---- the shapes function
+        let mut shape_fields = Vec::new();
+        let mut shape_values = Vec::new();
+        let mut len_methods = Vec::new();
+        for o in &p.outputs {
+            let decl = &p.tensors[o.0];
+            let f = &self.tensors[o.0];
+            let rank = lit(&decl.shape.len().to_string());
+            let doc = format!(
+                " Shape of the output `{}`: `{}`.",
+                decl.name,
+                list(&decl.shape)
+            );
+            shape_fields.push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
+            let vals = decl
+                .shape
+                .iter()
+                .map(|e| self.entry_usize(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            shape_values.push(quote!(#f: [#(#vals),*]));
+            let m = ident(&format!("{f}_len"));
+            let doc = format!(
+                " Elements of `{}`: the length `{}` requires of that buffer.",
+                decl.name, k.name
+            );
+            len_methods.push(quote! {
+                #[doc = #doc]
+                pub fn #m(&self) -> usize {
+                    self.#f.iter().product()
+                }
+            });
+        }
+        let mut asserts = Vec::new();
+        for (l, r) in &p.assertions {
+            let (lv, rv) = (self.entry_value(l)?, self.entry_value(r)?);
+            let (ls, rs) = (l.to_string(), r.to_string());
+            asserts.push(quote! {
+                if #lv != #rv {
+                    return Err(KernelError::Assertion {
+                        kernel: #kernel,
+                        left: #ls,
+                        right: #rs,
+                        left_value: #lv,
+                        right_value: #rv,
+                    });
+                }
+            });
+        }
+        let sizes_call = if self.sizes.is_empty() {
+            quote!()
+        } else {
+            let uses = shape_values
+                .iter()
+                .chain(&asserts)
+                .any(|ts| ts.to_string().contains("sizes ["));
+            let call = quote!(#sizes_fn(#(#sizes_args),*).ok_or(KernelError::Overflow { kernel: #kernel })?);
+            if uses {
+                quote!(let sizes = #call;)
+            } else {
+                quote!(#call;)
+            }
+        };
+        let shapes_used = {
+            let mut u = self.take_used();
+            u.extend(sizes_args.iter().filter_map(|a| self.name_of(a)));
+            u
+        };
+        let mut shapes_scope = scope.clone();
+        let shapes_binds = self.bind_dims(&mut shapes_scope, &shapes_used, true)?;
+        let _ = self.take_used();
+
+        // ---- signatures
+        let mut shape_params = Vec::new();
+        let mut buffer_params = Vec::new();
+        let mut shape_args = Vec::new();
+        let mut len_checks = Vec::new();
+        for i in &p.inputs {
+            let decl = &p.tensors[i.0];
+            let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
+            let rank = lit(&decl.shape.len().to_string());
+            let e = elem(decl.dtype);
+            // A rank-0 input has nothing for its shapes function to check.
+            let unused = ident(&format!("_{xs}"));
+            let shape_param = if decl.shape.is_empty() { &unused } else { &xs };
+            shape_params.push(quote!(#shape_param: [usize; #rank]));
+            buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
+            shape_args.push(quote!(#xs));
+            let f = self.need(Helper::CheckLen);
+            let name = decl.name.as_str();
+            len_checks.push(quote!(#f(#kernel, #name, #x.len(), &#xs)?;));
+        }
+        let mut param_params = Vec::new();
+        let mut shapes_param_params = Vec::new();
+        for pn in &p.params {
+            let id = &self.params[pn];
+            param_params.push(quote!(#id: i64));
+            let used = shapes_used.contains(&format!("${pn}"));
+            let sid = if used {
+                id.clone()
+            } else {
+                ident(&format!("_{id}"))
+            };
+            shapes_param_params.push(quote!(#sid: i64));
+            shape_args.push(quote!(#id));
+        }
+        let mut out_params = Vec::new();
+        let mut zero_fills = Vec::new();
+        for o in &p.outputs {
+            let decl = &p.tensors[o.0];
+            let y = &self.tensors[o.0];
+            let e = elem(decl.dtype);
+            out_params.push(quote!(#y: &mut [#e]));
+            let f = self.need(Helper::CheckLen);
+            let name = decl.name.as_str();
+            len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
+            if !fully_written_first(p, *o) {
+                let zero = if decl.dtype == DType::I32 {
+                    quote!(0)
+                } else {
+                    quote!(0.0)
+                };
+                zero_fills.push(quote!(#y.fill(#zero);));
+            }
+        }
+        let mut kernel_scope = scope.clone();
+        let kernel_binds = self.bind_dims(&mut kernel_scope, &body_used, false)?;
+
+        // ---- docs
+        let shapes_doc = format!(
+            " Output shapes of [`{}`], computed by [`{}_shapes`] from the input shapes{}.",
+            k.name,
+            k.name,
+            if p.params.is_empty() {
+                ""
+            } else {
+                " and parameters"
+            }
+        );
+        let shapes_fn_doc = vec![
+            format!(
+                " The output shapes of [`{}`] for inputs of the given shapes{}: what to \
+                 allocate before calling it.",
+                k.name,
+                if p.params.is_empty() {
+                    ""
+                } else {
+                    " and these parameters"
+                }
+            ),
+            String::new(),
+            " # Errors".into(),
+            String::new(),
+            format!(
+                " [`KernelError`] when the shapes do not fit the contract documented on [`{}`].",
+                k.name
+            ),
+        ];
+        let kernel_doc = self.kernel_doc(k);
+        let too_many = p.inputs.len() * 2 + p.params.len() + p.outputs.len() > 7;
+        let allow = if too_many {
+            // The signature mirrors the program: a buffer and a shape per input, one
+            // argument per parameter and output.
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let shapes_allow = if p.inputs.len() + p.params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let mut fast_doc = Vec::new();
+        if self.checks == Checks::Proven && body.to_string().contains("unsafe") {
+            fast_doc.push(String::new());
+            fast_doc.push(
+                " `unsafe` blocks hold the loops whose accesses skip bounds checks: those \
+                 the bounds pass proved in range for every size this function accepts, \
+                 and those just checked by `offset`. Both rely on the buffer lengths \
+                 checked above them."
+                    .to_string(),
+            );
+        }
+        Ok(quote! {
+            #[doc = #shapes_doc]
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            pub struct #shapes_ty {
+                #(#shape_fields,)*
+            }
+
+            impl #shapes_ty {
+                #(#len_methods)*
+            }
+
+            #(#[doc = #shapes_fn_doc])*
+            #shapes_allow
+            pub fn #shapes_fn(#(#shape_params,)* #(#shapes_param_params),*) -> Result<#shapes_ty, KernelError> {
+                #shapes_binds
+                #sizes_call
+                #(#asserts)*
+                Ok(#shapes_ty { #(#shape_values),* })
+            }
+
+            #sizes_item
+
+            #(#[doc = #kernel_doc])*
+            #(#[doc = #fast_doc])*
+            #allow
+            pub fn #kernel_fn(#(#buffer_params,)* #(#param_params,)* #(#out_params),*) -> Result<(), KernelError> {
+                let shapes = #shapes_fn(#(#shape_args),*)?;
+                #(#len_checks)*
+                #kernel_binds
+                #(#zero_fills)*
+                #temps
+                #body
+                Ok(())
+            }
+        })
+    }
+
+    /// Dims in binding order (first input first).
+    fn dim_order(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for t in &self.p.inputs {
+            for d in &self.p.tensors[t.0].shape {
+                if let Expr::Name(n) = d
+                    && !out.contains(n)
+                {
+                    out.push(n.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The program name (`N` or `$kh`) behind a generated dim or param identifier.
+    fn name_of(&self, id: &Ident) -> Option<String> {
+        self.dims
+            .iter()
+            .find(|(_, v)| *v == id)
+            .map(|(k, _)| k.clone())
+            .or_else(|| {
+                self.params
+                    .iter()
+                    .find(|(_, v)| *v == id)
+                    .map(|(k, _)| format!("${k}"))
+            })
+    }
+
+    fn kernel_doc(&self, k: &KernelSource) -> Vec<String> {
+        let p = self.p;
+        let mut d = vec![
+            format!(" `{}`, generated by uop from this program:", k.name),
+            String::new(),
+            " ```text".into(),
+        ];
+        d.extend(k.text.lines().map(|l| format!(" {l}")));
+        d.push(" ```".into());
+        d.push(String::new());
+        d.push(" # Shapes".into());
+        d.push(String::new());
+        for i in &p.inputs {
+            let decl = &p.tensors[i.0];
+            d.push(format!(
+                " - input `{}`: `{}{}`",
+                decl.name,
+                decl.dtype,
+                list(&decl.shape)
+            ));
+        }
+        for pn in &p.params {
+            d.push(format!(" - parameter `${pn}`"));
+        }
+        for o in &p.outputs {
+            let decl = &p.tensors[o.0];
+            d.push(format!(
+                " - output `{}`: `{}{}`",
+                decl.name,
+                decl.dtype,
+                list(&decl.shape)
+            ));
+        }
+        for (l, r) in &p.assertions {
+            d.push(format!(" - assertion `{l} == {r}`"));
+        }
+        d.push(String::new());
+        d.push(
+            " Each buffer is dense and row-major, its length the product of its shape. \
+             Dims with the same name must be equal; outputs are fully overwritten."
+                .into(),
+        );
+        d.push(String::new());
+        d.push(" # Errors".into());
+        d.push(String::new());
+        d.push(format!(
+            " [`KernelError`] when a buffer length, a dimension or an assertion does not \
+             hold; nothing is written then. [`{}_shapes`] gives the output shapes.",
+            k.name
+        ));
+        d
+    }
+}
+
+/// `x + s`, flattened into a left-associated sum so it prints without parentheses.
+fn plus(x: Expr, s: Expr) -> Expr {
+    match (x, s) {
+        (Expr::Int(0), s) => s,
+        (x, Expr::Int(0)) => x,
+        (x, Expr::Bin(IndexOp::Add, a, b)) => plus(plus(x, *a), *b),
+        (x, Expr::Bin(IndexOp::Sub, a, b)) => Expr::bin(IndexOp::Sub, plus(x, *a), *b),
+        (x, s) => x + s,
+    }
+}
+
+/// The next-tighter precedence, for right operands of left-associative operators.
+fn next(p: Prec) -> Prec {
+    match p {
+        Prec::Lowest => Prec::Compare,
+        Prec::Compare => Prec::Sum,
+        Prec::Sum => Prec::Product,
+        Prec::Product => Prec::Cast,
+        Prec::Cast => Prec::Prefix,
+        Prec::Prefix | Prec::Postfix => Prec::Postfix,
+    }
+}
+
+/// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
+fn uses_index(loops: &[Loop], n: usize) -> bool {
+    let mut found = false;
+    let mut expr = |e: &Expr| found |= e.indices().contains(&n);
+    for l in loops {
+        expr(&l.start);
+        expr(&l.end);
+        for s in &l.stmts {
+            visit_stmt_exprs(s, &mut expr);
+        }
+    }
+    found
+}
+
+fn visit_stmt_exprs(s: &Stmt, f: &mut impl FnMut(&Expr)) {
+    match s {
+        Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+            visit_access_exprs(access, f);
+            visit_value_exprs(value, f);
+        }
+        Stmt::Update { value, .. } => visit_value_exprs(value, f),
+    }
+}
+
+fn visit_access_exprs(a: &Access, f: &mut impl FnMut(&Expr)) {
+    for s in &a.index {
+        match s {
+            Subscript::Expr(e) => f(e),
+            Subscript::Value(v) => visit_value_exprs(v, f),
+        }
+    }
+}
+
+fn visit_value_exprs(v: &Value, f: &mut impl FnMut(&Expr)) {
+    match v {
+        Value::Load { access, .. } => visit_access_exprs(access, f),
+        Value::Index(e) => f(e),
+        Value::Var(_) | Value::Const(_) | Value::Param(_) => {}
+        Value::Unary(_, x) => visit_value_exprs(x, f),
+        Value::Binary(_, a, b) => {
+            visit_value_exprs(a, f);
+            visit_value_exprs(b, f);
+        }
+        Value::Where(c, a, b) => {
+            visit_value_exprs(c, f);
+            visit_value_exprs(a, f);
+            visit_value_exprs(b, f);
+        }
+    }
+}
+
+fn reads_tensor(v: &Value, t: TensorId) -> bool {
+    match v {
+        Value::Load { access, .. } => {
+            access.tensor == t
+                || access.index.iter().any(|s| match s {
+                    Subscript::Value(v) => reads_tensor(v, t),
+                    Subscript::Expr(_) => false,
+                })
+        }
+        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
+        Value::Unary(_, x) => reads_tensor(x, t),
+        Value::Binary(_, a, b) => reads_tensor(a, t) || reads_tensor(b, t),
+        Value::Where(c, a, b) => reads_tensor(c, t) || reads_tensor(a, t) || reads_tensor(b, t),
+    }
+}
+
+/// True when the first block touching output `t` overwrites every element of it
+/// before anything reads it: an unchecked store whose subscripts are the indices of
+/// loops running exactly over `t`'s axes (`0..size`), and no other access to `t`
+/// in that block. Otherwise the kernel zero-fills `t` first, as the reference
+/// interpreter starts every tensor at zero.
+fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
+    let shape = &p.tensors[t.0].shape;
+    for b in &p.blocks {
+        let mut stmts: Vec<(&Stmt, usize)> = b.stmts.iter().map(|s| (s, 0)).collect();
+        for (d, l) in b.loops.iter().enumerate() {
+            stmts.extend(l.stmts.iter().map(|s| (s, d + 1)));
+        }
+        let touches = |s: &Stmt| match s {
+            Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+                access.tensor == t || reads_tensor(value, t)
+            }
+            Stmt::Update { value, .. } => reads_tensor(value, t),
+        };
+        let touching: Vec<&(&Stmt, usize)> = stmts.iter().filter(|(s, _)| touches(s)).collect();
+        if touching.is_empty() {
+            continue;
+        }
+        let [(Stmt::Store { access, value }, depth)] = touching.as_slice() else {
+            return false;
+        };
+        if access.checked || access.tensor != t || reads_tensor(value, t) {
+            return false;
+        }
+        // The loops enclosing the store (depth 0 = block level, none).
+        let enclosing = &b.loops[..*depth];
+        let mut seen = Vec::new();
+        for (s, size) in access.index.iter().zip(shape) {
+            // Subscript 0 covers an axis of size 1 (a kept reduced axis).
+            if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
+                continue;
+            }
+            let Subscript::Expr(Expr::Index(n)) = s else {
+                return false;
+            };
+            let Some(l) = enclosing.iter().find(|l| l.id.0 == *n) else {
+                return false;
+            };
+            if seen.contains(n) || l.start != Expr::Int(0) || l.end != *size {
+                return false;
+            }
+            seen.push(*n);
+        }
+        // Every enclosing loop must index an axis, or some element is written twice
+        // and another never.
+        return seen.len() == enclosing.len();
+    }
+    false
+}

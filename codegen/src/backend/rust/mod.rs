@@ -1,0 +1,271 @@
+//! The Rust backend: optimized loop programs as plain Rust source that depends on
+//! nothing but `core` and `std` (DESIGN.md §8).
+//!
+//! A [`RustModule`] collects named kernels and writes one file. For each kernel
+//! `NAME` the file has:
+//!
+//! - `pub fn NAME(x: &[f32], x_shape: [usize; R], ..., $params: i64, ..., y: &mut [f32], ...)
+//!   -> Result<(), KernelError>`: inputs (each a buffer and its shape), then the
+//!   program's `$params`, then the output buffers. It checks every length,
+//!   dimension, parameter-dependent size and size assertion before touching data,
+//!   allocates its temporaries, and runs the loops;
+//! - `pub fn NAME_shapes(x_shape, ..., $params) -> Result<NameShapes, KernelError>`
+//!   and `pub struct NameShapes { pub y: [usize; R], ... }` (with `y_len()`), so a
+//!   caller can allocate the outputs;
+//!
+//! and the file has, once, `pub enum KernelError` and the small helpers the kernels
+//! use (floor division, NaN-propagating max, `erf`, ...).
+//!
+//! The code reads like the printed loop IR: one `for` per loop with the IR's index
+//! names (`i0`, `i1`, ...), carried variables as `let mut v0`, index arithmetic in
+//! `i64` with floor division and modulo (DESIGN.md §3), and a doc comment with the
+//! source program and its shape contract.
+//!
+//! # Bounds checks and `unsafe`
+//!
+//! An access the bounds pass could not prove in range keeps the program's meaning:
+//! a read gives the fill value and a write is skipped (`offset(..)` returns `None`).
+//! An access the pass proved in range has no check of its own. With
+//! [`Checks::Proven`] (the default) such accesses use `get_unchecked`: the proof
+//! holds for every size the kernel accepts, and the kernel has verified every buffer
+//! length against its shape before its loops, so the code is safe by construction —
+//! provided the bounds pass is right. [`Checks::Full`] emits only safe indexing
+//! (`x[at]`), which panics rather than misbehaves if a proof were ever wrong, at
+//! some cost in speed. Both are tested against the interpreter.
+//!
+//! # Arithmetic
+//!
+//! Values are the program's float type. `+ - * /`, `sqrt`, comparisons, `floor`,
+//! `ceil`, `abs`, `max`/`min` and `rsqrt` (evaluated in f64 for f32 programs) give
+//! exactly the interpreter's results. `exp`, `ln`, `tanh`, `sin`, `cos`, `powf` and
+//! `sigmoid` call Rust's functions of the float type: in f64 those are the
+//! interpreter's own, in f32 they may differ from its correctly rounded values by
+//! an ulp or two. `erf` is emitted (std has none) and agrees with the interpreter's
+//! to a few ulps in f64 and exactly in f32 but for rare ties. Index arithmetic does
+//! not check for overflow inside loops; every size the kernel computes before its
+//! loops is checked.
+//!
+//! ```
+//! use uop_codegen::backend::rust::{RustModule, RustOptions};
+//! use uop_codegen::uop::{Builder, DType, UnaryOp};
+//!
+//! let mut b = Builder::new(DType::F32);
+//! let x = b.input("x", DType::F32, &["N"])?;
+//! let y = b.unary(UnaryOp::Exp, x)?;
+//! let program = b.combine(&[x], &[y])?;
+//!
+//! let mut module = RustModule::new(RustOptions::default());
+//! module.add("exp_f32", &program)?;
+//! let source = module.source()?;
+//! assert!(source.contains("pub fn exp_f32(\n    x: &[f32],\n    x_shape: [usize; 1],\n    t1: &mut [f32],\n)"));
+//! assert!(source.contains("pub fn exp_f32_shapes(x_shape: [usize; 1])"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod kernel;
+mod names;
+mod prelude;
+
+use std::collections::HashSet;
+
+use quote::quote;
+use thiserror::Error;
+
+use crate::loops::{self, LoopProgram};
+use crate::pass::{self, PassError, PassOptions};
+use crate::text::print_program;
+use crate::uop::Program;
+
+use kernel::KernelSource;
+use prelude::Helpers;
+
+/// How much checking generated accesses keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Checks {
+    /// Accesses proven in range use `get_unchecked` after the entry has checked
+    /// every length (fast; `unsafe` only there).
+    #[default]
+    Proven,
+    /// Every access uses safe indexing; no `unsafe` anywhere.
+    Full,
+}
+
+/// Options of the Rust backend.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RustOptions {
+    /// How accesses are checked.
+    pub checks: Checks,
+    /// Passes to skip when optimizing programs added with [`RustModule::add`].
+    pub passes: PassOptions,
+}
+
+impl RustOptions {
+    /// These options with `checks`.
+    pub fn checks(mut self, checks: Checks) -> Self {
+        self.checks = checks;
+        self
+    }
+}
+
+/// Why Rust source could not be generated.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum EmitError {
+    /// A kernel name is not a snake_case Rust identifier.
+    #[error(
+        "`{name}` cannot name a kernel: use a lowercase snake_case identifier that is not a Rust keyword"
+    )]
+    InvalidName {
+        /// The name given.
+        name: String,
+    },
+    /// Two kernels, or a kernel and a generated item, would have the same name.
+    #[error("the kernel name `{name}` clashes with `{item}`, another item of the generated file")]
+    NameClash {
+        /// The kernel name given.
+        name: String,
+        /// The item it clashes with.
+        item: String,
+    },
+    /// The program uses something the backend cannot express.
+    #[error("kernel `{kernel}`: {message}")]
+    Unsupported {
+        /// The kernel.
+        kernel: String,
+        /// What is unsupported.
+        message: String,
+    },
+    /// The optimizer refused its options.
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    /// The generated tokens did not parse as Rust (a bug in the backend).
+    #[error("internal error: the generated code does not parse: {0}")]
+    Syntax(String),
+}
+
+/// A set of named kernels that becomes one Rust source file.
+#[derive(Clone, Debug)]
+pub struct RustModule {
+    options: RustOptions,
+    kernels: Vec<KernelSource>,
+    /// Every module-level name taken so far.
+    taken: HashSet<String>,
+}
+
+impl RustModule {
+    /// An empty module generated with `options`.
+    pub fn new(options: RustOptions) -> Self {
+        RustModule {
+            options,
+            kernels: Vec::new(),
+            taken: prelude::RESERVED.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Changes how accesses are checked, for every kernel of the module.
+    pub fn set_checks(&mut self, checks: Checks) {
+        self.options.checks = checks;
+    }
+
+    /// Adds `program` as the kernel `name`: lowers it, optimizes it with the
+    /// module's pass options and keeps its `.uop` text for the doc comment.
+    pub fn add(&mut self, name: &str, program: &Program) -> Result<&mut Self, EmitError> {
+        let lowered = loops::lower(program);
+        let optimized = pass::optimize(&lowered, &self.options.passes)?;
+        self.add_loops(name, &print_program(program), optimized)
+    }
+
+    /// Adds an already lowered (and possibly optimized) loop program as the kernel
+    /// `name`; `source_text` is what its doc comment shows as the source program.
+    pub fn add_loops(
+        &mut self,
+        name: &str,
+        source_text: &str,
+        program: LoopProgram,
+    ) -> Result<&mut Self, EmitError> {
+        if !names::is_kernel_name(name) {
+            return Err(EmitError::InvalidName { name: name.into() });
+        }
+        let items = [
+            name.to_string(),
+            format!("{name}_shapes"),
+            format!("{name}_sizes"),
+            format!("{}Shapes", names::camel(name)),
+        ];
+        for item in &items {
+            if self.taken.contains(item) {
+                return Err(EmitError::NameClash {
+                    name: name.into(),
+                    item: item.clone(),
+                });
+            }
+        }
+        self.taken.extend(items);
+        self.kernels.push(KernelSource {
+            name: name.into(),
+            text: source_text.into(),
+            loops: program,
+        });
+        Ok(self)
+    }
+
+    /// The kernel names, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.kernels.iter().map(|k| k.name.as_str())
+    }
+
+    /// The optimized loop program of the kernel `name`, as it is emitted.
+    pub fn loops(&self, name: &str) -> Option<&LoopProgram> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .map(|k| &k.loops)
+    }
+
+    /// The formatted source of the whole file.
+    pub fn source(&self) -> Result<String, EmitError> {
+        let mut helpers = Helpers::default();
+        let mut items = Vec::new();
+        for k in &self.kernels {
+            items.push(kernel::emit(k, self.options.checks, &mut helpers)?);
+        }
+        let prelude = helpers.tokens();
+        let tokens = quote! {
+            #prelude
+            #(#items)*
+        };
+        let file: syn::File = syn::parse2(tokens).map_err(|e| EmitError::Syntax(e.to_string()))?;
+        let mut out = String::from(HEADER);
+        out.push_str(&blank_lines_between_items(&prettyplease::unparse(&file)));
+        Ok(out)
+    }
+}
+
+/// The formatter puts top-level items right after each other; a blank line after
+/// each item's closing brace reads like hand-written code.
+fn blank_lines_between_items(src: &str) -> String {
+    let mut out = String::with_capacity(src.len() + src.len() / 20);
+    let mut previous_closed_item = false;
+    for line in src.lines() {
+        if previous_closed_item && !line.is_empty() && !line.starts_with([' ', '}', ')']) {
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+        previous_closed_item = line == "}";
+    }
+    out
+}
+
+const HEADER: &str = "\
+// @generated by uop-codegen from micro-op programs; do not edit (change the programs).
+// Needs only core and std. Include it in a module of its own, e.g.
+//     mod kernels { include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\")); }
+
+";
+
+/// The source of a file with the single kernel `name` computing `program`.
+pub fn emit(name: &str, program: &Program, options: &RustOptions) -> Result<String, EmitError> {
+    let mut module = RustModule::new(options.clone());
+    module.add(name, program)?;
+    module.source()
+}

@@ -1,0 +1,420 @@
+//! What a generated file holds once, before its kernels: the error type every
+//! kernel returns and the small helpers the kernels call (each emitted only when
+//! some kernel of the file uses it, so the file has no dead code).
+
+use std::collections::BTreeSet;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// A helper function of the generated file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Helper {
+    /// Input shapes as `i64`, refusing sizes beyond `i64::MAX`.
+    Dims,
+    /// A buffer's length against its shape.
+    CheckLen,
+    /// An `i64` size expression as a `usize` size.
+    Size,
+    /// A zeroed temporary of an `i64` shape.
+    Zeroed,
+    /// The number of elements of a shape.
+    Elements,
+    /// The row-major offset of a subscript that may be out of range.
+    Offset,
+    /// Floor division of index values.
+    FloorDiv,
+    /// The modulo matching floor division.
+    FloorMod,
+    /// NaN-propagating maximum (f32 / f64).
+    Maximum(bool),
+    /// NaN-propagating minimum (f32 / f64).
+    Minimum(bool),
+    /// -1, 0 or 1, NaN stays NaN (f32 / f64).
+    Sign(bool),
+    /// The error function (f32 / f64); f32 evaluates the f64 one.
+    Erf(bool),
+}
+
+/// The helpers some kernel of a file uses.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Helpers(BTreeSet<Helper>);
+
+impl Helpers {
+    /// Records that `h` is needed (and what `h` itself calls).
+    pub(super) fn need(&mut self, h: Helper) {
+        self.0.insert(h);
+        match h {
+            Helper::CheckLen => self.need(Helper::Elements),
+            Helper::Zeroed => {
+                self.need(Helper::Size);
+                self.need(Helper::Elements);
+            }
+            Helper::Erf(true) => self.need(Helper::Erf(false)),
+            _ => {}
+        }
+    }
+
+    /// The helpers recorded so far.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Helper> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The error type and the needed helpers, in a fixed order.
+    pub(super) fn tokens(&self) -> TokenStream {
+        let mut out = error_type();
+        for h in &self.0 {
+            out.extend(helper(*h));
+        }
+        out
+    }
+}
+
+fn error_type() -> TokenStream {
+    quote! {
+        /// Why a generated kernel refused its arguments. Every kernel checks its buffer
+        /// lengths, input dimensions, parameters and the program's size assertions
+        /// before touching any data, and reports the first mismatch here instead of
+        /// panicking. `kernel` names the kernel, buffers and dims are named as in the
+        /// source program.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub enum KernelError {
+            /// A buffer's length differs from the number of elements of its shape.
+            Length {
+                /// The kernel.
+                kernel: &'static str,
+                /// The input or output buffer.
+                buffer: &'static str,
+                /// Elements its shape has.
+                expected: usize,
+                /// Its length.
+                found: usize,
+            },
+            /// A shape has more elements than fit in memory (or a size exceeds `i64::MAX`).
+            TooLarge {
+                /// The kernel.
+                kernel: &'static str,
+                /// The buffer.
+                buffer: &'static str,
+            },
+            /// An input's axis has a fixed size in the program and was given another.
+            FixedSize {
+                /// The kernel.
+                kernel: &'static str,
+                /// The input.
+                input: &'static str,
+                /// The axis.
+                axis: usize,
+                /// The size the program declares.
+                expected: usize,
+                /// The size given.
+                found: usize,
+            },
+            /// Two inputs give different sizes to one named dimension.
+            DimConflict {
+                /// The kernel.
+                kernel: &'static str,
+                /// The dimension's name.
+                dim: &'static str,
+                /// The input that bound it first.
+                first_input: &'static str,
+                /// Its size there.
+                first: usize,
+                /// The input that disagrees.
+                second_input: &'static str,
+                /// Its size there.
+                second: usize,
+            },
+            /// A size equality of the program does not hold.
+            Assertion {
+                /// The kernel.
+                kernel: &'static str,
+                /// The left side, as written in the program.
+                left: &'static str,
+                /// The right side.
+                right: &'static str,
+                /// The left side's value.
+                left_value: i64,
+                /// The right side's value.
+                right_value: i64,
+            },
+            /// A size computed from the dims and parameters is negative.
+            NegativeSize {
+                /// The kernel.
+                kernel: &'static str,
+                /// The size expression, as written in the program.
+                size: &'static str,
+                /// Its value.
+                value: i64,
+            },
+            /// A size expression overflows `i64` or divides by zero.
+            Overflow {
+                /// The kernel.
+                kernel: &'static str,
+            },
+        }
+
+        impl core::fmt::Display for KernelError {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                match self {
+                    KernelError::Length { kernel, buffer, expected, found } => write!(
+                        f,
+                        "{kernel}: `{buffer}` has length {found}, but its shape has {expected} elements"
+                    ),
+                    KernelError::TooLarge { kernel, buffer } => {
+                        write!(f, "{kernel}: the shape of `{buffer}` has too many elements")
+                    }
+                    KernelError::FixedSize { kernel, input, axis, expected, found } => write!(
+                        f,
+                        "{kernel}: axis {axis} of `{input}` must have size {expected}, got {found}"
+                    ),
+                    KernelError::DimConflict { kernel, dim, first_input, first, second_input, second } => write!(
+                        f,
+                        "{kernel}: dimension `{dim}` is {first} in `{first_input}` but {second} in `{second_input}`"
+                    ),
+                    KernelError::Assertion { kernel, left, right, left_value, right_value } => write!(
+                        f,
+                        "{kernel}: the sizes must satisfy `{left} == {right}`, but they are {left_value} and {right_value}"
+                    ),
+                    KernelError::NegativeSize { kernel, size, value } => {
+                        write!(f, "{kernel}: the size `{size}` is {value}, which is negative")
+                    }
+                    KernelError::Overflow { kernel } => write!(
+                        f,
+                        "{kernel}: a size expression overflows 64 bits or divides by zero"
+                    ),
+                }
+            }
+        }
+
+        impl std::error::Error for KernelError {}
+    }
+}
+
+fn helper(h: Helper) -> TokenStream {
+    match h {
+        Helper::Dims => quote! {
+            /// An input's shape as `i64` sizes (what index arithmetic uses).
+            fn dims<const R: usize>(
+                kernel: &'static str,
+                input: &'static str,
+                shape: [usize; R],
+            ) -> Result<[i64; R], KernelError> {
+                let mut out = [0; R];
+                for (o, &d) in out.iter_mut().zip(&shape) {
+                    *o = i64::try_from(d).map_err(|_| KernelError::TooLarge { kernel, buffer: input })?;
+                }
+                Ok(out)
+            }
+        },
+        Helper::CheckLen => quote! {
+            /// Checks that a buffer holds exactly the elements of its shape.
+            fn check_len(
+                kernel: &'static str,
+                buffer: &'static str,
+                len: usize,
+                shape: &[usize],
+            ) -> Result<(), KernelError> {
+                let expected = elements(shape).ok_or(KernelError::TooLarge { kernel, buffer })?;
+                if len == expected {
+                    Ok(())
+                } else {
+                    Err(KernelError::Length { kernel, buffer, expected, found: len })
+                }
+            }
+        },
+        Helper::Size => quote! {
+            /// A size computed in `i64`, as a `usize`; negative sizes are an error.
+            fn size(kernel: &'static str, size: &'static str, value: i64) -> Result<usize, KernelError> {
+                usize::try_from(value).map_err(|_| KernelError::NegativeSize { kernel, size, value })
+            }
+        },
+        Helper::Zeroed => quote! {
+            /// A zeroed temporary buffer of the given shape.
+            fn zeroed<T: Clone + Default>(
+                kernel: &'static str,
+                buffer: &'static str,
+                shape: &[i64],
+            ) -> Result<Vec<T>, KernelError> {
+                let mut sizes = Vec::with_capacity(shape.len());
+                for &d in shape {
+                    sizes.push(size(kernel, buffer, d)?);
+                }
+                let len = elements(&sizes).ok_or(KernelError::TooLarge { kernel, buffer })?;
+                Ok(vec![T::default(); len])
+            }
+        },
+        Helper::Elements => quote! {
+            /// The number of elements of a shape; `None` if it overflows or a size
+            /// exceeds `i64::MAX` (index arithmetic is done in `i64`).
+            fn elements(shape: &[usize]) -> Option<usize> {
+                shape.iter().try_fold(1usize, |n, &d| {
+                    i64::try_from(d).ok()?;
+                    let n = n.checked_mul(d)?;
+                    i64::try_from(n).ok()?;
+                    Some(n)
+                })
+            }
+        },
+        Helper::Offset => quote! {
+            /// The row-major offset of `index` in a tensor of shape `shape`, or `None`
+            /// when a subscript is out of range (a read then gives the fill value and
+            /// a write is skipped).
+            #[inline(always)]
+            fn offset<const R: usize>(index: [i64; R], shape: [i64; R]) -> Option<usize> {
+                let mut at = 0;
+                for (&i, &n) in index.iter().zip(&shape) {
+                    if i < 0 || i >= n {
+                        return None;
+                    }
+                    at = at * n + i;
+                }
+                Some(at as usize)
+            }
+        },
+        Helper::FloorDiv => quote! {
+            /// Floor division (rounds towards negative infinity), as in index expressions.
+            #[inline(always)]
+            fn floor_div(a: i64, b: i64) -> i64 {
+                let q = a / b;
+                if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
+            }
+        },
+        Helper::FloorMod => quote! {
+            /// The modulo matching floor division: it has the sign of `b`.
+            #[inline(always)]
+            fn floor_mod(a: i64, b: i64) -> i64 {
+                let r = a % b;
+                if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r }
+            }
+        },
+        Helper::Maximum(is32) => {
+            let (name, t) = float_names(is32, "maximum");
+            quote! {
+                /// The larger of `a` and `b`; NaN if either is NaN.
+                #[inline(always)]
+                fn #name(a: #t, b: #t) -> #t {
+                    if a.is_nan() || b.is_nan() { #t::NAN } else { a.max(b) }
+                }
+            }
+        }
+        Helper::Minimum(is32) => {
+            let (name, t) = float_names(is32, "minimum");
+            quote! {
+                /// The smaller of `a` and `b`; NaN if either is NaN.
+                #[inline(always)]
+                fn #name(a: #t, b: #t) -> #t {
+                    if a.is_nan() || b.is_nan() { #t::NAN } else { a.min(b) }
+                }
+            }
+        }
+        Helper::Sign(is32) => {
+            let (name, t) = float_names(is32, "sign");
+            quote! {
+                /// -1, 0 or 1 by the sign of `x` (0 for both zeros); NaN stays NaN.
+                #[inline(always)]
+                fn #name(x: #t) -> #t {
+                    if x.is_nan() {
+                        x
+                    } else if x > 0.0 {
+                        1.0
+                    } else if x < 0.0 {
+                        -1.0
+                    } else {
+                        0.0
+                    }
+                }
+            }
+        }
+        Helper::Erf(true) => quote! {
+            /// The error function, evaluated in f64 and rounded once.
+            #[inline]
+            fn erf_f32(x: f32) -> f32 {
+                erf_f64(f64::from(x)) as f32
+            }
+        },
+        Helper::Erf(false) => quote! {
+            /// The error function, to within a few ulps: a series with positive terms
+            /// below |x| = 3, the continued fraction of erfc above, ±1 from 6 on.
+            fn erf_f64(x: f64) -> f64 {
+                let a = x.abs();
+                if a.is_nan() {
+                    return x;
+                }
+                let r = if a < 3.0 {
+                    // erf(a) = 2/sqrt(pi) exp(-a^2) sum_n (2a^2)^n a / (1 3 5 ... (2n+1))
+                    let (mut term, mut sum, mut n) = (a, a, 0.0);
+                    while term > sum * 1e-17 {
+                        n += 1.0;
+                        term *= 2.0 * a * a / (2.0 * n + 1.0);
+                        sum += term;
+                    }
+                    sum * (-a * a).exp() * core::f64::consts::FRAC_2_SQRT_PI
+                } else if a < 6.0 {
+                    // erfc(a) = exp(-a^2)/sqrt(pi) / (a + (1/2)/(a + 1/(a + (3/2)/(a + ...))))
+                    let mut f = a;
+                    for k in (1..=60).rev() {
+                        f = a + f64::from(k) / 2.0 / f;
+                    }
+                    1.0 - (-a * a).exp() * core::f64::consts::FRAC_2_SQRT_PI / 2.0 / f
+                } else {
+                    1.0
+                };
+                r.copysign(x)
+            }
+        },
+    }
+}
+
+fn float_names(is32: bool, base: &str) -> (proc_macro2::Ident, proc_macro2::Ident) {
+    let t = if is32 { "f32" } else { "f64" };
+    (
+        proc_macro2::Ident::new(&format!("{base}_{t}"), proc_macro2::Span::call_site()),
+        proc_macro2::Ident::new(t, proc_macro2::Span::call_site()),
+    )
+}
+
+/// The name of a float helper for the generated code.
+pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
+    let (base, is32) = match h {
+        Helper::Maximum(t) => ("maximum", t),
+        Helper::Minimum(t) => ("minimum", t),
+        Helper::Sign(t) => ("sign", t),
+        Helper::Erf(t) => ("erf", t),
+        Helper::Dims => ("dims", false),
+        Helper::CheckLen => ("check_len", false),
+        Helper::Size => ("size", false),
+        Helper::Zeroed => ("zeroed", false),
+        Helper::Elements => ("elements", false),
+        Helper::Offset => ("offset", false),
+        Helper::FloorDiv => ("floor_div", false),
+        Helper::FloorMod => ("floor_mod", false),
+    };
+    match h {
+        Helper::Maximum(_) | Helper::Minimum(_) | Helper::Sign(_) | Helper::Erf(_) => {
+            float_names(is32, base).0
+        }
+        _ => proc_macro2::Ident::new(base, proc_macro2::Span::call_site()),
+    }
+}
+
+/// Module-level names the helpers and the error type take.
+pub(super) const RESERVED: &[&str] = &[
+    "KernelError",
+    "dims",
+    "check_len",
+    "size",
+    "zeroed",
+    "elements",
+    "offset",
+    "floor_div",
+    "floor_mod",
+    "maximum_f32",
+    "maximum_f64",
+    "minimum_f32",
+    "minimum_f64",
+    "sign_f32",
+    "sign_f64",
+    "erf_f32",
+    "erf_f64",
+];

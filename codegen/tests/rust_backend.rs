@@ -1,0 +1,233 @@
+//! The Rust backend's output, as a reviewer and a user see it: snapshots of the
+//! generated source for a few ops (`tests/snapshots/rust/*.rs`; regenerate with
+//! `UPDATE_SNAPSHOTS=1` and review the diff), and the API's errors.
+//! Whether generated code computes the right thing is `rust_backend_oracle.rs`.
+
+use std::path::PathBuf;
+
+use uop_codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions, emit};
+use uop_codegen::build::{BuildError, Kernels, with_float_type};
+use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::uop::{DType, Program};
+
+const SOFTMAX: &str = "\
+input x: f32[B, N]
+m = reduce_max(x, [1])
+e = exp(sub(x, reindex(m, [B, N], [i0, 0])))
+s = reduce_sum(e, [1])
+y = div(e, reindex(s, [B, N], [i0, 0]))
+output y
+";
+
+/// NCHW, 3x3, zero padding 1: the padded reads stay checked.
+const CONV2D: &str = "\
+input x: f32[N, C, H, W]
+input k: f32[O, C, 3, 3]
+xx = reindex(x, [N, O, H, W, C, 3, 3], [i0, i4, i2 + i5 - 1, i3 + i6 - 1])
+kk = reindex(k, [N, O, H, W, C, 3, 3], [i1, i4, i5, i6])
+s = reduce_sum(mul(xx, kk), [4, 5, 6])
+y = reindex(s, [N, O, H, W], [i0, i1, i2, i3, 0, 0, 0])
+output y
+";
+
+const LAYERNORM: &str = "\
+input x: f64[B, N]
+input gamma: f64[N]
+input beta: f64[N]
+mean = reduce_mean(x, [1])
+d = sub(x, reindex(mean, [B, N], [i0, 0]))
+var = reduce_mean(mul(d, d), [1])
+inv = reindex(rsqrt(add(var, 1e-5)), [B, N], [i0, 0])
+y = add(mul(mul(d, inv), reindex(gamma, [B, N], [i1])), reindex(beta, [B, N], [i1]))
+output y
+";
+
+/// A window size given at run time, an assertion between inputs, a scatter.
+const POOL_PARAMS: &str = "\
+param k
+input x: f32[N]
+input w: f32[M]
+assert N == M
+win = reindex(x, [N / $k, $k], [i0 * $k + i1], fill=-inf)
+p = reduce_max(win, [1])
+h = reindex_reduce(w, [4], [i0 % 4])
+output p, h
+";
+
+fn parse(src: &str) -> Program {
+    parse_program(src, &Registry::new()).expect("test program parses")
+}
+
+fn check_snapshot(file: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/rust")
+        .join(file);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{} differs from the generated source (rerun with UPDATE_SNAPSHOTS=1 and review):\n{actual}",
+        path.display()
+    );
+}
+
+#[test]
+fn softmax_snapshot() {
+    let src = emit("softmax", &parse(SOFTMAX), &RustOptions::default()).expect("emits");
+    check_snapshot("softmax.rs", &src);
+}
+
+#[test]
+fn conv2d_snapshot_keeps_the_padding_reads_checked() {
+    let src = emit("conv2d", &parse(CONV2D), &RustOptions::default()).expect("emits");
+    assert!(src.contains("offset(["), "padded reads go through `offset`");
+    check_snapshot("conv2d.rs", &src);
+}
+
+#[test]
+fn layernorm_snapshot_with_full_checks_has_no_unsafe() {
+    let options = RustOptions::default().checks(Checks::Full);
+    let src = emit("layernorm", &parse(LAYERNORM), &options).expect("emits");
+    assert!(!src.contains("unsafe"));
+    assert!(!src.contains("get_unchecked"));
+    check_snapshot("layernorm_full_checks.rs", &src);
+}
+
+#[test]
+fn params_assertions_and_scatters_snapshot() {
+    let src = emit("pool_params", &parse(POOL_PARAMS), &RustOptions::default()).expect("emits");
+    assert!(src.contains("fn pool_params_sizes(n: i64, k: i64) -> Option<[i64; 1]>"));
+    assert!(src.contains("KernelError::Assertion"));
+    check_snapshot("pool_params.rs", &src);
+}
+
+#[test]
+fn every_unsafe_block_is_documented_on_its_function() {
+    let src = emit("softmax", &parse(SOFTMAX), &RustOptions::default()).expect("emits");
+    assert!(src.contains("unsafe {"));
+    assert!(src.contains("/// `unsafe` blocks hold the loops whose accesses skip bounds checks"));
+}
+
+#[test]
+fn kernel_names_must_be_snake_case_identifiers() {
+    let p = parse(SOFTMAX);
+    let mut m = RustModule::new(RustOptions::default());
+    for bad in ["Softmax", "fn", "9lives", "soft-max", ""] {
+        assert_eq!(
+            m.add(bad, &p).err(),
+            Some(EmitError::InvalidName { name: bad.into() })
+        );
+    }
+    m.add("softmax", &p).expect("a good name");
+    assert!(matches!(
+        m.add("softmax_shapes", &p),
+        Err(EmitError::NameClash { .. })
+    ));
+    assert!(matches!(
+        m.add("softmax", &p),
+        Err(EmitError::NameClash { .. })
+    ));
+    assert!(matches!(
+        m.add("offset", &p),
+        Err(EmitError::NameClash { .. })
+    ));
+}
+
+#[test]
+fn one_file_holds_the_error_type_once_for_many_kernels() {
+    let mut k = Kernels::new();
+    k.add_text("softmax", SOFTMAX).expect("adds");
+    k.add_as("softmax_f64", &parse(SOFTMAX), DType::F64)
+        .expect("adds");
+    k.add_text("conv2d", CONV2D).expect("adds");
+    let src = k.source().expect("emits");
+    assert_eq!(src.matches("pub enum KernelError").count(), 1);
+    assert_eq!(src.matches("fn maximum_f32(").count(), 1);
+    assert!(src.contains(
+        "pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"
+    ));
+    assert_eq!(k.names(), ["softmax", "softmax_f64", "conv2d"]);
+}
+
+#[test]
+fn build_errors_name_the_file_and_the_position() {
+    let mut k = Kernels::new();
+    let err = k
+        .add_text("broken", "input x: f32[N]\ny = exp(z)\noutput y\n")
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("<text of broken>:"), "{text}");
+    assert!(text.contains('z'), "{text}");
+    let err = k.add_file("missing", "/nonexistent/p.uop").unwrap_err();
+    assert!(matches!(err, BuildError::Read { .. }));
+    assert!(with_float_type(&parse(SOFTMAX), DType::I32).is_none());
+}
+
+#[test]
+fn write_outside_a_build_script_needs_a_path() {
+    // Tests do not run with OUT_DIR set for this crate's integration tests.
+    if std::env::var_os("OUT_DIR").is_none() {
+        let k = Kernels::new();
+        assert!(matches!(k.write("kernels.rs"), Err(BuildError::NoOutDir)));
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let mut k = Kernels::new();
+    k.add_text("softmax", SOFTMAX).expect("adds");
+    let path = dir.join("rust_backend_write_to.rs");
+    k.write_to(&path).expect("writes");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("reads"),
+        k.source().expect("emits")
+    );
+}
+
+/// Clippy on generated code: the prebuilt kernels (`kernels/*.uop` at the
+/// repository root, f32 and f64) and this file's programs, as the public modules
+/// of a scratch library, with `-D warnings`. Slow and needs clippy, so it runs on
+/// request: `cargo test -p uop-codegen --test rust_backend -- --ignored`.
+#[test]
+#[ignore = "runs cargo clippy on a scratch crate"]
+fn generated_code_is_clippy_clean() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut proven = Kernels::new();
+    proven
+        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+    for (name, src) in [
+        ("softmax", SOFTMAX),
+        ("conv2d", CONV2D),
+        ("layernorm", LAYERNORM),
+        ("pool_params", POOL_PARAMS),
+    ] {
+        proven.add_text(name, src).expect("adds");
+    }
+    let mut full = Kernels::new().checks(Checks::Full);
+    full.add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rust_backend_clippy");
+    std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+    )
+    .expect("manifest");
+    std::fs::write(dir.join("src/lib.rs"), "pub mod proven;\npub mod full;\n").expect("lib");
+    proven.write_to(&dir.join("src/proven.rs")).expect("proven");
+    full.write_to(&dir.join("src/full.rs")).expect("full");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["clippy", "--offline", "--quiet", "--", "-D", "warnings"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .expect("run cargo clippy");
+    assert!(
+        out.status.success(),
+        "clippy finds fault with generated code:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

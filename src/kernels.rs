@@ -1,0 +1,34 @@
+//! Prebuilt kernels, generated at build time from the programs in `kernels/*.uop`
+//! by uop's Rust backend (the same path a user's `build.rs` takes, see
+//! [`uop_codegen::build::Kernels`]). Each program gives an f32 and an f64 kernel:
+//!
+//! | kernel | computes |
+//! |---|---|
+//! | `gelu_chain_f32` | `gelu(x * 0.8 + 0.1)`, tanh form, element-wise over `x[N]` |
+//! | `softmax_f32` | softmax over the rows of `x[B, N]` |
+//! | `layernorm_f32` | layer normalization of `x[B, N]` with `gamma[N]`, `beta[N]`, eps 1e-5 |
+//! | `sum_f32` | the sum of `x[N]`, in order, as `y[1]` |
+//! | `column_sum_f32` | column sums of `x[R, C]` as `y[1, C]` |
+//! | `matmul_f32` | `a[M, K] · b[K, N]` |
+//! | `conv2d_f32` | 3×3 convolution, NCHW, stride 1, zero padding 1: `x[N, C, H, W]`, `k[O, C, 3, 3]` → `y[N, O, H, W]` |
+//! | `transpose_f32` | `x[R, C]` → `y[C, R]` |
+//! | `relu_f32`, `axpy_f32`, `row_argmax_f32` | `max(x, 0)`; `a[0] * x + y`; first maximum position per row |
+//!
+//! and the same names ending in `_f64`. Every kernel takes its inputs as slices with
+//! their shapes, then its output slices, checks all lengths and dimensions, and
+//! returns a [`KernelError`] instead of panicking; `NAME_shapes` gives the output
+//! shapes to allocate.
+//!
+//! ```
+//! use uop::kernels::{softmax_f32, softmax_f32_shapes};
+//!
+//! let x = [1.0f32, 2.0, 3.0, 0.0, 0.0, 0.0];
+//! let shapes = softmax_f32_shapes([2, 3])?;
+//! let mut y = vec![0.0; shapes.y_len()];
+//! softmax_f32(&x, [2, 3], &mut y)?;
+//! assert!((y[0] + y[1] + y[2] - 1.0).abs() < 1e-6);
+//! assert_eq!(y[3], 1.0 / 3.0);
+//! # Ok::<(), uop::kernels::KernelError>(())
+//! ```
+
+include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
