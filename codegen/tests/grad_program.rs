@@ -1,14 +1,15 @@
 //! The gradient program as a program: its inputs and outputs and their names,
 //! what it reads (the `|g(y)|x|y| -> |g(x)|` bitmask), zeros for unreached inputs,
 //! errors for requests that make no sense, the text round trip, the loop IR
-//! agreeing with the interpreter, and the size of the unoptimized loop IR of the
-//! matmul and conv2d gradients.
+//! agreeing with the interpreter, and the size of the loop IR of the matmul and
+//! conv2d gradients before and after optimization.
 
 use std::collections::HashMap;
 
 use uop_codegen::grad::{GradError, GradInput, GradRole, GradSpec, gradient};
 use uop_codegen::interp;
 use uop_codegen::loops::{self, TensorKind};
+use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, check_round_trip, parse_program, print_program};
 use uop_codegen::uop::{DType, NodeId, Program};
@@ -277,8 +278,17 @@ y = reindex(s, [N, O, H - KH + 1, W - KW + 1], [i0, i1, i2, i3, 0, 0, 0])
 output y
 ";
 
-/// (uop nodes, loop blocks, temporaries) of the lowered gradient w.r.t. all inputs.
-fn loop_sizes(src: &str) -> (usize, usize, usize) {
+/// Size of a gradient program: uop nodes, then (blocks, temporaries) of its loop IR
+/// as lowered and after `pass::optimize`.
+#[derive(Debug, PartialEq)]
+struct Sizes {
+    nodes: usize,
+    lowered: (usize, usize),
+    optimized: (usize, usize),
+}
+
+/// The [`Sizes`] of the gradient of `src` w.r.t. all inputs, every output seeded.
+fn gradient_sizes(src: &str) -> Sizes {
     let f = parse(src);
     let spec = GradSpec {
         seeds: f.outputs.clone(),
@@ -286,25 +296,50 @@ fn loop_sizes(src: &str) -> (usize, usize, usize) {
         supplied: vec![],
     };
     let g = gradient(&f, &spec).expect("gradient");
-    let lp = loops::lower(&g.program);
-    let temps = lp
-        .tensors
-        .iter()
-        .filter(|t| t.kind == TensorKind::Temp)
-        .count();
-    (g.program.nodes.len(), lp.blocks.len(), temps)
+    let lowered = loops::lower(&g.program);
+    let optimized = pass::optimize(&lowered, &PassOptions::default()).expect("optimize");
+    let size = |lp: &loops::LoopProgram| {
+        let temps = lp
+            .tensors
+            .iter()
+            .filter(|t| t.kind == TensorKind::Temp)
+            .count();
+        (lp.blocks.len(), temps)
+    };
+    Sizes {
+        nodes: g.program.nodes.len(),
+        lowered: size(&lowered),
+        optimized: size(&optimized),
+    }
 }
 
-/// The unoptimized baseline the loop passes start from (lowering gives every uop
-/// its own block, scatters an extra zeroing block, and every non-output uop a
-/// temporary). Fusion and variable substitution are expected to shrink these; the
-/// numbers pin how much work they are given.
+/// What the gradient rules hand the optimizer and what it makes of it (NNC's
+/// backward passes: 5 blocks for matmul, 3 for convolution). The adjoint of the
+/// reindex dropping the reduced axes is a relabeling reindex, composed with the
+/// broadcast back into the product space, so the seed is read in place; the
+/// gradients of the inputs are scatters: a zero-reset each, and both accumulations
+/// fused into the forward loop nest.
 #[test]
-fn size_of_unoptimized_matmul_and_conv2d_gradient_loop_ir() {
-    // matmul: a, b, g_c; aa, bb; scatter + broadcast of g_c; two products; two scatters.
-    assert_eq!(loop_sizes(MATMUL), (11, 11, 6));
-    // conv2d: the same plus the identity reindex giving g_y its symbolic shape.
-    assert_eq!(loop_sizes(CONV2D), (12, 12, 7));
+fn size_of_matmul_and_conv2d_gradient_loop_ir() {
+    // matmul: a, b, g_c; aa, bb; the seed broadcast; two products; two scatters
+    // (each a zero-reset block and an accumulation block when lowered).
+    assert_eq!(
+        gradient_sizes(MATMUL),
+        Sizes {
+            nodes: 10,
+            lowered: (9, 5),
+            optimized: (3, 0),
+        }
+    );
+    // conv2d: the same shape of program over the seven-axis convolution space.
+    assert_eq!(
+        gradient_sizes(CONV2D),
+        Sizes {
+            nodes: 10,
+            lowered: (9, 5),
+            optimized: (3, 0),
+        }
+    );
 }
 
 #[test]
