@@ -59,9 +59,9 @@ impl Case {
 
     /// A seed for the finite-difference check, fixed per case.
     fn seed(&self) -> u64 {
-        self.name
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        self.name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
     }
 }
 
@@ -89,7 +89,10 @@ fn cases() -> Vec<Case> {
         .map(|dir| {
             let name = format!(
                 "{}/{}",
-                dir.parent().and_then(Path::file_name).unwrap_or_default().to_string_lossy(),
+                dir.parent()
+                    .and_then(Path::file_name)
+                    .unwrap_or_default()
+                    .to_string_lossy(),
                 dir.file_name().unwrap_or_default().to_string_lossy()
             );
             let src = std::fs::read_to_string(dir.join("program.uop")).expect("program.uop");
@@ -106,7 +109,9 @@ fn cases() -> Vec<Case> {
                 .inputs
                 .iter()
                 .map(|i| {
-                    let file = dir.join("inputs").join(format!("{}.npy", program.node(*i).name));
+                    let file = dir
+                        .join("inputs")
+                        .join(format!("{}.npy", program.node(*i).name));
                     let mut t = read_npy(&file).unwrap_or_else(|e| panic!("{name}: {e}"));
                     if t.dtype.is_float() {
                         t.dtype = DType::F64;
@@ -199,7 +204,14 @@ fn every_macro_op_gradient_matches_finite_differences() {
         if wrt.is_empty() {
             continue;
         }
-        match check_gradient(&case.program, &wrt, &[], &case.inputs, &case.params, &options(case)) {
+        match check_gradient(
+            &case.program,
+            &wrt,
+            &[],
+            &case.inputs,
+            &case.params,
+            &options(case),
+        ) {
             Ok(report) => {
                 elements += report.checked;
                 checked_ops.extend(case.calls.iter().cloned());
@@ -210,14 +222,22 @@ fn every_macro_op_gradient_matches_finite_differences() {
             Err(e) => failures.push(format!("{}: {e}", case.name)),
         }
     }
-    assert!(failures.is_empty(), "{} cases fail:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     // one_hot's only operand is an i32 index: see `integer_inputs_get_no_gradient`.
     let unchecked: Vec<String> = uop::ops::registry()
         .iter()
         .map(|op| op.name.clone())
         .filter(|op| op != "one_hot" && !checked_ops.contains(op))
         .collect();
-    assert!(unchecked.is_empty(), "ops without a gradient check: {unchecked:?}");
+    assert!(
+        unchecked.is_empty(),
+        "ops without a gradient check: {unchecked:?}"
+    );
     eprintln!(
         "{} cases, {elements} elements, largest error {:e} ({}), {:?}",
         cases.len(),
@@ -254,8 +274,15 @@ fn assert_zero_gradient(name: &str, program: &Program, inputs: &[Tensor], seed: 
         supplied: vec![],
     };
     let grad = gradient(program, &spec).expect("gradient");
-    for g in grad.run(program, inputs, &ones, &params).expect("gradient run") {
-        assert!(g.data.iter().all(|v| *v == 0.0), "{name}: nonzero gradient {:?}", g.data);
+    for g in grad
+        .run(program, inputs, &ones, &params)
+        .expect("gradient run")
+    {
+        assert!(
+            g.data.iter().all(|v| *v == 0.0),
+            "{name}: nonzero gradient {:?}",
+            g.data
+        );
     }
     let options = FdOptions {
         seed,
@@ -271,7 +298,10 @@ fn integer_valued_outputs_have_zero_gradients() {
     let all = cases();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     for case in &all {
-        let only_zero = case.calls.iter().all(|c| ZERO_GRADIENT.contains(&c.as_str()));
+        let only_zero = case
+            .calls
+            .iter()
+            .all(|c| ZERO_GRADIENT.contains(&c.as_str()));
         if case.float_inputs().is_empty() || !only_zero {
             continue;
         }
@@ -288,7 +318,10 @@ fn integer_valued_outputs_have_zero_gradients() {
     let program = to_f64(&parse_program(src, &uop::ops::registry()).expect("floor / ceil program"));
     assert_zero_gradient("floor, ceil", &program, &unary.inputs, 7);
     seen.extend(called(src));
-    let missing: Vec<&&str> = ZERO_GRADIENT.iter().filter(|op| !seen.contains(**op)).collect();
+    let missing: Vec<&&str> = ZERO_GRADIENT
+        .iter()
+        .filter(|op| !seen.contains(**op))
+        .collect();
     assert!(missing.is_empty(), "no zero-gradient check of {missing:?}");
 }
 
@@ -323,8 +356,11 @@ fn second_order_through_representative_ops() {
         .find(|c| c.name == "elementwise/unary_micro_ops")
         .expect("the unary_micro_ops case");
     let exp_program = to_f64(
-        &parse_program("input x: f32[2, 7]\ny = exp(x)\noutput y\n", &uop::ops::registry())
-            .expect("exp program"),
+        &parse_program(
+            "input x: f32[2, 7]\ny = exp(x)\noutput y\n",
+            &uop::ops::registry(),
+        )
+        .expect("exp program"),
     );
     let mut checks: Vec<(String, &Program, &[Tensor], &HashMap<String, i64>, u64)> = vec![(
         "exp".into(),
@@ -336,7 +372,13 @@ fn second_order_through_representative_ops() {
     for op in ["mul", "div", "softmax", "layernorm", "matmul", "conv2d"] {
         let mut found = 0;
         for case in all.iter().filter(|c| c.calls.contains(op)) {
-            checks.push((case.name.clone(), &case.program, &case.inputs, &case.params, case.seed()));
+            checks.push((
+                case.name.clone(),
+                &case.program,
+                &case.inputs,
+                &case.params,
+                case.seed(),
+            ));
             found += 1;
         }
         assert!(found > 0, "no golden case calls {op}");

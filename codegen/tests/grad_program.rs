@@ -260,6 +260,50 @@ fn requests_that_make_no_sense_are_errors() {
     );
 }
 
+/// The text of the gradient of `src` w.r.t. every input, every output seeded.
+fn gradient_text(src: &str) -> String {
+    let f = parse(src);
+    let spec = GradSpec {
+        seeds: f.outputs.clone(),
+        wrt: f.inputs.clone(),
+        supplied: vec![],
+    };
+    print_program(&gradient(&f, &spec).expect("gradient").program)
+}
+
+#[test]
+fn solvable_reindexes_are_undone_by_gathers_not_scatters() {
+    // A permutation of an input: read the seed back, no zero-reset, no accumulation.
+    assert_eq!(
+        gradient_text("input x: f32[M, N]\ny = reindex(x, [N, M], [i1, i0])\noutput y\n"),
+        "input g_y: f32[N, M]\ng_x = reindex(g_y, [M, N], [i1, i0])\noutput g_x\n"
+    );
+    // A broadcast of an intermediate: a sum over the broadcast axis.
+    assert_eq!(
+        gradient_text(
+            "input x: f32[M, N]\ns = sin(x)\ny = reindex(s, [3, M, N], [i1, i2])\noutput y\n"
+        ),
+        "input x: f32[M, N]\ninput g_y: f32[3, M, N]\nt2 = reduce_sum(g_y, [0])\n\
+         t3 = reindex(t2, [M, N], [0, i0, i1])\nt4 = cos(x)\ng_x = mul(t3, t4)\noutput g_x\n"
+    );
+    // A window of an intermediate: gather the seed at `p - k` for every kernel offset
+    // `k`, sum over the offsets (reads before the start or past the end give 0).
+    let window = gradient_text(
+        "input x: f32[M, N]\ns = sin(x)\ny = reindex(s, [M - 1, N - 1, 2, 2], [i0 + i2, i1 + i3])\noutput y\n",
+    );
+    assert!(
+        window.contains("t3 = reindex(t2, [M, N, 2, 2], [i0 - i2, i1 - i3, i2, i3])\nt4 = reduce_sum(t3, [2, 3])"),
+        "{window}"
+    );
+    assert!(!window.contains("reindex_reduce"), "{window}");
+    // The gradient of an input that is summed stays a scatter: it accumulates straight
+    // into the output, where a reduction would need a copy dropping the summed axes.
+    assert!(
+        gradient_text("input x: f32[M, N]\ny = reindex(x, [3, M, N], [i1, i2])\noutput y\n")
+            .contains("g_x = reindex_reduce(g_y, [M, N], [i1, i2])")
+    );
+}
+
 const MATMUL: &str = "input a: f32[M, K]
 input b: f32[K, N]
 aa = reindex(a, [M, K, N], [i0, i1])

@@ -82,7 +82,13 @@ impl Ctx<'_> {
     /// chain relabelings (the adjoint of a dropped axis, then a broadcast back), and
     /// the optimizer substitutes only temporaries read where they are stored, so an
     /// unfused chain would leave a copy of every link.
-    fn reindex(&mut self, x: NodeId, shape: Vec<Expr>, index: Vec<Expr>, fill: f64) -> Result<NodeId> {
+    fn reindex(
+        &mut self,
+        x: NodeId,
+        shape: Vec<Expr>,
+        index: Vec<Expr>,
+        fill: f64,
+    ) -> Result<NodeId> {
         let inner = self.b.node(x).clone();
         if let Uop::Reindex {
             x: source,
@@ -430,8 +436,7 @@ fn reindex_reduce(
     let shape = cx.shape(x_fwd);
     let y_shape = cx.b.shape(y).to_vec();
     // x[i] went to y[index(i)]; a dropped target gathers the fill 0: no gradient.
-    let g_at =
-        cx.reindex(g, shape.clone(), index.to_vec(), 0.0)?;
+    let g_at = cx.reindex(g, shape.clone(), index.to_vec(), 0.0)?;
     match op {
         Accum::Add => Ok(g_at),
         Accum::Mul => Err(UopError::BadExpr {
@@ -442,8 +447,7 @@ fn reindex_reduce(
         Accum::Max | Accum::Min => {
             // Elements that reached their target's extreme share its gradient evenly.
             let x = cx.val(x_fwd);
-            let y_at =
-                cx.reindex(y, shape.clone(), index.to_vec(), 0.0)?;
+            let y_at = cx.reindex(y, shape.clone(), index.to_vec(), 0.0)?;
             let hit = cx.b.binary(BinaryOp::Eq, x, y_at)?;
             let hits =
                 cx.b.reindex_reduce_exprs(hit, y_shape, &[], index.to_vec(), Accum::Add)?;
@@ -480,8 +484,7 @@ fn select(
     let mut wide = y_shape.clone();
     wide.push(x_shape[axis].clone());
     let keep: Vec<Expr> = (0..rank).map(Expr::Index).collect();
-    let pos1_w =
-        cx.reindex(pos1, wide.clone(), keep.clone(), 0.0)?;
+    let pos1_w = cx.reindex(pos1, wide.clone(), keep.clone(), 0.0)?;
     let target = cx.b.iota_exprs(wide.clone(), &[], rank)?;
     let target1 = cx.b.binary(BinaryOp::Add, target, 1.0)?;
     let one_hot = cx.b.binary(BinaryOp::Eq, pos1_w, target1)?;
@@ -687,7 +690,11 @@ fn linear(e: &Expr) -> Option<(BTreeMap<usize, i64>, Expr)> {
             Some((terms, ca + cb))
         }
         Expr::Bin(IndexOp::Mul, a, b) => {
-            let (factor, other) = if a.indices().is_empty() { (a, b) } else { (b, a) };
+            let (factor, other) = if a.indices().is_empty() {
+                (a, b)
+            } else {
+                (b, a)
+            };
             let by = factor.simplify().as_int()?;
             scaled(linear(other)?, by)
         }
