@@ -350,54 +350,35 @@ fn integer_inputs_get_no_gradient() {
 fn second_order_through_representative_ops() {
     let start = std::time::Instant::now();
     let all = cases();
-    // exp is a micro op: its cases are written here, on a golden input.
+    // exp is a micro op: its case is written here, on a golden input.
     let unary = all
         .iter()
         .find(|c| c.name == "elementwise/unary_micro_ops")
         .expect("the unary_micro_ops case");
-    let exp_program = to_f64(
-        &parse_program(
-            "input x: f32[2, 7]\ny = exp(x)\noutput y\n",
-            &uop::ops::registry(),
-        )
-        .expect("exp program"),
-    );
-    let mut checks: Vec<(String, &Program, &[Tensor], &HashMap<String, i64>, u64)> = vec![(
-        "exp".into(),
-        &exp_program,
-        &unary.inputs[..1],
-        &unary.params,
-        1,
-    )];
+    let src = "input x: f32[2, 7]\ny = exp(x)\noutput y\n";
+    let exp = Case {
+        name: "exp".into(),
+        program: to_f64(&parse_program(src, &uop::ops::registry()).expect("exp program")),
+        inputs: unary.inputs.clone(),
+        params: HashMap::new(),
+        calls: called(src),
+    };
+    let mut checks: Vec<&Case> = vec![&exp];
     for op in ["mul", "div", "softmax", "layernorm", "matmul", "conv2d"] {
-        let mut found = 0;
-        for case in all.iter().filter(|c| c.calls.contains(op)) {
-            checks.push((
-                case.name.clone(),
-                &case.program,
-                &case.inputs,
-                &case.params,
-                case.seed(),
-            ));
-            found += 1;
-        }
-        assert!(found > 0, "no golden case calls {op}");
+        let before = checks.len();
+        checks.extend(all.iter().filter(|c| c.calls.contains(op)));
+        assert!(checks.len() > before, "no golden case calls {op}");
     }
     let mut elements = 0;
-    for (name, program, inputs, params, seed) in checks {
-        let wrt: Vec<NodeId> = program
-            .inputs
-            .iter()
-            .copied()
-            .filter(|i| program.node(*i).dtype.is_float())
-            .collect();
-        let options = FdOptions {
-            seed,
-            sample: Some(SAMPLE),
-            ..FdOptions::default()
-        };
-        let report = check_second_order(program, &wrt, inputs, params, &options)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    for case in checks {
+        let report = check_second_order(
+            &case.program,
+            &case.float_inputs(),
+            &case.inputs,
+            &case.params,
+            &options(case),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
         elements += report.checked;
     }
     eprintln!("second order: {elements} elements, {:?}", start.elapsed());
