@@ -284,6 +284,36 @@ fn reindex_transposes_broadcasts_repeats_skips_and_fills() {
     }
 }
 
+/// Reindexes of an intermediate value (not an input): where the index map can be
+/// solved for the output position the gradient is a gather, summed over the output
+/// axes left free (broadcast axes, the kernel axes of a window), instead of a scatter.
+#[test]
+fn reindex_of_an_intermediate_as_a_gather() {
+    for body in [
+        // relabelings: transpose, a size-1 axis dropped and added, reversal, shift
+        "reindex(s, [N, M], [i1, i0])",
+        "reindex(reindex(s, [M, 1, N], [i0, i2]), [M, N], [i0, 0, i1])",
+        "reindex(s, [M, N], [M - 1 - i0, i1])",
+        "reindex(s, [M + 2, N], [i0 - 1, i1], fill=0.5)",
+        // broadcasts, leading and trailing
+        "reindex(s, [3, M, N], [i1, i2])",
+        "reindex(s, [M, 2, N, 2], [i0, i2])",
+        // windows: plain, strided (solved for the kernel axis), dilated, negated
+        "reindex(s, [M - 1, N - 1, 2, 2], [i0 + i2, i1 + i3])",
+        "reindex(s, [(M + 1) / 2, N, 2], [2 * i0 + i2, i1])",
+        "reindex(s, [M, N, 2], [i0 + 2 * i2 - 1, i1])",
+        "reindex(s, [M, N, 3], [i0 - i2 + 1, i1])",
+        // not solvable (a modulo, a stride without a unit term): the scatter
+        "reindex(s, [M, N, M], [i0, i2 % N])",
+        "reindex(s, [M, (N + 1) / 2], [i0, 2 * i1])",
+    ] {
+        check_random(
+            &format!("input x: f32[M, N]\ns = sin(x)\ny = {body}\noutput y\n"),
+            &[Any],
+        );
+    }
+}
+
 #[test]
 fn reindex_diagonal_of_a_square_input() {
     check_random(
@@ -438,6 +468,21 @@ fn second_order_exp_mul_div() {
         "input a: f32[N]\ninput b: f32[N]\ny = div(a, b)\noutput y\n",
         &[Any, Positive],
         &[("N", 4)],
+    );
+}
+
+#[test]
+fn second_order_through_gathers() {
+    // The gradient of a window of an intermediate is a gather; its gradient a scatter.
+    check_second(
+        "input x: f32[M, N]\ny = reindex(mul(x, x), [M - 1, N - 1, 2, 2], [i0 + i2, i1 + i3])\noutput y\n",
+        &[Any],
+        &[("M", 3), ("N", 4)],
+    );
+    check_second(
+        "input x: f32[M, N]\ny = reindex(exp(x), [3, N, M], [i2, i1])\noutput y\n",
+        &[Any],
+        &[("M", 2), ("N", 3)],
     );
 }
 

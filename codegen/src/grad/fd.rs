@@ -5,7 +5,8 @@
 //! finite: a scatter target nothing reached holds -inf). For every element `x_k` of
 //! every checked input the numeric derivative is `(L(x + h e_k) - L(x - h e_k)) / 2h`
 //! with `h = step`
-//! (default `1e-6`); it must match the gradient program within
+//! (default `1e-6`), for every element or a seeded sample of them
+//! ([`FdOptions::sample`]); it must match the gradient program within
 //! `atol + rtol * max(|analytic|, |numeric|)` (defaults `1e-6` and `1e-5`).
 //!
 //! Central differences have error `O(h^2 f''')` plus rounding `O(eps |L| / h)`, about
@@ -34,8 +35,13 @@ pub struct FdOptions {
     pub atol: f64,
     /// Relative tolerance.
     pub rtol: f64,
-    /// Seeds the random output seeds `s_y`.
+    /// Seeds the random output seeds `s_y` (and the sampled elements).
     pub seed: u64,
+    /// At most this many elements of each checked input are perturbed, drawn at
+    /// random (seeded by `seed`) without repetition; `None` checks every element.
+    /// Each element costs two runs of the forward program, so large inputs are
+    /// sampled to keep a check's time bounded.
+    pub sample: Option<usize>,
 }
 
 impl Default for FdOptions {
@@ -45,6 +51,7 @@ impl Default for FdOptions {
             atol: 1e-6,
             rtol: 1e-5,
             seed: 0,
+            sample: None,
         }
     }
 }
@@ -140,7 +147,7 @@ pub fn check_gradient(
     let mut max_error = 0.0f64;
     for (w, g) in wrt.iter().zip(&analytic) {
         let slot = forward.inputs.iter().position(|i| i == w).unwrap_or(0);
-        for e in 0..inputs[slot].len() {
+        for e in elements(inputs[slot].len(), options.sample, &mut rng) {
             let mut point = inputs.clone();
             point[slot].data[e] += h;
             let up = loss(&point)?;
@@ -224,6 +231,19 @@ pub fn check_second_order(
         ..*options
     };
     check_gradient(&grad.program, &wrt2, &[], &args, params, &options)
+}
+
+/// The positions of an input with `len` elements to perturb: all, or `sample` of
+/// them drawn without repetition, in ascending order.
+fn elements(len: usize, sample: Option<usize>, rng: &mut StdRng) -> Vec<usize> {
+    match sample {
+        Some(n) if n < len => {
+            let mut picked = rand::seq::index::sample(rng, len, n).into_vec();
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..len).collect(),
+    }
 }
 
 /// A random seed for an output element; 0 for a non-finite element (a scatter

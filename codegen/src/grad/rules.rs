@@ -17,7 +17,9 @@
 
 use std::f64::consts::PI;
 
-use crate::index::Expr;
+use std::collections::BTreeMap;
+
+use crate::index::{Expr, IndexOp, equal_sizes};
 use crate::uop::{
     Accum, BinaryOp, Builder, NodeId, Operand, Program, ReduceOp, UnaryOp, Uop, UopError,
 };
@@ -70,7 +72,52 @@ impl Ctx<'_> {
                 }
             })
             .collect();
-        self.b.reindex_exprs(x, shape, &[], index, 0.0)
+        self.reindex(x, shape, index, 0.0)
+    }
+
+    /// `reindex(x, shape, index, fill)`, read straight from `x`'s own source when `x`
+    /// is itself a reindex and every read of `x` is in range by construction (each
+    /// subscript a loop index over an axis of the same size, or 0 on an axis of size
+    /// 1): then the outer fill is never used and the two index maps compose. Rules
+    /// chain relabelings (the adjoint of a dropped axis, then a broadcast back), and
+    /// the optimizer substitutes only temporaries read where they are stored, so an
+    /// unfused chain would leave a copy of every link.
+    fn reindex(
+        &mut self,
+        x: NodeId,
+        shape: Vec<Expr>,
+        index: Vec<Expr>,
+        fill: f64,
+    ) -> Result<NodeId> {
+        let inner = self.b.node(x).clone();
+        if let Uop::Reindex {
+            x: source,
+            index: inner_index,
+            fill: inner_fill,
+        } = &inner.op
+        {
+            let in_range = index.iter().zip(&inner.shape).all(|(e, size)| match e {
+                Expr::Index(j) => shape.get(*j).is_some_and(|s| equal_sizes(s, size)),
+                Expr::Int(0) => *size == Expr::Int(1),
+                _ => false,
+            });
+            if in_range {
+                let composed = inner_index
+                    .iter()
+                    .map(|e| {
+                        e.map_leaves(&mut |leaf| match leaf {
+                            Expr::Index(k) => index.get(*k).cloned(),
+                            _ => None,
+                        })
+                        .simplify()
+                    })
+                    .collect();
+                return self
+                    .b
+                    .reindex_exprs(*source, shape, &[], composed, *inner_fill);
+            }
+        }
+        self.b.reindex_exprs(x, shape, &[], index, fill)
     }
 
     /// A tensor shaped like `like` holding the scalar operand `v` everywhere (a tensor
@@ -115,11 +162,7 @@ pub(super) fn contributions(
         Uop::Input | Uop::Iota { .. } => {}
         Uop::Reindex { x, index, .. } => {
             if wants(*x) {
-                // Every read of x[j] sends g back to j; reads that took the fill reach no j.
-                let shape = cx.shape(*x);
-                let gx =
-                    cx.b.reindex_reduce_exprs(g, shape, &[], index.clone(), Accum::Add)?;
-                out.push((*x, gx));
+                out.push((*x, reindex(cx, id, *x, index, g)?));
             }
         }
         Uop::ReindexReduce { x, index, op } => {
@@ -393,8 +436,7 @@ fn reindex_reduce(
     let shape = cx.shape(x_fwd);
     let y_shape = cx.b.shape(y).to_vec();
     // x[i] went to y[index(i)]; a dropped target gathers the fill 0: no gradient.
-    let g_at =
-        cx.b.reindex_exprs(g, shape.clone(), &[], index.to_vec(), 0.0)?;
+    let g_at = cx.reindex(g, shape.clone(), index.to_vec(), 0.0)?;
     match op {
         Accum::Add => Ok(g_at),
         Accum::Mul => Err(UopError::BadExpr {
@@ -405,13 +447,12 @@ fn reindex_reduce(
         Accum::Max | Accum::Min => {
             // Elements that reached their target's extreme share its gradient evenly.
             let x = cx.val(x_fwd);
-            let y_at =
-                cx.b.reindex_exprs(y, shape.clone(), &[], index.to_vec(), 0.0)?;
+            let y_at = cx.reindex(y, shape.clone(), index.to_vec(), 0.0)?;
             let hit = cx.b.binary(BinaryOp::Eq, x, y_at)?;
             let hits =
                 cx.b.reindex_reduce_exprs(hit, y_shape, &[], index.to_vec(), Accum::Add)?;
             // Dropped targets read 1 here (and 0 from g_at), so they give 0, not 0/0.
-            let hits_at = cx.b.reindex_exprs(hits, shape, &[], index.to_vec(), 1.0)?;
+            let hits_at = cx.reindex(hits, shape, index.to_vec(), 1.0)?;
             let share = cx.b.binary(BinaryOp::Div, g_at, hits_at)?;
             cx.b.where_(hit, share, 0.0)
         }
@@ -443,12 +484,11 @@ fn select(
     let mut wide = y_shape.clone();
     wide.push(x_shape[axis].clone());
     let keep: Vec<Expr> = (0..rank).map(Expr::Index).collect();
-    let pos1_w =
-        cx.b.reindex_exprs(pos1, wide.clone(), &[], keep.clone(), 0.0)?;
+    let pos1_w = cx.reindex(pos1, wide.clone(), keep.clone(), 0.0)?;
     let target = cx.b.iota_exprs(wide.clone(), &[], rank)?;
     let target1 = cx.b.binary(BinaryOp::Add, target, 1.0)?;
     let one_hot = cx.b.binary(BinaryOp::Eq, pos1_w, target1)?;
-    let g_w = cx.b.reindex_exprs(g, wide, &[], keep, 0.0)?;
+    let g_w = cx.reindex(g, wide, keep, 0.0)?;
     let routed = cx.b.where_(one_hot, g_w, 0.0)?;
     let summed = cx.b.reduce(ReduceOp::Sum, &[axis], routed)?;
     // summed[.., 0 at axis, .., j] is the gradient of x[.., j at axis, ..].
@@ -462,5 +502,202 @@ fn select(
         })
         .collect();
     back.push(Expr::Index(axis));
-    cx.b.reindex_exprs(summed, x_shape, &[], back, 0.0)
+    cx.reindex(summed, x_shape, back, 0.0)
+}
+
+/// The gradient of `y = reindex(x, index)` (forward node `id`) with respect to `x`.
+///
+/// Every read of `x[p]` sends `g` back to `p`; reads that took the fill reach no `p`.
+/// In general that is a scatter (`reindex_reduce` with `+`), which the loop IR runs
+/// as a zero-reset plus an accumulation. When the index map can be solved for the
+/// output position (see [`Inverse`]) the same sum is a gather instead: `gx[p]` reads
+/// `g` at the solved position and sums over the axes left free, which lowers to one
+/// loop nest with a carried sum (or to a plain copy for a permutation).
+fn reindex(cx: &mut Ctx<'_>, id: NodeId, x: NodeId, index: &[Expr], g: NodeId) -> Result<NodeId> {
+    let x_shape = cx.shape(x);
+    let y_shape = cx.shape(id);
+    let inverse = Inverse::of(index, &x_shape, y_shape.len());
+    // The gradient of an input is an output of the gradient program: a sum lowered
+    // as a reduction lands in a temporary with the summed axes kept (size 1) and
+    // needs a copy dropping them, while a scatter accumulates straight into the
+    // output, in a loop nest the optimizer fuses with its neighbours'. So an input
+    // takes the gather only when nothing is summed (a relabeling: one copy).
+    let is_input = cx.forward.node(x).op == Uop::Input;
+    let Some(inv) = inverse.filter(|inv| !is_input || inv.free.is_empty()) else {
+        return cx
+            .b
+            .reindex_reduce_exprs(g, x_shape, &[], index.to_vec(), Accum::Add);
+    };
+    let rank = x_shape.len();
+    if inv.broadcast_only {
+        // Free axes are axes of g itself: sum them in place, then relabel.
+        let base = if inv.free.is_empty() {
+            g
+        } else {
+            cx.b.reduce(ReduceOp::Sum, &inv.free, g)?
+        };
+        let read = inv.read(|_| Expr::Int(0));
+        let base_shape = cx.b.shape(base).to_vec();
+        let identity = read.len() == rank
+            && (0..rank).all(|k| {
+                equal_sizes(&base_shape[k], &x_shape[k])
+                    && (read[k] == Expr::Index(k)
+                        || (read[k] == Expr::Int(0) && x_shape[k] == Expr::Int(1)))
+            });
+        if identity {
+            return Ok(base);
+        }
+        return cx.reindex(base, x_shape, read, 0.0);
+    }
+    // Free axes that a solved subscript also depends on: gather g into x's axes
+    // followed by the free ones, sum those, drop them.
+    let mut wide = x_shape.clone();
+    wide.extend(inv.free.iter().map(|&j| y_shape[j].clone()));
+    let read = inv.read(|pos| Expr::Index(rank + pos));
+    let gathered = cx.reindex(g, wide.clone(), read, 0.0)?;
+    let free_axes: Vec<usize> = (rank..wide.len()).collect();
+    let summed = cx.b.reduce(ReduceOp::Sum, &free_axes, gathered)?;
+    let drop = (0..wide.len())
+        .map(|a| {
+            if a < rank {
+                Expr::Index(a)
+            } else {
+                Expr::Int(0)
+            }
+        })
+        .collect();
+    cx.reindex(summed, x_shape, drop, 0.0)
+}
+
+/// A reindex index map solved for the output position.
+///
+/// It exists when every subscript of `x` is `c * iA + (other terms) + const` with
+/// `c = ±1`, where no output axis appears in two subscripts (a subscript without
+/// any index must be the literal 0 on an axis of literal size 1). Then an element
+/// `x[p]` is read exactly at the output positions with `iA = c * (p_k - others -
+/// const)` for every subscript `k`, the remaining ("free") output axes taking every
+/// value: a permutation, a broadcast, a slice, a pad, a convolution window.
+struct Inverse {
+    /// Per output axis: how it is solved, if it is.
+    solved: Vec<Option<Solved>>,
+    /// Output axes not solved for, ascending.
+    free: Vec<usize>,
+    /// No solved subscript mentions a free axis (they are pure broadcast axes).
+    broadcast_only: bool,
+}
+
+/// Output axis `a` solved from subscript `k`: `a = c * (p_k - sum(others) - constant)`.
+struct Solved {
+    k: usize,
+    c: i64,
+    others: Vec<(usize, i64)>,
+    constant: Expr,
+}
+
+impl Inverse {
+    fn of(index: &[Expr], x_shape: &[Expr], y_rank: usize) -> Option<Inverse> {
+        let mut solved: Vec<Option<Solved>> = (0..y_rank).map(|_| None).collect();
+        let mut seen = vec![false; y_rank];
+        let mut broadcast_only = true;
+        for (k, e) in index.iter().enumerate() {
+            let (terms, constant) = linear(e)?;
+            if terms.is_empty() {
+                // A fixed position: only x[.., 0, ..] is read, which is all of x
+                // only on an axis of size 1.
+                if x_shape[k] != Expr::Int(1) || constant.simplify() != Expr::Int(0) {
+                    return None;
+                }
+                continue;
+            }
+            for &j in terms.keys() {
+                if j >= y_rank || seen[j] {
+                    return None;
+                }
+                seen[j] = true;
+            }
+            let (&a, &c) = terms.iter().find(|(_, c)| c.abs() == 1)?;
+            let others: Vec<(usize, i64)> = terms
+                .iter()
+                .filter(|(j, _)| **j != a)
+                .map(|(j, c)| (*j, *c))
+                .collect();
+            broadcast_only &= others.is_empty();
+            solved[a] = Some(Solved {
+                k,
+                c,
+                others,
+                constant,
+            });
+        }
+        let free = (0..y_rank).filter(|j| solved[*j].is_none()).collect();
+        Some(Inverse {
+            solved,
+            free,
+            broadcast_only,
+        })
+    }
+
+    /// Where to read `g` for each output axis, as expressions over the gather space
+    /// (`x`'s axes, then the free axes): a solved axis from its subscript's position
+    /// and the free axes it depends on, free axis number `pos` at `free_at(pos)`.
+    fn read(&self, free_at: impl Fn(usize) -> Expr) -> Vec<Expr> {
+        let free_expr = |j: usize| -> Expr {
+            let pos = self.free.iter().position(|f| *f == j).unwrap_or(0);
+            free_at(pos)
+        };
+        self.solved
+            .iter()
+            .enumerate()
+            .map(|(j, s)| match s {
+                None => free_expr(j),
+                Some(s) => {
+                    let mut e = Expr::Index(s.k) - s.constant.clone();
+                    for &(b, cb) in &s.others {
+                        e = e - Expr::Int(cb) * free_expr(b);
+                    }
+                    (Expr::Int(s.c) * e).simplify()
+                }
+            })
+            .collect()
+    }
+}
+
+/// `e` as `sum(coefficient * iJ) + constant`, where the constant mentions no loop
+/// index; `None` if `e` is not linear in the loop indices with literal coefficients.
+fn linear(e: &Expr) -> Option<(BTreeMap<usize, i64>, Expr)> {
+    if e.indices().is_empty() {
+        return Some((BTreeMap::new(), e.clone()));
+    }
+    let scaled = |(terms, c): (BTreeMap<usize, i64>, Expr), by: i64| {
+        let terms = terms
+            .into_iter()
+            .map(|(j, t)| Some((j, t.checked_mul(by)?)))
+            .collect::<Option<BTreeMap<_, _>>>()?;
+        Some((terms, Expr::Int(by) * c))
+    };
+    match e {
+        Expr::Index(j) => Some((BTreeMap::from([(*j, 1)]), Expr::Int(0))),
+        Expr::Neg(a) => scaled(linear(a)?, -1),
+        Expr::Bin(op @ (IndexOp::Add | IndexOp::Sub), a, b) => {
+            let (mut terms, ca) = linear(a)?;
+            let sign = if *op == IndexOp::Add { 1 } else { -1 };
+            let (tb, cb) = scaled(linear(b)?, sign)?;
+            for (j, t) in tb {
+                let sum = terms.get(&j).copied().unwrap_or(0).checked_add(t)?;
+                terms.insert(j, sum);
+            }
+            terms.retain(|_, t| *t != 0);
+            Some((terms, ca + cb))
+        }
+        Expr::Bin(IndexOp::Mul, a, b) => {
+            let (factor, other) = if a.indices().is_empty() {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            let by = factor.simplify().as_int()?;
+            scaled(linear(other)?, by)
+        }
+        _ => None,
+    }
 }
