@@ -6,4 +6,5 @@ pub use uop_codegen as codegen;
 pub use uop_ops as ops;
 
 pub mod cli;
+pub mod jit;
 pub mod npy;

@@ -3,6 +3,7 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod emit;
 mod print;
 mod run;
 mod show;
@@ -45,6 +46,8 @@ pub enum Backend {
     Interp,
     /// The loop-IR interpreter, on the lowered program.
     Loops,
+    /// Machine code JIT-compiled with Cranelift from the optimized loop IR.
+    Cranelift,
 }
 
 /// Which stage of the compiler `uop print` shows.
@@ -62,6 +65,8 @@ enum Command {
     Run(run::RunArgs),
     /// Print a program at a stage of the compiler.
     Print(print::PrintArgs),
+    /// Compile a program ahead of time: an object file, its C header, or Cranelift IR.
+    Emit(emit::EmitArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -70,6 +75,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
+        Command::Emit(args) => emit::emit(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

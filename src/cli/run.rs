@@ -61,6 +61,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let outputs = match args.backend {
         Backend::Interp => interp::run(&program, &inputs, &params),
         Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params),
+        Backend::Cranelift => {
+            let kernel = crate::jit::compile(&program).map_err(|e| CliError(e.to_string()))?;
+            kernel
+                .run(&inputs, &params)
+                .map_err(|e| CliError(e.to_string()))
+        }
     }
     .map_err(|e| CliError(e.to_string()))?;
 
