@@ -8,7 +8,7 @@
 //!
 //! `UOP_CRANELIFT_FUZZ_CASES=N` runs N programs per test instead of the default.
 
-use uop_codegen::backend::cranelift::{self, Options};
+use uop_codegen::backend::cranelift::{self, Input, Kernel, Options, Output, RunError};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case, random_program};
@@ -47,7 +47,7 @@ fn check(
     let expected = interp::run(program, &case.inputs, &case.params);
     let optimized = cranelift::optimized(program).map_err(|e| e.to_string())?;
     let kernel = cranelift::compile(&optimized, opts).map_err(|e| format!("compile: {e}"))?;
-    let got = kernel.run(&case.inputs, &case.params);
+    let got = run_on_garbage(&kernel, case);
     let (expected, got) = match (expected, got) {
         (Ok(e), Ok(g)) => (e, g),
         (Err(_), Err(_)) => return Ok(()),
@@ -65,6 +65,65 @@ fn check(
         }
     }
     Ok(())
+}
+
+/// Runs through the slice API with outputs filled with NaN first, so an output the
+/// kernel wrongly assumes it overwrites shows up as a difference.
+fn run_on_garbage(kernel: &Kernel, case: &Case) -> Result<Vec<Tensor>, RunError> {
+    let shapes: Vec<&[usize]> = case.inputs.iter().map(|t| t.shape.as_slice()).collect();
+    let out_shapes = kernel.output_shapes(&shapes, &case.params)?;
+    let f32s: Vec<Vec<f32>> = case
+        .inputs
+        .iter()
+        .map(|t| t.data.iter().map(|&v| v as f32).collect())
+        .collect();
+    let i32s: Vec<Vec<i32>> = case
+        .inputs
+        .iter()
+        .map(|t| t.data.iter().map(|&v| v as i32).collect())
+        .collect();
+    let inputs: Vec<(Input<'_>, &[usize])> = case
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let slice = match t.dtype {
+                DType::F32 => Input::F32(&f32s[k]),
+                DType::F64 => Input::F64(&t.data),
+                DType::I32 => Input::I32(&i32s[k]),
+            };
+            (slice, t.shape.as_slice())
+        })
+        .collect();
+    let dtype = kernel.program().dtype;
+    let mut out32: Vec<Vec<f32>> = out_shapes
+        .iter()
+        .map(|s| vec![f32::NAN; s.iter().product()])
+        .collect();
+    let mut out64: Vec<Vec<f64>> = out_shapes
+        .iter()
+        .map(|s| vec![f64::NAN; s.iter().product()])
+        .collect();
+    let mut outputs: Vec<Output<'_>> = if dtype == DType::F32 {
+        out32.iter_mut().map(|v| Output::F32(v)).collect()
+    } else {
+        out64.iter_mut().map(|v| Output::F64(v)).collect()
+    };
+    kernel.run_slices(&inputs, &case.params, &mut outputs)?;
+    drop(outputs);
+    Ok(out_shapes
+        .into_iter()
+        .enumerate()
+        .map(|(k, shape)| Tensor {
+            dtype,
+            shape,
+            data: if dtype == DType::F32 {
+                out32[k].iter().map(|&v| f64::from(v)).collect()
+            } else {
+                out64[k].clone()
+            },
+        })
+        .collect())
 }
 
 fn report(seed: u64, program: &Program, case: &Case, error: &str) -> String {

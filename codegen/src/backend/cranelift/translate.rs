@@ -1328,9 +1328,10 @@ fn block_stmts(b: &Block) -> impl Iterator<Item = &Stmt> {
 }
 
 /// True when the first block touching tensor `t` overwrites every element of it
-/// before anything reads it: a plain store `t[i_a, i_b, ...] = v` whose subscripts are
-/// exactly the enclosing loops, each running over `0..` the matching size, in a block
-/// that does not read `t`. Then the output needs no zeroing first.
+/// before anything reads it: a plain store `t[i_a, 0, i_b, ...] = v` whose subscripts
+/// are exactly the enclosing loops, each running over `0..` the matching size (or 0
+/// on an axis of size 1), in a block that does not read `t`. Then the output needs
+/// no zeroing first.
 pub(crate) fn fully_written_first(p: &LoopProgram, t: usize) -> bool {
     let Some(block) = p
         .blocks
@@ -1355,25 +1356,24 @@ pub(crate) fn fully_written_first(p: &LoopProgram, t: usize) -> bool {
     }
     let shape = &p.tensors[t].shape;
     let covers = |enclosing: &[Loop], access: &Access| {
-        if access.index.len() != shape.len() || enclosing.len() != shape.len() {
+        if access.index.len() != shape.len() {
             return false;
         }
-        access.index.iter().zip(shape).all(|(s, size)| match s {
-            Subscript::Expr(Expr::Index(n)) => enclosing
-                .iter()
-                .any(|l| l.id.0 == *n && l.start == Expr::Int(0) && l.end == *size),
+        let mut used = std::collections::HashSet::new();
+        let each_axis = access.index.iter().zip(shape).all(|(s, size)| match s {
+            // A size-1 axis is covered by its only position.
+            Subscript::Expr(Expr::Int(0)) => *size == Expr::Int(1),
+            Subscript::Expr(Expr::Index(n)) => {
+                used.insert(*n)
+                    && enclosing
+                        .iter()
+                        .any(|l| l.id.0 == *n && l.start == Expr::Int(0) && l.end == *size)
+            }
             _ => false,
-        }) && {
-            let distinct: std::collections::HashSet<usize> = access
-                .index
-                .iter()
-                .filter_map(|s| match s {
-                    Subscript::Expr(Expr::Index(n)) => Some(*n),
-                    _ => None,
-                })
-                .collect();
-            distinct.len() == access.index.len()
-        }
+        });
+        // Every enclosing loop must be a subscript, or some iterations would repeat
+        // while others (after an empty loop) never run.
+        each_axis && used.len() == enclosing.len()
     };
     let stored = |enclosing: &[Loop], stmts: &[Stmt]| {
         stmts.iter().any(|s| match s {
