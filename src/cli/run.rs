@@ -58,17 +58,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             program.node(unused).name
         );
     }
+    let failed = |e: &dyn std::fmt::Display| CliError(e.to_string());
     let outputs = match args.backend {
-        Backend::Interp => interp::run(&program, &inputs, &params),
-        Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params),
-        Backend::Cranelift => {
-            let kernel = crate::jit::compile(&program).map_err(|e| CliError(e.to_string()))?;
-            kernel
-                .run(&inputs, &params)
-                .map_err(|e| CliError(e.to_string()))
-        }
-    }
-    .map_err(|e| CliError(e.to_string()))?;
+        Backend::Interp => interp::run(&program, &inputs, &params).map_err(|e| failed(&e))?,
+        Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params)
+            .map_err(|e| failed(&e))?,
+        Backend::Cranelift => crate::jit::compile(&program)
+            .map_err(|e| failed(&e))?
+            .run(&inputs, &params)
+            .map_err(|e| failed(&e))?,
+    };
 
     let files: HashMap<String, PathBuf> = path_assignments("--output", &args.outputs)?
         .into_iter()
