@@ -37,8 +37,7 @@ fn programs_under(dir: &Path, file_name: Option<&str>, out: &mut Vec<PathBuf>) {
 
 fn load(path: &Path) -> Program {
     let src = std::fs::read_to_string(path).expect("readable");
-    parse_program(&src, &uop::ops::registry())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    parse_program(&src, &uop::ops::registry()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Scalar JIT code is bit-identical to the interpreter; vectorized code within 1e-5.
@@ -49,8 +48,8 @@ fn jit_agrees(path: &Path) {
         max_elements: 8192,
         ..GenConfig::default()
     };
-    let case = random_case_with(&program, 1, &cfg)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let case =
+        random_case_with(&program, 1, &cfg).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let expected = interp::run(&program, &case.inputs, &case.params)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     for opts in [Options { vectorize: false }, Options { vectorize: true }] {
@@ -111,7 +110,15 @@ fn run_with_the_cranelift_backend_prints_what_the_interpreter_prints() {
     let program = program.to_str().expect("utf-8 path");
     let args = |backend| {
         let out = uop(&[
-            "run", program, "--random", "3", "--dim", "B=2", "--dim", "N=5", "--backend",
+            "run",
+            program,
+            "--random",
+            "3",
+            "--dim",
+            "B=2",
+            "--dim",
+            "N=5",
+            "--backend",
             backend,
         ]);
         assert!(
@@ -131,7 +138,10 @@ fn emit_writes_headers_clif_and_objects() {
     let header = uop(&["emit", program, "--target", "header", "--name", "mm"]);
     assert!(header.status.success());
     let header = String::from_utf8_lossy(&header.stdout);
-    assert!(header.contains("int32_t mm(const void *const *inputs"), "{header}");
+    assert!(
+        header.contains("int32_t mm(const void *const *inputs"),
+        "{header}"
+    );
     assert!(header.contains("inputs[1]  b: float[K, N]"), "{header}");
 
     let clif = uop(&["emit", program, "--target", "clif"]);
@@ -145,9 +155,16 @@ fn emit_writes_headers_clif_and_objects() {
     let path = dir.join("mm.o");
     let path = path.to_str().expect("utf-8 path");
     let object = uop(&["emit", program, "--target", "object", "-o", path]);
-    assert!(object.status.success(), "{}", String::from_utf8_lossy(&object.stderr));
+    assert!(
+        object.status.success(),
+        "{}",
+        String::from_utf8_lossy(&object.stderr)
+    );
     let bytes = std::fs::read(path).expect("written");
-    assert!(bytes.starts_with(b"\x7fELF") || bytes.len() > 64, "an object file");
+    assert!(
+        bytes.starts_with(b"\x7fELF") || bytes.len() > 64,
+        "an object file"
+    );
 }
 
 #[test]

@@ -17,8 +17,12 @@ fn snapshot(name: &str, src: &str) {
         std::fs::write(&path, &clif).expect("writable");
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UOP_BLESS=1 to create it)", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UOP_BLESS=1 to create it)",
+            path.display()
+        )
+    });
     assert!(
         clif == expected,
         "{name}: the generated CLIF changed (UOP_BLESS=1 accepts it):\n{clif}"

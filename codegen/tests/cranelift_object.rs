@@ -37,7 +37,9 @@ fn emit(program: &Program, name: &str, dir: &Path) {
 }
 
 fn input() -> Tensor {
-    let data = (0..3 * 5).map(|k| ((k * 7) % 11) as f64 * 0.3 - 1.5).collect();
+    let data = (0..3 * 5)
+        .map(|k| ((k * 7) % 11) as f64 * 0.3 - 1.5)
+        .collect();
     Tensor::new(DType::F32, vec![3, 5], data).expect("consistent")
 }
 
@@ -49,7 +51,11 @@ fn expected() -> Vec<f64> {
 
 fn check_printed(stdout: &str) {
     let mut lines = stdout.lines();
-    assert_eq!(lines.next(), Some("shape error 1"), "bad sizes are refused: {stdout}");
+    assert_eq!(
+        lines.next(),
+        Some("shape error 1"),
+        "bad sizes are refused: {stdout}"
+    );
     let got: Vec<f64> = lines
         .map(|l| l.trim().parse().unwrap_or_else(|_| panic!("a number: {l}")))
         .collect();
@@ -92,10 +98,23 @@ fn object_file_links_into_a_c_program() {
     std::fs::write(dir.join("main.c"), MAIN_C).expect("writes");
     let built = Command::new("gcc")
         .current_dir(&dir)
-        .args(["-std=c99", "-Wall", "-Werror", "main.c", "softmax.o", "-lm", "-o", "main"])
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "main.c",
+            "softmax.o",
+            "-lm",
+            "-o",
+            "main",
+        ])
         .output()
         .expect("gcc runs");
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let run = Command::new(dir.join("main")).output().expect("runs");
     assert!(run.status.success(), "exit {:?}", run.status);
     check_printed(&String::from_utf8_lossy(&run.stdout));
@@ -140,10 +159,22 @@ fn object_file_links_into_a_rust_program() {
     std::fs::write(dir.join("main.rs"), MAIN_RS).expect("writes");
     let built = Command::new("rustc")
         .current_dir(&dir)
-        .args(["--edition", "2024", "main.rs", "-C", "link-arg=softmax.o", "-l", "m"])
+        .args([
+            "--edition",
+            "2024",
+            "main.rs",
+            "-C",
+            "link-arg=softmax.o",
+            "-l",
+            "m",
+        ])
         .output()
         .expect("rustc runs");
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let run = Command::new(dir.join("main")).output().expect("runs");
     assert!(run.status.success(), "exit {:?}", run.status);
     check_printed(&String::from_utf8_lossy(&run.stdout));

@@ -24,7 +24,11 @@ fn cases() -> u64 {
 
 fn config(seed: u64) -> GenConfig {
     GenConfig {
-        dtype: if seed % 3 == 2 { DType::F64 } else { DType::F32 },
+        dtype: if seed % 3 == 2 {
+            DType::F64
+        } else {
+            DType::F32
+        },
         ..GenConfig::default()
     }
 }

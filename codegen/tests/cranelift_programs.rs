@@ -155,11 +155,15 @@ fn matrix(rows: usize, cols: usize) -> Tensor {
 
 #[test]
 fn shapes_types_and_lengths_are_checked_before_running() {
-    let program = parse("input a: f32[M, K]\ninput b: f32[K, N]\n\
-         c = reindex(reduce_sum(mul(reindex(a, [M, K, N], [i0, i1]), reindex(b, [M, K, N], [i1, i2])), [1]), [M, N], [i0, 0, i1])\noutput c\n");
+    let program = parse(
+        "input a: f32[M, K]\ninput b: f32[K, N]\n\
+         c = reindex(reduce_sum(mul(reindex(a, [M, K, N], [i0, i1]), reindex(b, [M, K, N], [i1, i2])), [1]), [M, N], [i0, 0, i1])\noutput c\n",
+    );
     let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
     let none = HashMap::new();
-    let err = kernel.run(&[matrix(2, 3), matrix(4, 2)], &none).unwrap_err();
+    let err = kernel
+        .run(&[matrix(2, 3), matrix(4, 2)], &none)
+        .unwrap_err();
     assert!(matches!(err, RunError::Bind(_)), "{err}");
     assert!(err.to_string().contains('K'), "{err}");
 
@@ -177,7 +181,10 @@ fn shapes_types_and_lengths_are_checked_before_running() {
             &mut [Output::F32(&mut c)],
         )
         .unwrap_err();
-    assert!(matches!(err, RunError::Length { what: "input", .. }), "{err}");
+    assert!(
+        matches!(err, RunError::Length { what: "input", .. }),
+        "{err}"
+    );
 
     let b = vec![1f32; 6];
     let mut short = vec![0f32; 3];
@@ -188,7 +195,10 @@ fn shapes_types_and_lengths_are_checked_before_running() {
             &mut [Output::F32(&mut short)],
         )
         .unwrap_err();
-    assert!(matches!(err, RunError::Length { what: "output", .. }), "{err}");
+    assert!(
+        matches!(err, RunError::Length { what: "output", .. }),
+        "{err}"
+    );
     let err = kernel
         .run_slices(
             &[(Input::F32(&a), &[2, 3]), (Input::F32(&b), &[3, 2])],
@@ -240,7 +250,10 @@ fn identical_programs_compile_once() {
     let again = cranelift::compile_program(&parse(src), &Options::default()).expect("compiles");
     assert!(first.shares_code_with(&again));
     let scalar = cranelift::compile_program(&parse(src), &SCALAR).expect("compiles");
-    assert!(!first.shares_code_with(&scalar), "options are part of the key");
+    assert!(
+        !first.shares_code_with(&scalar),
+        "options are part of the key"
+    );
     let uncached =
         cranelift::compile_uncached(first.program(), &Options::default()).expect("compiles");
     assert!(!first.shares_code_with(&uncached));
@@ -258,7 +271,9 @@ fn kernels_are_send_and_sync_and_outlive_the_cache() {
             let kernel = kernel.clone();
             std::thread::spawn(move || {
                 let x = Tensor::new(DType::F64, vec![5], vec![t as f64; 5]).expect("consistent");
-                kernel.run(&[x], &HashMap::new()).expect("runs")[0].data.clone()
+                kernel.run(&[x], &HashMap::new()).expect("runs")[0]
+                    .data
+                    .clone()
             })
         })
         .collect();

@@ -61,8 +61,9 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let failed = |e: &dyn std::fmt::Display| CliError(e.to_string());
     let outputs = match args.backend {
         Backend::Interp => interp::run(&program, &inputs, &params).map_err(|e| failed(&e))?,
-        Backend::Loops => interp::run_loops(&loops::lower(&program), &inputs, &params)
-            .map_err(|e| failed(&e))?,
+        Backend::Loops => {
+            interp::run_loops(&loops::lower(&program), &inputs, &params).map_err(|e| failed(&e))?
+        }
         Backend::Cranelift => crate::jit::compile(&program)
             .map_err(|e| failed(&e))?
             .run(&inputs, &params)

@@ -68,7 +68,9 @@ pub enum JitError {
     #[error("the loop program cannot be compiled: {0}")]
     Unsupported(String),
     /// A kernel name that C cannot call.
-    #[error("`{0}` is not a valid kernel name: use letters, digits and `_`, not starting with a digit")]
+    #[error(
+        "`{0}` is not a valid kernel name: use letters, digits and `_`, not starting with a digit"
+    )]
     Name(String),
     /// Cranelift failed (a verifier error here is a bug in this backend).
     #[error("Cranelift failed: {0}")]
@@ -584,7 +586,10 @@ impl Kernel {
         }
         let as_i64 = |v: usize| v as i64;
         let input_ptrs: Vec<*const u8> = inputs.iter().map(|(i, _)| i.ptr()).collect();
-        let input_dims: Vec<i64> = shapes.iter().flat_map(|s| s.iter().map(|&d| as_i64(d))).collect();
+        let input_dims: Vec<i64> = shapes
+            .iter()
+            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
+            .collect();
         let param_values: Vec<i64> = p.params.iter().map(|n| params[n]).collect();
         let output_ptrs: Vec<*mut u8> = outputs.iter_mut().map(Output::ptr).collect();
         let output_dims: Vec<i64> = out_shapes

@@ -392,7 +392,10 @@ impl<M: Module> Translator<'_, '_, M> {
             for e in &decl.shape {
                 let d = self.b.ins().load(I64, trusted(), input_dims, at * 8);
                 at += 1;
-                let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
                 self.check(ok, Status::InputShape);
                 match e {
                     Expr::Int(v) => {
@@ -430,7 +433,10 @@ impl<M: Module> Translator<'_, '_, M> {
             let mut dims = Vec::with_capacity(decl.shape.len());
             for e in &decl.shape {
                 let d = self.index(e)?;
-                let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
                 self.check(ok, Status::NegativeSize);
                 dims.push(d);
             }
@@ -501,12 +507,18 @@ impl<M: Module> Translator<'_, '_, M> {
         let pw = self.ptr.bytes() as i32;
         for k in 0..self.p.inputs.len() {
             let t = self.p.inputs[k];
-            let base = self.b.ins().load(self.ptr, trusted(), inputs, k as i32 * pw);
+            let base = self
+                .b
+                .ins()
+                .load(self.ptr, trusted(), inputs, k as i32 * pw);
             self.bases[t.0] = Some(base);
         }
         for k in 0..self.p.outputs.len() {
             let t = self.p.outputs[k];
-            let base = self.b.ins().load(self.ptr, trusted(), outputs, k as i32 * pw);
+            let base = self
+                .b
+                .ins()
+                .load(self.ptr, trusted(), outputs, k as i32 * pw);
             self.bases[t.0] = Some(base);
         }
         let temps: Vec<usize> = (0..self.p.tensors.len())
@@ -569,7 +581,10 @@ impl<M: Module> Translator<'_, '_, M> {
     fn make_fill_slots(&mut self) {
         let mut wanted: Vec<(DType, f64)> = Vec::new();
         for block in &self.p.blocks {
-            let stmts = block.stmts.iter().chain(block.loops.iter().flat_map(|l| &l.stmts));
+            let stmts = block
+                .stmts
+                .iter()
+                .chain(block.loops.iter().flat_map(|l| &l.stmts));
             for s in stmts {
                 let (access, value) = match s {
                     Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {

@@ -184,7 +184,10 @@ mod tests {
             stride(&access(vec![i(0), i(2) + Expr::Int(1)]), l),
             Some(Stride::Unit)
         );
-        assert_eq!(stride(&access(vec![i(0), i(1)]), l), Some(Stride::Invariant));
+        assert_eq!(
+            stride(&access(vec![i(0), i(1)]), l),
+            Some(Stride::Invariant)
+        );
         assert_eq!(stride(&access(vec![i(2), i(1)]), l), None);
         assert_eq!(stride(&access(vec![i(0), Expr::Int(2) * i(2)]), l), None);
         assert_eq!(stride(&access(vec![]), l), Some(Stride::Invariant));
