@@ -6,5 +6,6 @@ pub use uop_codegen as codegen;
 pub use uop_ops as ops;
 
 pub mod cli;
+pub mod jit;
 pub mod kernels;
 pub mod npy;

@@ -1,12 +1,22 @@
-//! `uop emit`: writes a program as source for a backend target. Each target is one
-//! arm of the match in [`emit`]; `rust` is the build-time Rust backend.
+//! `uop emit`: generates code for a backend target. Each target is one arm of the
+//! match in [`emit`]:
+//!
+//! - `rust`: Rust source (the build-time backend): a kernel function, its shapes
+//!   function and `KernelError`, depending on nothing but core and std.
+//! - `object`: a relocatable object file for this machine (Cranelift) defining the C
+//!   functions `NAME` and `NAME_shapes` (link with `-lm`); needs `-o`.
+//! - `header`: the C header declaring them, with the argument layout.
+//! - `clif`: the Cranelift IR of both functions, as generated.
+//!
+//! `NAME` defaults to the program file's stem in snake_case.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use uop_codegen::backend::cranelift::{self, Options};
 use uop_codegen::backend::rust::{self, Checks, RustOptions};
 
-use super::{CliError, load_program};
+use super::{CliError, fail, load_program};
 
 /// What `uop emit` generates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -14,6 +24,12 @@ pub enum Target {
     /// Rust source: a kernel function, its shapes function and `KernelError`,
     /// depending on nothing but core and std.
     Rust,
+    /// A relocatable object file (Cranelift, this machine's ISA).
+    Object,
+    /// The Cranelift IR of the kernel, as text.
+    Clif,
+    /// The C header of the object file's functions.
+    Header,
 }
 
 /// Arguments of `uop emit`.
@@ -24,8 +40,8 @@ pub struct EmitArgs {
     /// What to generate.
     #[arg(long, value_enum, default_value = "rust")]
     target: Target,
-    /// Write here instead of to standard output.
-    #[arg(short, long)]
+    /// Write here instead of to standard output (required for `object`).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// The kernel's name (default: the program file's name, in snake_case).
     #[arg(long)]
@@ -42,7 +58,8 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         Some(n) => n.clone(),
         None => default_name(&args.program),
     };
-    let source = match args.target {
+    let jit_err = |e: cranelift::JitError| CliError(e.to_string());
+    let bytes: Vec<u8> = match args.target {
         Target::Rust => {
             let checks = if args.full_checks {
                 Checks::Full
@@ -51,13 +68,33 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             };
             rust::emit(&name, &program, &RustOptions::default().checks(checks))
                 .map_err(|e| CliError(format!("{}: {e}", args.program.display())))?
+                .into_bytes()
+        }
+        Target::Object => {
+            if args.output.is_none() {
+                return fail("--target object writes a binary file: pass -o FILE.o");
+            }
+            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            cranelift::emit_object(&optimized, &name, &Options::default()).map_err(jit_err)?
+        }
+        Target::Clif => {
+            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            cranelift::emit_clif(&optimized, &name, &Options::default())
+                .map_err(jit_err)?
+                .into_bytes()
+        }
+        Target::Header => {
+            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            cranelift::c_header(&optimized, &name)
+                .map_err(jit_err)?
+                .into_bytes()
         }
     };
     match &args.output {
-        Some(path) => std::fs::write(path, source)
+        Some(path) => std::fs::write(path, bytes)
             .map_err(|e| CliError(format!("cannot write {}: {e}", path.display()))),
         None => {
-            print!("{source}");
+            print!("{}", String::from_utf8_lossy(&bytes));
             Ok(())
         }
     }

@@ -51,6 +51,8 @@ pub enum Backend {
     Interp,
     /// The loop-IR interpreter, on the lowered program after the optimizer's passes.
     Loops,
+    /// Machine code JIT-compiled with Cranelift from the optimized loop IR.
+    Cranelift,
 }
 
 /// Which stage of the compiler `uop print` shows.
@@ -80,7 +82,7 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Gradients of the outputs (seeded by .npy files, or ones) with respect to inputs.
     Grad(grad::GradArgs),
-    /// Generate source for a backend target (`--target rust`).
+    /// Generate code for a backend target: Rust source, an object file, its C header, or Cranelift IR.
     Emit(emit::EmitArgs),
 }
 

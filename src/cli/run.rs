@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clap::Args;
+use uop_codegen::backend::cranelift;
 use uop_codegen::index::Expr;
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
@@ -126,6 +127,15 @@ pub(crate) fn execute(
             let optimized = pass::optimize(&loops::lower(program), pass_opts)
                 .map_err(|e| CliError(e.to_string()))?;
             interp::run_loops(&optimized, inputs, params)
+        }
+        Backend::Cranelift => {
+            let optimized = pass::optimize(&loops::lower(program), pass_opts)
+                .map_err(|e| CliError(e.to_string()))?;
+            let kernel = cranelift::compile(&optimized, &cranelift::Options::default())
+                .map_err(|e| CliError(e.to_string()))?;
+            return kernel
+                .run(inputs, params)
+                .map_err(|e| CliError(e.to_string()));
         }
     }
     .map_err(|e| CliError(e.to_string()))

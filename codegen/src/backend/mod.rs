@@ -1,6 +1,9 @@
-//! Backends: turning an optimized loop program into something that runs outside the
+//! Backends: the optimized loop IR turned into something that runs outside the
 //! interpreters (DESIGN.md §8).
 //!
 //! - [`rust`]: Rust source, one function per program, for build scripts and `uop emit`.
+//! - [`cranelift`]: machine code, in memory (JIT) or as a relocatable object file with
+//!   a C header.
 
+pub mod cranelift;
 pub mod rust;

@@ -1,0 +1,723 @@
+//! The Cranelift backend: optimized loop IR to machine code, JIT-compiled in
+//! memory or written to a relocatable object file with a C header.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use uop_codegen::backend::cranelift::{self, Options};
+//! use uop_codegen::{tensor::Tensor, uop::{Builder, DType, ReduceOp, UnaryOp}};
+//!
+//! let mut b = Builder::new(DType::F32);
+//! let x = b.input("x", DType::F32, &["N"])?;
+//! let e = b.unary(UnaryOp::Exp, x)?;
+//! let s = b.reduce(ReduceOp::Sum, &[0], e)?;
+//! let kernel = cranelift::compile_program(&b.combine(&[x], &[s])?, &Options::default())?;
+//!
+//! let x = Tensor::new(DType::F32, vec![3], vec![0.0, 0.0, 0.0])?;
+//! let out = kernel.run(&[x], &HashMap::new())?;
+//! assert_eq!(out[0].data, vec![3.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What it owns:
+//! - [`translate`](self) (private): loop IR to Cranelift IR, exactly the loop-IR
+//!   interpreter's semantics; `vector` decides which innermost loops use `f32x4`;
+//! - [`abi`]: the C ABI of every kernel, its return codes, the C header;
+//! - [`runtime`]: the math, allocation and zeroing functions kernels call;
+//! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
+//!   ([`emit_object`], [`emit_clif`]).
+//!
+//! Results are bit-identical to [`interp::run_loops`](crate::interp::run_loops) with
+//! [`Options::vectorize`] off. With it on (the default), vectorized sums add in a
+//! different order (see [`vector`](self)'s rules); everything else stays exact.
+
+pub mod abi;
+pub mod runtime;
+mod translate;
+mod vector;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cranelift_codegen::ir::UserFuncName;
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module, ModuleError};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use thiserror::Error;
+
+use crate::loops::{self, LoopProgram};
+use crate::pass::{self, PassError, PassOptions};
+use crate::tensor::Tensor;
+use crate::testing::Case;
+use crate::uop::{BindError, DType, Program};
+
+pub use abi::Status;
+use runtime::Linking;
+use translate::Entry;
+
+/// Why a program could not be compiled.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum JitError {
+    /// The optimizer rejected its options.
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    /// The loop program uses something this backend does not compile (a malformed
+    /// program: lowering and the passes never produce one).
+    #[error("the loop program cannot be compiled: {0}")]
+    Unsupported(String),
+    /// A kernel name that C cannot call.
+    #[error(
+        "`{0}` is not a valid kernel name: use letters, digits and `_`, not starting with a digit"
+    )]
+    Name(String),
+    /// Cranelift failed (a verifier error here is a bug in this backend).
+    #[error("Cranelift failed: {0}")]
+    Codegen(String),
+    /// Cranelift does not support the machine this runs on.
+    #[error("Cranelift does not support this host: {0}")]
+    Host(String),
+}
+
+impl From<ModuleError> for JitError {
+    fn from(e: ModuleError) -> Self {
+        JitError::Codegen(format!("{e:?}"))
+    }
+}
+
+/// Why a compiled kernel did not run.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum RunError {
+    /// Input shapes or params do not fit the program.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    /// An input has the wrong element type.
+    #[error("input `{input}` must be {expected}, got {found}")]
+    InputType {
+        /// Input name.
+        input: String,
+        /// Declared type.
+        expected: DType,
+        /// Given type.
+        found: DType,
+    },
+    /// A slice's length differs from the product of its shape.
+    #[error("{what} `{name}` has shape {shape:?} ({expected} elements) but its slice has {found}")]
+    Length {
+        /// `input` or `output`.
+        what: &'static str,
+        /// Tensor name.
+        name: String,
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape needs.
+        expected: usize,
+        /// Elements given.
+        found: usize,
+    },
+    /// The wrong number of output slices.
+    #[error("the program has {expected} outputs, got {found} output slices")]
+    OutputCount {
+        /// Outputs of the program.
+        expected: usize,
+        /// Slices given.
+        found: usize,
+    },
+    /// An output slice has the wrong element type.
+    #[error("output `{output}` must be {expected}, got a {found} slice")]
+    OutputType {
+        /// Output name.
+        output: String,
+        /// Declared type.
+        expected: DType,
+        /// Given type.
+        found: DType,
+    },
+    /// The kernel returned an error code.
+    #[error("the kernel failed: {}", .0.message())]
+    Kernel(Status),
+}
+
+/// How to compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Use `f32x4` / `f64x2` in innermost loops that allow it (see the module docs).
+    pub vectorize: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { vectorize: true }
+    }
+}
+
+// ---------------------------------------------------------------- ISA
+
+fn make_isa(linking: Linking) -> Result<OwnedTargetIsa, String> {
+    let mut flags = settings::builder();
+    let pic = if linking == Linking::Object {
+        "true"
+    } else {
+        "false"
+    };
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    for (name, value) in [
+        ("opt_level", "speed"),
+        ("is_pic", pic),
+        ("use_colocated_libcalls", "false"),
+        ("enable_verifier", verify),
+    ] {
+        flags.set(name, value).map_err(|e| e.to_string())?;
+    }
+    let isa = cranelift_native::builder().map_err(|m| m.to_string())?;
+    isa.finish(settings::Flags::new(flags))
+        .map_err(|e| e.to_string())
+}
+
+/// The host ISA for `linking`, detected once.
+fn isa(linking: Linking) -> Result<OwnedTargetIsa, JitError> {
+    static JIT: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    static OBJECT: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    let cell = match linking {
+        Linking::Jit => &JIT,
+        Linking::Object => &OBJECT,
+    };
+    cell.get_or_init(|| make_isa(linking))
+        .clone()
+        .map_err(JitError::Host)
+}
+
+// ---------------------------------------------------------------- JIT
+
+/// The signature of every kernel (see [`abi`]).
+type KernelFn = unsafe extern "C" fn(
+    *const *const u8,
+    *const i64,
+    *const i64,
+    *const *mut u8,
+    *const i64,
+) -> i32;
+
+/// Owns a finalized JIT module and frees its code when dropped.
+struct CodeMemory(Option<JITModule>);
+
+// SAFETY: after finalization the module is only kept to free its memory; nothing
+// reads or mutates it (its `RefCell` symbol table included) until `drop`, which has
+// exclusive access. The code itself is immutable and callable from any thread.
+unsafe impl Send for CodeMemory {}
+// SAFETY: as above: shared references never touch the module.
+unsafe impl Sync for CodeMemory {}
+
+impl Drop for CodeMemory {
+    fn drop(&mut self) {
+        if let Some(module) = self.0.take() {
+            // SAFETY: `CodeMemory` lives in the `Arc<Compiled>` every `Kernel` holds,
+            // and a kernel borrows it for the whole of a call, so no code of this
+            // module runs or can be called any more.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+struct Compiled {
+    program: LoopProgram,
+    entry: KernelFn,
+    // Declared last: dropped after everything that could refer to the code.
+    _code: CodeMemory,
+}
+
+/// A JIT-compiled loop program. Cheap to clone, `Send + Sync`: the code stays
+/// alive while any clone (or the compile cache) holds it.
+#[derive(Clone)]
+pub struct Kernel {
+    compiled: Arc<Compiled>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("entry", &(self.compiled.entry as *const u8))
+            .finish_non_exhaustive()
+    }
+}
+
+fn compile_jit(program: &LoopProgram, opts: &Options) -> Result<Compiled, JitError> {
+    let mut builder = JITBuilder::with_isa(
+        isa(Linking::Jit)?,
+        cranelift_module::default_libcall_names(),
+    );
+    for (name, address) in runtime::jit_symbols() {
+        builder.symbol(name, address);
+    }
+    let mut module = JITModule::new(builder);
+    let sig = translate::signature(&module, Entry::Kernel);
+    let id = module.declare_function("uop_kernel", Linkage::Export, &sig)?;
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    let mut fctx = FunctionBuilderContext::new();
+    let built = translate::build(
+        &mut module,
+        Linking::Jit,
+        program,
+        Entry::Kernel,
+        opts.vectorize,
+        &mut ctx.func,
+        &mut fctx,
+    );
+    let result = built.and_then(|()| {
+        module.define_function(id, &mut ctx)?;
+        module.finalize_definitions()?;
+        Ok(())
+    });
+    if let Err(e) = result {
+        // SAFETY: no function of this module was handed out.
+        unsafe { module.free_memory() };
+        return Err(e);
+    }
+    let address = module.get_finalized_function(id);
+    // SAFETY: `id` was defined with `translate::signature(Entry::Kernel)`, which is
+    // this function type under the host's default (C) calling convention.
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(address) };
+    Ok(Compiled {
+        program: program.clone(),
+        entry,
+        _code: CodeMemory(Some(module)),
+    })
+}
+
+/// Identical programs (same printed loop IR, same options) share one kernel; the
+/// cache keeps the most recent ones and never frees code a kernel still uses.
+struct Cache {
+    map: HashMap<(String, Options), Arc<Compiled>>,
+    order: VecDeque<(String, Options)>,
+}
+
+const CACHE_CAPACITY: usize = 256;
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        Mutex::new(Cache {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        })
+    })
+}
+
+/// JIT-compiles an (optimized) loop program, or returns the cached kernel of an
+/// identical one.
+pub fn compile(program: &LoopProgram, opts: &Options) -> Result<Kernel, JitError> {
+    let key = (format!("{}\n{}", program.dtype, program), *opts);
+    let lock = || cache().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = lock().map.get(&key) {
+        return Ok(Kernel {
+            compiled: Arc::clone(c),
+        });
+    }
+    // Compiled outside the lock, so other threads are not held up; a race compiles
+    // twice and keeps the first.
+    let fresh = Arc::new(compile_jit(program, opts)?);
+    let mut cache = lock();
+    let compiled = Arc::clone(cache.map.entry(key.clone()).or_insert_with(|| fresh));
+    if cache.order.iter().all(|k| *k != key) {
+        cache.order.push_back(key);
+        while cache.order.len() > CACHE_CAPACITY {
+            if let Some(old) = cache.order.pop_front() {
+                cache.map.remove(&old);
+            }
+        }
+    }
+    Ok(Kernel { compiled })
+}
+
+/// JIT-compiles without consulting or filling the cache (every call compiles).
+pub fn compile_uncached(program: &LoopProgram, opts: &Options) -> Result<Kernel, JitError> {
+    Ok(Kernel {
+        compiled: Arc::new(compile_jit(program, opts)?),
+    })
+}
+
+/// Lowers, optimizes ([`pass::optimize`] with default options) and JIT-compiles.
+pub fn compile_program(program: &Program, opts: &Options) -> Result<Kernel, JitError> {
+    compile(&optimized(program)?, opts)
+}
+
+/// The optimized loop IR of a program, as this backend compiles it.
+pub fn optimized(program: &Program) -> Result<LoopProgram, JitError> {
+    Ok(pass::optimize(
+        &loops::lower(program),
+        &PassOptions::default(),
+    )?)
+}
+
+/// The removal of every cached kernel (kernels in use stay valid).
+pub fn clear_cache() {
+    let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
+    cache.map.clear();
+    cache.order.clear();
+}
+
+/// An input of [`Kernel::run_slices`]: elements, row-major.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// f32 elements.
+    F32(&'a [f32]),
+    /// f64 elements.
+    F64(&'a [f64]),
+    /// i32 elements (index tensors).
+    I32(&'a [i32]),
+}
+
+/// An output of [`Kernel::run_slices`]: room for the elements, row-major.
+#[derive(Debug)]
+pub enum Output<'a> {
+    /// f32 elements.
+    F32(&'a mut [f32]),
+    /// f64 elements.
+    F64(&'a mut [f64]),
+}
+
+impl Input<'_> {
+    fn dtype(&self) -> DType {
+        match self {
+            Input::F32(_) => DType::F32,
+            Input::F64(_) => DType::F64,
+            Input::I32(_) => DType::I32,
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Input::F32(s) => s.len(),
+            Input::F64(s) => s.len(),
+            Input::I32(s) => s.len(),
+        }
+    }
+    fn ptr(&self) -> *const u8 {
+        match self {
+            Input::F32(s) => s.as_ptr().cast(),
+            Input::F64(s) => s.as_ptr().cast(),
+            Input::I32(s) => s.as_ptr().cast(),
+        }
+    }
+}
+
+impl Output<'_> {
+    fn dtype(&self) -> DType {
+        match self {
+            Output::F32(_) => DType::F32,
+            Output::F64(_) => DType::F64,
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Output::F32(s) => s.len(),
+            Output::F64(s) => s.len(),
+        }
+    }
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Output::F32(s) => s.as_mut_ptr().cast(),
+            Output::F64(s) => s.as_mut_ptr().cast(),
+        }
+    }
+}
+
+/// An owned, typed copy of a tensor's elements.
+enum Buffer {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+}
+
+impl Buffer {
+    fn from_tensor(t: &Tensor) -> Buffer {
+        match t.dtype {
+            DType::F32 => Buffer::F32(t.data.iter().map(|&v| v as f32).collect()),
+            DType::F64 => Buffer::F64(t.data.clone()),
+            DType::I32 => Buffer::I32(t.data.iter().map(|&v| v as i32).collect()),
+        }
+    }
+    fn input(&self) -> Input<'_> {
+        match self {
+            Buffer::F32(v) => Input::F32(v),
+            Buffer::F64(v) => Input::F64(v),
+            Buffer::I32(v) => Input::I32(v),
+        }
+    }
+}
+
+impl Kernel {
+    /// The loop program this kernel runs.
+    pub fn program(&self) -> &LoopProgram {
+        &self.compiled.program
+    }
+
+    /// True when both kernels run the same compiled code (a cache hit).
+    pub fn shares_code_with(&self, other: &Kernel) -> bool {
+        Arc::ptr_eq(&self.compiled, &other.compiled)
+    }
+
+    /// The output shapes for the given input shapes and params (checks them all).
+    pub fn output_shapes(
+        &self,
+        input_shapes: &[&[usize]],
+        params: &HashMap<String, i64>,
+    ) -> Result<Vec<Vec<usize>>, RunError> {
+        let p = &self.compiled.program;
+        let bindings = p.bind(input_shapes, params)?;
+        let shapes = p.shapes(&bindings)?;
+        Ok(p.outputs.iter().map(|t| shapes[t.0].clone()).collect())
+    }
+
+    /// Runs on tensors, returning the outputs (like [`interp::run_loops`](crate::interp::run_loops)).
+    pub fn run(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+    ) -> Result<Vec<Tensor>, RunError> {
+        let p = &self.compiled.program;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        let out_shapes = self.output_shapes(&shapes, params)?;
+        let buffers: Vec<Buffer> = inputs.iter().map(Buffer::from_tensor).collect();
+        let args: Vec<(Input<'_>, &[usize])> = buffers
+            .iter()
+            .zip(&shapes)
+            .map(|(b, s)| (b.input(), *s))
+            .collect();
+        let mut outs: Vec<Vec<f64>> = Vec::new();
+        let mut outs32: Vec<Vec<f32>> = Vec::new();
+        for (t, shape) in p.outputs.iter().zip(&out_shapes) {
+            let n = shape.iter().product();
+            match p.tensors[t.0].dtype {
+                DType::F32 => outs32.push(vec![0.0; n]),
+                _ => outs.push(vec![0.0; n]),
+            }
+        }
+        {
+            let (mut it32, mut it64) = (outs32.iter_mut(), outs.iter_mut());
+            let mut slices: Vec<Output<'_>> = Vec::new();
+            for t in &p.outputs {
+                let slice = match p.tensors[t.0].dtype {
+                    DType::F32 => it32.next().map(|v| Output::F32(v)),
+                    _ => it64.next().map(|v| Output::F64(v)),
+                };
+                slices.extend(slice);
+            }
+            self.run_slices(&args, params, &mut slices)?;
+        }
+        let (mut it32, mut it64) = (outs32.into_iter(), outs.into_iter());
+        let mut result = Vec::with_capacity(p.outputs.len());
+        for (t, shape) in p.outputs.iter().zip(out_shapes) {
+            let dtype = p.tensors[t.0].dtype;
+            let data = match dtype {
+                DType::F32 => it32
+                    .next()
+                    .map(|v| v.into_iter().map(f64::from).collect())
+                    .unwrap_or_default(),
+                _ => it64.next().unwrap_or_default(),
+            };
+            result.push(Tensor { dtype, shape, data });
+        }
+        Ok(result)
+    }
+
+    /// The fast path: runs on borrowed slices, writing into `outputs` (sized by
+    /// [`Kernel::output_shapes`]; they need no initialization). Every shape, type and
+    /// length is checked before the machine code runs.
+    pub fn run_slices(
+        &self,
+        inputs: &[(Input<'_>, &[usize])],
+        params: &HashMap<String, i64>,
+        outputs: &mut [Output<'_>],
+    ) -> Result<(), RunError> {
+        let p = &self.compiled.program;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let out_shapes = self.output_shapes(&shapes, params)?;
+        for ((input, shape), t) in inputs.iter().zip(&p.inputs) {
+            let decl = &p.tensors[t.0];
+            if input.dtype() != decl.dtype {
+                return Err(RunError::InputType {
+                    input: decl.name.clone(),
+                    expected: decl.dtype,
+                    found: input.dtype(),
+                });
+            }
+            let expected: usize = shape.iter().product();
+            if input.len() != expected {
+                return Err(RunError::Length {
+                    what: "input",
+                    name: decl.name.clone(),
+                    shape: shape.to_vec(),
+                    expected,
+                    found: input.len(),
+                });
+            }
+        }
+        if outputs.len() != p.outputs.len() {
+            return Err(RunError::OutputCount {
+                expected: p.outputs.len(),
+                found: outputs.len(),
+            });
+        }
+        for ((out, shape), t) in outputs.iter().zip(&out_shapes).zip(&p.outputs) {
+            let decl = &p.tensors[t.0];
+            if out.dtype() != decl.dtype {
+                return Err(RunError::OutputType {
+                    output: decl.name.clone(),
+                    expected: decl.dtype,
+                    found: out.dtype(),
+                });
+            }
+            let expected: usize = shape.iter().product();
+            if out.len() != expected {
+                return Err(RunError::Length {
+                    what: "output",
+                    name: decl.name.clone(),
+                    shape: shape.clone(),
+                    expected,
+                    found: out.len(),
+                });
+            }
+        }
+        let as_i64 = |v: usize| v as i64;
+        let input_ptrs: Vec<*const u8> = inputs.iter().map(|(i, _)| i.ptr()).collect();
+        let input_dims: Vec<i64> = shapes
+            .iter()
+            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
+            .collect();
+        let param_values: Vec<i64> = p.params.iter().map(|n| params[n]).collect();
+        let output_ptrs: Vec<*mut u8> = outputs.iter_mut().map(Output::ptr).collect();
+        let output_dims: Vec<i64> = out_shapes
+            .iter()
+            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
+            .collect();
+        // SAFETY: every pointer is valid for the element count its checked shape
+        // gives (inputs shared, outputs exclusively borrowed, so nothing overlaps),
+        // and the kernel re-checks all sizes itself before touching memory.
+        let code = unsafe {
+            (self.compiled.entry)(
+                input_ptrs.as_ptr(),
+                input_dims.as_ptr(),
+                param_values.as_ptr(),
+                output_ptrs.as_ptr(),
+                output_dims.as_ptr(),
+            )
+        };
+        match Status::from_code(code) {
+            Some(Status::Ok) => Ok(()),
+            Some(s) => Err(RunError::Kernel(s)),
+            None => Err(RunError::Kernel(Status::IndexArithmetic)),
+        }
+    }
+}
+
+/// Runs a random-testing case through the JIT (default options), for the fuzz
+/// harness: the same contract as the interpreter, errors as text.
+pub fn run_cranelift(p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
+    let kernel = compile_program(p, &Options::default()).map_err(|e| e.to_string())?;
+    kernel
+        .run(&case.inputs, &case.params)
+        .map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------- AOT
+
+fn check_name(name: &str) -> Result<(), JitError> {
+    if abi::is_c_identifier(name) {
+        Ok(())
+    } else {
+        Err(JitError::Name(name.to_string()))
+    }
+}
+
+/// Builds both entries (`name` and `name_shapes`) into an object module; calls
+/// `each` with every function after building it.
+fn object_module(
+    program: &LoopProgram,
+    name: &str,
+    opts: &Options,
+    mut each: impl FnMut(&mut ObjectModule, &mut cranelift_codegen::Context) -> Result<(), JitError>,
+) -> Result<ObjectModule, JitError> {
+    check_name(name)?;
+    let builder = ObjectBuilder::new(
+        isa(Linking::Object)?,
+        name.as_bytes().to_vec(),
+        cranelift_module::default_libcall_names(),
+    )?;
+    let mut module = ObjectModule::new(builder);
+    let mut fctx = FunctionBuilderContext::new();
+    for (entry, symbol) in [
+        (Entry::Kernel, name.to_string()),
+        (Entry::Shapes, format!("{name}_shapes")),
+    ] {
+        let sig = translate::signature(&module, entry);
+        let id = module.declare_function(&symbol, Linkage::Export, &sig)?;
+        let mut ctx = module.make_context();
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::testcase(&symbol);
+        translate::build(
+            &mut module,
+            Linking::Object,
+            program,
+            entry,
+            opts.vectorize,
+            &mut ctx.func,
+            &mut fctx,
+        )?;
+        each(&mut module, &mut ctx)?;
+        module.define_function(id, &mut ctx)?;
+    }
+    Ok(module)
+}
+
+/// A relocatable object file (for the host) defining `name` and `name_shapes` with
+/// the C ABI of [`abi`]; link with `-lm`.
+pub fn emit_object(program: &LoopProgram, name: &str, opts: &Options) -> Result<Vec<u8>, JitError> {
+    let module = object_module(program, name, opts, |_, _| Ok(()))?;
+    module
+        .finish()
+        .emit()
+        .map_err(|e| JitError::Codegen(e.to_string()))
+}
+
+/// The Cranelift IR of both entries, as generated (before Cranelift's own
+/// optimizations), with the imported symbols listed first.
+pub fn emit_clif(program: &LoopProgram, name: &str, opts: &Options) -> Result<String, JitError> {
+    let mut functions = Vec::new();
+    let module = object_module(program, name, opts, |_, ctx| {
+        functions.push(ctx.func.display().to_string());
+        Ok(())
+    })?;
+    let mut out = String::new();
+    for (id, decl) in module.declarations().get_functions() {
+        if decl.linkage == Linkage::Import {
+            out.push_str(&format!(
+                "; u0:{} = {}\n",
+                id.as_u32(),
+                decl.linkage_name(id)
+            ));
+        }
+    }
+    for f in functions {
+        out.push('\n');
+        out.push_str(&f);
+    }
+    Ok(out)
+}
+
+/// The C header declaring the kernel `name` of [`emit_object`].
+pub fn c_header(program: &LoopProgram, name: &str) -> Result<String, JitError> {
+    check_name(name)?;
+    Ok(abi::c_header(program, name))
+}
+
+/// A Rust `extern "C"` block declaring the kernel `name` of [`emit_object`].
+pub fn rust_extern_block(program: &LoopProgram, name: &str) -> Result<String, JitError> {
+    check_name(name)?;
+    Ok(abi::rust_extern_block(program, name))
+}

@@ -1,0 +1,1401 @@
+//! Loop IR to Cranelift IR: one function per kernel entry, built with
+//! `cranelift-frontend`.
+//!
+//! The function has the C ABI of [`super::abi`]. Its prologue binds and checks every
+//! size (as [`LoopProgram::bind`] does), computes the shape and row-major strides of
+//! every tensor, allocates temporaries and zeroes the outputs that are not fully
+//! overwritten before being read; then each block becomes a nest of loops:
+//!
+//! ```text
+//! header: i < end ? body : exit        (i, carried variables: frontend Variables)
+//! body:   reset carried; inner loop; statements; i += 1; jump header
+//! ```
+//!
+//! Semantics follow the loop-IR interpreter exactly: index arithmetic is 64-bit with
+//! floor division and modulo, and overflow or division by zero returns
+//! [`Status::IndexArithmetic`] instead of wrapping; a checked load reads its fill when
+//! any subscript is out of range (branch-free, through a stack slot holding the fill),
+//! a checked store or accumulate is skipped; a data-dependent subscript is the floor
+//! of a float, saturated (NaN gives 0). f32 programs compute `+ - * / sqrt`, min, max,
+//! comparisons and rounding in f32 (exactly the interpreter's round-after-each-op) and
+//! everything else in f64, rounded once, as the interpreter does.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, F64X2, I32, I64};
+use cranelift_codegen::ir::{
+    AbiParam, BlockArg, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+    Type, Value as IrValue,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_module::{Linkage, Module};
+
+use crate::index::{Bindings, Expr, IndexOp};
+use crate::loops::{Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorKind, Value};
+use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
+
+use super::JitError;
+use super::abi::Status;
+use super::runtime::{Linking, MathFn, RuntimeFn};
+use super::vector::{self, Stride, VectorPlan};
+
+/// Which of the two ABI functions to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// `NAME(inputs, input_dims, params, outputs, output_dims)`: runs the program.
+    Kernel,
+    /// `NAME_shapes(input_dims, params, output_dims)`: writes the output sizes.
+    Shapes,
+}
+
+/// The signature of an entry.
+pub(crate) fn signature(module: &impl Module, entry: Entry) -> cranelift_codegen::ir::Signature {
+    let ptr = module.target_config().pointer_type();
+    let mut sig = module.make_signature();
+    let n = match entry {
+        Entry::Kernel => 5,
+        Entry::Shapes => 3,
+    };
+    for _ in 0..n {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    sig.returns.push(AbiParam::new(I32));
+    sig
+}
+
+/// Fills `func` (whose signature is already [`signature`]) with the code of `entry`.
+pub(crate) fn build(
+    module: &mut impl Module,
+    linking: Linking,
+    program: &LoopProgram,
+    entry: Entry,
+    vectorize: bool,
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+) -> Result<(), JitError> {
+    let ty = match program.dtype {
+        DType::F32 => F32,
+        DType::F64 => F64,
+        DType::I32 => {
+            return Err(JitError::Unsupported(
+                "a program's float type must be f32 or f64".into(),
+            ));
+        }
+    };
+    let config = module.target_config();
+    let ptr = config.pointer_type();
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry_block = b.create_block();
+    b.append_block_params_for_function_params(entry_block);
+    b.switch_to_block(entry_block);
+    b.seal_block(entry_block);
+    let args = b.block_params(entry_block).to_vec();
+    let fail = b.create_block();
+    b.append_block_param(fail, I32);
+    b.set_cold_block(fail);
+    let mut t = Translator {
+        b,
+        module,
+        linking,
+        p: program,
+        ty,
+        ptr,
+        vectorize,
+        funcs: HashMap::new(),
+        names: HashMap::new(),
+        params: HashMap::new(),
+        dims: vec![Vec::new(); program.tensors.len()],
+        strides: vec![Vec::new(); program.tensors.len()],
+        bases: vec![None; program.tensors.len()],
+        temps: Vec::new(),
+        loops: HashMap::new(),
+        vars: HashMap::new(),
+        fills: HashMap::new(),
+        fail,
+    };
+    t.declare_vars()?;
+    match entry {
+        Entry::Kernel => {
+            t.bind(args[1], args[2])?;
+            t.kernel(args[0], args[3], args[4])?;
+        }
+        Entry::Shapes => {
+            t.bind(args[0], args[1])?;
+            t.write_output_shapes(args[2]);
+        }
+    }
+    t.finish_fail_block();
+    t.b.seal_all_blocks();
+    t.b.finalize(config);
+    Ok(())
+}
+
+/// State while translating one function.
+struct Translator<'f, 'm, M: Module> {
+    b: FunctionBuilder<'f>,
+    module: &'m mut M,
+    linking: Linking,
+    p: &'m LoopProgram,
+    /// The program's float type.
+    ty: Type,
+    ptr: Type,
+    vectorize: bool,
+    funcs: HashMap<RuntimeFn, FuncRef>,
+    /// Named dimensions, bound from the input sizes.
+    names: HashMap<String, IrValue>,
+    params: HashMap<String, IrValue>,
+    /// Concrete sizes of every tensor's axes.
+    dims: Vec<Vec<IrValue>>,
+    /// Row-major strides in elements (`None` for the last axis, stride 1).
+    strides: Vec<Vec<Option<IrValue>>>,
+    /// Data pointers (set for inputs, outputs and temporaries in the kernel entry).
+    bases: Vec<Option<IrValue>>,
+    /// The variables holding temporaries' pointers (null until allocated), freed on exit.
+    temps: Vec<Variable>,
+    /// The current value of each loop's index, while inside it.
+    loops: HashMap<usize, IrValue>,
+    vars: HashMap<usize, Variable>,
+    /// Stack slots holding fill values of checked loads, by (type, bits).
+    fills: HashMap<(DType, u64), cranelift_codegen::ir::StackSlot>,
+    /// The exit for errors: frees temporaries and returns its argument.
+    fail: cranelift_codegen::ir::Block,
+}
+
+/// An index value known at compile time or computed at run time.
+#[derive(Clone, Copy)]
+enum Int {
+    Const(i64),
+    Dyn(IrValue),
+}
+
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+impl<M: Module> Translator<'_, '_, M> {
+    fn unsupported<T>(&self, what: impl Into<String>) -> Result<T, JitError> {
+        Err(JitError::Unsupported(what.into()))
+    }
+
+    fn declare_vars(&mut self) -> Result<(), JitError> {
+        for block in &self.p.blocks {
+            for c in block
+                .carried
+                .iter()
+                .chain(block.loops.iter().flat_map(|l| &l.carried))
+            {
+                let var = self.b.declare_var(self.ty);
+                self.vars.insert(c.var.0, var);
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ control flow
+
+    /// Continues in a new block when `ok` is non-zero, else returns `status`.
+    fn check(&mut self, ok: IrValue, status: Status) {
+        let cont = self.b.create_block();
+        let code = self.b.ins().iconst(I32, status as i64);
+        self.b
+            .ins()
+            .brif(ok, cont, &[], self.fail, &[BlockArg::Value(code)]);
+        self.b.switch_to_block(cont);
+        self.b.seal_block(cont);
+    }
+
+    fn finish_fail_block(&mut self) {
+        self.b.switch_to_block(self.fail);
+        let code = self.b.block_params(self.fail)[0];
+        for k in 0..self.temps.len() {
+            let p = self.b.use_var(self.temps[k]);
+            self.call(RuntimeFn::Free, &[p]);
+        }
+        self.b.ins().return_(&[code]);
+    }
+
+    fn func(&mut self, f: RuntimeFn) -> FuncRef {
+        if let Some(r) = self.funcs.get(&f) {
+            return *r;
+        }
+        let mut sig = self.module.make_signature();
+        let ptr = self.ptr;
+        match f {
+            RuntimeFn::Math(_) => {
+                sig.params.push(AbiParam::new(F64));
+                sig.returns.push(AbiParam::new(F64));
+            }
+            RuntimeFn::Pow => {
+                sig.params.extend([AbiParam::new(F64), AbiParam::new(F64)]);
+                sig.returns.push(AbiParam::new(F64));
+            }
+            RuntimeFn::Alloc => {
+                if self.linking == Linking::Object {
+                    sig.params.push(AbiParam::new(I64));
+                }
+                sig.params.push(AbiParam::new(I64));
+                sig.returns.push(AbiParam::new(ptr));
+            }
+            RuntimeFn::Free => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::Zero => {
+                sig.params.push(AbiParam::new(ptr));
+                if self.linking == Linking::Object {
+                    sig.params.push(AbiParam::new(I32));
+                    sig.returns.push(AbiParam::new(ptr));
+                }
+                sig.params.push(AbiParam::new(I64));
+            }
+        }
+        // Declaring an import only fails on a clashing signature, which a fixed table
+        // of distinct names cannot produce.
+        let id = self
+            .module
+            .declare_function(f.symbol(self.linking), Linkage::Import, &sig)
+            .unwrap_or_else(|e| unreachable!("runtime function declarations are consistent: {e}"));
+        let r = self.module.declare_func_in_func(id, self.b.func);
+        self.funcs.insert(f, r);
+        r
+    }
+
+    fn call(&mut self, f: RuntimeFn, args: &[IrValue]) -> Option<IrValue> {
+        let r = self.func(f);
+        let inst = self.b.ins().call(r, args);
+        self.b.inst_results(inst).first().copied()
+    }
+
+    // ------------------------------------------------------------ index arithmetic
+
+    fn materialize(&mut self, v: Int) -> IrValue {
+        match v {
+            Int::Const(c) => self.b.ins().iconst(I64, c),
+            Int::Dyn(v) => v,
+        }
+    }
+
+    fn overflow_checked(&mut self, pair: (IrValue, IrValue)) -> IrValue {
+        let (r, overflow) = pair;
+        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+        self.check(ok, Status::IndexArithmetic);
+        r
+    }
+
+    fn index(&mut self, e: &Expr) -> Result<IrValue, JitError> {
+        let v = self.int(e)?;
+        Ok(self.materialize(v))
+    }
+
+    fn int(&mut self, e: &Expr) -> Result<Int, JitError> {
+        Ok(match e {
+            Expr::Int(v) => Int::Const(*v),
+            Expr::Index(n) => match self.loops.get(n) {
+                Some(v) => Int::Dyn(*v),
+                None => return self.unsupported(format!("i{n} is used outside its loop")),
+            },
+            Expr::Name(n) => match self.names.get(n) {
+                Some(v) => Int::Dyn(*v),
+                None => {
+                    return self.unsupported(format!(
+                        "the size `{n}` is not a named dimension of any input"
+                    ));
+                }
+            },
+            Expr::Param(n) => match self.params.get(n) {
+                Some(v) => Int::Dyn(*v),
+                None => return self.unsupported(format!("`${n}` is not a declared param")),
+            },
+            Expr::Dim(..) => {
+                return self.unsupported(format!("`{e}` refers to a shape source"));
+            }
+            Expr::Neg(a) => {
+                let zero = Expr::Int(0);
+                return self.binary_int(IndexOp::Sub, &zero, a);
+            }
+            Expr::Bin(op, a, b) => return self.binary_int(*op, a, b),
+        })
+    }
+
+    fn binary_int(&mut self, op: IndexOp, a: &Expr, b: &Expr) -> Result<Int, JitError> {
+        let (x, y) = (self.int(a)?, self.int(b)?);
+        if let (Int::Const(u), Int::Const(v)) = (x, y) {
+            // Folded exactly as the interpreter evaluates; a failing fold is left to
+            // fail at run time, where the error belongs.
+            let folded = Expr::bin(op, Expr::Int(u), Expr::Int(v)).eval(&Bindings::default());
+            if let Ok(c) = folded {
+                return Ok(Int::Const(c));
+            }
+        }
+        let xv = self.materialize(x);
+        let ins_y = y;
+        let yv = self.materialize(y);
+        let r = match op {
+            IndexOp::Add => {
+                let pair = self.b.ins().sadd_overflow(xv, yv);
+                self.overflow_checked(pair)
+            }
+            IndexOp::Sub => {
+                let pair = self.b.ins().ssub_overflow(xv, yv);
+                self.overflow_checked(pair)
+            }
+            IndexOp::Mul => {
+                let pair = self.b.ins().smul_overflow(xv, yv);
+                self.overflow_checked(pair)
+            }
+            IndexOp::Min => self.b.ins().smin(xv, yv),
+            IndexOp::Max => self.b.ins().smax(xv, yv),
+            IndexOp::Div | IndexOp::Mod => self.floor_div_mod(op, xv, yv, ins_y),
+        };
+        Ok(Int::Dyn(r))
+    }
+
+    /// Floor division or modulo; a positive literal divisor needs no checks.
+    fn floor_div_mod(&mut self, op: IndexOp, a: IrValue, b: IrValue, divisor: Int) -> IrValue {
+        let positive = matches!(divisor, Int::Const(c) if c > 0);
+        if !positive {
+            let nonzero = self.b.ins().icmp_imm_s(IntCC::NotEqual, b, 0);
+            self.check(nonzero, Status::IndexArithmetic);
+            let a_min = self.b.ins().icmp_imm_s(IntCC::Equal, a, i64::MIN);
+            let b_neg1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+            let overflow = self.b.ins().band(a_min, b_neg1);
+            let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+            self.check(ok, Status::IndexArithmetic);
+        }
+        let q = self.b.ins().sdiv(a, b);
+        let r = self.b.ins().srem(a, b);
+        // The truncated quotient is one too large when the remainder is non-zero and
+        // its sign differs from the divisor's.
+        let r_nonzero = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+        let signs = self.b.ins().bxor(r, b);
+        let differ = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, signs, 0);
+        let fix = self.b.ins().band(r_nonzero, differ);
+        match op {
+            IndexOp::Div => {
+                let fix = self.b.ins().uextend(I64, fix);
+                self.b.ins().isub(q, fix)
+            }
+            _ => {
+                let adjusted = self.b.ins().iadd(r, b);
+                self.b.ins().select(fix, adjusted, r)
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ prologue
+
+    /// Loads and checks input sizes and params, checks assertions and computes every
+    /// tensor's shape and strides.
+    fn bind(&mut self, input_dims: IrValue, params: IrValue) -> Result<(), JitError> {
+        let mut at = 0i32;
+        for &t in &self.p.inputs {
+            let decl = &self.p.tensors[t.0];
+            let mut dims = Vec::with_capacity(decl.shape.len());
+            for e in &decl.shape {
+                let d = self.b.ins().load(I64, trusted(), input_dims, at * 8);
+                at += 1;
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+                self.check(ok, Status::InputShape);
+                match e {
+                    Expr::Int(v) => {
+                        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, d, *v);
+                        self.check(ok, Status::InputShape);
+                    }
+                    Expr::Name(n) => match self.names.get(n) {
+                        Some(&prev) => {
+                            let ok = self.b.ins().icmp(IntCC::Equal, d, prev);
+                            self.check(ok, Status::InputShape);
+                        }
+                        None => {
+                            self.names.insert(n.clone(), d);
+                        }
+                    },
+                    _ => {}
+                }
+                dims.push(d);
+            }
+            self.dims[t.0] = dims;
+        }
+        for (k, name) in self.p.params.iter().enumerate() {
+            let v = self.b.ins().load(I64, trusted(), params, (k * 8) as i32);
+            self.params.insert(name.clone(), v);
+        }
+        for (l, r) in &self.p.assertions {
+            let (lv, rv) = (self.index(l)?, self.index(r)?);
+            let ok = self.b.ins().icmp(IntCC::Equal, lv, rv);
+            self.check(ok, Status::Assertion);
+        }
+        for (k, decl) in self.p.tensors.iter().enumerate() {
+            if decl.kind == TensorKind::Input {
+                continue;
+            }
+            let mut dims = Vec::with_capacity(decl.shape.len());
+            for e in &decl.shape {
+                let d = self.index(e)?;
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+                self.check(ok, Status::NegativeSize);
+                dims.push(d);
+            }
+            self.dims[k] = dims;
+        }
+        for k in 0..self.p.tensors.len() {
+            let rank = self.dims[k].len();
+            let mut strides = vec![None; rank];
+            let mut acc: Option<IrValue> = None;
+            for axis in (0..rank).rev() {
+                strides[axis] = acc;
+                let d = self.dims[k][axis];
+                acc = Some(match acc {
+                    None => d,
+                    // Wrapping is harmless: a product that overflows belongs to a tensor
+                    // with no elements, so no access uses it.
+                    Some(s) => self.b.ins().imul(s, d),
+                });
+            }
+            self.strides[k] = strides;
+        }
+        Ok(())
+    }
+
+    fn write_output_shapes(&mut self, out: IrValue) {
+        let mut at = 0i32;
+        for &t in &self.p.outputs {
+            for k in 0..self.dims[t.0].len() {
+                let d = self.dims[t.0][k];
+                self.b.ins().store(trusted(), d, out, at * 8);
+                at += 1;
+            }
+        }
+        let ok = self.b.ins().iconst(I32, 0);
+        self.b.ins().return_(&[ok]);
+    }
+
+    /// Element count of tensor `k`, checked against overflow (with its byte size).
+    fn checked_bytes(&mut self, k: usize) -> IrValue {
+        let size = self.p.tensors[k].dtype.size() as i64;
+        let mut n = self.b.ins().iconst(I64, size);
+        for axis in 0..self.dims[k].len() {
+            let d = self.dims[k][axis];
+            let (r, overflow) = self.b.ins().smul_overflow(n, d);
+            let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+            self.check(ok, Status::Memory);
+            n = r;
+        }
+        n
+    }
+
+    fn kernel(
+        &mut self,
+        inputs: IrValue,
+        outputs: IrValue,
+        output_dims: IrValue,
+    ) -> Result<(), JitError> {
+        let mut at = 0i32;
+        for k in 0..self.p.outputs.len() {
+            let t = self.p.outputs[k];
+            for axis in 0..self.dims[t.0].len() {
+                let given = self.b.ins().load(I64, trusted(), output_dims, at * 8);
+                at += 1;
+                let ok = self.b.ins().icmp(IntCC::Equal, given, self.dims[t.0][axis]);
+                self.check(ok, Status::OutputShape);
+            }
+        }
+        let pw = self.ptr.bytes() as i32;
+        for k in 0..self.p.inputs.len() {
+            let t = self.p.inputs[k];
+            let base = self
+                .b
+                .ins()
+                .load(self.ptr, trusted(), inputs, k as i32 * pw);
+            self.bases[t.0] = Some(base);
+        }
+        for k in 0..self.p.outputs.len() {
+            let t = self.p.outputs[k];
+            let base = self
+                .b
+                .ins()
+                .load(self.ptr, trusted(), outputs, k as i32 * pw);
+            self.bases[t.0] = Some(base);
+        }
+        let temps: Vec<usize> = (0..self.p.tensors.len())
+            .filter(|&k| self.p.tensors[k].kind == TensorKind::Temp)
+            .collect();
+        for _ in &temps {
+            let var = self.b.declare_var(self.ptr);
+            let null = self.b.ins().iconst(self.ptr, 0);
+            self.b.def_var(var, null);
+            self.temps.push(var);
+        }
+        for (slot, &k) in temps.iter().enumerate() {
+            let bytes = self.checked_bytes(k);
+            // calloc(0) may return null; ask for at least one byte.
+            let one = self.b.ins().iconst(I64, 1);
+            let bytes = self.b.ins().smax(bytes, one);
+            let args = match self.linking {
+                Linking::Jit => vec![bytes],
+                Linking::Object => vec![one, bytes],
+            };
+            let p = self.call(RuntimeFn::Alloc, &args).unwrap_or(one);
+            self.b.def_var(self.temps[slot], p);
+            let ok = self.b.ins().icmp_imm_s(IntCC::NotEqual, p, 0);
+            self.check(ok, Status::Memory);
+            self.bases[k] = Some(p);
+        }
+        for k in 0..self.p.outputs.len() {
+            let t = self.p.outputs[k];
+            if fully_written_first(self.p, t.0) {
+                continue;
+            }
+            let size = self.p.tensors[t.0].dtype.size() as i64;
+            let mut bytes = self.b.ins().iconst(I64, size);
+            for axis in 0..self.dims[t.0].len() {
+                bytes = self.b.ins().imul(bytes, self.dims[t.0][axis]);
+            }
+            let base = self.bases[t.0].unwrap_or(bytes);
+            match self.linking {
+                Linking::Jit => self.call(RuntimeFn::Zero, &[base, bytes]),
+                Linking::Object => {
+                    let zero = self.b.ins().iconst(I32, 0);
+                    self.call(RuntimeFn::Zero, &[base, zero, bytes])
+                }
+            };
+        }
+        self.make_fill_slots();
+        for block in &self.p.blocks {
+            self.block(block)?;
+        }
+        for slot in 0..self.temps.len() {
+            let p = self.b.use_var(self.temps[slot]);
+            self.call(RuntimeFn::Free, &[p]);
+        }
+        let ok = self.b.ins().iconst(I32, 0);
+        self.b.ins().return_(&[ok]);
+        Ok(())
+    }
+
+    /// One stack slot per distinct fill value of a checked load, written once here.
+    fn make_fill_slots(&mut self) {
+        let mut wanted: Vec<(DType, f64)> = Vec::new();
+        for block in &self.p.blocks {
+            let stmts = block
+                .stmts
+                .iter()
+                .chain(block.loops.iter().flat_map(|l| &l.stmts));
+            for s in stmts {
+                let (access, value) = match s {
+                    Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+                        (Some(access), value)
+                    }
+                    Stmt::Update { value, .. } => (None, value),
+                };
+                if let Some(a) = access {
+                    for sub in &a.index {
+                        if let Subscript::Value(v) = sub {
+                            checked_fills(self.p, v, &mut wanted);
+                        }
+                    }
+                }
+                checked_fills(self.p, value, &mut wanted);
+            }
+        }
+        for (dtype, fill) in wanted {
+            let fill = dtype.round(fill);
+            let key = (dtype, fill.to_bits());
+            if self.fills.contains_key(&key) {
+                continue;
+            }
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                8,
+                3,
+            ));
+            let v = match dtype {
+                DType::F32 => self.b.ins().f32const(fill as f32),
+                DType::F64 => self.b.ins().f64const(fill),
+                DType::I32 => self.b.ins().iconst(I32, fill as i32 as i64),
+            };
+            self.b.ins().stack_store(self.ptr, v, slot, 0);
+            self.fills.insert(key, slot);
+        }
+    }
+
+    // ------------------------------------------------------------ loops
+
+    fn block(&mut self, block: &Block) -> Result<(), JitError> {
+        self.reset(&block.carried);
+        self.nest(&block.loops)?;
+        for s in &block.stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self, carried: &[crate::loops::Carried]) {
+        for c in carried {
+            let v = self.float_const(c.op.identity());
+            self.b.def_var(self.vars[&c.var.0], v);
+        }
+    }
+
+    fn nest(&mut self, loops: &[Loop]) -> Result<(), JitError> {
+        let Some((outer, inner)) = loops.split_first() else {
+            return Ok(());
+        };
+        let start = self.index(&outer.start)?;
+        let end = self.index(&outer.end)?;
+        let iv = self.b.declare_var(I64);
+        self.b.def_var(iv, start);
+        if inner.is_empty()
+            && self.vectorize
+            && let Some(plan) = vector::plan(self.p, outer)
+        {
+            self.vector_loop(outer, &plan, iv, start, end)?;
+        }
+        self.scalar_loop(iv, end, |t, i| {
+            t.loops.insert(outer.id.0, i);
+            t.reset(&outer.carried);
+            t.nest(inner)?;
+            for s in &outer.stmts {
+                t.stmt(s)?;
+            }
+            Ok(())
+        })?;
+        self.loops.remove(&outer.id.0);
+        Ok(())
+    }
+
+    /// `while iv < end { body(iv); iv += 1 }`.
+    fn scalar_loop(
+        &mut self,
+        iv: Variable,
+        end: IrValue,
+        body: impl FnOnce(&mut Self, IrValue) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        self.counted_loop(iv, end, 1, body)
+    }
+
+    fn counted_loop(
+        &mut self,
+        iv: Variable,
+        end: IrValue,
+        step: i64,
+        body: impl FnOnce(&mut Self, IrValue) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(iv);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, end);
+        self.b.ins().brif(more, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        self.b.seal_block(body_block);
+        body(self, i)?;
+        // i < end <= i64::MAX, and a vector step stops `step` short of end: no overflow.
+        let next = self.b.ins().iadd_imm_s(i, step);
+        self.b.def_var(iv, next);
+        self.b.ins().jump(header, &[]);
+        self.b.seal_block(header);
+        self.b.switch_to_block(exit);
+        self.b.seal_block(exit);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn target_type(&self, a: &Access, what: &str) -> Result<(), JitError> {
+        let Some(decl) = self.p.tensors.get(a.tensor.0) else {
+            return self.unsupported(format!("tensor %{} does not exist", a.tensor.0));
+        };
+        if decl.kind == TensorKind::Input {
+            return self.unsupported(format!("the input `{}` is written", decl.name));
+        }
+        if decl.dtype != self.p.dtype {
+            return self.unsupported(format!(
+                "{what} into `{}` of type {} in an {} program",
+                decl.name, decl.dtype, self.p.dtype
+            ));
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), JitError> {
+        match s {
+            Stmt::Store { access, value } => {
+                self.target_type(access, "a store")?;
+                let v = self.value(value)?;
+                self.guarded(access, |t, addr| {
+                    t.b.ins().store(trusted(), v, addr, 0);
+                })?;
+            }
+            Stmt::Accumulate { access, op, value } => {
+                self.target_type(access, "an accumulation")?;
+                let v = self.value(value)?;
+                let ty = self.ty;
+                self.guarded(access, |t, addr| {
+                    let old = t.b.ins().load(ty, trusted(), addr, 0);
+                    let new = t.combine(*op, old, v);
+                    t.b.ins().store(trusted(), new, addr, 0);
+                })?;
+            }
+            Stmt::Update { var, op, value } => {
+                let v = self.value(value)?;
+                let Some(&variable) = self.vars.get(&var.0) else {
+                    return self.unsupported(format!("v{} is not carried by any loop", var.0));
+                };
+                let acc = self.b.use_var(variable);
+                let new = self.combine(*op, acc, v);
+                self.b.def_var(variable, new);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `write` on the element's address, skipping it when a checked access is
+    /// out of range.
+    fn guarded(
+        &mut self,
+        access: &Access,
+        write: impl FnOnce(&mut Self, IrValue),
+    ) -> Result<(), JitError> {
+        let (addr, in_range) = self.address(access)?;
+        match in_range {
+            None => write(self, addr),
+            Some(ok) => {
+                let then = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(ok, then, &[], cont, &[]);
+                self.b.switch_to_block(then);
+                self.b.seal_block(then);
+                write(self, addr);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+                self.b.seal_block(cont);
+            }
+        }
+        Ok(())
+    }
+
+    fn combine(&mut self, op: Accum, acc: IrValue, v: IrValue) -> IrValue {
+        match op {
+            Accum::Add => self.b.ins().fadd(acc, v),
+            Accum::Mul => self.b.ins().fmul(acc, v),
+            Accum::Max => self.b.ins().fmax(acc, v),
+            Accum::Min => self.b.ins().fmin(acc, v),
+        }
+    }
+
+    // ------------------------------------------------------------ accesses
+
+    fn subscript(&mut self, s: &Subscript) -> Result<IrValue, JitError> {
+        match s {
+            Subscript::Expr(e) => self.index(e),
+            Subscript::Value(v) => {
+                if let Value::Load { access, fill } = v.as_ref()
+                    && self.p.tensors.get(access.tensor.0).map(|t| t.dtype) == Some(DType::I32)
+                {
+                    let raw = self.load_raw(access, *fill, DType::I32)?;
+                    return Ok(self.b.ins().sextend(I64, raw));
+                }
+                let x = self.value(v)?;
+                let f = self.b.ins().floor(x);
+                Ok(self.b.ins().fcvt_to_sint_sat(I64, f))
+            }
+        }
+    }
+
+    /// The address of an element and, for a checked access, whether it is in range.
+    fn address(&mut self, a: &Access) -> Result<(IrValue, Option<IrValue>), JitError> {
+        let k = a.tensor.0;
+        let Some(decl) = self.p.tensors.get(k) else {
+            return self.unsupported(format!("tensor %{k} does not exist"));
+        };
+        if a.index.len() != decl.shape.len() {
+            return self.unsupported(format!(
+                "`{}` has rank {} but is accessed with {} subscripts",
+                decl.name,
+                decl.shape.len(),
+                a.index.len()
+            ));
+        }
+        let Some(base) = self.bases[k] else {
+            return self.unsupported(format!("`{}` has no storage", decl.name));
+        };
+        let mut offset: Option<IrValue> = None;
+        let mut in_range: Option<IrValue> = None;
+        for (axis, s) in a.index.iter().enumerate() {
+            let sv = self.subscript(s)?;
+            if a.checked {
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedLessThan, sv, self.dims[k][axis]);
+                in_range = Some(match in_range {
+                    None => ok,
+                    Some(prev) => self.b.ins().band(prev, ok),
+                });
+            }
+            let term = match self.strides[k][axis] {
+                None => sv,
+                Some(st) => self.b.ins().imul(sv, st),
+            };
+            offset = Some(match offset {
+                None => term,
+                Some(o) => self.b.ins().iadd(o, term),
+            });
+        }
+        let addr = match offset {
+            None => base,
+            Some(o) => {
+                let shift = decl.dtype.size().trailing_zeros() as i64;
+                let bytes = self.b.ins().ishl_imm_u(o, shift);
+                self.b.ins().iadd(base, bytes)
+            }
+        };
+        Ok((addr, in_range))
+    }
+
+    /// Loads an element in its own type; out of range (when checked) reads `fill`.
+    fn load_raw(&mut self, a: &Access, fill: f64, dtype: DType) -> Result<IrValue, JitError> {
+        let ty = match dtype {
+            DType::F32 => F32,
+            DType::F64 => F64,
+            DType::I32 => I32,
+        };
+        let (addr, in_range) = self.address(a)?;
+        let addr = match in_range {
+            None => addr,
+            Some(ok) => {
+                let key = (dtype, dtype.round(fill).to_bits());
+                let Some(&slot) = self.fills.get(&key) else {
+                    return self.unsupported("a fill value was not prepared");
+                };
+                let fallback = self.b.ins().stack_addr(self.ptr, slot, 0);
+                self.b.ins().select(ok, addr, fallback)
+            }
+        };
+        Ok(self.b.ins().load(ty, trusted(), addr, 0))
+    }
+
+    // ------------------------------------------------------------ values
+
+    fn float_const(&mut self, c: f64) -> IrValue {
+        if self.ty == F32 {
+            self.b.ins().f32const(c as f32)
+        } else {
+            self.b.ins().f64const(c)
+        }
+    }
+
+    fn wide_const(&mut self, c: f64) -> IrValue {
+        self.b.ins().f64const(c)
+    }
+
+    /// An i64 as the program's float type, rounded once from f64 like the interpreter.
+    fn int_to_float(&mut self, v: IrValue) -> IrValue {
+        let wide = self.b.ins().fcvt_from_sint(F64, v);
+        self.narrow(wide)
+    }
+
+    fn widen(&mut self, x: IrValue) -> IrValue {
+        if self.ty == F32 {
+            self.b.ins().fpromote(F64, x)
+        } else {
+            x
+        }
+    }
+
+    fn narrow(&mut self, x: IrValue) -> IrValue {
+        if self.ty == F32 {
+            self.b.ins().fdemote(F32, x)
+        } else {
+            x
+        }
+    }
+
+    fn value(&mut self, v: &Value) -> Result<IrValue, JitError> {
+        Ok(match v {
+            Value::Load { access, fill } => {
+                let Some(decl) = self.p.tensors.get(access.tensor.0) else {
+                    return self.unsupported(format!("tensor %{} does not exist", access.tensor.0));
+                };
+                let dtype = decl.dtype;
+                if dtype == DType::I32 {
+                    let raw = self.load_raw(access, *fill, dtype)?;
+                    let wide = self.b.ins().fcvt_from_sint(F64, raw);
+                    self.narrow(wide)
+                } else if dtype == self.p.dtype {
+                    self.load_raw(access, *fill, dtype)?
+                } else {
+                    return self.unsupported(format!(
+                        "`{}` is {dtype} in an {} program",
+                        decl.name, self.p.dtype
+                    ));
+                }
+            }
+            Value::Var(var) => match self.vars.get(&var.0) {
+                Some(&variable) => self.b.use_var(variable),
+                None => return self.unsupported(format!("v{} is not carried by any loop", var.0)),
+            },
+            Value::Const(c) => self.float_const(*c),
+            Value::Param(p) => {
+                let Some(&v) = self.params.get(p) else {
+                    return self.unsupported(format!("`${p}` is not a declared param"));
+                };
+                self.int_to_float(v)
+            }
+            Value::Index(e) => {
+                let i = self.index(e)?;
+                self.int_to_float(i)
+            }
+            Value::Unary(op, x) => {
+                let x = self.value(x)?;
+                self.unary(*op, x)
+            }
+            Value::Binary(op, a, b) => {
+                let a = self.value(a)?;
+                let b = self.value(b)?;
+                self.binary(*op, a, b)
+            }
+            Value::Where(c, a, b) => {
+                let c = self.value(c)?;
+                let a = self.value(a)?;
+                let b = self.value(b)?;
+                let zero = self.float_const(0.0);
+                let holds = self.b.ins().fcmp(FloatCC::NotEqual, c, zero);
+                self.b.ins().select(holds, a, b)
+            }
+        })
+    }
+
+    /// A scalar unary operation in the program's float type.
+    fn unary(&mut self, op: UnaryOp, x: IrValue) -> IrValue {
+        let math = |m: MathFn| RuntimeFn::Math(m);
+        let wide_call = |t: &mut Self, f: RuntimeFn, x: IrValue| {
+            let w = t.widen(x);
+            let r = t.call(f, &[w]).unwrap_or(w);
+            t.narrow(r)
+        };
+        match op {
+            UnaryOp::Neg => self.b.ins().fneg(x),
+            UnaryOp::Abs => self.b.ins().fabs(x),
+            UnaryOp::Sqrt => self.b.ins().sqrt(x),
+            UnaryOp::Floor => self.b.ins().floor(x),
+            UnaryOp::Ceil => self.b.ins().ceil(x),
+            UnaryOp::Recip => {
+                let one = self.float_const(1.0);
+                self.b.ins().fdiv(one, x)
+            }
+            UnaryOp::Exp => wide_call(self, math(MathFn::Exp), x),
+            UnaryOp::Log => wide_call(self, math(MathFn::Log), x),
+            UnaryOp::Tanh => wide_call(self, math(MathFn::Tanh), x),
+            UnaryOp::Sin => wide_call(self, math(MathFn::Sin), x),
+            UnaryOp::Cos => wide_call(self, math(MathFn::Cos), x),
+            UnaryOp::Erf => wide_call(self, math(MathFn::Erf), x),
+            UnaryOp::Rsqrt => {
+                let w = self.widen(x);
+                let s = self.b.ins().sqrt(w);
+                let one = self.wide_const(1.0);
+                let r = self.b.ins().fdiv(one, s);
+                self.narrow(r)
+            }
+            UnaryOp::Sigmoid => {
+                let w = self.widen(x);
+                let n = self.b.ins().fneg(w);
+                let e = self.call(math(MathFn::Exp), &[n]).unwrap_or(n);
+                let one = self.wide_const(1.0);
+                let d = self.b.ins().fadd(one, e);
+                let r = self.b.ins().fdiv(one, d);
+                self.narrow(r)
+            }
+            UnaryOp::Sign => {
+                let zero = self.float_const(0.0);
+                let one = self.float_const(1.0);
+                let minus = self.float_const(-1.0);
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                let zero_or_nan = self.b.ins().select(nan, x, zero);
+                let neg = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+                let r = self.b.ins().select(neg, minus, zero_or_nan);
+                let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+                self.b.ins().select(pos, one, r)
+            }
+        }
+    }
+
+    /// A scalar binary operation in the program's float type.
+    fn binary(&mut self, op: BinaryOp, a: IrValue, b: IrValue) -> IrValue {
+        let compare = |t: &mut Self, cc: FloatCC| {
+            let c = t.b.ins().fcmp(cc, a, b);
+            let one = t.float_const(1.0);
+            let zero = t.float_const(0.0);
+            t.b.ins().select(c, one, zero)
+        };
+        match op {
+            BinaryOp::Add => self.b.ins().fadd(a, b),
+            BinaryOp::Sub => self.b.ins().fsub(a, b),
+            BinaryOp::Mul => self.b.ins().fmul(a, b),
+            BinaryOp::Div => self.b.ins().fdiv(a, b),
+            BinaryOp::Maximum => self.b.ins().fmax(a, b),
+            BinaryOp::Minimum => self.b.ins().fmin(a, b),
+            BinaryOp::Pow => {
+                let (wa, wb) = (self.widen(a), self.widen(b));
+                let r = self.call(RuntimeFn::Pow, &[wa, wb]).unwrap_or(wa);
+                self.narrow(r)
+            }
+            BinaryOp::Eq => compare(self, FloatCC::Equal),
+            BinaryOp::Ne => compare(self, FloatCC::NotEqual),
+            BinaryOp::Lt => compare(self, FloatCC::LessThan),
+            BinaryOp::Le => compare(self, FloatCC::LessThanOrEqual),
+            BinaryOp::Gt => compare(self, FloatCC::GreaterThan),
+            BinaryOp::Ge => compare(self, FloatCC::GreaterThanOrEqual),
+        }
+    }
+
+    // ------------------------------------------------------------ vectors
+
+    fn vector_type(&self) -> Type {
+        if self.ty == F32 { F32X4 } else { F64X2 }
+    }
+
+    fn lanes(&self) -> u8 {
+        self.vector_type().lane_count() as u8
+    }
+
+    /// The vector part of an innermost loop: whole groups of lanes from `start`,
+    /// leaving `iv` at the first iteration the scalar loop still has to run.
+    fn vector_loop(
+        &mut self,
+        l: &Loop,
+        plan: &VectorPlan,
+        iv: Variable,
+        start: IrValue,
+        end: IrValue,
+    ) -> Result<(), JitError> {
+        let lanes = self.lanes() as i64;
+        let vt = self.vector_type();
+        // end - start cannot overflow in a way that matters: on overflow the range
+        // is empty or the arithmetic check fails first.
+        let (count, overflow) = self.b.ins().ssub_overflow(end, start);
+        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+        self.check(ok, Status::IndexArithmetic);
+        let zero = self.b.ins().iconst(I64, 0);
+        let count = self.b.ins().smax(count, zero);
+        let whole = self.b.ins().band_imm_s(count, -lanes);
+        let vec_end = self.b.ins().iadd(start, whole);
+        let mut accs = Vec::with_capacity(plan.reductions.len());
+        for &(var, op) in &plan.reductions {
+            let acc = self.b.declare_var(vt);
+            let id = self.float_const(op.identity());
+            let splat = self.b.ins().splat(vt, id);
+            self.b.def_var(acc, splat);
+            accs.push((var, op, acc));
+        }
+        self.counted_loop(iv, vec_end, lanes, |t, i| {
+            t.loops.insert(l.id.0, i);
+            for s in &l.stmts {
+                t.vector_stmt(l, s, &accs)?;
+            }
+            Ok(())
+        })?;
+        for &(var, op, acc) in &accs {
+            let v = self.b.use_var(acc);
+            let mut folded = self.b.ins().extractlane(v, 0);
+            for lane in 1..self.lanes() {
+                let x = self.b.ins().extractlane(v, lane);
+                folded = self.combine(op, folded, x);
+            }
+            let variable = self.vars[&var.0];
+            let old = self.b.use_var(variable);
+            let new = self.combine(op, old, folded);
+            self.b.def_var(variable, new);
+        }
+        Ok(())
+    }
+
+    fn vector_flags() -> MemFlagsData {
+        MemFlagsData::new().with_notrap()
+    }
+
+    fn vector_stmt(
+        &mut self,
+        l: &Loop,
+        s: &Stmt,
+        accs: &[(crate::loops::VarId, Accum, Variable)],
+    ) -> Result<(), JitError> {
+        match s {
+            Stmt::Store { access, value } => {
+                self.target_type(access, "a store")?;
+                let v = self.vector_value(l, value)?;
+                let (addr, _) = self.address(access)?;
+                self.b.ins().store(Self::vector_flags(), v, addr, 0);
+            }
+            Stmt::Accumulate { access, op, value } => {
+                self.target_type(access, "an accumulation")?;
+                let v = self.vector_value(l, value)?;
+                let (addr, _) = self.address(access)?;
+                let vt = self.vector_type();
+                let old = self.b.ins().load(vt, Self::vector_flags(), addr, 0);
+                let new = self.combine(*op, old, v);
+                self.b.ins().store(Self::vector_flags(), new, addr, 0);
+            }
+            Stmt::Update { var, op, value } => {
+                let v = self.vector_value(l, value)?;
+                let Some(&(_, _, acc)) = accs.iter().find(|(x, _, _)| x == var) else {
+                    return self.unsupported(format!("v{} has no vector accumulator", var.0));
+                };
+                let old = self.b.use_var(acc);
+                let new = self.combine(*op, old, v);
+                self.b.def_var(acc, new);
+            }
+        }
+        Ok(())
+    }
+
+    fn splat(&mut self, x: IrValue) -> IrValue {
+        let vt = self.vector_type();
+        self.b.ins().splat(vt, x)
+    }
+
+    /// Applies a scalar operation lane by lane.
+    fn lanewise(
+        &mut self,
+        inputs: &[IrValue],
+        mut f: impl FnMut(&mut Self, &[IrValue]) -> IrValue,
+    ) -> IrValue {
+        let mut out: Option<IrValue> = None;
+        for lane in 0..self.lanes() {
+            let xs: Vec<IrValue> = inputs
+                .iter()
+                .map(|&v| self.b.ins().extractlane(v, lane))
+                .collect();
+            let r = f(self, &xs);
+            out = Some(match out {
+                None => self.splat(r),
+                Some(v) => self.b.ins().insertlane(v, r, lane),
+            });
+        }
+        out.unwrap_or_else(|| unreachable!("vectors have lanes"))
+    }
+
+    /// A float vector of 1.0 where `mask` is set and 0.0 elsewhere.
+    fn mask_to_float(&mut self, mask: IrValue, a: IrValue, b: IrValue) -> IrValue {
+        let vt = self.vector_type();
+        let m = self.b.ins().bitcast(vt, MemFlagsData::new(), mask);
+        self.b.ins().bitselect(m, a, b)
+    }
+
+    fn vector_value(&mut self, l: &Loop, v: &Value) -> Result<IrValue, JitError> {
+        let vt = self.vector_type();
+        Ok(match v {
+            Value::Load { access, .. } => match vector::stride(access, l.id) {
+                Some(Stride::Unit) => {
+                    let (addr, _) = self.address(access)?;
+                    self.b.ins().load(vt, Self::vector_flags(), addr, 0)
+                }
+                _ => {
+                    let x = self.value(v)?;
+                    self.splat(x)
+                }
+            },
+            Value::Var(_) | Value::Const(_) | Value::Param(_) => {
+                let x = self.value(v)?;
+                self.splat(x)
+            }
+            Value::Index(e) => {
+                if e.indices().contains(&l.id.0) {
+                    let i = self.loops[&l.id.0];
+                    let mut out: Option<IrValue> = None;
+                    for lane in 0..self.lanes() {
+                        let at = self.b.ins().iadd_imm_s(i, lane as i64);
+                        self.loops.insert(l.id.0, at);
+                        let x = self.value(v)?;
+                        out = Some(match out {
+                            None => self.splat(x),
+                            Some(acc) => self.b.ins().insertlane(acc, x, lane),
+                        });
+                    }
+                    self.loops.insert(l.id.0, i);
+                    out.unwrap_or_else(|| unreachable!("vectors have lanes"))
+                } else {
+                    let x = self.value(v)?;
+                    self.splat(x)
+                }
+            }
+            Value::Unary(op, x) => {
+                let x = self.vector_value(l, x)?;
+                match op {
+                    UnaryOp::Neg => self.b.ins().fneg(x),
+                    UnaryOp::Abs => self.b.ins().fabs(x),
+                    UnaryOp::Sqrt => self.b.ins().sqrt(x),
+                    UnaryOp::Recip => {
+                        let one = self.float_const(1.0);
+                        let ones = self.splat(one);
+                        self.b.ins().fdiv(ones, x)
+                    }
+                    _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
+                }
+            }
+            Value::Binary(op, a, b) => {
+                let a = self.vector_value(l, a)?;
+                let b = self.vector_value(l, b)?;
+                let cc = match op {
+                    BinaryOp::Add => return Ok(self.b.ins().fadd(a, b)),
+                    BinaryOp::Sub => return Ok(self.b.ins().fsub(a, b)),
+                    BinaryOp::Mul => return Ok(self.b.ins().fmul(a, b)),
+                    BinaryOp::Div => return Ok(self.b.ins().fdiv(a, b)),
+                    BinaryOp::Maximum => return Ok(self.b.ins().fmax(a, b)),
+                    BinaryOp::Minimum => return Ok(self.b.ins().fmin(a, b)),
+                    BinaryOp::Pow => {
+                        return Ok(self.lanewise(&[a, b], |t, xs| t.binary(*op, xs[0], xs[1])));
+                    }
+                    BinaryOp::Eq => FloatCC::Equal,
+                    BinaryOp::Ne => FloatCC::NotEqual,
+                    BinaryOp::Lt => FloatCC::LessThan,
+                    BinaryOp::Le => FloatCC::LessThanOrEqual,
+                    BinaryOp::Gt => FloatCC::GreaterThan,
+                    BinaryOp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                let mask = self.b.ins().fcmp(cc, a, b);
+                let one = self.float_const(1.0);
+                let zero = self.float_const(0.0);
+                let (ones, zeros) = (self.splat(one), self.splat(zero));
+                self.mask_to_float(mask, ones, zeros)
+            }
+            Value::Where(c, a, b) => {
+                let c = self.vector_value(l, c)?;
+                let a = self.vector_value(l, a)?;
+                let b = self.vector_value(l, b)?;
+                let zero = self.float_const(0.0);
+                let zeros = self.splat(zero);
+                let mask = self.b.ins().fcmp(FloatCC::NotEqual, c, zeros);
+                self.mask_to_float(mask, a, b)
+            }
+        })
+    }
+}
+
+/// The fill values (and types) of checked loads in `v`.
+fn checked_fills(p: &LoopProgram, v: &Value, out: &mut Vec<(DType, f64)>) {
+    match v {
+        Value::Load { access, fill } => {
+            if access.checked
+                && let Some(t) = p.tensors.get(access.tensor.0)
+            {
+                out.push((t.dtype, *fill));
+            }
+            for s in &access.index {
+                if let Subscript::Value(x) = s {
+                    checked_fills(p, x, out);
+                }
+            }
+        }
+        Value::Unary(_, x) => checked_fills(p, x, out),
+        Value::Binary(_, a, b) => {
+            checked_fills(p, a, out);
+            checked_fills(p, b, out);
+        }
+        Value::Where(c, a, b) => {
+            checked_fills(p, c, out);
+            checked_fills(p, a, out);
+            checked_fills(p, b, out);
+        }
+        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
+    }
+}
+
+fn value_reads(v: &Value, t: usize) -> bool {
+    match v {
+        Value::Load { access, .. } => {
+            access.tensor.0 == t
+                || access
+                    .index
+                    .iter()
+                    .any(|s| matches!(s, Subscript::Value(x) if value_reads(x, t)))
+        }
+        Value::Unary(_, x) => value_reads(x, t),
+        Value::Binary(_, a, b) => value_reads(a, t) || value_reads(b, t),
+        Value::Where(c, a, b) => value_reads(c, t) || value_reads(a, t) || value_reads(b, t),
+        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
+    }
+}
+
+fn stmt_touches(s: &Stmt, t: usize) -> bool {
+    match s {
+        Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+            access.tensor.0 == t
+                || value_reads(value, t)
+                || access
+                    .index
+                    .iter()
+                    .any(|x| matches!(x, Subscript::Value(v) if value_reads(v, t)))
+        }
+        Stmt::Update { value, .. } => value_reads(value, t),
+    }
+}
+
+fn block_stmts(b: &Block) -> impl Iterator<Item = &Stmt> {
+    b.loops.iter().flat_map(|l| &l.stmts).chain(&b.stmts)
+}
+
+/// True when the first block touching tensor `t` overwrites every element of it
+/// before anything reads it: a plain store `t[i_a, 0, i_b, ...] = v` whose subscripts
+/// are exactly the enclosing loops, each running over `0..` the matching size (or 0
+/// on an axis of size 1), in a block that does not read `t`. Then the output needs
+/// no zeroing first.
+pub(crate) fn fully_written_first(p: &LoopProgram, t: usize) -> bool {
+    let Some(block) = p
+        .blocks
+        .iter()
+        .find(|b| block_stmts(b).any(|s| stmt_touches(s, t)))
+    else {
+        return false;
+    };
+    let reads = block_stmts(block).any(|s| match s {
+        Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+            value_reads(value, t)
+                || matches!(s, Stmt::Accumulate { .. }) && access.tensor.0 == t
+                || access
+                    .index
+                    .iter()
+                    .any(|x| matches!(x, Subscript::Value(v) if value_reads(v, t)))
+        }
+        Stmt::Update { value, .. } => value_reads(value, t),
+    });
+    if reads {
+        return false;
+    }
+    let shape = &p.tensors[t].shape;
+    let covers = |enclosing: &[Loop], access: &Access| {
+        if access.index.len() != shape.len() {
+            return false;
+        }
+        let mut used = std::collections::HashSet::new();
+        let each_axis = access.index.iter().zip(shape).all(|(s, size)| match s {
+            // A size-1 axis is covered by its only position.
+            Subscript::Expr(Expr::Int(0)) => *size == Expr::Int(1),
+            Subscript::Expr(Expr::Index(n)) => {
+                used.insert(*n)
+                    && enclosing
+                        .iter()
+                        .any(|l| l.id.0 == *n && l.start == Expr::Int(0) && l.end == *size)
+            }
+            _ => false,
+        });
+        // Every enclosing loop must be a subscript, or some iterations would repeat
+        // while others (after an empty loop) never run.
+        each_axis && used.len() == enclosing.len()
+    };
+    let stored = |enclosing: &[Loop], stmts: &[Stmt]| {
+        stmts.iter().any(|s| match s {
+            Stmt::Store { access, .. } => access.tensor.0 == t && covers(enclosing, access),
+            _ => false,
+        })
+    };
+    (0..block.loops.len()).any(|d| stored(&block.loops[..=d], &block.loops[d].stmts))
+        || (shape.is_empty() && stored(&[], &block.stmts))
+}

@@ -1,0 +1,195 @@
+//! Which innermost loops run four f32 (two f64) lanes at a time, and how.
+//!
+//! Cranelift's widest vectors on x86-64 are 128 bits. An innermost loop is
+//! vectorized, with a scalar tail for the last `len % lanes` iterations, when:
+//!
+//! - it carries no variables of its own and has at least one statement;
+//! - every access in its statements is proven in range (no checked access), has
+//!   no data-dependent subscript, and is either *unit stride* (the last subscript is
+//!   the loop index plus something that does not depend on it, the other subscripts
+//!   do not depend on it) or *invariant* (no subscript depends on it; loaded once and
+//!   broadcast);
+//! - loads read tensors of the program's float type (not i32 index tensors);
+//! - stores and accumulates are unit stride, and every access to a tensor written in
+//!   the loop uses the same subscripts (so lanes never see each other's writes);
+//! - a carried variable updated in the loop is a sum, max or min, updated once and
+//!   read by no statement of the loop (a reduction: it gets a vector accumulator,
+//!   folded into the variable after the vector part).
+//!
+//! Operations without a vector instruction (exp, pow, floor, ...) run lane by lane
+//! inside the vector loop, so they give the scalar results. A vectorized sum adds in
+//! a different order than the loop IR says (lane-wise partial sums, then the lanes):
+//! the result can differ in the last bits (about `n * eps * sum|x|` for `n` terms),
+//! and the fuzz tests allow for that. Max and min reductions are exact.
+
+use std::collections::HashSet;
+
+use crate::index::{Expr, IndexOp};
+use crate::loops::{Access, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorId, Value, VarId};
+use crate::uop::Accum;
+
+/// How an access moves as the vectorized loop's index advances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stride {
+    /// The same element every iteration.
+    Invariant,
+    /// The next element every iteration.
+    Unit,
+}
+
+/// A loop that can be vectorized, and its reductions.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct VectorPlan {
+    /// Carried variables updated in the loop, with their operator.
+    pub reductions: Vec<(VarId, Accum)>,
+}
+
+fn mentions(e: &Expr, l: LoopId) -> bool {
+    e.any(&mut |x| matches!(x, Expr::Index(n) if *n == l.0))
+}
+
+/// True when `e` is the loop index plus (or minus) terms independent of it.
+fn is_unit(e: &Expr, l: LoopId) -> bool {
+    match e {
+        Expr::Index(n) => *n == l.0,
+        Expr::Bin(IndexOp::Add, a, b) => {
+            (is_unit(a, l) && !mentions(b, l)) || (is_unit(b, l) && !mentions(a, l))
+        }
+        Expr::Bin(IndexOp::Sub, a, b) => is_unit(a, l) && !mentions(b, l),
+        _ => false,
+    }
+}
+
+/// The stride of an access along loop `l`, `None` when it is neither unit nor invariant.
+pub(crate) fn stride(access: &Access, l: LoopId) -> Option<Stride> {
+    let mut exprs = Vec::with_capacity(access.index.len());
+    for s in &access.index {
+        match s {
+            Subscript::Expr(e) => exprs.push(e),
+            Subscript::Value(_) => return None,
+        }
+    }
+    let Some((last, rest)) = exprs.split_last() else {
+        return Some(Stride::Invariant);
+    };
+    if rest.iter().any(|e| mentions(e, l)) {
+        return None;
+    }
+    if !mentions(last, l) {
+        Some(Stride::Invariant)
+    } else if is_unit(last, l) {
+        Some(Stride::Unit)
+    } else {
+        None
+    }
+}
+
+/// What the statements of a loop read.
+#[derive(Default)]
+struct Reads<'a> {
+    loads: Vec<&'a Access>,
+    vars: HashSet<VarId>,
+}
+
+fn collect<'a>(v: &'a Value, r: &mut Reads<'a>) {
+    match v {
+        Value::Load { access, .. } => {
+            r.loads.push(access);
+            for s in &access.index {
+                if let Subscript::Value(x) = s {
+                    collect(x, r);
+                }
+            }
+        }
+        Value::Var(var) => {
+            r.vars.insert(*var);
+        }
+        Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
+        Value::Unary(_, x) => collect(x, r),
+        Value::Binary(_, a, b) => {
+            collect(a, r);
+            collect(b, r);
+        }
+        Value::Where(c, a, b) => {
+            collect(c, r);
+            collect(a, r);
+            collect(b, r);
+        }
+    }
+}
+
+/// The plan for vectorizing the innermost loop `l` of program `p`, if it qualifies.
+pub(crate) fn plan(p: &LoopProgram, l: &Loop) -> Option<VectorPlan> {
+    if !l.carried.is_empty() || l.stmts.is_empty() {
+        return None;
+    }
+    let mut reads = Reads::default();
+    let mut writes: Vec<&Access> = Vec::new();
+    let mut reductions: Vec<(VarId, Accum)> = Vec::new();
+    for s in &l.stmts {
+        match s {
+            Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
+                writes.push(access);
+                collect(value, &mut reads);
+            }
+            Stmt::Update { var, op, value } => {
+                if !matches!(op, Accum::Add | Accum::Max | Accum::Min)
+                    || reductions.iter().any(|(v, _)| v == var)
+                {
+                    return None;
+                }
+                reductions.push((*var, *op));
+                collect(value, &mut reads);
+            }
+        }
+    }
+    if reductions.iter().any(|(v, _)| reads.vars.contains(v)) {
+        return None;
+    }
+    let float = |a: &Access| p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
+    for a in reads.loads.iter().chain(&writes) {
+        if a.checked || !float(a) || stride(a, l.id).is_none() {
+            return None;
+        }
+    }
+    if writes.iter().any(|a| stride(a, l.id) != Some(Stride::Unit)) {
+        return None;
+    }
+    let written: HashSet<TensorId> = writes.iter().map(|a| a.tensor).collect();
+    for t in written {
+        let mut accesses = reads.loads.iter().chain(&writes).filter(|a| a.tensor == t);
+        let first = accesses.next()?;
+        if accesses.any(|a| a.index != first.index) {
+            return None;
+        }
+    }
+    Some(VectorPlan { reductions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_and_invariant_strides() {
+        let l = LoopId(2);
+        let access = |index: Vec<Expr>| Access {
+            tensor: TensorId(0),
+            index: index.into_iter().map(Subscript::Expr).collect(),
+            checked: false,
+        };
+        let i = |n| Expr::Index(n);
+        assert_eq!(stride(&access(vec![i(0), i(2)]), l), Some(Stride::Unit));
+        assert_eq!(
+            stride(&access(vec![i(0), i(2) + Expr::Int(1)]), l),
+            Some(Stride::Unit)
+        );
+        assert_eq!(
+            stride(&access(vec![i(0), i(1)]), l),
+            Some(Stride::Invariant)
+        );
+        assert_eq!(stride(&access(vec![i(2), i(1)]), l), None);
+        assert_eq!(stride(&access(vec![i(0), Expr::Int(2) * i(2)]), l), None);
+        assert_eq!(stride(&access(vec![]), l), Some(Stride::Invariant));
+    }
+}

@@ -1,0 +1,189 @@
+//! Ahead-of-time kernels: an object file and its C header linked into a C program
+//! (with `gcc ... -lm`) and into a Rust program (with `rustc`, through the generated
+//! `extern "C"` block), whose outputs must match the interpreter's.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use uop_codegen::backend::cranelift::{self, Options};
+use uop_codegen::interp;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::uop::{DType, Program};
+
+/// Softmax over rows, then a scaled copy: exercises libm calls, reductions, vectors.
+const SOFTMAX: &str = "input x: f32[B, N]\nm = reduce_max(x, [1])\n\
+    e = exp(sub(x, reindex(m, [B, N], [i0, 0])))\ns = reduce_sum(e, [1])\n\
+    y = div(e, reindex(s, [B, N], [i0, 0]))\nz = mul(tanh(x), 0.5)\noutput y\noutput z\n";
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("uop-cranelift-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// Writes `name.o` and `name.h` into `dir`.
+fn emit(program: &Program, name: &str, dir: &Path) {
+    let optimized = cranelift::optimized(program).expect("optimizes");
+    let object = cranelift::emit_object(&optimized, name, &Options::default()).expect("emits");
+    std::fs::write(dir.join(format!("{name}.o")), object).expect("writes");
+    let header = cranelift::c_header(&optimized, name).expect("header");
+    std::fs::write(dir.join(format!("{name}.h")), header).expect("writes");
+}
+
+fn input() -> Tensor {
+    let data = (0..3 * 5)
+        .map(|k| ((k * 7) % 11) as f64 * 0.3 - 1.5)
+        .collect();
+    Tensor::new(DType::F32, vec![3, 5], data).expect("consistent")
+}
+
+fn expected() -> Vec<f64> {
+    let program = parse_program(SOFTMAX, &Registry::new()).expect("parses");
+    let out = interp::run(&program, &[input()], &HashMap::new()).expect("runs");
+    out.into_iter().flat_map(|t| t.data).collect()
+}
+
+fn check_printed(stdout: &str) {
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("shape error 1"),
+        "bad sizes are refused: {stdout}"
+    );
+    let got: Vec<f64> = lines
+        .map(|l| l.trim().parse().unwrap_or_else(|_| panic!("a number: {l}")))
+        .collect();
+    let want = expected();
+    assert_eq!(got.len(), want.len(), "{stdout}");
+    for (g, w) in got.iter().zip(&want) {
+        // The C library's exp/tanh may differ from Rust's in the last bit.
+        assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
+
+const MAIN_C: &str = r#"#include <stdio.h>
+#include "softmax.h"
+int main(void) {
+    float x[15], y[15], z[15];
+    for (int k = 0; k < 15; k++) x[k] = (float)(((k * 7) % 11) * 0.3 - 1.5);
+    const void *inputs[1] = {x};
+    int64_t bad_dims[2] = {3, -5};
+    int64_t out_dims[SOFTMAX_NUM_OUTPUT_DIMS];
+    printf("shape error %d\n", softmax_shapes(bad_dims, NULL, out_dims) == UOP_ERR_INPUT_SHAPE);
+    int64_t in_dims[SOFTMAX_NUM_INPUT_DIMS] = {3, 5};
+    if (softmax_shapes(in_dims, NULL, out_dims) != UOP_OK) return 2;
+    void *outputs[2] = {y, z};
+    if (softmax(inputs, in_dims, NULL, outputs, out_dims) != UOP_OK) return 3;
+    for (int k = 0; k < 15; k++) printf("%.9g\n", y[k]);
+    for (int k = 0; k < 15; k++) printf("%.9g\n", z[k]);
+    return 0;
+}
+"#;
+
+#[test]
+fn object_file_links_into_a_c_program() {
+    if !have("gcc") {
+        eprintln!("gcc not found: the C linking test needs it");
+        return;
+    }
+    let dir = scratch("c");
+    let program = parse_program(SOFTMAX, &Registry::new()).expect("parses");
+    emit(&program, "softmax", &dir);
+    std::fs::write(dir.join("main.c"), MAIN_C).expect("writes");
+    let built = Command::new("gcc")
+        .current_dir(&dir)
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "main.c",
+            "softmax.o",
+            "-lm",
+            "-o",
+            "main",
+        ])
+        .output()
+        .expect("gcc runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = Command::new(dir.join("main")).output().expect("runs");
+    assert!(run.status.success(), "exit {:?}", run.status);
+    check_printed(&String::from_utf8_lossy(&run.stdout));
+}
+
+const MAIN_RS: &str = r#"
+include!("softmax_extern.rs");
+fn main() {
+    let x: Vec<f32> = (0..15).map(|k| (((k * 7) % 11) as f64 * 0.3 - 1.5) as f32).collect();
+    let (mut y, mut z) = (vec![0f32; 15], vec![0f32; 15]);
+    let bad = [3i64, -5];
+    let mut out_dims = [0i64; 4];
+    // SAFETY: the arrays have the sizes the generated declarations document.
+    unsafe {
+        let code = softmax_shapes(bad.as_ptr(), std::ptr::null(), out_dims.as_mut_ptr());
+        println!("shape error {}", (code == 1) as i32);
+        let dims = [3i64, 5];
+        assert_eq!(softmax_shapes(dims.as_ptr(), std::ptr::null(), out_dims.as_mut_ptr()), 0);
+        let inputs = [x.as_ptr().cast::<core::ffi::c_void>()];
+        let outputs = [y.as_mut_ptr().cast::<core::ffi::c_void>(), z.as_mut_ptr().cast()];
+        let code = softmax(inputs.as_ptr(), dims.as_ptr(), std::ptr::null(), outputs.as_ptr(), out_dims.as_ptr());
+        assert_eq!(code, 0);
+    }
+    for v in y.iter().chain(&z) {
+        println!("{v:.9e}");
+    }
+}
+"#;
+
+#[test]
+fn object_file_links_into_a_rust_program() {
+    if !have("rustc") {
+        eprintln!("rustc not found: the Rust linking test needs it");
+        return;
+    }
+    let dir = scratch("rust");
+    let program = parse_program(SOFTMAX, &Registry::new()).expect("parses");
+    emit(&program, "softmax", &dir);
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    let block = cranelift::rust_extern_block(&optimized, "softmax").expect("extern block");
+    std::fs::write(dir.join("softmax_extern.rs"), block).expect("writes");
+    std::fs::write(dir.join("main.rs"), MAIN_RS).expect("writes");
+    let built = Command::new("rustc")
+        .current_dir(&dir)
+        .args([
+            "--edition",
+            "2024",
+            "main.rs",
+            "-C",
+            "link-arg=softmax.o",
+            "-l",
+            "m",
+        ])
+        .output()
+        .expect("rustc runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = Command::new(dir.join("main")).output().expect("runs");
+    assert!(run.status.success(), "exit {:?}", run.status);
+    check_printed(&String::from_utf8_lossy(&run.stdout));
+}
+
+#[test]
+fn names_must_be_c_identifiers() {
+    let program = parse_program(SOFTMAX, &Registry::new()).expect("parses");
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    let err = cranelift::emit_object(&optimized, "soft-max", &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("soft-max"), "{err}");
+}

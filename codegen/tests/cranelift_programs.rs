@@ -1,0 +1,283 @@
+//! The Cranelift JIT on hand-written micro-op programs and the example programs:
+//! results against the interpreter, shape and type errors, run-time failures of
+//! index arithmetic, the kernel cache, and thread safety.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use uop_codegen::backend::cranelift::{self, Input, Kernel, Options, Output, RunError, Status};
+use uop_codegen::interp;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::testing::{GenConfig, random_case_with};
+use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::uop::{DType, Program};
+
+fn parse(src: &str) -> Program {
+    parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+const SCALAR: Options = Options { vectorize: false };
+const VECTOR: Options = Options { vectorize: true };
+
+/// Runs `program` on random data through the interpreter and both JIT variants:
+/// scalar code must agree bit for bit, vector code within `1e-5` relative.
+fn agrees_with_interpreter(name: &str, program: &Program, seeds: u64) {
+    let cfg = GenConfig {
+        max_dim: 9,
+        max_elements: 4096,
+        ..GenConfig::default()
+    };
+    for seed in 0..seeds {
+        let case = random_case_with(program, seed, &cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let expected = interp::run(program, &case.inputs, &case.params)
+            .unwrap_or_else(|e| panic!("{name}: interpreter: {e}"));
+        for opts in [SCALAR, VECTOR] {
+            let kernel = cranelift::compile_program(program, &opts)
+                .unwrap_or_else(|e| panic!("{name}: compile: {e}"));
+            let got = kernel
+                .run(&case.inputs, &case.params)
+                .unwrap_or_else(|e| panic!("{name}: run: {e}"));
+            for (e, g) in expected.iter().zip(&got) {
+                assert_eq!(e.shape, g.shape, "{name}");
+                for (a, b) in e.data.iter().zip(&g.data) {
+                    let exact = a == b || (a.is_nan() && b.is_nan());
+                    let near = (a - b).abs() <= 1e-5 * (1.0 + a.abs());
+                    assert!(
+                        exact || (opts.vectorize && near),
+                        "{name} ({opts:?}, seed {seed}): interpreter {a} vs cranelift {b}\n{}",
+                        kernel.program()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// One program per micro op (and its variants), each small enough to read.
+const MICRO_PROGRAMS: &[(&str, &str)] = &[
+    (
+        "unary ops",
+        "input x: f32[N]\na = neg(abs(exp(x)))\nb = add(log(abs(x)), sqrt(abs(x)))\n\
+         c = add(rsqrt(abs(x)), recip(x))\nd = add(tanh(x), sigmoid(x))\n\
+         e = add(sin(x), cos(x))\nf = add(erf(x), floor(x))\ng = add(ceil(x), sign(x))\n\
+         output a\noutput b\noutput c\noutput d\noutput e\noutput f\noutput g\n",
+    ),
+    (
+        "binary ops",
+        "input x: f32[N]\ninput y: f32[N]\na = add(sub(x, y), mul(x, y))\n\
+         b = div(x, y)\nc = pow(abs(x), y)\nd = maximum(x, minimum(y, 0.5))\n\
+         e = add(add(eq(x, y), ne(x, 1.0)), add(lt(x, y), le(x, y)))\n\
+         f = add(gt(x, y), ge(x, y))\noutput a\noutput b\noutput c\noutput d\noutput e\noutput f\n",
+    ),
+    (
+        "where and scalars",
+        "param p\ninput x: f32[N]\nc = gt(x, 0.0)\ny = where(c, x, mul(x, $p))\noutput y\n",
+    ),
+    (
+        "reductions",
+        "input x: f64[M, N]\ns = reduce_sum(x, [1])\np = reduce_prod(x, [0])\n\
+         hi = reduce_max(x, [0, 1])\nlo = reduce_min(x, [1])\nm = reduce_mean(x, [0])\n\
+         am = reduce_argmax(x, [1])\nan = reduce_argmin(x, [0])\n\
+         output s\noutput p\noutput hi\noutput lo\noutput m\noutput am\noutput an\n",
+    ),
+    (
+        "padding reads the fill",
+        "input x: f32[N]\ny = reindex(x, [N + 2], [i0 - 1], fill=-1.5)\noutput y\n",
+    ),
+    (
+        "scatter with collisions and drops",
+        "input x: f32[N]\ny = reindex_reduce(x, [3], [i0 % 4], op=\"max\")\n\
+         z = reindex_reduce(x, [2], [i0 / 2], op=\"add\")\noutput y\noutput z\n",
+    ),
+    (
+        "select with an index tensor",
+        "input x: f32[N, K]\ninput idx: i32[N, 2]\ny = select(x, idx, axis=1)\noutput y\n",
+    ),
+    (
+        "iota and a one-hot mask",
+        "input x: f32[N]\ni = iota([N, 4], 1)\nxx = reindex(x, [N, 4], [i0])\n\
+         y = eq(i, floor(abs(xx)))\noutput y\n",
+    ),
+    (
+        "flip, stride and upsample",
+        "input x: f32[N]\na = reindex(x, [N], [N - 1 - i0])\nb = reindex(x, [(N + 1) / 2], [2 * i0])\n\
+         c = reindex(x, [2 * N], [i0 / 2])\noutput a\noutput b\noutput c\n",
+    ),
+    (
+        "row broadcast and vectorized reductions",
+        "input x: f32[B, N]\ns = reduce_sum(x, [1])\nm = reduce_max(x, [1])\n\
+         y = sub(x, reindex(m, [B, N], [i0, 0]))\nz = mul(y, reindex(s, [B, N], [i0, 0]))\n\
+         output z\n",
+    ),
+];
+
+#[test]
+fn every_micro_op_matches_the_interpreter() {
+    for (name, src) in MICRO_PROGRAMS {
+        agrees_with_interpreter(name, &parse(src), 6);
+    }
+}
+
+fn example_programs() -> Vec<(String, Program)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/programs");
+    let mut out = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/programs exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "uop"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let src = std::fs::read_to_string(&path).expect("readable");
+        let name = path.display().to_string();
+        match parse_program(&src, &Registry::new()) {
+            Ok(p) => out.push((name, p)),
+            // Programs calling macro ops are covered by the root crate's tests.
+            Err(e) => eprintln!("skipping {name}: {e}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn example_programs_match_the_interpreter() {
+    let examples = example_programs();
+    assert!(examples.len() >= 5, "the examples are found");
+    for (name, program) in &examples {
+        agrees_with_interpreter(name, program, 4);
+    }
+}
+
+fn matrix(rows: usize, cols: usize) -> Tensor {
+    let data = (0..rows * cols).map(|k| k as f64 * 0.25 - 1.0).collect();
+    Tensor::new(DType::F32, vec![rows, cols], data).expect("consistent")
+}
+
+#[test]
+fn shapes_types_and_lengths_are_checked_before_running() {
+    let program = parse(
+        "input a: f32[M, K]\ninput b: f32[K, N]\n\
+         c = reindex(reduce_sum(mul(reindex(a, [M, K, N], [i0, i1]), reindex(b, [M, K, N], [i1, i2])), [1]), [M, N], [i0, 0, i1])\noutput c\n",
+    );
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let none = HashMap::new();
+    let err = kernel
+        .run(&[matrix(2, 3), matrix(4, 2)], &none)
+        .unwrap_err();
+    assert!(matches!(err, RunError::Bind(_)), "{err}");
+    assert!(err.to_string().contains('K'), "{err}");
+
+    let wrong_type = Tensor::zeros(DType::F64, vec![3, 2]);
+    let err = kernel.run(&[matrix(2, 3), wrong_type], &none).unwrap_err();
+    assert!(matches!(err, RunError::InputType { .. }), "{err}");
+
+    let a = vec![0f32; 6];
+    let b = vec![0f32; 5];
+    let mut c = vec![0f32; 4];
+    let err = kernel
+        .run_slices(
+            &[(Input::F32(&a), &[2, 3]), (Input::F32(&b), &[3, 2])],
+            &none,
+            &mut [Output::F32(&mut c)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, RunError::Length { what: "input", .. }),
+        "{err}"
+    );
+
+    let b = vec![1f32; 6];
+    let mut short = vec![0f32; 3];
+    let err = kernel
+        .run_slices(
+            &[(Input::F32(&a), &[2, 3]), (Input::F32(&b), &[3, 2])],
+            &none,
+            &mut [Output::F32(&mut short)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, RunError::Length { what: "output", .. }),
+        "{err}"
+    );
+    let err = kernel
+        .run_slices(
+            &[(Input::F32(&a), &[2, 3]), (Input::F32(&b), &[3, 2])],
+            &none,
+            &mut [],
+        )
+        .unwrap_err();
+    assert!(matches!(err, RunError::OutputCount { .. }), "{err}");
+
+    // The fast path writes into uninitialized-looking outputs.
+    let a: Vec<f32> = (0..6).map(|k| k as f32).collect();
+    let mut c = vec![f32::NAN; 4];
+    kernel
+        .run_slices(
+            &[(Input::F32(&a), &[2, 3]), (Input::F32(&b), &[3, 2])],
+            &none,
+            &mut [Output::F32(&mut c)],
+        )
+        .expect("runs");
+    assert_eq!(c, vec![3.0, 3.0, 12.0, 12.0]);
+}
+
+#[test]
+fn index_overflow_and_division_by_zero_are_errors_not_wrapping() {
+    let program = parse("param p\ninput x: f32[N]\ny = reindex(x, [N], [i0 * $p])\noutput y\n");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let x = Tensor::new(DType::F32, vec![3], vec![1.0, 2.0, 3.0]).expect("consistent");
+    let params = HashMap::from([("p".to_string(), i64::MAX)]);
+    assert!(interp::run(&program, std::slice::from_ref(&x), &params).is_err());
+    let err = kernel.run(std::slice::from_ref(&x), &params).unwrap_err();
+    assert_eq!(err, RunError::Kernel(Status::IndexArithmetic));
+
+    let program = parse("param p\ninput x: f32[N]\ny = reindex(x, [N], [i0 / $p])\noutput y\n");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let params = HashMap::from([("p".to_string(), 0)]);
+    assert!(interp::run(&program, std::slice::from_ref(&x), &params).is_err());
+    let err = kernel.run(std::slice::from_ref(&x), &params).unwrap_err();
+    assert_eq!(err, RunError::Kernel(Status::IndexArithmetic));
+
+    let params = HashMap::from([("p".to_string(), -2)]);
+    let expected = interp::run(&program, std::slice::from_ref(&x), &params).expect("runs");
+    assert_eq!(kernel.run(&[x], &params).expect("runs"), expected);
+}
+
+#[test]
+fn identical_programs_compile_once() {
+    let src = "input x: f32[N]\ny = exp(neg(x))\noutput y\n";
+    let first = cranelift::compile_program(&parse(src), &Options::default()).expect("compiles");
+    let again = cranelift::compile_program(&parse(src), &Options::default()).expect("compiles");
+    assert!(first.shares_code_with(&again));
+    let scalar = cranelift::compile_program(&parse(src), &SCALAR).expect("compiles");
+    assert!(
+        !first.shares_code_with(&scalar),
+        "options are part of the key"
+    );
+    let uncached =
+        cranelift::compile_uncached(first.program(), &Options::default()).expect("compiles");
+    assert!(!first.shares_code_with(&uncached));
+}
+
+#[test]
+fn kernels_are_send_and_sync_and_outlive_the_cache() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Kernel>();
+    let program = parse("input x: f64[N]\ny = mul(x, 2.0)\noutput y\n");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    cranelift::clear_cache();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let kernel = kernel.clone();
+            std::thread::spawn(move || {
+                let x = Tensor::new(DType::F64, vec![5], vec![t as f64; 5]).expect("consistent");
+                kernel.run(&[x], &HashMap::new()).expect("runs")[0]
+                    .data
+                    .clone()
+            })
+        })
+        .collect();
+    for (t, h) in threads.into_iter().enumerate() {
+        assert_eq!(h.join().expect("no panic"), vec![2.0 * t as f64; 5]);
+    }
+}

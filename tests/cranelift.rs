@@ -1,0 +1,181 @@
+//! The Cranelift JIT from the root crate: every golden case's program (macro ops
+//! included) against the interpreter on random data, the example programs, and the
+//! `uop run --backend cranelift` / `uop emit` commands.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use uop::codegen::interp;
+use uop::codegen::testing::{GenConfig, random_case_with};
+use uop::codegen::text::parse_program;
+use uop::codegen::uop::Program;
+use uop::jit::{self, Options};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `.uop` programs under `dir`, recursively, named `file_name` (or any `.uop` file).
+fn programs_under(dir: &Path, file_name: Option<&str>, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            programs_under(&path, file_name, out);
+        } else if match file_name {
+            Some(n) => path.file_name().is_some_and(|f| f == n),
+            None => path.extension().is_some_and(|e| e == "uop"),
+        } {
+            out.push(path);
+        }
+    }
+    out.sort();
+}
+
+fn load(path: &Path) -> Program {
+    let src = std::fs::read_to_string(path).expect("readable");
+    parse_program(&src, &uop::ops::registry()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Scalar JIT code is bit-identical to the interpreter; vectorized code within 1e-5.
+fn jit_agrees(path: &Path) {
+    let program = load(path);
+    let cfg = GenConfig {
+        max_dim: 8,
+        max_elements: 8192,
+        ..GenConfig::default()
+    };
+    let case =
+        random_case_with(&program, 1, &cfg).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let expected = interp::run(&program, &case.inputs, &case.params)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for opts in [Options { vectorize: false }, Options { vectorize: true }] {
+        let kernel = jit::compile_with(&program, &opts)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let got = kernel
+            .run(&case.inputs, &case.params)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for (e, g) in expected.iter().zip(&got) {
+            assert_eq!(e.shape, g.shape);
+            for (a, b) in e.data.iter().zip(&g.data) {
+                let exact = a == b || (a.is_nan() && b.is_nan());
+                let near = (a - b).abs() <= 1e-5 * (1.0 + a.abs());
+                assert!(
+                    exact || (opts.vectorize && near),
+                    "{} ({opts:?}): {a} vs {b}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn golden_case_programs_run_through_the_jit() {
+    let mut paths = Vec::new();
+    programs_under(
+        &root().join("tests/golden/cases"),
+        Some("program.uop"),
+        &mut paths,
+    );
+    // Empty until the golden generators have run; every case found is checked.
+    for path in &paths {
+        jit_agrees(path);
+    }
+}
+
+#[test]
+fn example_programs_run_through_the_jit() {
+    let mut paths = Vec::new();
+    programs_under(&root().join("examples/programs"), None, &mut paths);
+    assert!(!paths.is_empty());
+    for path in &paths {
+        jit_agrees(path);
+    }
+}
+
+fn uop(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_uop"))
+        .args(args)
+        .output()
+        .expect("the uop binary runs")
+}
+
+#[test]
+fn run_with_the_cranelift_backend_prints_what_the_interpreter_prints() {
+    let program = root().join("examples/programs/softmax.uop");
+    let program = program.to_str().expect("utf-8 path");
+    let args = |backend| {
+        let out = uop(&[
+            "run",
+            program,
+            "--random",
+            "3",
+            "--dim",
+            "B=2",
+            "--dim",
+            "N=5",
+            "--backend",
+            backend,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(args("cranelift"), args("interp"));
+}
+
+#[test]
+fn emit_writes_headers_clif_and_objects() {
+    let program = root().join("examples/programs/matmul.uop");
+    let program = program.to_str().expect("utf-8 path");
+    let header = uop(&["emit", program, "--target", "header", "--name", "mm"]);
+    assert!(header.status.success());
+    let header = String::from_utf8_lossy(&header.stdout);
+    assert!(
+        header.contains("int32_t mm(const void *const *inputs"),
+        "{header}"
+    );
+    assert!(header.contains("inputs[1]  b: float[K, N]"), "{header}");
+
+    let clif = uop(&["emit", program, "--target", "clif"]);
+    assert!(clif.status.success());
+    assert!(String::from_utf8_lossy(&clif.stdout).contains("function %matmul("));
+
+    let missing = uop(&["emit", program, "--target", "object"]);
+    assert!(!missing.status.success(), "an object needs -o");
+    let dir = std::env::temp_dir().join(format!("uop-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("mm.o");
+    let path = path.to_str().expect("utf-8 path");
+    let object = uop(&["emit", program, "--target", "object", "-o", path]);
+    assert!(
+        object.status.success(),
+        "{}",
+        String::from_utf8_lossy(&object.stderr)
+    );
+    let bytes = std::fs::read(path).expect("written");
+    assert!(
+        bytes.starts_with(b"\x7fELF") || bytes.len() > 64,
+        "an object file"
+    );
+}
+
+#[test]
+fn the_facade_compiles_once_per_program() {
+    let program = load(&root().join("examples/programs/layer_norm.uop"));
+    let a = jit::compile(&program).expect("compiles");
+    let b = jit::compile(&program).expect("compiles");
+    assert!(a.shares_code_with(&b));
+    let shapes: [&[usize]; 3] = [&[2, 4], &[4], &[4]];
+    assert_eq!(
+        a.output_shapes(&shapes, &HashMap::new()).expect("fits"),
+        vec![vec![2, 4]]
+    );
+}
