@@ -708,27 +708,35 @@ impl<M: Module> Translator<'_, '_, M> {
 
     // ------------------------------------------------------------ statements
 
-    fn target_type(&self, a: &Access, what: &str) -> Result<(), JitError> {
+    /// Checks that `a` may be written by `what` and returns the target's element type:
+    /// the program's float type, or i32 for plain stores (an index tensor relabeled by
+    /// a `reindex`, e.g. `index_select` broadcasting its index).
+    fn target_type(&self, a: &Access, what: &str) -> Result<DType, JitError> {
         let Some(decl) = self.p.tensors.get(a.tensor.0) else {
             return self.unsupported(format!("tensor %{} does not exist", a.tensor.0));
         };
         if decl.kind == TensorKind::Input {
             return self.unsupported(format!("the input `{}` is written", decl.name));
         }
-        if decl.dtype != self.p.dtype {
+        let integer_store = decl.dtype == DType::I32 && what == "a store";
+        if decl.dtype != self.p.dtype && !integer_store {
             return self.unsupported(format!(
                 "{what} into `{}` of type {} in an {} program",
                 decl.name, decl.dtype, self.p.dtype
             ));
         }
-        Ok(())
+        Ok(decl.dtype)
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<(), JitError> {
         match s {
             Stmt::Store { access, value } => {
-                self.target_type(access, "a store")?;
-                let v = self.value(value)?;
+                let target = self.target_type(access, "a store")?;
+                let mut v = self.value(value)?;
+                if target == DType::I32 {
+                    // Truncating and saturating, NaN to 0: `DType::I32.round`, Rust's `as i32`.
+                    v = self.b.ins().fcvt_to_sint_sat(I32, v);
+                }
                 self.guarded(access, |t, addr| {
                     t.b.ins().store(trusted(), v, addr, 0);
                 })?;
