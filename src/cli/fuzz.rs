@@ -4,8 +4,11 @@
 //!
 //! The flags are shaped for more backends: `--backend NAME` picks what is checked
 //! against the interpreters, and `--self` is the alias for `--backend loops`, the
-//! optimizer's own loop IR (lowering, each pass alone, the pipeline). The Rust and
-//! Cranelift backends become more values of `--backend`, each adding a stage.
+//! optimizer's own loop IR (lowering, each pass alone, the pipeline);
+//! `--backend cranelift` adds the JIT-compiled machine code as one more stage. (The
+//! Rust backend is fuzzed by its test, which compiles batches of programs into a
+//! scratch crate: `UOP_RUST_FUZZ_CASES=N cargo test --release --test
+//! rust_backend_oracle`.)
 //!
 //! Program `k` of a run has seed `--seed + k` (its case uses the same seed), so the
 //! seed printed with a failure reproduces it alone: `uop fuzz --self --seed S --cases 1`.
@@ -14,9 +17,11 @@ use std::path::Path;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use uop_codegen::backend::cranelift::run_cranelift;
+use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{
-    CheckOptions, Failure, GenConfig, check_program, random_case_with, random_program, reproducer,
-    shrink_failure,
+    Backend, Case, CheckOptions, Failure, GenConfig, Tolerance, check_program, random_case_with,
+    random_program, reproducer, shrink_failure,
 };
 use uop_codegen::uop::Program;
 
@@ -28,6 +33,22 @@ pub enum FuzzBackend {
     /// The optimizer: the loop IR before passes, after each pass alone and after the
     /// whole pipeline (what `--self` means).
     Loops,
+    /// The Cranelift JIT, after the optimizer's stages. Vectorized reductions reassociate
+    /// float additions, so values are compared within rtol 1e-4, atol 1e-5.
+    Cranelift,
+}
+
+/// The Cranelift JIT as a stage of the differential oracle.
+struct CraneliftStage;
+
+impl Backend for CraneliftStage {
+    fn name(&self) -> String {
+        "cranelift".into()
+    }
+
+    fn run(&self, p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
+        run_cranelift(p, case)
+    }
 }
 
 impl FuzzBackend {
@@ -35,6 +56,7 @@ impl FuzzBackend {
     fn flag(self) -> &'static str {
         match self {
             FuzzBackend::Loops => "--self",
+            FuzzBackend::Cranelift => "--backend cranelift",
         }
     }
 }
@@ -75,6 +97,14 @@ pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
         FuzzBackend::Loops => CheckOptions {
             disabled_passes: pass_opts.disabled,
             ..CheckOptions::default()
+        },
+        FuzzBackend::Cranelift => CheckOptions {
+            disabled_passes: pass_opts.disabled,
+            tolerance: Some(Tolerance {
+                abs: 1e-5,
+                rel: 1e-4,
+            }),
+            backends: vec![Box::new(CraneliftStage)],
         },
     };
     let found = quietly(|| search(args, &cfg, &opts))?;
