@@ -9,6 +9,10 @@
 //!
 //! # Rules
 //!
+//! - **Loops running once** (`for i in c..c + 1`, literals) are removed from every
+//!   block first, as `cleanup` does, so a reduction's kept axis of size 1 does not
+//!   stop its consumer from matching.
+//!
 //! - **Merge left**: block `j` joins an earlier block `i` (at `i`'s place) when
 //!   nothing between them conflicts with `j` (writes what `j` reads, or touches what
 //!   `j` writes). **Merge right**: otherwise `i` joins `j` (at `j`'s place) when
@@ -62,6 +66,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::index::Expr;
 use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript};
 
+use super::cleanup::remove_loops_running_once;
 use super::deps::BlockDeps;
 use super::shape_groups::ShapeGroups;
 use super::walk::{AccessAt, block_accesses, levels, rename_loops, stmt_reads_var};
@@ -70,6 +75,11 @@ use super::walk::{AccessAt, block_accesses, levels, rename_loops, stmt_reads_var
 pub fn fuse(p: &LoopProgram) -> LoopProgram {
     let groups = ShapeGroups::new(p);
     let mut blocks = p.blocks.clone();
+    // A size-1 axis is a loop in one nest and a literal subscript in another (a
+    // reduction's kept axis and its consumer): without those loops the nests match.
+    for b in &mut blocks {
+        remove_loops_running_once(b);
+    }
     while let Some((at, removed, fused)) = find_merge(&blocks, &groups) {
         blocks[at] = fused;
         blocks.remove(removed);
