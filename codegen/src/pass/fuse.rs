@@ -58,8 +58,11 @@
 //! those are never shared) commutes; and a conflicting pair is ordered `i` first by
 //! the dependence rule above.
 //!
-//! Blocks are merged greedily — the first legal pair with `j` smallest, then `i`
-//! nearest — until no pair can be merged.
+//! Blocks are merged greedily until no pair can be merged: first the legal merges of
+//! related nests of equal depth (a dependence between them), then of unrelated ones,
+//! then prefix merges of related nests — each time the first legal pair with `j`
+//! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
+//! save a loop header, not a temporary.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -91,23 +94,56 @@ pub fn fuse(p: &LoopProgram) -> LoopProgram {
 }
 
 /// The first legal merge: where the fused block goes, which block disappears, and the
-/// fused block.
+/// fused block. Merges are tried by [`Tier`], and within a tier with `j` smallest,
+/// then `i` nearest.
 fn find_merge(blocks: &[Block], groups: &ShapeGroups) -> Option<(usize, usize, Block)> {
     let deps: Vec<BlockDeps> = blocks.iter().map(BlockDeps::of).collect();
-    for j in 1..blocks.len() {
-        for i in (0..j).rev() {
-            let between = &deps[i + 1..j];
-            let left = between.iter().all(|k| !deps[j].conflicts(k));
-            let right = between.iter().all(|k| !deps[i].conflicts(k));
-            if !left && !right {
-                continue;
-            }
-            if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
-                return Some(if left { (i, j, fused) } else { (j, i, fused) });
+    for tier in [
+        Tier::RelatedEqual,
+        Tier::UnrelatedEqual,
+        Tier::RelatedPrefix,
+    ] {
+        for j in 1..blocks.len() {
+            for i in (0..j).rev() {
+                let equal = blocks[i].loops.len() == blocks[j].loops.len();
+                let related = deps[i].conflicts(&deps[j]);
+                let wanted = match tier {
+                    Tier::RelatedEqual => equal && related,
+                    Tier::UnrelatedEqual => equal && !related,
+                    Tier::RelatedPrefix => !equal && related,
+                };
+                if !wanted {
+                    continue;
+                }
+                let between = &deps[i + 1..j];
+                let left = between.iter().all(|k| !deps[j].conflicts(k));
+                let right = between.iter().all(|k| !deps[i].conflicts(k));
+                if !left && !right {
+                    continue;
+                }
+                if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
+                    return Some(if left { (i, j, fused) } else { (j, i, fused) });
+                }
             }
         }
     }
     None
+}
+
+/// The kinds of merges, in the order they are tried. Greedy merging cannot undo a
+/// merge, so the merges that pay most go first: a producer joining its consumer (two
+/// blocks *related* by a dependence — one writes what the other touches) is what
+/// lets a temporary be substituted away; merging unrelated nests of equal depth only
+/// saves loop headers, and taken first it can leave a producer and its consumer in
+/// different nests. A prefix merge changes the levels later merges must respect
+/// (the shallower nest's statements now follow the deeper one's inner loops), so it
+/// comes last, and only between related blocks: an unrelated shallow nest joining a
+/// deeper one would gain nothing and could take away a better partner.
+#[derive(Clone, Copy)]
+enum Tier {
+    RelatedEqual,
+    UnrelatedEqual,
+    RelatedPrefix,
 }
 
 /// The segment of each loop position: a pivot closes its segment.
