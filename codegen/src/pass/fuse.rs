@@ -141,8 +141,11 @@ fn find_merge(blocks: &[Block], groups: &ShapeGroups) -> Option<(usize, usize, B
 /// deeper one would gain nothing and could take away a better partner.
 #[derive(Clone, Copy)]
 enum Tier {
+    /// Same depth, with a dependence between the two blocks.
     RelatedEqual,
+    /// Same depth, no dependence.
     UnrelatedEqual,
+    /// Different depths, with a dependence.
     RelatedPrefix,
 }
 
@@ -259,10 +262,8 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
     // then one within the shared outer part, then any.
     let shared = na.min(nb);
     if nb <= na {
-        for pb in 0..nb {
-            if of_b[pb].is_some() {
-                continue;
-            }
+        let unpaired: Vec<usize> = (0..nb).filter(|&pb| of_b[pb].is_none()).collect();
+        for pb in unpaired {
             let fits = |pa: usize| !used_a[pa] && same_range(&a.loops[pa], &b.loops[pb], groups);
             let pa = std::iter::once(pb)
                 .chain(0..shared)
@@ -272,10 +273,8 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
             used_a[pa] = true;
         }
     } else {
-        for pa in 0..na {
-            if used_a[pa] {
-                continue;
-            }
+        let unpaired: Vec<usize> = (0..na).filter(|&pa| !used_a[pa]).collect();
+        for pa in unpaired {
             let fits =
                 |pb: usize| of_b[pb].is_none() && same_range(&a.loops[pa], &b.loops[pb], groups);
             let pb = std::iter::once(pa)
