@@ -31,6 +31,27 @@ fn matmul() -> Program {
     b.combine(&[a, w], &[c]).unwrap()
 }
 
+/// The `matmul` macro op's form: the same reduction, then a reindex dropping the
+/// kept size-1 axis (`c[m, n] = t[m, 0, n]`).
+fn matmul_dropping_the_kept_axis() -> Program {
+    let mut b = Builder::new(F32);
+    let a = b.input("a", F32, &["M", "K"]).unwrap();
+    let w = b.input("b", F32, &["K", "N"]).unwrap();
+    let aa = b
+        .reindex(a, &["dA0", "dA1", "dB1"], &[a, w], &["i0", "i1"])
+        .unwrap();
+    let bb = b
+        .reindex(w, &["dA0", "dB0", "dB1"], &[a, w], &["i1", "i2"])
+        .unwrap();
+    let prod = b.binary(BinaryOp::Mul, aa, bb).unwrap();
+    let t = b.reduce(ReduceOp::Sum, &[1], prod).unwrap();
+    let c = b
+        .reindex(t, &["dA0", "dA2"], &[t], &["i0", "0", "i1"])
+        .unwrap();
+    b.set_name(c, "c").unwrap();
+    b.combine(&[a, w], &[c]).unwrap()
+}
+
 /// NNC's convolution forward, with the kernel size and output channels as `$params`.
 fn conv() -> Program {
     let mut b = Builder::new(F32);
@@ -187,6 +208,38 @@ fn matmul_lowered_has_four_blocks_and_three_temporaries() {
     );
     assert_eq!((stats.blocks, stats.temporaries), (4, 3));
     assert_eq!(stats.temp_bytes, Some(3 * 3 * 4 * 5 * 4));
+}
+
+const MATMUL_2D: &str = "\
+input  a: f32[M, K]
+input  b: f32[K, N]
+output c: f32[M, N]
+block 0 {
+  for i0 in 0..M {
+    for i2 in 0..N {
+      v0 = 0.0 (+)
+      for i1 in 0..K {
+        v0 += a[i0, i1] * b[i1, i2]
+      }
+      c[i0, i2] = v0
+    } }
+}
+";
+
+/// The consumer of the reduction reads it at the kept loop's level, so it joins the
+/// reduction's nest as a statement after the store (prefix fusion), and the
+/// temporary is substituted away: the same single nest as above.
+#[test]
+fn matmul_dropping_the_kept_axis_fuses_to_one_block_without_temporaries() {
+    let p = optimized(
+        &matmul_dropping_the_kept_axis(),
+        &[data(&[3, 4], 1), data(&[4, 5], 2)],
+        &[],
+    );
+    let stats = pass::stats(&p, &sizes(&[("M", 3), ("K", 4), ("N", 5)]), &HashMap::new());
+    assert_eq!((stats.blocks, stats.temporaries), (1, 0));
+    assert!(all_unchecked(&p), "{p}");
+    assert_eq!(p.to_string(), MATMUL_2D);
 }
 
 const CONV: &str = "\

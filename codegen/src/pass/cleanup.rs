@@ -35,10 +35,25 @@ pub fn cleanup(p: &LoopProgram) -> LoopProgram {
 
 fn clean_block(mut b: Block) -> Block {
     map_block_exprs(&mut b, &mut |e| e.simplify());
+    remove_loops_running_once(&mut b);
+    map_block_exprs(&mut b, &mut |e| e.simplify());
+    while b
+        .loops
+        .last()
+        .is_some_and(|l| l.stmts.is_empty() && l.carried.is_empty())
+    {
+        b.loops.pop();
+    }
+    b
+}
+
+/// Removes every loop of `b` whose range is literally one iteration (see the module
+/// docs): also used by fusion, so that a size-1 axis does not keep two nests apart.
+pub(super) fn remove_loops_running_once(b: &mut Block) {
     let mut d = 0;
     while d < b.loops.len() {
         let l = &b.loops[d];
-        let once = match (l.start.as_int(), l.end.as_int()) {
+        let once = match (l.start.simplify().as_int(), l.end.simplify().as_int()) {
             (Some(s), Some(e)) => e.checked_sub(s) == Some(1),
             _ => false,
         };
@@ -60,17 +75,8 @@ fn clean_block(mut b: Block) -> Block {
         stmts.extend(removed.stmts);
         stmts.extend(after);
         // After the move, so the moved statements see the literal too.
-        rename_loops_to(&mut b, id, &value);
+        rename_loops_to(b, id, &value);
     }
-    map_block_exprs(&mut b, &mut |e| e.simplify());
-    while b
-        .loops
-        .last()
-        .is_some_and(|l| l.stmts.is_empty() && l.carried.is_empty())
-    {
-        b.loops.pop();
-    }
-    b
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Loop fusion: merges two blocks into one loop nest when their loops match one to
-//! one by range, reordering loops between pivots where needed.
+//! Loop fusion: merges two blocks into one loop nest when the loops of one match, one
+//! to one by range, the loops of the other or an outer part (a *prefix*) of them,
+//! reordering loops between pivots where needed.
 //!
 //! Guarantee: every output is bit-identical to the unfused program's. No float
 //! operation is reordered: each tensor element and each carried variable sees the
@@ -8,17 +9,26 @@
 //!
 //! # Rules
 //!
+//! - **Loops running once** (`for i in c..c + 1`, literals) are removed from every
+//!   block first, as `cleanup` does, so a reduction's kept axis of size 1 does not
+//!   stop its consumer from matching.
+//!
 //! - **Merge left**: block `j` joins an earlier block `i` (at `i`'s place) when
 //!   nothing between them conflicts with `j` (writes what `j` reads, or touches what
 //!   `j` writes). **Merge right**: otherwise `i` joins `j` (at `j`'s place) when
 //!   nothing between them conflicts with `i` — this moves a zero-reset block or an
 //!   unrelated producer out of the way. In the merged nest, at every level, `i`'s
 //!   carried variables and statements come before `j`'s.
-//! - **Matching**: both nests have the same depth and their loops pair up with equal
-//!   ranges (start and end equal under [`ShapeGroups`]). The pairing follows the
-//!   conflicting accesses (a producer's `t[i0, i1, i2]` read as `t[i9, i11, i10]`
-//!   pairs `i9` with `i0`, `i11` with `i1`, `i10` with `i2`); loops not pinned that way
-//!   pair by range, preferring the same position.
+//! - **Matching**: the shallower nest's loops (all of them, possibly none) pair up
+//!   with the outermost loops of the deeper nest, with equal ranges (start and end
+//!   equal under [`ShapeGroups`]); the deeper nest's other loops stay inside, holding
+//!   only its own statements. The pairing follows the conflicting accesses (a
+//!   producer's `t[i0, i1, i2]` read as `t[i9, i11, i10]` pairs `i9` with `i0`, `i11`
+//!   with `i1`, `i10` with `i2`); loops not pinned that way pair by range, preferring
+//!   the same position. Every statement keeps its level, so a consumer of a
+//!   reduction's result joins the reduction's nest as statements of the kept loop
+//!   (`for m { for n { v = 0; for k {..}; t[m, n] = v; c[m, n] = t[m, n] } }`), and a
+//!   consumer with no loops joins the block-level statements.
 //! - **Pivots**: a loop holding statements or carried variables is a pivot. Loops
 //!   are reordered only within a *segment* — the loops after one pivot up to and
 //!   including the next — so every statement and every carried variable keeps the
@@ -32,18 +42,34 @@
 //!   the same tensor, one of them a write, the subscripts must be identical after the
 //!   pairing, every loop enclosing `j`'s access must appear in them as a bare loop
 //!   variable, and `i`'s access must sit at least as deep as `j`'s. Then both touch an
-//!   element only in the same iteration of the shared loops, with `i`'s access first:
-//!   a shifted, transposed or reduced read of a tensor the other block writes forbids
-//!   the fusion.
+//!   element only in the same iteration of the loops enclosing `j`'s access, and
+//!   there `i`'s access runs first: a statement runs after the inner loop of its
+//!   level, and at one level `i`'s statements precede `j`'s. A shifted, transposed
+//!   or reduced read of a tensor the other block writes forbids the fusion, and so
+//!   does a read of a value the other block finishes only at a shallower level (a
+//!   reduction read inside the reduced loop). The rule does not depend on which nest
+//!   is deeper: when `i` is the shallower one its statements run after `j`'s deeper
+//!   ones of the same iteration, which the rule allows only for pairs that do not
+//!   conflict or where `j`'s access is no deeper than `i`'s.
 //!
-//! Blocks are merged greedily — the first legal pair with `j` smallest, then `i`
-//! nearest — until no pair can be merged.
+//! Why this is enough: within each block the order of its own statement instances
+//! is unchanged (same enclosing loops, same list order); a pair of instances from
+//! different blocks that touch different elements (or different carried variables —
+//! those are never shared) commutes; and a conflicting pair is ordered `i` first by
+//! the dependence rule above.
+//!
+//! Blocks are merged greedily until no pair can be merged: first the legal merges of
+//! related nests of equal depth (a dependence between them), then of unrelated ones,
+//! then prefix merges of related nests — each time the first legal pair with `j`
+//! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
+//! save a loop header, not a temporary.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::index::Expr;
 use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript};
 
+use super::cleanup::remove_loops_running_once;
 use super::deps::BlockDeps;
 use super::shape_groups::ShapeGroups;
 use super::walk::{AccessAt, block_accesses, levels, rename_loops, stmt_reads_var};
@@ -52,6 +78,11 @@ use super::walk::{AccessAt, block_accesses, levels, rename_loops, stmt_reads_var
 pub fn fuse(p: &LoopProgram) -> LoopProgram {
     let groups = ShapeGroups::new(p);
     let mut blocks = p.blocks.clone();
+    // A size-1 axis is a loop in one nest and a literal subscript in another (a
+    // reduction's kept axis and its consumer): without those loops the nests match.
+    for b in &mut blocks {
+        remove_loops_running_once(b);
+    }
     while let Some((at, removed, fused)) = find_merge(&blocks, &groups) {
         blocks[at] = fused;
         blocks.remove(removed);
@@ -63,23 +94,59 @@ pub fn fuse(p: &LoopProgram) -> LoopProgram {
 }
 
 /// The first legal merge: where the fused block goes, which block disappears, and the
-/// fused block.
+/// fused block. Merges are tried by [`Tier`], and within a tier with `j` smallest,
+/// then `i` nearest.
 fn find_merge(blocks: &[Block], groups: &ShapeGroups) -> Option<(usize, usize, Block)> {
     let deps: Vec<BlockDeps> = blocks.iter().map(BlockDeps::of).collect();
-    for j in 1..blocks.len() {
-        for i in (0..j).rev() {
-            let between = &deps[i + 1..j];
-            let left = between.iter().all(|k| !deps[j].conflicts(k));
-            let right = between.iter().all(|k| !deps[i].conflicts(k));
-            if !left && !right {
-                continue;
-            }
-            if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
-                return Some(if left { (i, j, fused) } else { (j, i, fused) });
+    for tier in [
+        Tier::RelatedEqual,
+        Tier::UnrelatedEqual,
+        Tier::RelatedPrefix,
+    ] {
+        for j in 1..blocks.len() {
+            for i in (0..j).rev() {
+                let equal = blocks[i].loops.len() == blocks[j].loops.len();
+                let related = deps[i].conflicts(&deps[j]);
+                let wanted = match tier {
+                    Tier::RelatedEqual => equal && related,
+                    Tier::UnrelatedEqual => equal && !related,
+                    Tier::RelatedPrefix => !equal && related,
+                };
+                if !wanted {
+                    continue;
+                }
+                let between = &deps[i + 1..j];
+                let left = between.iter().all(|k| !deps[j].conflicts(k));
+                let right = between.iter().all(|k| !deps[i].conflicts(k));
+                if !left && !right {
+                    continue;
+                }
+                if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
+                    return Some(if left { (i, j, fused) } else { (j, i, fused) });
+                }
             }
         }
     }
     None
+}
+
+/// The kinds of merges, in the order they are tried. Greedy merging cannot undo a
+/// merge, so the merges that pay most go first: a producer joining its consumer (two
+/// blocks *related* by a dependence — one writes what the other touches) is what
+/// lets a temporary be substituted away; merging unrelated nests of equal depth only
+/// saves loop headers, and taken first it can leave a producer and its consumer in
+/// different nests. A prefix merge changes the levels later merges must respect
+/// (the shallower nest's statements now follow the deeper one's inner loops), so it
+/// comes last, and only between related blocks: an unrelated shallow nest joining a
+/// deeper one would gain nothing and could take away a better partner.
+#[derive(Clone, Copy)]
+enum Tier {
+    /// Same depth, with a dependence between the two blocks.
+    RelatedEqual,
+    /// Same depth, no dependence.
+    UnrelatedEqual,
+    /// Different depths, with a dependence.
+    RelatedPrefix,
 }
 
 /// The segment of each loop position: a pivot closes its segment.
@@ -117,10 +184,6 @@ fn conflicting<'a>(xs: &'a [AccessAt], ys: &'a [AccessAt]) -> Vec<(&'a AccessAt,
 
 /// `a` (earlier) and `b` (later) as one block, if that is legal.
 fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
-    let n = a.loops.len();
-    if b.loops.len() != n {
-        return None;
-    }
     let pairing = pair_loops(a, b, groups)?;
     let (seg_a, seg_b) = (segments(a), segments(b));
     // Try keeping `a`'s relative loop order within each reordered stretch, then `b`'s.
@@ -128,9 +191,9 @@ fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
         let Some((order_a, order_b)) = place(&pairing, &seg_a, &seg_b, by_b) else {
             continue;
         };
-        let identity: Vec<usize> = (0..n).collect();
-        if (order_a != identity && !reorder_ok(a, &order_a))
-            || (order_b != identity && !reorder_ok(b, &order_b))
+        let is_identity = |order: &[usize]| order.iter().enumerate().all(|(d, &from)| d == from);
+        if (!is_identity(&order_a) && !reorder_ok(a, &order_a))
+            || (!is_identity(&order_b) && !reorder_ok(b, &order_b))
         {
             continue;
         }
@@ -141,17 +204,18 @@ fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
             .map(|&(pa, pb)| (b.loops[pb].id.0, a.loops[pa].id.0))
             .collect();
         rename_loops(&mut b2, &|id| rename.get(&id).copied());
-        if cross_ok(&a2, &b2) {
-            return Some(merge(a2, b2));
+        let merged = merge(a2.clone(), b2.clone());
+        if cross_ok(&a2, &b2, &merged) {
+            return Some(merged);
         }
     }
     None
 }
 
-/// Pairs `(position in a, position in b)` of loops with equal ranges, pinned by the
-/// conflicting accesses first.
+/// Pairs `(position in a, position in b)` of loops with equal ranges, one for each
+/// loop of the shallower nest, pinned by the conflicting accesses first.
 fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
-    let n = a.loops.len();
+    let (na, nb) = (a.loops.len(), b.loops.len());
     let pos_a: HashMap<usize, usize> = a
         .loops
         .iter()
@@ -164,8 +228,8 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
         .enumerate()
         .map(|(d, l)| (l.id.0, d))
         .collect();
-    let mut of_b: Vec<Option<usize>> = vec![None; n];
-    let mut used_a = vec![false; n];
+    let mut of_b: Vec<Option<usize>> = vec![None; nb];
+    let mut used_a = vec![false; na];
     let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
     for (x, y) in conflicting(&acc_a, &acc_b) {
         if x.access.index.len() != y.access.index.len() {
@@ -194,34 +258,56 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
             }
         }
     }
-    for (pb, slot) in of_b.iter_mut().enumerate() {
-        if slot.is_some() {
-            continue;
+    // Every loop of the shallower nest needs a partner; prefer the same position,
+    // then one within the shared outer part, then any.
+    let shared = na.min(nb);
+    if nb <= na {
+        let unpaired: Vec<usize> = (0..nb).filter(|&pb| of_b[pb].is_none()).collect();
+        for pb in unpaired {
+            let fits = |pa: usize| !used_a[pa] && same_range(&a.loops[pa], &b.loops[pb], groups);
+            let pa = std::iter::once(pb)
+                .chain(0..shared)
+                .chain(0..na)
+                .find(|&pa| fits(pa))?;
+            of_b[pb] = Some(pa);
+            used_a[pa] = true;
         }
-        let fits = |pa: usize| !used_a[pa] && same_range(&a.loops[pa], &b.loops[pb], groups);
-        let pa = if fits(pb) {
-            pb
-        } else {
-            (0..n).find(|&pa| fits(pa))?
-        };
-        *slot = Some(pa);
-        used_a[pa] = true;
+    } else {
+        let unpaired: Vec<usize> = (0..na).filter(|&pa| !used_a[pa]).collect();
+        for pa in unpaired {
+            let fits =
+                |pb: usize| of_b[pb].is_none() && same_range(&a.loops[pa], &b.loops[pb], groups);
+            let pb = std::iter::once(pa)
+                .chain(0..shared)
+                .chain(0..nb)
+                .find(|&pb| fits(pb))?;
+            of_b[pb] = Some(pa);
+            used_a[pa] = true;
+        }
     }
-    of_b.iter()
+    let pairs: Vec<(usize, usize)> = of_b
+        .iter()
         .enumerate()
-        .map(|(pb, pa)| pa.map(|pa| (pa, pb)))
-        .collect()
+        .filter_map(|(pb, pa)| pa.map(|pa| (pa, pb)))
+        .collect();
+    (pairs.len() == shared).then_some(pairs)
 }
 
 /// Positions for the pairs such that each loop stays within its segment in both
 /// blocks: `(order_a, order_b)` with `order_x[d]` the old position of the loop now at
-/// `d`. Within a stretch, pairs keep `a`'s relative order (or `b`'s if `by_b`).
+/// `d`. The pairs take the outer positions, shared by both nests; within a stretch
+/// they keep `a`'s relative order (or `b`'s if `by_b`). The deeper nest's unpaired
+/// loops fill its remaining positions, each within its segment, in their order.
 fn place(
     pairing: &[(usize, usize)],
     seg_a: &[usize],
     seg_b: &[usize],
     by_b: bool,
 ) -> Option<(Vec<usize>, Vec<usize>)> {
+    let shared = seg_a.len().min(seg_b.len());
+    if pairing.len() != shared {
+        return None;
+    }
     let mut pairs = pairing.to_vec();
     if by_b {
         pairs.sort_by_key(|&(pa, pb)| (pb, pa));
@@ -236,11 +322,33 @@ fn place(
             .push_back((pa, pb));
     }
     let mut order_a = Vec::with_capacity(seg_a.len());
-    let mut order_b = Vec::with_capacity(seg_a.len());
-    for d in 0..seg_a.len() {
+    let mut order_b = Vec::with_capacity(seg_b.len());
+    for d in 0..shared {
         let (pa, pb) = queues.get_mut(&(seg_a[d], seg_b[d]))?.pop_front()?;
         order_a.push(pa);
         order_b.push(pb);
+    }
+    // The deeper nest's own loops, by segment, in their original order.
+    let (seg_deep, order_deep, paired): (&[usize], &mut Vec<usize>, Vec<usize>) =
+        if seg_a.len() >= seg_b.len() {
+            (
+                seg_a,
+                &mut order_a,
+                pairing.iter().map(|&(pa, _)| pa).collect(),
+            )
+        } else {
+            (
+                seg_b,
+                &mut order_b,
+                pairing.iter().map(|&(_, pb)| pb).collect(),
+            )
+        };
+    let mut rest: HashMap<usize, VecDeque<usize>> = HashMap::new();
+    for p in (0..seg_deep.len()).filter(|p| !paired.contains(p)) {
+        rest.entry(seg_deep[p]).or_default().push_back(p);
+    }
+    for &seg in &seg_deep[shared..] {
+        order_deep.push(rest.get_mut(&seg)?.pop_front()?);
     }
     Some((order_a, order_b))
 }
@@ -356,15 +464,21 @@ fn pinned_loops(x: &AccessAt, y: &AccessAt) -> HashSet<usize> {
         .collect()
 }
 
-/// The cross-dependence rule between the (reordered, renamed) blocks `a` then `b`.
-fn cross_ok(a: &Block, b: &Block) -> bool {
+/// The cross-dependence rule between the (reordered, renamed) blocks `a` then `b`,
+/// to be merged into `merged`.
+fn cross_ok(a: &Block, b: &Block, merged: &Block) -> bool {
     let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
     for (x, y) in conflicting(&acc_a, &acc_b) {
         if x.level < y.level || !identical(&x.access.index, &y.access.index) {
             return false;
         }
+        // `y.level <= x.level`, and `x` sits inside `a`'s loops, so every loop
+        // enclosing `y` is one of the merged nest's.
         let pinned = pinned_loops(x, y);
-        if a.loops[..y.level].iter().any(|l| !pinned.contains(&l.id.0)) {
+        if merged.loops[..y.level]
+            .iter()
+            .any(|l| !pinned.contains(&l.id.0))
+        {
             return false;
         }
     }
@@ -379,13 +493,30 @@ fn identical(x: &[Subscript], y: &[Subscript]) -> bool {
         })
 }
 
-/// One nest with `a`'s loop headers; at each depth `a`'s part runs before `b`'s.
-fn merge(mut a: Block, b: Block) -> Block {
-    for (la, lb) in a.loops.iter_mut().zip(b.loops) {
-        la.carried.extend(lb.carried);
-        la.stmts.extend(lb.stmts);
+/// One nest: the shared outer loops with `a`'s headers, the deeper nest's own loops
+/// inside them; at each depth `a`'s carried variables and statements come before
+/// `b`'s.
+fn merge(a: Block, b: Block) -> Block {
+    let depth = a.loops.len().max(b.loops.len());
+    let mut out = Block {
+        loops: (0..depth)
+            .filter_map(|d| a.loops.get(d).or_else(|| b.loops.get(d)))
+            .map(|l| Loop {
+                carried: Vec::new(),
+                stmts: Vec::new(),
+                ..l.clone()
+            })
+            .collect(),
+        carried: Vec::new(),
+        stmts: Vec::new(),
+    };
+    for part in [a, b] {
+        for (l, from) in out.loops.iter_mut().zip(part.loops) {
+            l.carried.extend(from.carried);
+            l.stmts.extend(from.stmts);
+        }
+        out.carried.extend(part.carried);
+        out.stmts.extend(part.stmts);
     }
-    a.carried.extend(b.carried);
-    a.stmts.extend(b.stmts);
-    a
+    out
 }

@@ -12,8 +12,7 @@
 //! 5. `bounds` — unmark accesses proven in range (after fusion, so the proofs see
 //!    the final loops);
 //! 6. `cleanup` — fold index expressions, drop loops and blocks that do nothing
-//!    (last, because removing a loop that runs once changes loop depths, which
-//!    fusion matches on).
+//!    (`fuse` drops loops that run once itself, before matching nests).
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
@@ -77,8 +76,8 @@ const PIPELINE: &[Pass] = &[
     DCE,
     Pass {
         name: "fuse",
-        doc: "merges loop nests whose loops match by range, reordering only between pivots, \
-              when every dependence keeps its order",
+        doc: "merges loop nests whose loops, or outer loops, match by range, reordering \
+              only between pivots, when every dependence keeps its order",
         run: fuse,
     },
     Pass {
