@@ -175,38 +175,6 @@ fn check_len(
     }
 }
 
-/// A size computed in `i64`, as a `usize`; negative sizes are an error.
-fn size(
-    kernel: &'static str,
-    size: &'static str,
-    value: i64,
-) -> Result<usize, KernelError> {
-    usize::try_from(value)
-        .map_err(|_| KernelError::NegativeSize {
-            kernel,
-            size,
-            value,
-        })
-}
-
-/// A zeroed temporary buffer of the given shape.
-fn zeroed<T: Clone + Default>(
-    kernel: &'static str,
-    buffer: &'static str,
-    shape: &[i64],
-) -> Result<Vec<T>, KernelError> {
-    let mut sizes = Vec::with_capacity(shape.len());
-    for &d in shape {
-        sizes.push(size(kernel, buffer, d)?);
-    }
-    let len = elements(&sizes)
-        .ok_or(KernelError::TooLarge {
-            kernel,
-            buffer,
-        })?;
-    Ok(vec![T::default(); len])
-}
-
 /// The number of elements of a shape; `None` if it overflows or a size
 /// exceeds `i64::MAX` (index arithmetic is done in `i64`).
 fn elements(shape: &[usize]) -> Option<usize> {
@@ -335,7 +303,6 @@ pub fn conv2d(
     check_len("conv2d", "y", y.len(), &shapes.y)?;
     let [n, c, h, w] = dims("conv2d", "x", x_shape)?;
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
-    let mut s: Vec<f32> = zeroed("conv2d", "s", &[n, o, h, w, 1, 1, 1])?;
     unsafe {
         for i0 in 0..n {
             for i1 in 0..o {
@@ -355,27 +322,10 @@ pub fn conv2d(
                                 }
                             }
                         }
-                        *s
+                        *y
                             .get_unchecked_mut(
                                 (((i0 * o + i1) * h + i2) * w + i3) as usize,
                             ) = v0;
-                    }
-                }
-            }
-        }
-    }
-    unsafe {
-        for i28 in 0..n {
-            for i29 in 0..o {
-                for i30 in 0..h {
-                    for i31 in 0..w {
-                        *y
-                            .get_unchecked_mut(
-                                (((i28 * o + i29) * h + i30) * w + i31) as usize,
-                            ) = *s
-                            .get_unchecked(
-                                (((i28 * o + i29) * h + i30) * w + i31) as usize,
-                            );
                     }
                 }
             }

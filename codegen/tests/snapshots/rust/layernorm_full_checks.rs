@@ -326,7 +326,6 @@ pub fn layernorm(
     let [b, n] = dims("layernorm", "x", x_shape)?;
     let mut mean: Vec<f64> = zeroed("layernorm", "mean", &[b, 1])?;
     let mut d: Vec<f64> = zeroed("layernorm", "d", &[b, n])?;
-    let mut var: Vec<f64> = zeroed("layernorm", "var", &[b, 1])?;
     let mut t9: Vec<f64> = zeroed("layernorm", "t9", &[b, 1])?;
     for i0 in 0..b {
         let mut v0 = 0.0_f64;
@@ -341,10 +340,7 @@ pub fn layernorm(
             d[(i2 * n + i3) as usize] = x[(i2 * n + i3) as usize] - mean[i2 as usize];
             v1 += d[(i2 * n + i3) as usize] * d[(i2 * n + i3) as usize];
         }
-        var[i2 as usize] = v1 / n as f64;
-    }
-    for i10 in 0..b {
-        t9[i10 as usize] = 1.0 / (var[i10 as usize] + 1e-5).sqrt();
+        t9[i2 as usize] = 1.0 / (v1 / n as f64 + 1e-5).sqrt();
     }
     for i14 in 0..b {
         for i15 in 0..n {
