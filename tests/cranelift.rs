@@ -287,7 +287,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// `cargo test --release --test cranelift -- --ignored --nocapture compile_latency`
 /// (`UOP_LATENCY_ALL=1` prints every op, not just the summary and the slowest).
 #[test]
-#[ignore = "a measurement: prints a table, takes about a minute"]
+#[ignore = "a measurement: prints a table of timings"]
 fn compile_latency_of_every_library_op() {
     let cases = smallest_case_per_op();
     assert!(!cases.is_empty(), "the golden cases are missing");
