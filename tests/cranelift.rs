@@ -179,3 +179,158 @@ fn the_facade_compiles_once_per_program() {
         vec![vec![2, 4]]
     );
 }
+
+/// The smallest golden case calling each macro op (fewest non-comment lines, then
+/// name), as `tests/ops_reference.rs` picks it: (op, program).
+fn smallest_case_per_op() -> Vec<(String, Program)> {
+    let mut paths = Vec::new();
+    programs_under(
+        &root().join("tests/golden/cases"),
+        Some("program.uop"),
+        &mut paths,
+    );
+    let texts: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| {
+            let name = p
+                .parent()
+                .and_then(|d| d.strip_prefix(root().join("tests/golden/cases")).ok())
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, std::fs::read_to_string(p).expect("readable"))
+        })
+        .collect();
+    let calls = |text: &str, op: &str| {
+        let pattern = format!("{op}(");
+        text.match_indices(&pattern).any(|(at, _)| {
+            !text[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    let registry = uop::ops::registry();
+    let mut out = Vec::new();
+    for op in registry.iter() {
+        let smallest = texts
+            .iter()
+            .filter(|(_, text)| calls(text, &op.name))
+            .min_by_key(|(name, text)| {
+                (
+                    text.lines().filter(|l| !l.starts_with('#')).count(),
+                    name.clone(),
+                )
+            });
+        if let Some((case, text)) = smallest {
+            let program = parse_program(text, &registry)
+                .unwrap_or_else(|e| panic!("golden case {case} does not parse: {e}"));
+            out.push((op.name.clone(), program));
+        }
+    }
+    out
+}
+
+/// The gradient program of every float input, every float output seeded (what
+/// `uop grad` differentiates by default).
+fn full_gradient(program: &Program) -> Option<Program> {
+    let wrt: Vec<_> = program
+        .inputs
+        .iter()
+        .copied()
+        .filter(|i| program.node(*i).dtype.is_float())
+        .collect();
+    let mut seeds = Vec::new();
+    for o in &program.outputs {
+        if program.node(*o).dtype.is_float() && !seeds.contains(o) {
+            seeds.push(*o);
+        }
+    }
+    if wrt.is_empty() || seeds.is_empty() {
+        return None;
+    }
+    let spec = uop::codegen::grad::GradSpec {
+        seeds,
+        wrt,
+        supplied: vec![],
+    };
+    uop::codegen::grad::gradient(program, &spec)
+        .ok()
+        .map(|g| g.program)
+}
+
+/// Median of `reps` uncached compiles: (lowering + passes, Cranelift), in ms.
+fn compile_times(program: &Program, reps: usize) -> (f64, f64) {
+    use std::time::Instant;
+    use uop::codegen::backend::cranelift;
+    let mut passes = Vec::new();
+    let mut clif = Vec::new();
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        let optimized = cranelift::optimized(program).expect("optimizes");
+        let t1 = Instant::now();
+        let kernel =
+            cranelift::compile_uncached(&optimized, &Options::default()).expect("compiles");
+        let t2 = Instant::now();
+        drop(kernel);
+        passes.push((t1 - t0).as_secs_f64() * 1e3);
+        clif.push((t2 - t1).as_secs_f64() * 1e3);
+    }
+    (median(&mut passes), median(&mut clif))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Compile latency of every library op, forward and backward: run with
+/// `cargo test --release --test cranelift -- --ignored --nocapture compile_latency`
+/// (`UOP_LATENCY_ALL=1` prints every op, not just the summary and the slowest).
+#[test]
+#[ignore = "a measurement: prints a table of timings"]
+fn compile_latency_of_every_library_op() {
+    let cases = smallest_case_per_op();
+    assert!(!cases.is_empty(), "the golden cases are missing");
+    let reps = 7;
+    let mut rows: Vec<(String, &str, f64, f64)> = Vec::new();
+    for (op, program) in &cases {
+        let (p, c) = compile_times(program, reps);
+        rows.push((op.clone(), "forward", p, c));
+        if let Some(g) = full_gradient(program) {
+            let (p, c) = compile_times(&g, reps);
+            rows.push((op.clone(), "backward", p, c));
+        }
+    }
+    if std::env::var_os("UOP_LATENCY_ALL").is_some() {
+        for (op, dir, p, c) in &rows {
+            println!(
+                "{op:24} {dir:8} passes {p:7.3} ms  cranelift {c:7.3} ms  total {:7.3} ms",
+                p + c
+            );
+        }
+    }
+    println!(
+        "| direction | ops | passes median | Cranelift median | total median | total max | ops under 1 ms |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for dir in ["forward", "backward"] {
+        let of: Vec<_> = rows.iter().filter(|r| r.1 == dir).collect();
+        let mut p: Vec<f64> = of.iter().map(|r| r.2).collect();
+        let mut c: Vec<f64> = of.iter().map(|r| r.3).collect();
+        let mut t: Vec<f64> = of.iter().map(|r| r.2 + r.3).collect();
+        let under = t.iter().filter(|&&x| x < 1.0).count();
+        let max = t.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {dir} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {max:.1} ms | {under} |",
+            of.len(),
+            median(&mut p),
+            median(&mut c),
+            median(&mut t)
+        );
+    }
+    rows.sort_by(|a, b| (b.2 + b.3).total_cmp(&(a.2 + a.3)));
+    println!("\nslowest:");
+    for (op, dir, p, c) in rows.iter().take(8) {
+        println!("| {op} ({dir}) | {p:.2} ms | {c:.2} ms | {:.2} ms |", p + c);
+    }
+}
