@@ -94,7 +94,13 @@ pub enum Workload {
     /// `a[n, n] · b[n, n]`.
     Matmul { n: usize },
     /// 3×3 convolution, stride 1, padding 1: `x[n, c, h, w]` · `k[o, c, 3, 3]`.
-    Conv2d { n: usize, c: usize, h: usize, w: usize, o: usize },
+    Conv2d {
+        n: usize,
+        c: usize,
+        h: usize,
+        w: usize,
+        o: usize,
+    },
     /// `x[n, n]` transposed to a contiguous `y[n, n]`.
     Transpose { n: usize },
 }
@@ -128,11 +134,24 @@ impl Workload {
         use Workload::*;
         let q = |full: usize, small: usize| if quick { small } else { full };
         Ok(match name {
-            "gelu_4M" => Gelu { n: q(4 << 20, 4096) },
-            "softmax_4096x1024" => Softmax { b: q(4096, 32), n: q(1024, 64) },
-            "layernorm_4096x1024" => Layernorm { b: q(4096, 32), n: q(1024, 64) },
-            "sum_16M" => Sum { n: q(16 << 20, 8192) },
-            "colsum_4096x1024" => Colsum { r: q(4096, 32), c: q(1024, 64) },
+            "gelu_4M" => Gelu {
+                n: q(4 << 20, 4096),
+            },
+            "softmax_4096x1024" => Softmax {
+                b: q(4096, 32),
+                n: q(1024, 64),
+            },
+            "layernorm_4096x1024" => Layernorm {
+                b: q(4096, 32),
+                n: q(1024, 64),
+            },
+            "sum_16M" => Sum {
+                n: q(16 << 20, 8192),
+            },
+            "colsum_4096x1024" => Colsum {
+                r: q(4096, 32),
+                c: q(1024, 64),
+            },
             "matmul_512" => Matmul { n: q(512, 24) },
             "matmul_1024" => Matmul { n: q(1024, 32) },
             "conv2d_8x64x56x56_k3" => Conv2d {
@@ -179,7 +198,11 @@ impl Workload {
         };
         let mut inputs: Vec<Vec<f32>> = shapes
             .iter()
-            .map(|s| (0..s.iter().product::<usize>()).map(|_| normal(&mut rng)).collect())
+            .map(|s| {
+                (0..s.iter().product::<usize>())
+                    .map(|_| normal(&mut rng))
+                    .collect()
+            })
             .collect();
         if let (Conv2d { .. }, Some(k)) = (self, inputs.get_mut(1)) {
             k.iter_mut().for_each(|v| *v *= 0.05);
@@ -238,7 +261,8 @@ impl Workload {
 
     /// Parses [`Workload::source`] and JIT-compiles it with Cranelift.
     pub fn compile_jit(self) -> Result<Kernel, String> {
-        let program = parse_program(self.source(), &uop_ops::registry()).map_err(|e| e.to_string())?;
+        let program =
+            parse_program(self.source(), &uop_ops::registry()).map_err(|e| e.to_string())?;
         crate::jit::compile(&program).map_err(|e| e.to_string())
     }
 
@@ -402,11 +426,14 @@ pub fn median_ms<E>(reps: Reps, mut f: impl FnMut() -> Result<(), E>) -> Result<
 /// magnitude in `r` (at least 1): how far a kernel is from the naive loops.
 pub fn max_rel_diff(a: &[f32], r: &[f32]) -> f64 {
     let scale = r.iter().fold(1.0f64, |m, &v| m.max(f64::from(v).abs()));
-    let diff = a
-        .iter()
-        .zip(r)
-        .fold(0.0f64, |m, (&x, &y)| m.max((f64::from(x) - f64::from(y)).abs()));
-    if a.len() != r.len() { f64::INFINITY } else { diff / scale }
+    let diff = a.iter().zip(r).fold(0.0f64, |m, (&x, &y)| {
+        m.max((f64::from(x) - f64::from(y)).abs())
+    });
+    if a.len() != r.len() {
+        f64::INFINITY
+    } else {
+        diff / scale
+    }
 }
 
 #[cfg(test)]
@@ -419,7 +446,10 @@ mod tests {
             assert!(Workload::named(name, true).is_ok(), "{name}");
         }
         let e = Workload::named("gelu", false).unwrap_err().to_string();
-        assert!(e.contains("unknown workload `gelu`") && e.contains("transpose_1024"), "{e}");
+        assert!(
+            e.contains("unknown workload `gelu`") && e.contains("transpose_1024"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -440,8 +470,11 @@ mod tests {
         for name in NAMES {
             let w = Workload::named(name, true).unwrap();
             let d = w.data(1);
-            let (mut naive, mut rust, mut jit) =
-                (vec![0.0; w.output_len()], vec![0.0; w.output_len()], vec![0.0; w.output_len()]);
+            let (mut naive, mut rust, mut jit) = (
+                vec![0.0; w.output_len()],
+                vec![0.0; w.output_len()],
+                vec![0.0; w.output_len()],
+            );
             w.run_naive(&d, &mut naive);
             w.run_rust(&d, &mut rust).unwrap();
             run_jit(&w.compile_jit().unwrap(), &d, &mut jit).unwrap();

@@ -78,7 +78,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     let names: Vec<&'static str> = match &args.workload {
         Some(name) => match bench::NAMES.iter().find(|n| **n == name.as_str()) {
             Some(n) => vec![*n],
-            None => return fail(format!("--workload: {}", bench::BenchError::Unknown(name.clone()))),
+            None => {
+                return fail(format!(
+                    "--workload: {}",
+                    bench::BenchError::Unknown(name.clone())
+                ));
+            }
         },
         None => bench::NAMES.to_vec(),
     };
@@ -118,7 +123,9 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                         .map_err(|e| CliError(format!("{name}: Cranelift compilation: {e}")))?;
                     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
                     let ms = bench::median_ms(reps, || bench::run_jit(&kernel, &data, &mut y))
-                        .map_err(|e| CliError(format!("{name}: the Cranelift kernel failed: {e}")))?;
+                        .map_err(|e| {
+                            CliError(format!("{name}: the Cranelift kernel failed: {e}"))
+                        })?;
                     (ms, Some(compile_ms))
                 }
             };
@@ -144,7 +151,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
              x naive = naive Rust loop time / kernel time{}",
             bench::DRAM_GBS,
             bench::FMA512_GFLOPS,
-            if args.quick { "; --quick sizes, timings are not meaningful" } else { "" }
+            if args.quick {
+                "; --quick sizes, timings are not meaningful"
+            } else {
+                ""
+            }
         );
     }
     Ok(())
@@ -178,7 +189,11 @@ fn table_row(r: &Row) -> String {
 
 /// A finite number as JSON (`null` otherwise: JSON has no infinities).
 fn num(v: f64) -> String {
-    if v.is_finite() { format!("{v}") } else { "null".to_string() }
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".to_string()
+    }
 }
 
 fn json(r: &Row, threads: usize, quick: bool) -> String {
