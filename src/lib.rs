@@ -5,6 +5,7 @@
 pub use uop_codegen as codegen;
 pub use uop_ops as ops;
 
+pub mod bench;
 pub mod cli;
 pub mod jit;
 pub mod kernels;

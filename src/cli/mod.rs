@@ -3,6 +3,7 @@
 //! Every failure becomes one [`CliError`] message on stderr and exit code 1;
 //! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
 
+mod bench;
 mod emit;
 mod fuzz;
 mod grad;
@@ -84,6 +85,8 @@ enum Command {
     Grad(grad::GradArgs),
     /// Generate code for a backend target: Rust source, an object file, its C header, or Cranelift IR.
     Emit(emit::EmitArgs),
+    /// Time the speed workloads (Rust and Cranelift kernels) against a naive Rust loop.
+    Bench(bench::BenchArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
@@ -97,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Stats(args) => stats::stats(&args),
         Command::Grad(args) => grad::grad(&args),
         Command::Emit(args) => emit::emit(&args),
+        Command::Bench(args) => bench::bench(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

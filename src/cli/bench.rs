@@ -1,0 +1,222 @@
+//! `uop bench`: times the speed workloads of issue 8 (see [`crate::bench`]) on the
+//! Rust backend's prebuilt kernels and on Cranelift JIT kernels, next to a naive Rust
+//! loop nest run in the same process, and prints one table or JSON lines shaped like
+//! `peers.py`'s (`workload`, `threads`, `ms`, `metric`, `unit`, ...).
+
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+
+use super::{CliError, fail};
+use crate::bench::{self, Measure, Reps, Workload};
+
+/// Which generated code `uop bench` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchBackend {
+    /// The prebuilt kernels of `uop::kernels` (uop's Rust backend, compiled by rustc).
+    Rust,
+    /// The same programs JIT-compiled by Cranelift (compiled before timing).
+    Cranelift,
+}
+
+impl BenchBackend {
+    fn name(self) -> &'static str {
+        match self {
+            BenchBackend::Rust => "rust",
+            BenchBackend::Cranelift => "cranelift",
+        }
+    }
+}
+
+/// Arguments of `uop bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Print one JSON object per workload and backend instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Threads per kernel (only 1 today).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Time only this backend (default: both).
+    #[arg(long, value_enum)]
+    backend: Option<BenchBackend>,
+    /// Time only this workload (a name of peers.py, e.g. matmul_512).
+    #[arg(long, value_name = "NAME")]
+    workload: Option<String>,
+    /// Timed calls per measurement (after one warm-up call); the median is reported.
+    /// Slow runs stop after 3 calls once 2 s have been spent.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Small sizes (for tests): the timings mean nothing, the plumbing is checked.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// One measured row.
+struct Row {
+    workload: &'static str,
+    backend: BenchBackend,
+    measure: Measure,
+    ms: f64,
+    compile_ms: Option<f64>,
+    naive_ms: f64,
+    max_rel_diff: f64,
+}
+
+/// Runs `uop bench`.
+pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    if args.threads != 1 {
+        return fail(format!(
+            "--threads {}: parallel loops are not implemented yet (issue 8); only --threads 1 is supported",
+            args.threads
+        ));
+    }
+    if args.reps == 0 {
+        return fail("--reps must be at least 1");
+    }
+    let names: Vec<&'static str> = match &args.workload {
+        Some(name) => match bench::NAMES.iter().find(|n| **n == name.as_str()) {
+            Some(n) => vec![*n],
+            None => {
+                return fail(format!(
+                    "--workload: {}",
+                    bench::BenchError::Unknown(name.clone())
+                ));
+            }
+        },
+        None => bench::NAMES.to_vec(),
+    };
+    let backends: Vec<BenchBackend> = match args.backend {
+        Some(b) => vec![b],
+        None => vec![BenchBackend::Rust, BenchBackend::Cranelift],
+    };
+    let reps = Reps {
+        warmup: 1,
+        reps: args.reps,
+        budget: Duration::from_secs(2),
+    };
+    if !args.json {
+        println!("{}", header());
+    }
+    for name in names {
+        let w = Workload::named(name, args.quick).map_err(|e| CliError(e.to_string()))?;
+        let data = w.data(0);
+        let mut naive = vec![0.0f32; w.output_len()];
+        let naive_ms = bench::median_ms(reps, || {
+            w.run_naive(&data, &mut naive);
+            Ok::<(), CliError>(())
+        })?;
+        for &backend in &backends {
+            let mut y = vec![0.0f32; w.output_len()];
+            let (ms, compile_ms) = match backend {
+                BenchBackend::Rust => {
+                    let ms = bench::median_ms(reps, || w.run_rust(&data, &mut y)).map_err(|e| {
+                        CliError(format!("{name}: the prebuilt kernel failed: {e}"))
+                    })?;
+                    (ms, None)
+                }
+                BenchBackend::Cranelift => {
+                    let t = Instant::now();
+                    let kernel = w
+                        .compile_jit()
+                        .map_err(|e| CliError(format!("{name}: Cranelift compilation: {e}")))?;
+                    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+                    let ms = bench::median_ms(reps, || bench::run_jit(&kernel, &data, &mut y))
+                        .map_err(|e| {
+                            CliError(format!("{name}: the Cranelift kernel failed: {e}"))
+                        })?;
+                    (ms, Some(compile_ms))
+                }
+            };
+            let row = Row {
+                workload: name,
+                backend,
+                measure: w.measure(),
+                ms,
+                compile_ms,
+                naive_ms,
+                max_rel_diff: bench::max_rel_diff(&y, &naive),
+            };
+            if args.json {
+                println!("{}", json(&row, args.threads, args.quick));
+            } else {
+                println!("{}", table_row(&row));
+            }
+        }
+    }
+    if !args.json {
+        println!(
+            "limits: DRAM {} GB/s (1 thread, STREAM triad), f32 FMA {} GFLOP/s (1 thread, 512-bit); \
+             x naive = naive Rust loop time / kernel time{}",
+            bench::DRAM_GBS,
+            bench::FMA512_GFLOPS,
+            if args.quick {
+                "; --quick sizes, timings are not meaningful"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+fn header() -> String {
+    format!(
+        "{:<22} {:<9} {:>10} {:>16} {:>8} {:>11} {:>9} {:>9}",
+        "workload", "backend", "ms", "speed", "% limit", "naive ms", "x naive", "max diff"
+    )
+}
+
+fn table_row(r: &Row) -> String {
+    let rate = r.measure.rate(r.ms);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "{:<22} {:<9} {:>10.3} {:>8.2} {:<7} {:>7.1}% {:>11.3} {:>8.2}x {:>9.1e}",
+        r.workload,
+        r.backend.name(),
+        r.ms,
+        rate,
+        r.measure.unit(),
+        100.0 * rate / r.measure.limit(),
+        r.naive_ms,
+        r.naive_ms / r.ms,
+        r.max_rel_diff
+    );
+    s
+}
+
+/// A finite number as JSON (`null` otherwise: JSON has no infinities).
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".to_string()
+    }
+}
+
+fn json(r: &Row, threads: usize, quick: bool) -> String {
+    let rate = r.measure.rate(r.ms);
+    let mut s = format!(
+        "{{\"workload\": \"{}\", \"backend\": \"{}\", \"impl\": \"uop_{}\", \"threads\": {threads}, \
+         \"ms\": {}, \"metric\": {}, \"unit\": \"{}\", \"limit\": {}, \"pct_of_limit\": {}, \
+         \"naive_ms\": {}, \"speedup_vs_naive\": {}, \"max_rel_diff\": {}",
+        r.workload,
+        r.backend.name(),
+        r.backend.name(),
+        num(r.ms),
+        num(rate),
+        r.measure.unit(),
+        num(r.measure.limit()),
+        num(100.0 * rate / r.measure.limit()),
+        num(r.naive_ms),
+        num(r.naive_ms / r.ms),
+        num(r.max_rel_diff),
+    );
+    if let Some(c) = r.compile_ms {
+        let _ = write!(s, ", \"compile_ms\": {}", num(c));
+    }
+    let _ = write!(s, ", \"quick\": {quick}}}");
+    s
+}
