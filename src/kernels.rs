@@ -14,7 +14,12 @@
 //! | `transpose_f32` | `x[R, C]` → `y[C, R]` |
 //! | `relu_f32`, `axpy_f32`, `row_argmax_f32` | `max(x, 0)`; `a[0] * x + y`; first maximum position per row |
 //!
-//! and the same names ending in `_f64`. Every kernel takes its inputs as slices with
+//! and the same names ending in `_f64`. The programs call the macro ops of
+//! `uop::ops` by name. Every kernel but `row_argmax` has a backward kernel
+//! `NAME_grad` (`softmax_f32_grad`), generated from its gradient program w.r.t.
+//! every float input: its arguments are the forward inputs it reads, then the seed
+//! `g_<output>` (the loss gradient w.r.t. each output), and its outputs are
+//! `g_<input>` in input order; each doc comment lists them. Every kernel takes its inputs as slices with
 //! their shapes, then its output slices, checks all lengths and dimensions, and
 //! returns a [`KernelError`] instead of panicking; `NAME_shapes` gives the output
 //! shapes to allocate.

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::backend::rust::{Checks, EmitError, RustModule, RustOptions};
+use crate::grad::{GradError, GradRole, GradSpec, Gradient, gradient};
 use crate::text::{Registry, parse_program};
 use crate::uop::{DType, Program};
 
@@ -63,6 +64,14 @@ pub enum BuildError {
         name: String,
         /// The type asked for.
         dtype: DType,
+    },
+    /// The gradient program of a kernel could not be built.
+    #[error("kernel `{name}`: no gradient: {source}")]
+    Grad {
+        /// The gradient kernel.
+        name: String,
+        /// Why.
+        source: GradError,
     },
     /// The Rust backend refused a program or a name.
     #[error(transparent)]
@@ -124,6 +133,42 @@ impl Kernels {
         Ok(self)
     }
 
+    /// Adds the gradient of `program` for `spec` as the kernel `name`. Its
+    /// arguments are the gradient program's inputs (forward inputs it reads, then
+    /// seeds `g_<output>`, then supplied forward values) and its outputs are
+    /// `g_<input>` for each entry of `spec.wrt`; the doc comment lists them in
+    /// order (see [`crate::grad`] for the naming).
+    pub fn add_gradient(
+        &mut self,
+        name: &str,
+        program: &Program,
+        spec: &GradSpec,
+    ) -> Result<&mut Self, BuildError> {
+        let grad = gradient(program, spec).map_err(|source| BuildError::Grad {
+            name: name.into(),
+            source,
+        })?;
+        let note = gradient_doc(program, &grad);
+        self.module.add_with_note(name, &grad.program, &note)?;
+        Ok(self)
+    }
+
+    /// Adds `program` as the kernel `name` and its gradient as `{name}_grad`, with
+    /// respect to every float input, every float output seeded and nothing
+    /// supplied (see [`full_gradient_spec`]).
+    pub fn add_with_gradient(
+        &mut self,
+        name: &str,
+        program: &Program,
+    ) -> Result<&mut Self, BuildError> {
+        self.add(name, program)?;
+        self.add_gradient(
+            &format!("{name}_grad"),
+            program,
+            &full_gradient_spec(program),
+        )
+    }
+
     /// Adds `program` converted to the float type `dtype` (f32 or f64).
     pub fn add_as(
         &mut self,
@@ -174,6 +219,20 @@ impl Kernels {
         dir: impl AsRef<Path>,
         dtypes: &[DType],
     ) -> Result<Vec<String>, BuildError> {
+        self.add_dir_with_gradients(dir, dtypes, None)
+    }
+
+    /// Like [`Kernels::add_dir`], adding for each kernel `{stem}_{dtype}` its
+    /// gradient `{stem}_{dtype}_grad` as well ([`Kernels::add_with_gradient`]),
+    /// unless the file stem is in `Some(no_gradient)` (programs whose gradient is
+    /// zero or undefined, such as an argmax); `None` adds no gradient at all.
+    /// Returns the kernel names, each forward kernel followed by its gradient.
+    pub fn add_dir_with_gradients(
+        &mut self,
+        dir: impl AsRef<Path>,
+        dtypes: &[DType],
+        no_gradient: Option<&[&str]>,
+    ) -> Result<Vec<String>, BuildError> {
         let dir = dir.as_ref();
         let read_error = |source| BuildError::Read {
             path: dir.to_path_buf(),
@@ -194,10 +253,21 @@ impl Kernels {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let program = self.read(&file)?;
+            let with_gradient = no_gradient.is_some_and(|skip| !skip.contains(&stem.as_str()));
             for &dtype in dtypes {
                 let name = format!("{stem}_{dtype}");
                 self.add_as(&name, &program, dtype)?;
-                names.push(name);
+                names.push(name.clone());
+                if with_gradient {
+                    let grad_name = format!("{name}_grad");
+                    let converted =
+                        with_float_type(&program, dtype).ok_or(BuildError::NotFloat {
+                            name: grad_name.clone(),
+                            dtype,
+                        })?;
+                    self.add_gradient(&grad_name, &converted, &full_gradient_spec(&converted))?;
+                    names.push(grad_name);
+                }
             }
         }
         Ok(names)
@@ -270,4 +340,55 @@ pub fn with_float_type(program: &Program, dtype: DType) -> Option<Program> {
         }
     }
     Some(p)
+}
+
+/// The gradient request [`Kernels::add_with_gradient`] makes: with respect to every
+/// float input, every float output seeded, nothing supplied.
+pub fn full_gradient_spec(program: &Program) -> GradSpec {
+    let float = |id: &&crate::uop::NodeId| program.nodes[id.0].dtype.is_float();
+    GradSpec {
+        seeds: program.outputs.iter().filter(float).copied().collect(),
+        wrt: program.inputs.iter().filter(float).copied().collect(),
+        supplied: Vec::new(),
+    }
+}
+
+/// The doc paragraph of a gradient kernel: what each argument and output is, in
+/// order, in terms of the forward program.
+pub fn gradient_doc(forward: &Program, grad: &Gradient) -> String {
+    let name = |p: &Program, id: crate::uop::NodeId| p.nodes[id.0].name.clone();
+    let mut d = String::from(
+        "# Gradient\n\nThis kernel is the gradient of the forward program shown at the end: for seeds `g_y` \
+         (the gradient of a loss with respect to each forward output `y`), it returns \
+         `g_x = sum over y of (dy/dx)^T g_y` for each forward input `x`.\n\nArguments, in order:\n\n",
+    );
+    for (input, id) in grad.inputs.iter().zip(&grad.program.inputs) {
+        let arg = name(&grad.program, *id);
+        let fwd = name(forward, input.forward);
+        let what = match input.role {
+            GradRole::Input => format!("the forward input `{fwd}`"),
+            GradRole::Seed => {
+                format!("the gradient of the loss with respect to the forward output `{fwd}`")
+            }
+            GradRole::Supplied => format!("the forward value `{fwd}`"),
+        };
+        let shape_only = if input.reads_data {
+            ""
+        } else {
+            " (only its shape is used; any data will do)"
+        };
+        d.push_str(&format!("- `{arg}`: {what}{shape_only}\n"));
+    }
+    d.push_str("\nOutputs, in order:\n\n");
+    for (out, wrt) in grad.program.outputs.iter().zip(&grad.spec.wrt) {
+        d.push_str(&format!(
+            "- `{}`: the gradient with respect to the forward input `{}`\n",
+            name(&grad.program, *out),
+            name(forward, *wrt)
+        ));
+    }
+    d.push_str("\nThe forward program:\n\n```text\n");
+    d.push_str(&crate::text::print_program(forward));
+    d.push_str("```");
+    d
 }

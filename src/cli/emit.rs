@@ -8,13 +8,16 @@
 //! - `header`: the C header declaring them, with the argument layout.
 //! - `clif`: the Cranelift IR of both functions, as generated.
 //!
-//! `NAME` defaults to the program file's stem in snake_case.
+//! `NAME` defaults to the program file's stem in snake_case (`_grad` appended with
+//! `--grad`, which emits the gradient kernel, see `uop_codegen::build::gradient_doc`).
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use uop_codegen::backend::cranelift::{self, Options};
-use uop_codegen::backend::rust::{self, Checks, RustOptions};
+use uop_codegen::backend::rust::{self, Checks, RustModule, RustOptions};
+use uop_codegen::build::{full_gradient_spec, gradient_doc};
+use uop_codegen::grad::gradient;
 
 use super::{CliError, fail, load_program};
 
@@ -49,13 +52,21 @@ pub struct EmitArgs {
     /// Emit only safe indexing, no `unsafe` (Rust target).
     #[arg(long)]
     full_checks: bool,
+    /// Emit the gradient kernel instead (Rust target): with respect to every
+    /// float input, every float output seeded; named `NAME_grad` by default.
+    #[arg(long)]
+    grad: bool,
 }
 
 /// Runs `uop emit`.
 pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     let program = load_program(&args.program)?;
+    if args.grad && args.target != Target::Rust {
+        return fail("--grad is supported for --target rust only");
+    }
     let name = match &args.name {
         Some(n) => n.clone(),
+        None if args.grad => format!("{}_grad", default_name(&args.program)),
         None => default_name(&args.program),
     };
     let jit_err = |e: cranelift::JitError| CliError(e.to_string());
@@ -66,9 +77,21 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             } else {
                 Checks::Proven
             };
-            rust::emit(&name, &program, &RustOptions::default().checks(checks))
-                .map_err(|e| CliError(format!("{}: {e}", args.program.display())))?
-                .into_bytes()
+            let at =
+                |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
+            let options = RustOptions::default().checks(checks);
+            if args.grad {
+                let grad = gradient(&program, &full_gradient_spec(&program)).map_err(|e| at(&e))?;
+                let mut module = RustModule::new(options);
+                module
+                    .add_with_note(&name, &grad.program, &gradient_doc(&program, &grad))
+                    .map_err(|e| at(&e))?;
+                module.source().map_err(|e| at(&e))?.into_bytes()
+            } else {
+                rust::emit(&name, &program, &options)
+                    .map_err(|e| at(&e))?
+                    .into_bytes()
+            }
         }
         Target::Object => {
             if args.output.is_none() {

@@ -31,6 +31,9 @@ pub(super) struct KernelSource {
     pub name: String,
     /// The source program in the `.uop` text format (for the doc comment).
     pub text: String,
+    /// Doc paragraphs shown before the source program (e.g. how a gradient
+    /// kernel's arguments relate to its forward kernel); may be empty.
+    pub note: String,
     /// The optimized loop program.
     pub loops: LoopProgram,
 }
@@ -1397,6 +1400,10 @@ impl Gen<'_> {
         ];
         d.extend(k.text.lines().map(|l| format!(" {l}")));
         d.push(" ```".into());
+        if !k.note.is_empty() {
+            d.push(String::new());
+            d.extend(k.note.lines().map(|l| format!(" {l}")));
+        }
         d.push(String::new());
         d.push(" # Shapes".into());
         d.push(String::new());

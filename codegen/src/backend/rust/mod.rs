@@ -174,6 +174,21 @@ impl RustModule {
         self.add_loops(name, &print_program(program), optimized)
     }
 
+    /// Like [`RustModule::add`], with `note` (Markdown, one paragraph or more)
+    /// added to the kernel's doc comment after the source program.
+    pub fn add_with_note(
+        &mut self,
+        name: &str,
+        program: &Program,
+        note: &str,
+    ) -> Result<&mut Self, EmitError> {
+        self.add(name, program)?;
+        if let Some(k) = self.kernels.last_mut() {
+            k.note = note.into();
+        }
+        Ok(self)
+    }
+
     /// Adds an already lowered (and possibly optimized) loop program as the kernel
     /// `name`; `source_text` is what its doc comment shows as the source program.
     pub fn add_loops(
@@ -203,6 +218,7 @@ impl RustModule {
         self.kernels.push(KernelSource {
             name: name.into(),
             text: source_text.into(),
+            note: String::new(),
             loops: program,
         });
         Ok(self)
