@@ -347,3 +347,28 @@ fn macro_ops_run_by_name() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("y: f32[2, 4]"), "{}", stdout(&o));
 }
+
+#[test]
+fn emit_writes_rust_kernels_and_their_gradients() {
+    let o = uop(&["emit", "examples/programs/softmax.uop", "--target", "rust"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("pub fn softmax("), "{}", stdout(&o));
+    let o = uop(&[
+        "emit",
+        "examples/programs/softmax.uop",
+        "--target",
+        "rust",
+        "--grad",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("pub fn softmax_grad(") && text.contains("g_y"), "{text}");
+    let o = uop(&[
+        "emit",
+        "examples/programs/softmax.uop",
+        "--target",
+        "clif",
+        "--grad",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "--grad is for the rust target");
+}

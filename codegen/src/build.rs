@@ -70,8 +70,8 @@ pub enum BuildError {
     Grad {
         /// The gradient kernel.
         name: String,
-        /// Why.
-        source: GradError,
+        /// Why (boxed: gradient errors carry whole programs' names and shapes).
+        source: Box<GradError>,
     },
     /// The Rust backend refused a program or a name.
     #[error(transparent)]
@@ -146,7 +146,7 @@ impl Kernels {
     ) -> Result<&mut Self, BuildError> {
         let grad = gradient(program, spec).map_err(|source| BuildError::Grad {
             name: name.into(),
-            source,
+            source: Box::new(source),
         })?;
         let note = gradient_doc(program, &grad);
         self.module.add_with_note(name, &grad.program, &note)?;
