@@ -362,7 +362,10 @@ fn emit_writes_rust_kernels_and_their_gradients() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("pub fn softmax_grad(") && text.contains("g_y"), "{text}");
+    assert!(
+        text.contains("pub fn softmax_grad(") && text.contains("g_y"),
+        "{text}"
+    );
     let o = uop(&[
         "emit",
         "examples/programs/softmax.uop",
