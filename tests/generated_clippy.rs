@@ -1,0 +1,46 @@
+//! Clippy on generated code: the prebuilt kernels (`kernels/*.uop`, forward and
+//! gradient, f32 and f64, proven and fully checked) as the modules of a scratch
+//! library, with `-D warnings`. Slow and needs clippy, so it runs on request:
+//! `cargo test --release --test generated_clippy -- --ignored`.
+
+use std::path::PathBuf;
+
+use uop::codegen::backend::rust::Checks;
+use uop::codegen::build::Kernels;
+use uop::codegen::uop::DType;
+
+#[test]
+#[ignore = "runs cargo clippy on a scratch crate"]
+fn generated_code_is_clippy_clean() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut proven = Kernels::with_registry(uop::ops::registry());
+    proven
+        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+    let mut full = Kernels::with_registry(uop::ops::registry()).checks(Checks::Full);
+    full.add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_clippy");
+    std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+    )
+    .expect("manifest");
+    std::fs::write(dir.join("src/lib.rs"), "pub mod proven;\npub mod full;\n").expect("lib");
+    proven.write_to(&dir.join("src/proven.rs")).expect("proven");
+    full.write_to(&dir.join("src/full.rs")).expect("full");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["clippy", "--offline", "--quiet", "--", "-D", "warnings"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .expect("run cargo clippy");
+    assert!(
+        out.status.success(),
+        "clippy finds fault with generated code:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
