@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use uop_codegen::interp::{self, RunError};
 use uop_codegen::tensor::{Tensor, strides};
-use uop_codegen::uop::{BinaryOp, BindError, Builder, DType, Program, ReduceOp};
+use uop_codegen::testing::programs;
+use uop_codegen::uop::{BindError, DType, Program};
 
 const F32: DType = DType::F32;
 
@@ -29,18 +30,7 @@ fn at(t: &Tensor, index: &[usize]) -> f64 {
 // ---------------------------------------------------------------- matmul
 
 fn matmul_program() -> Program {
-    let mut b = Builder::new(F32);
-    let a = b.input("a", F32, &["M", "K"]).unwrap();
-    let w = b.input("b", F32, &["K", "N"]).unwrap();
-    let aa = b
-        .reindex(a, &["dA0", "dA1", "dB1"], &[a, w], &["i0", "i1"])
-        .unwrap();
-    let bb = b
-        .reindex(w, &["dA0", "dB0", "dB1"], &[a, w], &["i1", "i2"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, aa, bb).unwrap();
-    let c = b.reduce(ReduceOp::Sum, &[1], prod).unwrap();
-    b.combine(&[a, w], &[c]).unwrap()
+    programs::nnc_matmul().unwrap()
 }
 
 #[test]
@@ -103,56 +93,13 @@ fn conv_reference(x: &Tensor, w: &Tensor) -> (Vec<usize>, Vec<f64>) {
 
 /// The convolution with the kernel size and output channels as `$kh $kw $kc`.
 fn conv_with_params() -> Program {
-    let mut b = Builder::new(F32);
-    let x = b.input("x", F32, &["N", "H", "W", "C"]).unwrap();
-    let w = b.input("w", F32, &["O", "KH", "KW", "C"]).unwrap();
-    for p in ["kh", "kw", "kc"] {
-        b.param(p).unwrap();
-    }
-    let shape = [
-        "dA0",
-        "dA1 - $kh + 1",
-        "dA2 - $kw + 1",
-        "$kh",
-        "$kw",
-        "dA3",
-        "$kc",
-    ];
-    let xx = b
-        .reindex(x, &shape, &[x], &["i0", "i1 + i3", "i2 + i4", "i5"])
-        .unwrap();
-    let ww = b
-        .reindex(w, &shape, &[x], &["i6", "i3", "i4", "i5"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, xx, ww).unwrap();
-    let y = b.reduce(ReduceOp::Sum, &[3, 4, 5], prod).unwrap();
-    b.combine(&[x, w], &[y]).unwrap()
+    programs::nnc_conv_params().unwrap()
 }
 
 /// The same convolution with every size taken from the inputs, asserting that the
 /// channel counts agree.
 fn conv_with_input_dims() -> Program {
-    let mut b = Builder::new(F32);
-    let x = b.input("x", F32, &["N", "H", "W", "C"]).unwrap();
-    let w = b.input("w", F32, &["O", "KH", "KW", "CW"]).unwrap();
-    let shape = [
-        "dA0",
-        "dA1 - dB1 + 1",
-        "dA2 - dB2 + 1",
-        "dB1",
-        "dB2",
-        "dA3[=dB3]",
-        "dB0",
-    ];
-    let xx = b
-        .reindex(x, &shape, &[x, w], &["i0", "i1 + i3", "i2 + i4", "i5"])
-        .unwrap();
-    let ww = b
-        .reindex(w, &shape, &[x, w], &["i6", "i3", "i4", "i5"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, xx, ww).unwrap();
-    let y = b.reduce(ReduceOp::Sum, &[3, 4, 5], prod).unwrap();
-    b.combine(&[x, w], &[y]).unwrap()
+    programs::nnc_conv_two_sources().unwrap()
 }
 
 fn conv_inputs() -> (Tensor, Tensor) {

@@ -10,25 +10,14 @@ use uop_codegen::interp;
 use uop_codegen::loops::{self, LoopProgram};
 use uop_codegen::pass::{self, PassOptions, Stats};
 use uop_codegen::tensor::Tensor;
+use uop_codegen::testing::programs;
 use uop_codegen::uop::{BinaryOp, Builder, DType, Program, ReduceOp, UnaryOp};
 
 const F32: DType = DType::F32;
 
 /// `c = reduce_sum(a[M, K, N] * b[M, K, N], [1])`, the broadcasts written as reindexes.
 fn matmul() -> Program {
-    let mut b = Builder::new(F32);
-    let a = b.input("a", F32, &["M", "K"]).unwrap();
-    let w = b.input("b", F32, &["K", "N"]).unwrap();
-    let aa = b
-        .reindex(a, &["dA0", "dA1", "dB1"], &[a, w], &["i0", "i1"])
-        .unwrap();
-    let bb = b
-        .reindex(w, &["dA0", "dB0", "dB1"], &[a, w], &["i1", "i2"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, aa, bb).unwrap();
-    let c = b.reduce(ReduceOp::Sum, &[1], prod).unwrap();
-    b.set_name(c, "c").unwrap();
-    b.combine(&[a, w], &[c]).unwrap()
+    programs::nnc_matmul().unwrap()
 }
 
 /// The `matmul` macro op's form: the same reduction, then a reindex dropping the
@@ -54,31 +43,7 @@ fn matmul_dropping_the_kept_axis() -> Program {
 
 /// NNC's convolution forward, with the kernel size and output channels as `$params`.
 fn conv() -> Program {
-    let mut b = Builder::new(F32);
-    let x = b.input("x", F32, &["N", "H", "W", "C"]).unwrap();
-    let w = b.input("w", F32, &["O", "KH", "KW", "C"]).unwrap();
-    for p in ["kh", "kw", "kc"] {
-        b.param(p).unwrap();
-    }
-    let shape = [
-        "dA0",
-        "dA1 - $kh + 1",
-        "dA2 - $kw + 1",
-        "$kh",
-        "$kw",
-        "dA3",
-        "$kc",
-    ];
-    let xx = b
-        .reindex(x, &shape, &[x], &["i0", "i1 + i3", "i2 + i4", "i5"])
-        .unwrap();
-    let ww = b
-        .reindex(w, &shape, &[x], &["i6", "i3", "i4", "i5"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, xx, ww).unwrap();
-    let y = b.reduce(ReduceOp::Sum, &[3, 4, 5], prod).unwrap();
-    b.set_name(y, "y").unwrap();
-    b.combine(&[x, w], &[y]).unwrap()
+    programs::nnc_conv_params().unwrap()
 }
 
 /// Softmax over axis 1 in micro ops: max, broadcast, sub, exp, sum, broadcast, div.
@@ -109,28 +74,7 @@ fn softmax() -> Program {
 /// The same convolution with every size taken from the inputs; the channel counts
 /// are asserted equal (`dA3[=dB3]`), so the shape groups know `C == CW`.
 fn conv_from_input_dims() -> Program {
-    let mut b = Builder::new(F32);
-    let x = b.input("x", F32, &["N", "H", "W", "C"]).unwrap();
-    let w = b.input("w", F32, &["O", "KH", "KW", "CW"]).unwrap();
-    let shape = [
-        "dA0",
-        "dA1 - dB1 + 1",
-        "dA2 - dB2 + 1",
-        "dB1",
-        "dB2",
-        "dA3[=dB3]",
-        "dB0",
-    ];
-    let xx = b
-        .reindex(x, &shape, &[x, w], &["i0", "i1 + i3", "i2 + i4", "i5"])
-        .unwrap();
-    let ww = b
-        .reindex(w, &shape, &[x, w], &["i6", "i3", "i4", "i5"])
-        .unwrap();
-    let prod = b.binary(BinaryOp::Mul, xx, ww).unwrap();
-    let y = b.reduce(ReduceOp::Sum, &[3, 4, 5], prod).unwrap();
-    b.set_name(y, "y").unwrap();
-    b.combine(&[x, w], &[y]).unwrap()
+    programs::nnc_conv_two_sources().unwrap()
 }
 
 /// Lowers and optimizes `program`, checks the result against the reference

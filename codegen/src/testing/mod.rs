@@ -17,6 +17,7 @@
 
 pub mod differential;
 pub mod generate;
+pub mod programs;
 pub mod shrink;
 
 pub use differential::{
