@@ -38,9 +38,14 @@ fn chain() -> Program {
 }
 
 #[test]
-fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup() {
+fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
     let names: Vec<&str> = pass::pipeline().iter().map(|p| p.name).collect();
-    assert_eq!(names, ["dce", "fuse", "subst", "dce", "bounds", "cleanup"]);
+    assert_eq!(
+        names,
+        [
+            "dce", "fuse", "subst", "dce", "bounds", "cleanup", "order", "tile", "split"
+        ]
+    );
     assert!(pass::pipeline().iter().all(|p| !p.doc.is_empty()));
 }
 
@@ -48,13 +53,16 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 6);
+    assert_eq!(all.len(), 9);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
     };
     let some = pass::optimize_traced(&lowered, &opts).unwrap();
     let names: Vec<&str> = some.iter().map(|(n, _)| *n).collect();
-    assert_eq!(names, ["fuse", "subst", "cleanup"]);
+    assert_eq!(
+        names,
+        ["fuse", "subst", "cleanup", "order", "tile", "split"]
+    );
     assert_eq!(
         pass::optimize(&lowered, &opts).unwrap(),
         some.last().unwrap().1
@@ -65,9 +73,11 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
 fn disabling_every_pass_returns_the_program_unchanged() {
     let lowered = loops::lower(&chain());
     let opts = PassOptions {
-        disabled: ["dce", "fuse", "subst", "bounds", "cleanup"]
-            .map(String::from)
-            .to_vec(),
+        disabled: [
+            "dce", "fuse", "subst", "bounds", "cleanup", "order", "tile", "split",
+        ]
+        .map(String::from)
+        .to_vec(),
     };
     assert_eq!(pass::optimize(&lowered, &opts).unwrap(), lowered);
 }
@@ -83,12 +93,13 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid: "dce, fuse, subst, bounds, cleanup".into()
+            valid: "dce, fuse, subst, bounds, cleanup, order, tile, split".into()
         }
     );
     assert_eq!(
         err.to_string(),
-        "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup"
+        "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, order, tile, \
+         split"
     );
 }
 

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use uop_codegen::index::{Expr, parse_expr};
 use uop_codegen::interp;
 use uop_codegen::loops::{
-    self, Access, Block, Carried, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value, VarId,
+    self, Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
+    TensorId, TensorKind, Value, VarId,
 };
 use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::tensor::Tensor;
@@ -66,6 +66,7 @@ fn lp(id: usize, end: i64) -> Loop {
         end: Expr::Int(end),
         carried: Vec::new(),
         stmts: Vec::new(),
+        schedule: Schedule::default(),
     }
 }
 

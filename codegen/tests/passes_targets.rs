@@ -113,7 +113,7 @@ input  b: f32[K, N]
 output c: f32[M, 1, N]
 block 0 {
   for i0 in 0..M {
-    for i2 in 0..N {
+    for i2 in 0..N [tile, block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
         v0 += a[i0, i1] * b[i1, i2]
@@ -160,7 +160,7 @@ input  b: f32[K, N]
 output c: f32[M, N]
 block 0 {
   for i0 in 0..M {
-    for i2 in 0..N {
+    for i2 in 0..N [tile, block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
         v0 += a[i0, i1] * b[i1, i2]
@@ -201,7 +201,7 @@ block 0 {
           v0 = 0.0 (+)
           for i3 in 0..$kh {
             for i4 in 0..$kw {
-              for i5 in 0..C {
+              for i5 in 0..C [split] {
                 v0 += x[i0, i1 + i3, i2 + i4, i5] * (w[i6, i3, i4, i5] ?? 0.0)
               } } }
           y[i0, i1, i2, 0, 0, 0, i6] = v0
@@ -248,7 +248,7 @@ temp   s: f32[B, 1]
 block 0 {
   for i0 in 0..B {
     v0 = -inf (max)
-    for i1 in 0..N {
+    for i1 in 0..N [split] {
       v0 max= x[i0, i1]
     }
     m[i0, 0] = v0
@@ -257,7 +257,7 @@ block 0 {
 block 1 {
   for i2 in 0..B {
     v1 = 0.0 (+)
-    for i3 in 0..N {
+    for i3 in 0..N [split] {
       e[i2, i3] = exp(x[i2, i3] - m[i2, 0])
       v1 += e[i2, i3]
     }

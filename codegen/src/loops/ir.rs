@@ -128,6 +128,38 @@ pub struct Carried {
     pub op: Accum,
 }
 
+/// How a backend may run a loop: annotations set by the schedule passes (DESIGN.md
+/// §6, step 7). An annotation never changes which values a program computes, only,
+/// where it says so, the association of float reductions; the interpreters and any
+/// backend may ignore every annotation and still run the program correctly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// The loop's iterations are independent and write disjoint elements: they may
+    /// run on several threads. Set only on a block's outermost loop.
+    pub parallel: bool,
+    /// This innermost loop's updates of carried variables may keep several
+    /// independent partial results (one per vector lane and accumulator), combined
+    /// in order after the loop: reassociates `+` and `*` (not `max`/`min`, which are
+    /// exact in any order).
+    pub split: bool,
+    /// This loop and the loop just outside it run as a register tile: a block of
+    /// outer-loop rows by this loop's columns whose carried variables are kept in
+    /// registers while the reduction loops inside run (see [`Tile`]).
+    pub tile: Option<Tile>,
+}
+
+/// A register tile on a loop `C` whose parent `R` and inner reduction loops `K…`
+/// form `for r in R { for c in C { v = id; for k in K… { v op= f(r, c, k) }; stmts(v) } }`.
+/// The backend picks the tile's rows and columns for its target (vector width,
+/// register count) and runs the rest of the range untiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// The outermost reduction loop may also be cut into blocks that fit the cache,
+    /// each block's partial sums added into the output (reassociates `+`; legal
+    /// only where every statement after the reduction is `out[..] = v`).
+    pub block_reduction: bool,
+}
+
 /// One loop of a nest: `for i{id} in start..end { reset carried; inner loop; stmts }`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Loop {
@@ -141,6 +173,8 @@ pub struct Loop {
     pub carried: Vec<Carried>,
     /// Statements run after the inner loop, every iteration.
     pub stmts: Vec<Stmt>,
+    /// How backends may run it (the default: plainly, in order).
+    pub schedule: Schedule,
 }
 
 /// A perfect loop nest. The block itself acts as a loop that runs once: its carried

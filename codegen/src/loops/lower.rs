@@ -13,8 +13,8 @@ use crate::index::Expr;
 use crate::uop::{Accum, BinaryOp, DType, NodeId, Operand, Program, ReduceOp, Uop};
 
 use super::ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value, VarId,
+    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
+    TensorId, TensorKind, Value, VarId,
 };
 
 /// Lowers `program` to loop IR.
@@ -187,6 +187,7 @@ impl<'p> Lowering<'p> {
                     end: size.clone(),
                     carried: Vec::new(),
                     stmts: Vec::new(),
+                    schedule: Schedule::default(),
                 }
             })
             .collect();

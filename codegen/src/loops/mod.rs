@@ -8,7 +8,7 @@ mod lower;
 mod print;
 
 pub use ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value, VarId,
+    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
+    TensorId, TensorKind, Tile, Value, VarId,
 };
 pub use lower::lower;

@@ -22,6 +22,8 @@
 //! - A load that still needs a bounds check shows its fill, `a[i0 - 1, i1] ?? 0.0`;
 //!   a checked store or accumulate is marked `t[i0 / 2]? += ...`. Unmarked accesses
 //!   are known to be in range.
+//! - A loop the schedule passes annotated says so after its range:
+//!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -36,8 +38,8 @@ use crate::index::{Expr, IndexOp, list};
 use crate::uop::{Accum, BinaryOp, UnaryOp};
 
 use super::ir::{
-    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind,
-    Value,
+    Access, Block, Carried, Loop, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
+    TensorKind, Value,
 };
 
 /// Prints with tensor names when it knows them, by id otherwise.
@@ -198,7 +200,13 @@ impl Printer<'_> {
             return;
         };
         for (d, l) in loops.iter().enumerate() {
-            let header = format!("for i{} in {}..{} {{", l.id.0, l.start, l.end);
+            let header = format!(
+                "for i{} in {}..{}{} {{",
+                l.id.0,
+                l.start,
+                l.end,
+                schedule_text(&l.schedule)
+            );
             Self::line(out, depth + d, &header);
             for c in &l.carried {
                 Self::line(out, depth + d + 1, &self.carried(c));
@@ -338,5 +346,26 @@ impl fmt::Display for Value {
 impl fmt::Display for Access {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&BY_ID.target(self))
+    }
+}
+
+/// ` [parallel, split, tile]`, or nothing for a loop run plainly.
+fn schedule_text(s: &Schedule) -> String {
+    let mut parts = Vec::new();
+    if s.parallel {
+        parts.push("parallel");
+    }
+    if s.split {
+        parts.push("split");
+    }
+    match s.tile {
+        Some(t) if t.block_reduction => parts.push("tile, block reduction"),
+        Some(_) => parts.push("tile"),
+        None => {}
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", parts.join(", "))
     }
 }

@@ -329,7 +329,7 @@ fn provably_nonneg(g: &Lin, facts: &[Lin]) -> bool {
 mod tests {
     use super::*;
     use crate::index::parse_expr;
-    use crate::loops::LoopId;
+    use crate::loops::{LoopId, Schedule};
 
     fn e(s: &str) -> Expr {
         parse_expr(s).unwrap_or_else(|d| panic!("{s}: {d}"))
@@ -342,6 +342,7 @@ mod tests {
             end: e(end),
             carried: Vec::new(),
             stmts: Vec::new(),
+            schedule: Schedule::default(),
         }
     }
 

@@ -83,7 +83,7 @@ pub(super) fn remove_loops_running_once(b: &mut Block) {
 mod tests {
     use super::*;
     use crate::index::{Expr, parse_expr};
-    use crate::loops::{Access, Loop, LoopId, Stmt, Subscript, TensorId, Value};
+    use crate::loops::{Access, Loop, LoopId, Schedule, Stmt, Subscript, TensorId, Value};
 
     fn e(s: &str) -> Expr {
         parse_expr(s).unwrap_or_else(|d| panic!("{s}: {d}"))
@@ -96,6 +96,7 @@ mod tests {
             end: e(end),
             carried: Vec::new(),
             stmts,
+            schedule: Schedule::default(),
         }
     }
 

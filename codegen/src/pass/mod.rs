@@ -14,9 +14,20 @@
 //! 6. `cleanup` — fold index expressions, drop loops and blocks that do nothing
 //!    (`fuse` drops loops that run once itself, before matching nests).
 //!
+//! Then the schedule passes, which decide how the loops run fast:
+//!
+//! 7. `order` — turn a strided reduction inside out so the unit-stride loop is
+//!    innermost (column sums);
+//! 8. `tile` — mark register tiles for reduction nests with shared loads (matmul,
+//!    convolution), choosing the row loop;
+//! 9. `split` — mark innermost reductions whose partial results a backend may keep
+//!    in several accumulators.
+//!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter.
+//! the reference interpreter. `tile` and `split` only annotate loops
+//! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
+//! reassociate float sums there, and their oracle tests state that tolerance.
 //!
 //! ```
 //! use uop_codegen::{loops, pass::{self, PassOptions}, uop::{Builder, DType, UnaryOp}};
@@ -36,8 +47,12 @@ mod cleanup;
 mod dce;
 mod deps;
 mod fuse;
+mod order;
 mod shape_groups;
+mod split;
+mod stride;
 mod subst;
+mod tile;
 mod walk;
 
 use std::collections::HashMap;
@@ -52,8 +67,12 @@ pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
+pub use order::order;
 pub use shape_groups::ShapeGroups;
+pub use split::split;
 pub use subst::subst;
+pub use tile::tile;
+pub(crate) use walk::block_accesses;
 
 /// A named program-to-program transformation.
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +115,24 @@ const PIPELINE: &[Pass] = &[
         name: "cleanup",
         doc: "folds index expressions and removes loops and blocks that do nothing",
         run: cleanup,
+    },
+    Pass {
+        name: "order",
+        doc: "turns a reduction with a strided inner loop inside out, accumulating into \
+              the output along the unit-stride loop (same values, same order)",
+        run: order,
+    },
+    Pass {
+        name: "tile",
+        doc: "marks reduction nests with loads shared across rows and columns for \
+              register tiling, moving the best row loop next to the column loop",
+        run: tile,
+    },
+    Pass {
+        name: "split",
+        doc: "marks innermost reduction loops whose partial results may be kept apart \
+              (reassociation) so they vectorize",
+        run: split,
     },
 ];
 

@@ -7,7 +7,7 @@
 //! the printed IR; tensors, dims and `$params` keep their program names in
 //! snake_case.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::str::FromStr;
 
@@ -113,6 +113,13 @@ struct Gen<'a> {
     helpers: RefCell<Helpers>,
     /// Entry-evaluated size expressions that are not a literal, dim or param, in order.
     sizes: Vec<Expr>,
+    /// Whether schedule annotations are honored (tiles, split reductions); only
+    /// with [`Checks::Proven`], whose loops run in a per-CPU function.
+    scheduled: bool,
+    /// The target constants (`FMA`, `LANES`, `MR`, `NR`, `KC`) the loops use.
+    consts: RefCell<BTreeSet<&'static str>>,
+    /// Inside a tile or split loop: `v += a * b` may be one fused multiply-add.
+    fused: Cell<bool>,
 }
 
 /// Emits one kernel's items, recording the helpers it needs in `helpers`.
@@ -136,7 +143,13 @@ pub(super) fn emit(
     reserved.extend(["shapes", "sizes", "at", "i64", "usize"]);
     let shapes_fn = format!("{}_shapes", k.name);
     let sizes_fn = format!("{}_sizes", k.name);
+    let per_cpu: Vec<String> = ["loops", "avx2", "avx512"]
+        .iter()
+        .map(|suffix| format!("{}_{suffix}", k.name))
+        .collect();
     reserved.extend([k.name.as_str(), shapes_fn.as_str(), sizes_fn.as_str()]);
+    reserved.extend(per_cpu.iter().map(String::as_str));
+    reserved.extend(["row", "col", "lane", "FMA", "LANES", "MR", "NR", "KC"]);
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];
     let order = p
@@ -177,6 +190,9 @@ pub(super) fn emit(
         used: RefCell::new(BTreeSet::new()),
         helpers: RefCell::new(Helpers::default()),
         sizes: Vec::new(),
+        scheduled: checks == Checks::Proven,
+        consts: RefCell::new(BTreeSet::new()),
+        fused: Cell::new(false),
     };
     g.sizes = g.entry_sizes();
     let mut scope_for_locals = scope;
@@ -869,8 +885,26 @@ impl Gen<'_> {
             Stmt::Accumulate { access, op, value } => self.store(access, Some(*op), value),
             Stmt::Update { var, op, value } => {
                 let v = ident(&format!("v{}", var.0));
+                if let (true, Accum::Add, Value::Binary(BinaryOp::Mul, a, b)) =
+                    (self.fused.get(), op, value)
+                {
+                    let f = self.need(Helper::MulAdd(self.is32));
+                    let a = self.float(self.value(a)?, Prec::Lowest, false);
+                    let b = self.float(self.value(b)?, Prec::Lowest, false);
+                    self.consts.borrow_mut().insert("FMA");
+                    return Ok(quote!(#v = #f::<FMA>(#a, #b, #v);));
+                }
                 let x = self.float(self.value(value)?, Prec::Lowest, false);
-                Ok(match op {
+                Ok(self.update(&v, *op, x))
+            }
+        }
+    }
+
+    /// `v op= x` for a carried variable `v`.
+    fn update(&self, v: &Ident, op: Accum, x: TokenStream) -> TokenStream {
+        {
+            {
+                match op {
                     Accum::Add => quote!(#v += #x;),
                     Accum::Mul => quote!(#v *= #x;),
                     Accum::Max => {
@@ -881,7 +915,7 @@ impl Gen<'_> {
                         let f = self.need(Helper::Minimum(self.is32));
                         quote!(#v = #f(#v, #x);)
                     }
-                })
+                }
             }
         }
     }
@@ -911,12 +945,8 @@ impl Gen<'_> {
         })
     }
 
-    fn nest(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
-        let Some((l, inner)) = loops.split_first() else {
-            return Ok(TokenStream::new());
-        };
-        let used = uses_index(loops, l.id.0);
-        let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+    /// `start` and `end` of a loop, ready to be written as `start..end`.
+    fn range(&self, l: &Loop) -> Result<(TokenStream, TokenStream), EmitError> {
         let (start, sp) = self.idx(&l.start)?;
         let start = paren(start, sp, Prec::Sum);
         let end = match (&l.start, &l.end) {
@@ -927,18 +957,300 @@ impl Gen<'_> {
                 paren(end, ep, Prec::Sum)
             }
         };
-        let carried = l.carried.iter().map(|c| self.carried(c));
-        let body = self.nest(inner)?;
-        let stmts = l
-            .stmts
+        Ok((start, end))
+    }
+
+    /// The statements of a loop, in order.
+    fn stmts(&self, stmts: &[Stmt]) -> Result<TokenStream, EmitError> {
+        let code = stmts
             .iter()
             .map(|s| self.stmt(s))
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(quote!(#(#code)*))
+    }
+
+    fn nest(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = loops.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        if self.scheduled {
+            if let Some(tile) = inner.first().and_then(|c| c.schedule.tile) {
+                return self.tile(loops, tile.block_reduction);
+            }
+            if inner.is_empty() && l.schedule.split {
+                return self.split(l);
+            }
+        }
+        let (start, end) = self.range(l)?;
+        self.nest_in(loops, start, end)
+    }
+
+    /// `loops` with the first one running over `start..end`.
+    fn nest_in(
+        &self,
+        loops: &[Loop],
+        start: TokenStream,
+        end: TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = loops.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        let used = uses_index(loops, l.id.0);
+        let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+        let carried = l.carried.iter().map(|c| self.carried(c));
+        let body = self.nest(inner)?;
+        let stmts = self.stmts(&l.stmts)?;
         Ok(quote! {
             for #i in #start..#end {
                 #(#carried)*
                 #body
-                #(#stmts)*
+                #stmts
+            }
+        })
+    }
+
+    /// A split reduction: `LANES` partial results per variable the loop updates,
+    /// combined in order after the whole chunks; the last iterations run plainly.
+    fn split(&self, l: &Loop) -> Result<TokenStream, EmitError> {
+        self.consts.borrow_mut().insert("LANES");
+        let (start, end) = self.range(l)?;
+        let main_value = if l.start == Expr::Int(0) {
+            quote!(#end / LANES as i64 * LANES as i64)
+        } else {
+            quote!(#start + (#end - #start) / LANES as i64 * LANES as i64)
+        };
+        let n = l.id.0;
+        let (i, chunk, main) = (
+            ident(&format!("i{n}")),
+            ident(&format!("i{n}_chunk")),
+            ident(&format!("i{n}_main")),
+        );
+        let mut vars: Vec<Accum> = Vec::new();
+        let mut ids = Vec::new();
+        for s in &l.stmts {
+            if let Stmt::Update { var, op, .. } = s
+                && !ids.contains(var)
+            {
+                ids.push(*var);
+                vars.push(*op);
+            }
+        }
+        let mut setup = Vec::new();
+        let mut load = Vec::new();
+        let mut save = Vec::new();
+        let mut combine = Vec::new();
+        for (var, op) in ids.iter().zip(&vars) {
+            let v = ident(&format!("v{}", var.0));
+            let lanes = ident(&format!("v{}_lanes", var.0));
+            let init = self.float_lit(op.identity(), true).ts;
+            setup.push(quote!(let mut #lanes = [#init; LANES];));
+            load.push(quote!(let mut #v = #lanes[lane];));
+            save.push(quote!(#lanes[lane] = #v;));
+            combine.push(self.update(&v, *op, quote!(#lanes[lane])));
+        }
+        let carried: Vec<_> = l.carried.iter().map(|c| self.carried(c)).collect();
+        let used = uses_index(std::slice::from_ref(l), n);
+        let lane_index = used.then(|| quote!(let #i = #chunk + lane as i64;));
+        let chunk = if used {
+            chunk
+        } else {
+            ident(&format!("_i{n}_chunk"))
+        };
+        let tail_i = if used {
+            i.clone()
+        } else {
+            ident(&format!("_i{n}"))
+        };
+        self.fused.set(true);
+        let lane_body = self.stmts(&l.stmts);
+        self.fused.set(false);
+        let lane_body = lane_body?;
+        let tail = self.stmts(&l.stmts)?;
+        Ok(quote! {
+            let #main = #main_value;
+            #(#setup)*
+            for #chunk in (#start..#main).step_by(LANES) {
+                for lane in 0..LANES {
+                    #lane_index
+                    #(#load)*
+                    #(#carried)*
+                    #lane_body
+                    #(#save)*
+                }
+            }
+            for lane in 0..LANES {
+                #(#combine)*
+            }
+            for #tail_i in #main..#end {
+                #(#carried)*
+                #tail
+            }
+        })
+    }
+
+    /// A register tile over `loops = [R, C, K…]`: `MR` rows of `R` by `NR` columns of
+    /// `C`, the carried variables of `C` kept as an `MR × NR` array while the
+    /// reduction loops `K…` run (blocked by `KC` when `block_reduction`). The last
+    /// tile of a row or column range moves back to end where the range ends and
+    /// writes only the cells no earlier tile wrote, so no iteration runs untiled
+    /// unless the whole range is smaller than a tile.
+    fn tile(&self, loops: &[Loop], block_reduction: bool) -> Result<TokenStream, EmitError> {
+        let [rl, cl, reduce @ ..] = loops else {
+            return Err(self.unsupported("a tile without a row and a column loop"));
+        };
+        let Some(first) = reduce.first() else {
+            return Err(self.unsupported("a tile without a reduction loop"));
+        };
+        {
+            let mut consts = self.consts.borrow_mut();
+            consts.insert("MR");
+            consts.insert("NR");
+            if block_reduction {
+                consts.insert("KC");
+            }
+        }
+        let (rs, re) = self.range(rl)?;
+        let (cs, ce) = self.range(cl)?;
+        let (r, c) = (rl.id.0, cl.id.0);
+        let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
+        let (ri, ci) = (ident(&format!("i{r}")), ident(&format!("i{c}")));
+        let (r_start, c_start) = (local(r, "start"), local(c, "start"));
+        let (r_tile, c_tile) = (local(r, "tile"), local(c, "tile"));
+        let mut setup = Vec::new();
+        let mut load = Vec::new();
+        let mut save = Vec::new();
+        let mut result = Vec::new();
+        for carried in &cl.carried {
+            let v = ident(&format!("v{}", carried.var.0));
+            let tile = ident(&format!("v{}_tile", carried.var.0));
+            let init = self.float_lit(carried.op.identity(), true).ts;
+            setup.push(quote!(let mut #tile = [[#init; NR]; MR];));
+            load.push(quote!(let mut #v = #tile[row][col];));
+            save.push(quote!(#tile[row][col] = #v;));
+            result.push(quote!(let #v = #tile[row][col];));
+        }
+        let stores = self.stmts(&cl.stmts)?;
+        let (ks, kend) = self.range(first)?;
+        let (k_block, k_end) = (local(first.id.0, "block"), local(first.id.0, "end"));
+        let finish = if block_reduction {
+            let added: Vec<Stmt> = cl
+                .stmts
+                .iter()
+                .map(|s| match s {
+                    Stmt::Store { access, value } => Stmt::Accumulate {
+                        access: access.clone(),
+                        op: Accum::Add,
+                        value: value.clone(),
+                    },
+                    other => other.clone(),
+                })
+                .collect();
+            let accumulate = self.stmts(&added)?;
+            quote!(if #k_block == #ks { #stores } else { #accumulate })
+        } else {
+            stores
+        };
+        let body_ri = uses_index(reduce, r).then(|| quote!(let #ri = #r_tile + row as i64;));
+        let body_ci = uses_index(reduce, c).then(|| quote!(let #ci = #c_tile + col as i64;));
+        let rows_cols = |body: TokenStream| {
+            quote! {
+                for row in 0..MR {
+                    #body_ri
+                    for col in 0..NR {
+                        #body_ci
+                        #(#load)*
+                        #body
+                        #(#save)*
+                    }
+                }
+            }
+        };
+        let reduction = if block_reduction {
+            self.tile_reduction(reduce, &rows_cols, quote!(#k_block), quote!(#k_end))?
+        } else {
+            self.tile_reduction(reduce, &rows_cols, ks.clone(), kend.clone())?
+        };
+        // Columns outside rows: a block of the reduction's column panel stays in the
+        // cache while every row tile passes over it.
+        let tiles = quote! {
+            for #c_start in (#cs..#ce).step_by(NR) {
+                // The last tile moves back to fit and writes only the cells it adds.
+                let #c_tile = #c_start.min(#ce - NR as i64);
+                for #r_start in (#rs..#re).step_by(MR) {
+                    let #r_tile = #r_start.min(#re - MR as i64);
+                    #(#setup)*
+                    #reduction
+                    for row in 0..MR {
+                        let #ri = #r_tile + row as i64;
+                        if #ri < #r_start {
+                            continue;
+                        }
+                        for col in 0..NR {
+                            let #ci = #c_tile + col as i64;
+                            if #ci < #c_start {
+                                continue;
+                            }
+                            #(#result)*
+                            #finish
+                        }
+                    }
+                }
+            }
+        };
+        let tiles = if block_reduction {
+            quote! {
+                for #k_block in (#ks..#kend).step_by(KC) {
+                    let #k_end = (#k_block + KC as i64).min(#kend);
+                    #tiles
+                }
+            }
+        } else {
+            tiles
+        };
+        let plain = self.nest_in(loops, rs.clone(), re.clone())?;
+        let span = |l: &Loop, start: &TokenStream, end: &TokenStream| {
+            if l.start == Expr::Int(0) {
+                end.clone()
+            } else {
+                quote!((#end - #start))
+            }
+        };
+        let (rows, cols) = (span(rl, &rs, &re), span(cl, &cs, &ce));
+        Ok(quote! {
+            if #rows >= MR as i64 && #cols >= NR as i64 {
+                #tiles
+            } else {
+                #plain
+            }
+        })
+    }
+
+    /// The reduction loops of a tile, the outermost over `start..end`, with the
+    /// innermost body run for every row and column by `rows_cols`.
+    fn tile_reduction(
+        &self,
+        reduce: &[Loop],
+        rows_cols: &dyn Fn(TokenStream) -> TokenStream,
+        start: TokenStream,
+        end: TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = reduce.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        let used = uses_index(reduce, l.id.0);
+        let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+        let body = if inner.is_empty() {
+            self.fused.set(true);
+            let stmts = self.stmts(&l.stmts);
+            self.fused.set(false);
+            rows_cols(stmts?)
+        } else {
+            let (s, e) = self.range(&inner[0])?;
+            self.tile_reduction(inner, rows_cols, s, e)?
+        };
+        Ok(quote! {
+            for #i in #start..#end {
+                #body
             }
         })
     }
@@ -1101,6 +1413,11 @@ impl Gen<'_> {
             });
         }
         let body_used = self.take_used();
+        let (per_cpu, body) = if self.scheduled && !body.is_empty() {
+            self.per_cpu(k, body, &body_used)?
+        } else {
+            (TokenStream::new(), body)
+        };
 
         // ---- the sizes function
         let mut sizes_item = TokenStream::new();
@@ -1359,7 +1676,183 @@ impl Gen<'_> {
                 #body
                 Ok(())
             }
+
+            #per_cpu
         })
+    }
+
+    /// The loops moved into `{name}_loops`, generic over the target constants, with
+    /// one copy compiled for each x86-64 feature level: returns those items and the
+    /// code that picks one at run time and calls it.
+    fn per_cpu(
+        &self,
+        k: &KernelSource,
+        body: TokenStream,
+        used: &BTreeSet<String>,
+    ) -> Result<(TokenStream, TokenStream), EmitError> {
+        let p = self.p;
+        let name = &k.name;
+        let loops_fn = ident(&format!("{name}_loops"));
+        let avx2_fn = ident(&format!("{name}_avx2"));
+        let avx512_fn = ident(&format!("{name}_avx512"));
+        let t = &self.float;
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        let mut forward = Vec::new();
+        let touched = touched_tensors(p);
+        let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
+            (0..p.tensors.len())
+                .map(TensorId)
+                .filter(|&t| self.tensor_kind(t) == TensorKind::Temp),
+        );
+        for tid in tensors {
+            if !touched.contains(&tid) {
+                continue;
+            }
+            let id = &self.tensors[tid.0];
+            let e = match p.tensors[tid.0].dtype {
+                DType::I32 => quote!(i32),
+                _ => quote!(#t),
+            };
+            match self.tensor_kind(tid) {
+                TensorKind::Input => {
+                    params.push(quote!(#id: &[#e]));
+                    args.push(quote!(#id));
+                }
+                TensorKind::Output => {
+                    params.push(quote!(#id: &mut [#e]));
+                    args.push(quote!(#id));
+                }
+                TensorKind::Temp => {
+                    params.push(quote!(#id: &mut [#e]));
+                    args.push(quote!(&mut #id));
+                }
+            }
+            forward.push(quote!(#id));
+        }
+        for d in self.dim_order() {
+            if used.contains(&d) {
+                let id = &self.dims[&d];
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
+        for pn in &p.params {
+            if used.contains(&format!("${pn}")) {
+                let id = &self.params[pn];
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
+        // Per target: fused multiply-add, partial results of a split reduction,
+        // register tile rows × columns, reduction block of a tile.
+        let consts = self.consts.borrow().clone();
+        let targets = [
+            ("FMA", ["false", "true", "true"]),
+            ("LANES", ["16", "32", "64"]),
+            ("MR", ["4", "6", "8"]),
+            ("NR", ["8", "16", "32"]),
+            ("KC", ["256", "256", "256"]),
+        ];
+        let mut generics = Vec::new();
+        let mut values: [Vec<TokenStream>; 3] = Default::default();
+        for (c, per_target) in targets {
+            if !consts.contains(c) {
+                continue;
+            }
+            let id = ident(c);
+            generics.push(if c == "FMA" {
+                quote!(const #id: bool)
+            } else {
+                quote!(const #id: usize)
+            });
+            for (v, value) in values.iter_mut().zip(per_target) {
+                v.push(TokenStream::from_str(value).map_err(|e| self.unsupported(e.to_string()))?);
+            }
+        }
+        let [generic, avx2, avx512] = &values;
+        let turbofish = |v: &Vec<TokenStream>| {
+            if v.is_empty() {
+                quote!()
+            } else {
+                quote!(::<#(#v),*>)
+            }
+        };
+        let (generic, avx2, avx512) = (turbofish(generic), turbofish(avx2), turbofish(avx512));
+        let generics = if generics.is_empty() {
+            quote!()
+        } else {
+            quote!(<#(#generics),*>)
+        };
+        let allow_ranges = if consts.iter().any(|c| matches!(*c, "LANES" | "MR")) {
+            // Lanes and tile cells are indexed by their position on purpose.
+            quote!(#[allow(clippy::needless_range_loop)])
+        } else {
+            quote!()
+        };
+        let allow_args = if params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let loops_doc = format!(
+            " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
+             available), `LANES` (partial results of a split reduction), `MR` × `NR` \
+             (register tile) and `KC` (reduction block of a tile), as far as it uses them."
+        );
+        let avx2_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX2 and FMA.");
+        let avx512_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX-512.");
+        let items = quote! {
+            #[doc = #loops_doc]
+            ///
+            /// # Safety
+            ///
+            #[doc = " Every buffer has the length its shape gives (checked by the kernel)."]
+            #[inline(always)]
+            #allow_ranges
+            #allow_args
+            unsafe fn #loops_fn #generics(#(#params),*) {
+                #body
+            }
+
+            #[doc = #avx2_doc]
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            #allow_args
+            unsafe fn #avx2_fn(#(#params),*) {
+                unsafe { #loops_fn #avx2(#(#forward),*) }
+            }
+
+            #[doc = #avx512_doc]
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+            #allow_args
+            unsafe fn #avx512_fn(#(#params),*) {
+                unsafe { #loops_fn #avx512(#(#forward),*) }
+            }
+        };
+        let avx2_args = args.clone();
+        let avx512_args = args.clone();
+        let run = quote! {
+            // The widest vectors this CPU has; the lengths were checked above.
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    unsafe { #avx512_fn(#(#avx512_args),*) };
+                    return Ok(());
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    unsafe { #avx2_fn(#(#avx2_args),*) };
+                    return Ok(());
+                }
+            }
+            unsafe { #loops_fn #generic(#(#args),*) };
+        };
+        Ok((items, run))
     }
 
     /// Dims in binding order (first input first).
@@ -1473,6 +1966,17 @@ fn next(p: Prec) -> Prec {
 }
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
+/// The tensors some statement of `p` reads or writes.
+fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
+    let mut out = BTreeSet::new();
+    for b in &p.blocks {
+        for a in crate::pass::block_accesses(b) {
+            out.insert(a.access.tensor);
+        }
+    }
+    out
+}
+
 fn uses_index(loops: &[Loop], n: usize) -> bool {
     let mut found = false;
     let mut expr = |e: &Expr| found |= e.indices().contains(&n);

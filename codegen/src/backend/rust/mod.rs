@@ -204,6 +204,9 @@ impl RustModule {
             name.to_string(),
             format!("{name}_shapes"),
             format!("{name}_sizes"),
+            format!("{name}_loops"),
+            format!("{name}_avx2"),
+            format!("{name}_avx512"),
             format!("{}Shapes", names::camel(name)),
         ];
         for item in &items {

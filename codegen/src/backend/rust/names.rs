@@ -20,8 +20,10 @@ pub(super) fn is_keyword(word: &str) -> bool {
 /// True for the names the generated bodies use for loop indices (`i3`) and carried
 /// variables (`v0`), which program names must not shadow.
 fn is_generated_local(word: &str) -> bool {
-    let mut chars = word.chars();
-    matches!(chars.next(), Some('i' | 'v')) && word.len() > 1 && chars.all(|c| c.is_ascii_digit())
+    // `i3`, `v0`, and the schedule's `i3_tile`, `v0_lanes`, ...
+    let number = word.split('_').next().unwrap_or(word);
+    let mut chars = number.chars();
+    matches!(chars.next(), Some('i' | 'v')) && number.len() > 1 && chars.all(|c| c.is_ascii_digit())
 }
 
 /// A valid kernel name: lowercase snake_case and not a keyword, so that the kernel

@@ -34,6 +34,8 @@ pub(super) enum Helper {
     Sign(bool),
     /// The error function (f32 / f64); f32 evaluates the f64 one.
     Erf(bool),
+    /// `a * b + c`, fused where the target has FMA (f32 / f64).
+    MulAdd(bool),
 }
 
 /// The helpers some kernel of a file uses.
@@ -326,6 +328,17 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         }
+        Helper::MulAdd(is32) => {
+            let (name, t) = float_names(is32, "mul_add");
+            quote! {
+                /// `a * b + c`: one fused multiply-add, rounded once, on targets with
+                /// FMA (`FMA`); two operations otherwise (never a library call).
+                #[inline(always)]
+                fn #name<const FMA: bool>(a: #t, b: #t, c: #t) -> #t {
+                    if FMA { a.mul_add(b, c) } else { a * b + c }
+                }
+            }
+        }
         Helper::Erf(true) => quote! {
             /// The error function, evaluated in f64 and rounded once.
             #[inline]
@@ -381,6 +394,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Minimum(t) => ("minimum", t),
         Helper::Sign(t) => ("sign", t),
         Helper::Erf(t) => ("erf", t),
+        Helper::MulAdd(t) => ("mul_add", t),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
@@ -391,9 +405,11 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::FloorMod => ("floor_mod", false),
     };
     match h {
-        Helper::Maximum(_) | Helper::Minimum(_) | Helper::Sign(_) | Helper::Erf(_) => {
-            float_names(is32, base).0
-        }
+        Helper::Maximum(_)
+        | Helper::Minimum(_)
+        | Helper::Sign(_)
+        | Helper::Erf(_)
+        | Helper::MulAdd(_) => float_names(is32, base).0,
         _ => proc_macro2::Ident::new(base, proc_macro2::Span::call_site()),
     }
 }
@@ -417,4 +433,6 @@ pub(super) const RESERVED: &[&str] = &[
     "sign_f64",
     "erf_f32",
     "erf_f64",
+    "mul_add_f32",
+    "mul_add_f64",
 ];

@@ -206,6 +206,13 @@ fn offset<const R: usize>(index: [i64; R], shape: [i64; R]) -> Option<usize> {
     Some(at as usize)
 }
 
+/// `a * b + c`: one fused multiply-add, rounded once, on targets with
+/// FMA (`FMA`); two operations otherwise (never a library call).
+#[inline(always)]
+fn mul_add_f32<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA { a.mul_add(b, c) } else { a * b + c }
+}
+
 /// Output shapes of [`conv2d`], computed by [`conv2d_shapes`] from the input shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conv2dShapes {
@@ -303,33 +310,159 @@ pub fn conv2d(
     check_len("conv2d", "y", y.len(), &shapes.y)?;
     let [n, c, h, w] = dims("conv2d", "x", x_shape)?;
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            unsafe { conv2d_avx512(x, k, y, n, c, h, w, o) };
+            return Ok(());
+        }
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            unsafe { conv2d_avx2(x, k, y, n, c, h, w, o) };
+            return Ok(());
+        }
+    }
+    unsafe { conv2d_loops::<false, 4, 8, 256>(x, k, y, n, c, h, w, o) };
+    Ok(())
+}
+
+/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+///
+/// # Safety
+///
+/// Every buffer has the length its shape gives (checked by the kernel).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn conv2d_loops<
+    const FMA: bool,
+    const MR: usize,
+    const NR: usize,
+    const KC: usize,
+>(x: &[f32], k: &[f32], y: &mut [f32], n: i64, c: i64, h: i64, w: i64, o: i64) {
     unsafe {
         for i0 in 0..n {
-            for i1 in 0..o {
-                for i2 in 0..h {
-                    for i3 in 0..w {
-                        let mut v0 = 0.0_f32;
-                        for i4 in 0..c {
-                            for i5 in 0..3_i64 {
-                                for i6 in 0..3_i64 {
-                                    v0
-                                        += offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
-                                            .map_or(0.0, |at| *x.get_unchecked(at))
-                                            * *k
-                                                .get_unchecked(
-                                                    (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
-                                                );
+            for i2 in 0..h {
+                if o >= MR as i64 && w >= NR as i64 {
+                    for i4_block in (0..c).step_by(KC) {
+                        let i4_end = (i4_block + KC as i64).min(c);
+                        for i3_start in (0..w).step_by(NR) {
+                            let i3_tile = i3_start.min(w - NR as i64);
+                            for i1_start in (0..o).step_by(MR) {
+                                let i1_tile = i1_start.min(o - MR as i64);
+                                let mut v0_tile = [[0.0_f32; NR]; MR];
+                                for i4 in i4_block..i4_end {
+                                    for i5 in 0..3_i64 {
+                                        for i6 in 0..3_i64 {
+                                            for row in 0..MR {
+                                                let i1 = i1_tile + row as i64;
+                                                for col in 0..NR {
+                                                    let i3 = i3_tile + col as i64;
+                                                    let mut v0 = v0_tile[row][col];
+                                                    v0 = mul_add_f32::<
+                                                        FMA,
+                                                    >(
+                                                        offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
+                                                            .map_or(0.0, |at| *x.get_unchecked(at)),
+                                                        *k
+                                                            .get_unchecked(
+                                                                (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                            ),
+                                                        v0,
+                                                    );
+                                                    v0_tile[row][col] = v0;
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                                for row in 0..MR {
+                                    let i1 = i1_tile + row as i64;
+                                    if i1 < i1_start {
+                                        continue;
+                                    }
+                                    for col in 0..NR {
+                                        let i3 = i3_tile + col as i64;
+                                        if i3 < i3_start {
+                                            continue;
+                                        }
+                                        let v0 = v0_tile[row][col];
+                                        if i4_block == 0 {
+                                            *y
+                                                .get_unchecked_mut(
+                                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                                ) = v0;
+                                        } else {
+                                            *y
+                                                .get_unchecked_mut(
+                                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                                ) += v0;
+                                        }
+                                    }
                                 }
                             }
                         }
-                        *y
-                            .get_unchecked_mut(
-                                (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                            ) = v0;
+                    }
+                } else {
+                    for i1 in 0..o {
+                        for i3 in 0..w {
+                            let mut v0 = 0.0_f32;
+                            for i4 in 0..c {
+                                for i5 in 0..3_i64 {
+                                    for i6 in 0..3_i64 {
+                                        v0
+                                            += offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
+                                                .map_or(0.0, |at| *x.get_unchecked(at))
+                                                * *k
+                                                    .get_unchecked(
+                                                        (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                    );
+                                    }
+                                }
+                            }
+                            *y
+                                .get_unchecked_mut(
+                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                ) = v0;
+                        }
                     }
                 }
             }
         }
     }
-    Ok(())
+}
+
+/// [`conv2d_loops`] compiled for x86-64 with AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn conv2d_avx2(
+    x: &[f32],
+    k: &[f32],
+    y: &mut [f32],
+    n: i64,
+    c: i64,
+    h: i64,
+    w: i64,
+    o: i64,
+) {
+    unsafe { conv2d_loops::<true, 6, 16, 256>(x, k, y, n, c, h, w, o) }
+}
+
+/// [`conv2d_loops`] compiled for x86-64 with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn conv2d_avx512(
+    x: &[f32],
+    k: &[f32],
+    y: &mut [f32],
+    n: i64,
+    c: i64,
+    h: i64,
+    w: i64,
+    o: i64,
+) {
+    unsafe { conv2d_loops::<true, 8, 32, 256>(x, k, y, n, c, h, w, o) }
 }

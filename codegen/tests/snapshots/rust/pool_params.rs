@@ -343,10 +343,60 @@ pub fn pool_params(
     check_len("pool_params", "h", h.len(), &shapes.h)?;
     let [n] = dims("pool_params", "x", x_shape)?;
     let [m] = dims("pool_params", "w", w_shape)?;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            unsafe { pool_params_avx512(x, w, p, h, n, m, k) };
+            return Ok(());
+        }
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            unsafe { pool_params_avx2(x, w, p, h, n, m, k) };
+            return Ok(());
+        }
+    }
+    unsafe { pool_params_loops::<16>(x, w, p, h, n, m, k) };
+    Ok(())
+}
+
+/// The loops of [`pool_params`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+///
+/// # Safety
+///
+/// Every buffer has the length its shape gives (checked by the kernel).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+unsafe fn pool_params_loops<const LANES: usize>(
+    x: &[f32],
+    w: &[f32],
+    p: &mut [f32],
+    h: &mut [f32],
+    n: i64,
+    m: i64,
+    k: i64,
+) {
     unsafe {
         for i0 in 0..floor_div(n, k) {
             let mut v0 = f32::NEG_INFINITY;
-            for i1 in 0..k {
+            let i1_main = k / LANES as i64 * LANES as i64;
+            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+            for i1_chunk in (0..i1_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i1 = i1_chunk + lane as i64;
+                    let mut v0 = v0_lanes[lane];
+                    v0 = maximum_f32(
+                        v0,
+                        offset([i0 * k + i1], [n])
+                            .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
+                    );
+                    v0_lanes[lane] = v0;
+                }
+            }
+            for lane in 0..LANES {
+                v0 = maximum_f32(v0, v0_lanes[lane]);
+            }
+            for i1 in i1_main..k {
                 v0 = maximum_f32(
                     v0,
                     offset([i0 * k + i1], [n])
@@ -367,5 +417,34 @@ pub fn pool_params(
                 += *w.get_unchecked(i5 as usize);
         }
     }
-    Ok(())
+}
+
+/// [`pool_params_loops`] compiled for x86-64 with AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pool_params_avx2(
+    x: &[f32],
+    w: &[f32],
+    p: &mut [f32],
+    h: &mut [f32],
+    n: i64,
+    m: i64,
+    k: i64,
+) {
+    unsafe { pool_params_loops::<32>(x, w, p, h, n, m, k) }
+}
+
+/// [`pool_params_loops`] compiled for x86-64 with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn pool_params_avx512(
+    x: &[f32],
+    w: &[f32],
+    p: &mut [f32],
+    h: &mut [f32],
+    n: i64,
+    m: i64,
+    k: i64,
+) {
+    unsafe { pool_params_loops::<64>(x, w, p, h, n, m, k) }
 }

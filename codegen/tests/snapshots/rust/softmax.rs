@@ -293,10 +293,56 @@ pub fn softmax(
     let mut m: Vec<f32> = zeroed("softmax", "m", &[b, 1])?;
     let mut e: Vec<f32> = zeroed("softmax", "e", &[b, n])?;
     let mut s: Vec<f32> = zeroed("softmax", "s", &[b, 1])?;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            unsafe { softmax_avx512(x, y, &mut m, &mut e, &mut s, b, n) };
+            return Ok(());
+        }
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            unsafe { softmax_avx2(x, y, &mut m, &mut e, &mut s, b, n) };
+            return Ok(());
+        }
+    }
+    unsafe { softmax_loops::<16>(x, y, &mut m, &mut e, &mut s, b, n) };
+    Ok(())
+}
+
+/// The loops of [`softmax`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+///
+/// # Safety
+///
+/// Every buffer has the length its shape gives (checked by the kernel).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+unsafe fn softmax_loops<const LANES: usize>(
+    x: &[f32],
+    y: &mut [f32],
+    m: &mut [f32],
+    e: &mut [f32],
+    s: &mut [f32],
+    b: i64,
+    n: i64,
+) {
     unsafe {
         for i0 in 0..b {
             let mut v0 = f32::NEG_INFINITY;
-            for i1 in 0..n {
+            let i1_main = n / LANES as i64 * LANES as i64;
+            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+            for i1_chunk in (0..i1_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i1 = i1_chunk + lane as i64;
+                    let mut v0 = v0_lanes[lane];
+                    v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
+                    v0_lanes[lane] = v0;
+                }
+            }
+            for lane in 0..LANES {
+                v0 = maximum_f32(v0, v0_lanes[lane]);
+            }
+            for i1 in i1_main..n {
                 v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
             }
             *m.get_unchecked_mut(i0 as usize) = v0;
@@ -305,7 +351,24 @@ pub fn softmax(
     unsafe {
         for i2 in 0..b {
             let mut v1 = 0.0_f32;
-            for i3 in 0..n {
+            let i3_main = n / LANES as i64 * LANES as i64;
+            let mut v1_lanes = [0.0_f32; LANES];
+            for i3_chunk in (0..i3_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i3 = i3_chunk + lane as i64;
+                    let mut v1 = v1_lanes[lane];
+                    *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
+                        .get_unchecked((i2 * n + i3) as usize)
+                        - *m.get_unchecked(i2 as usize))
+                        .exp();
+                    v1 += *e.get_unchecked((i2 * n + i3) as usize);
+                    v1_lanes[lane] = v1;
+                }
+            }
+            for lane in 0..LANES {
+                v1 += v1_lanes[lane];
+            }
+            for i3 in i3_main..n {
                 *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
                     .get_unchecked((i2 * n + i3) as usize)
                     - *m.get_unchecked(i2 as usize))
@@ -324,5 +387,34 @@ pub fn softmax(
             }
         }
     }
-    Ok(())
+}
+
+/// [`softmax_loops`] compiled for x86-64 with AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_avx2(
+    x: &[f32],
+    y: &mut [f32],
+    m: &mut [f32],
+    e: &mut [f32],
+    s: &mut [f32],
+    b: i64,
+    n: i64,
+) {
+    unsafe { softmax_loops::<32>(x, y, m, e, s, b, n) }
+}
+
+/// [`softmax_loops`] compiled for x86-64 with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn softmax_avx512(
+    x: &[f32],
+    y: &mut [f32],
+    m: &mut [f32],
+    e: &mut [f32],
+    s: &mut [f32],
+    b: i64,
+    n: i64,
+) {
+    unsafe { softmax_loops::<64>(x, y, m, e, s, b, n) }
 }
