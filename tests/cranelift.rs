@@ -267,10 +267,13 @@ fn full_gradient(program: &Program) -> Option<Program> {
 /// The two register allocators, in the order the measurements print them.
 const ALLOCATORS: [(&str, bool); 2] = [("backtracking", false), ("single_pass", true)];
 
+/// Per register allocator (in [`ALLOCATORS`] order): (lowering + passes, Cranelift)
+/// in ms.
+type Times = [(f64, f64); 2];
+
 /// Median of `reps` uncached compiles with each register allocator, the two
-/// interleaved so load changes on the machine hit both alike: per allocator
-/// (lowering + passes, Cranelift), in ms.
-fn compile_times(program: &Program, reps: usize) -> [(f64, f64); 2] {
+/// interleaved so load changes on the machine hit both alike.
+fn compile_times(program: &Program, reps: usize) -> Times {
     use std::time::Instant;
     use uop::codegen::backend::cranelift;
     let mut passes = [Vec::new(), Vec::new()];
@@ -309,8 +312,7 @@ fn compile_latency_of_every_library_op() {
     let cases = smallest_case_per_op();
     assert!(!cases.is_empty(), "the golden cases are missing");
     let reps = 7;
-    // (op, direction, per allocator (passes, Cranelift))
-    let mut rows: Vec<(String, &str, [(f64, f64); 2])> = Vec::new();
+    let mut rows: Vec<(String, &str, Times)> = Vec::new();
     for (op, program) in &cases {
         rows.push((op.clone(), "forward", compile_times(program, reps)));
         if let Some(g) = full_gradient(program) {
@@ -348,7 +350,7 @@ fn compile_latency_of_every_library_op() {
             );
         }
     }
-    let total = |t: &[(f64, f64); 2], k: usize| t[k].0 + t[k].1;
+    let total = |t: &Times, k: usize| t[k].0 + t[k].1;
     rows.sort_by(|a, b| total(&b.2, default).total_cmp(&total(&a.2, default)));
     println!("\nslowest with the default allocator (passes / Cranelift / total):");
     for (op, dir, t) in rows.iter().take(8) {
