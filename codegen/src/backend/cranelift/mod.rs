@@ -147,7 +147,7 @@ pub struct Options {
     /// Use Cranelift's single-pass register allocator instead of the backtracking
     /// one. Results are the same either way (only which registers hold the values
     /// changes), but the trade is steep: on the library ops compiles take about a
-    /// quarter less time, while the kernels run 1.1–8× slower (2× geometric mean on
+    /// quarter less time, while the kernels run 1.1–8.5× slower (2× geometric mean on
     /// the benchmark workloads; spills in hot loops). Off by default; worth it only
     /// for kernels that run once on small data.
     pub fast_compile: bool,
