@@ -1,6 +1,7 @@
 //! Cranelift backend benchmarks: how long JIT compilation takes (lowering, passes
 //! and code generation, no cache) for the example programs and a few micro-op
-//! programs, and how fast the JIT kernels run on larger workloads.
+//! programs, and how fast the JIT kernels run on the workloads of
+//! `benches/kernels.rs` (the Rust backend), under the same ids.
 //!
 //! `cargo bench --bench cranelift` (add a filter such as `compile` or `run/` to pick
 //! a group). Runs are kept short: few samples, short measurement windows.
@@ -72,68 +73,81 @@ fn compile_latency(c: &mut Criterion) {
     group.finish();
 }
 
-/// A workload: a program, its f32 inputs' shapes and its params.
+/// Deterministic data in [-1, 1): the generator and seeds of `benches/kernels.rs`,
+/// so both benches run on the same numbers.
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A workload of `benches/kernels.rs`: its id there, the `kernels/*.uop` program the
+/// prebuilt kernel was generated from, and its inputs' shapes and data seeds.
 struct Workload {
-    name: &'static str,
+    id: &'static str,
     src: &'static str,
-    shapes: Vec<Vec<usize>>,
+    inputs: Vec<(Vec<usize>, u64)>,
 }
 
 fn workloads() -> Vec<Workload> {
+    let (rows, cols) = (4096, 1024);
+    let (bn, ch, h, w, o) = (8, 64, 56, 56, 64);
     vec![
         Workload {
-            name: "gelu_chain_4M",
-            src: "input x: f32[N]\ny = mul(mul(x, 0.5), add(erf(mul(x, 0.70710678)), 1.0))\noutput y\n",
-            shapes: vec![vec![1 << 22]],
+            id: "gelu_chain 4M",
+            src: include_str!("../kernels/gelu_chain.uop"),
+            inputs: vec![(vec![4 << 20], 1)],
         },
         Workload {
-            name: "softmax_4096x1024",
-            src: include_str!("../examples/programs/softmax.uop"),
-            shapes: vec![vec![4096, 1024]],
+            id: "softmax 4096x1024",
+            src: include_str!("../kernels/softmax.uop"),
+            inputs: vec![(vec![rows, cols], 2)],
         },
         Workload {
-            name: "layernorm_4096x1024",
-            src: include_str!("../examples/programs/layer_norm.uop"),
-            shapes: vec![vec![4096, 1024], vec![1024], vec![1024]],
+            id: "layernorm 4096x1024",
+            src: include_str!("../kernels/layernorm.uop"),
+            inputs: vec![(vec![rows, cols], 2), (vec![cols], 3), (vec![cols], 4)],
         },
         Workload {
-            name: "sum_16M",
-            src: "input x: f32[N]\ns = reduce_sum(x, [0])\noutput s\n",
-            shapes: vec![vec![1 << 24]],
+            id: "column_sum 4096x1024",
+            src: include_str!("../kernels/column_sum.uop"),
+            inputs: vec![(vec![rows, cols], 2)],
         },
         Workload {
-            name: "column_sum_4096x1024",
-            src: "input x: f32[M, N]\ns = reduce_sum(x, [0])\noutput s\n",
-            shapes: vec![vec![4096, 1024]],
+            id: "sum 16M",
+            src: include_str!("../kernels/sum.uop"),
+            inputs: vec![(vec![16 << 20], 5)],
         },
         Workload {
-            name: "matmul_512",
-            src: include_str!("../examples/programs/matmul.uop"),
-            shapes: vec![vec![512, 512], vec![512, 512]],
+            id: "matmul 512",
+            src: include_str!("../kernels/matmul.uop"),
+            inputs: vec![(vec![512, 512], 6), (vec![512, 512], 7)],
         },
         Workload {
-            name: "conv2d_8x64x56x56_k3",
-            src: include_str!("../examples/programs/conv_two_sources.uop"),
-            shapes: vec![vec![8, 56, 56, 64], vec![64, 3, 3, 64]],
+            id: "conv2d 8x64x56x56 k3",
+            src: include_str!("../kernels/conv2d.uop"),
+            inputs: vec![(vec![bn, ch, h, w], 8), (vec![o, ch, 3, 3], 9)],
         },
         Workload {
-            name: "transpose_1024",
-            src: "input x: f32[M, N]\ny = reindex(x, [N, M], [i1, i0])\noutput y\n",
-            shapes: vec![vec![1024, 1024]],
+            id: "transpose 1024",
+            src: include_str!("../kernels/transpose.uop"),
+            inputs: vec![(vec![1024, 1024], 10)],
         },
     ]
 }
 
-fn run_kernel(
-    kernel: &Kernel,
-    inputs: &[Vec<f32>],
-    shapes: &[Vec<usize>],
-    outputs: &mut [Vec<f32>],
-) {
+fn run_kernel(kernel: &Kernel, inputs: &[(Vec<usize>, Vec<f32>)], outputs: &mut [Vec<f32>]) {
     let args: Vec<(Input<'_>, &[usize])> = inputs
         .iter()
-        .zip(shapes)
-        .map(|(v, s)| (Input::F32(v), s.as_slice()))
+        .map(|(s, v)| (Input::F32(v), s.as_slice()))
         .collect();
     let mut outs: Vec<Output<'_>> = outputs.iter_mut().map(|v| Output::F32(v)).collect();
     kernel
@@ -141,24 +155,25 @@ fn run_kernel(
         .expect("runs");
 }
 
+/// The workloads of `benches/kernels.rs` (same ids, sizes and data) on the same
+/// `kernels/*.uop` programs, JIT-compiled with the default options outside the
+/// timed region: `run/ID/jit` compares with `kernels/ID/uop`.
 fn run_time(c: &mut Criterion) {
     let mut group = c.benchmark_group("run");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_secs(2));
+    let registry = uop::ops::registry();
     for w in workloads() {
-        let kernel =
-            cranelift::compile_program(&parse(w.src), &Options::default()).expect("compiles");
-        let inputs: Vec<Vec<f32>> = w
-            .shapes
+        let program = parse_program(w.src, &registry).unwrap_or_else(|e| panic!("{e}"));
+        let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+        let inputs: Vec<(Vec<usize>, Vec<f32>)> = w
+            .inputs
             .iter()
-            .map(|s| {
-                let n: usize = s.iter().product();
-                (0..n).map(|k| ((k % 97) as f32) * 0.02 - 1.0).collect()
-            })
+            .map(|(shape, seed)| (shape.clone(), data(shape.iter().product(), *seed)))
             .collect();
-        let shape_refs: Vec<&[usize]> = w.shapes.iter().map(Vec::as_slice).collect();
+        let shape_refs: Vec<&[usize]> = w.inputs.iter().map(|(s, _)| s.as_slice()).collect();
         let out_shapes = kernel
             .output_shapes(&shape_refs, &HashMap::new())
             .expect("shapes fit");
@@ -166,8 +181,8 @@ fn run_time(c: &mut Criterion) {
             .iter()
             .map(|s| vec![0.0; s.iter().product()])
             .collect();
-        group.bench_function(w.name, |b| {
-            b.iter(|| run_kernel(&kernel, &inputs, &w.shapes, &mut outputs))
+        group.bench_function(format!("{}/jit", w.id), |b| {
+            b.iter(|| run_kernel(&kernel, black_box(&inputs), &mut outputs))
         });
     }
     group.finish();

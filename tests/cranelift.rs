@@ -52,7 +52,13 @@ fn jit_agrees(path: &Path) {
         random_case_with(&program, 1, &cfg).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let expected = interp::run(&program, &case.inputs, &case.params)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    for opts in [Options { vectorize: false }, Options { vectorize: true }] {
+    for opts in [
+        Options {
+            vectorize: false,
+            ..Options::default()
+        },
+        Options::default(),
+    ] {
         let kernel = jit::compile_with(&program, &opts)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let got = kernel
@@ -258,24 +264,37 @@ fn full_gradient(program: &Program) -> Option<Program> {
         .map(|g| g.program)
 }
 
-/// Median of `reps` uncached compiles: (lowering + passes, Cranelift), in ms.
-fn compile_times(program: &Program, reps: usize) -> (f64, f64) {
+/// The two register allocators, in the order the measurements print them.
+const ALLOCATORS: [(&str, bool); 2] = [("backtracking", false), ("single_pass", true)];
+
+/// Per register allocator (in [`ALLOCATORS`] order): (lowering + passes, Cranelift)
+/// in ms.
+type Times = [(f64, f64); 2];
+
+/// Median of `reps` uncached compiles with each register allocator, the two
+/// interleaved so load changes on the machine hit both alike.
+fn compile_times(program: &Program, reps: usize) -> Times {
     use std::time::Instant;
     use uop::codegen::backend::cranelift;
-    let mut passes = Vec::new();
-    let mut clif = Vec::new();
+    let mut passes = [Vec::new(), Vec::new()];
+    let mut clif = [Vec::new(), Vec::new()];
     for _ in 0..reps {
-        let t0 = Instant::now();
-        let optimized = cranelift::optimized(program).expect("optimizes");
-        let t1 = Instant::now();
-        let kernel =
-            cranelift::compile_uncached(&optimized, &Options::default()).expect("compiles");
-        let t2 = Instant::now();
-        drop(kernel);
-        passes.push((t1 - t0).as_secs_f64() * 1e3);
-        clif.push((t2 - t1).as_secs_f64() * 1e3);
+        for (k, (_, fast_compile)) in ALLOCATORS.into_iter().enumerate() {
+            let opts = Options {
+                fast_compile,
+                ..Options::default()
+            };
+            let t0 = Instant::now();
+            let optimized = cranelift::optimized(program).expect("optimizes");
+            let t1 = Instant::now();
+            let kernel = cranelift::compile_uncached(&optimized, &opts).expect("compiles");
+            let t2 = Instant::now();
+            drop(kernel);
+            passes[k].push((t1 - t0).as_secs_f64() * 1e3);
+            clif[k].push((t2 - t1).as_secs_f64() * 1e3);
+        }
     }
-    (median(&mut passes), median(&mut clif))
+    [0, 1].map(|k| (median(&mut passes[k]), median(&mut clif[k])))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -283,7 +302,8 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Compile latency of every library op, forward and backward: run with
+/// Compile latency of every library op, forward and backward, with both register
+/// allocators: run with
 /// `cargo test --release --test cranelift -- --ignored --nocapture compile_latency`
 /// (`UOP_LATENCY_ALL=1` prints every op, not just the summary and the slowest).
 #[test]
@@ -292,17 +312,17 @@ fn compile_latency_of_every_library_op() {
     let cases = smallest_case_per_op();
     assert!(!cases.is_empty(), "the golden cases are missing");
     let reps = 7;
-    let mut rows: Vec<(String, &str, f64, f64)> = Vec::new();
+    let mut rows: Vec<(String, &str, Times)> = Vec::new();
     for (op, program) in &cases {
-        let (p, c) = compile_times(program, reps);
-        rows.push((op.clone(), "forward", p, c));
+        rows.push((op.clone(), "forward", compile_times(program, reps)));
         if let Some(g) = full_gradient(program) {
-            let (p, c) = compile_times(&g, reps);
-            rows.push((op.clone(), "backward", p, c));
+            rows.push((op.clone(), "backward", compile_times(&g, reps)));
         }
     }
+    let default = usize::from(Options::default().fast_compile);
     if std::env::var_os("UOP_LATENCY_ALL").is_some() {
-        for (op, dir, p, c) in &rows {
+        for (op, dir, t) in &rows {
+            let (p, c) = t[default];
             println!(
                 "{op:24} {dir:8} passes {p:7.3} ms  cranelift {c:7.3} ms  total {:7.3} ms",
                 p + c
@@ -310,27 +330,131 @@ fn compile_latency_of_every_library_op() {
         }
     }
     println!(
-        "| direction | ops | passes median | Cranelift median | total median | total max | ops under 1 ms |"
+        "| direction | register allocator | ops | passes median | Cranelift median | total median | total max | ops under 1 ms |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for dir in ["forward", "backward"] {
-        let of: Vec<_> = rows.iter().filter(|r| r.1 == dir).collect();
-        let mut p: Vec<f64> = of.iter().map(|r| r.2).collect();
-        let mut c: Vec<f64> = of.iter().map(|r| r.3).collect();
-        let mut t: Vec<f64> = of.iter().map(|r| r.2 + r.3).collect();
-        let under = t.iter().filter(|&&x| x < 1.0).count();
-        let max = t.iter().copied().fold(0.0, f64::max);
-        println!(
-            "| {dir} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {max:.1} ms | {under} |",
-            of.len(),
-            median(&mut p),
-            median(&mut c),
-            median(&mut t)
-        );
+        for (k, (allocator, _)) in ALLOCATORS.into_iter().enumerate() {
+            let of: Vec<(f64, f64)> = rows.iter().filter(|r| r.1 == dir).map(|r| r.2[k]).collect();
+            let mut p: Vec<f64> = of.iter().map(|r| r.0).collect();
+            let mut c: Vec<f64> = of.iter().map(|r| r.1).collect();
+            let mut t: Vec<f64> = of.iter().map(|r| r.0 + r.1).collect();
+            let under = t.iter().filter(|&&x| x < 1.0).count();
+            let max = t.iter().copied().fold(0.0, f64::max);
+            println!(
+                "| {dir} | {allocator} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {max:.1} ms | {under} |",
+                of.len(),
+                median(&mut p),
+                median(&mut c),
+                median(&mut t)
+            );
+        }
     }
-    rows.sort_by(|a, b| (b.2 + b.3).total_cmp(&(a.2 + a.3)));
-    println!("\nslowest:");
-    for (op, dir, p, c) in rows.iter().take(8) {
+    let total = |t: &Times, k: usize| t[k].0 + t[k].1;
+    rows.sort_by(|a, b| total(&b.2, default).total_cmp(&total(&a.2, default)));
+    println!("\nslowest with the default allocator (passes / Cranelift / total):");
+    for (op, dir, t) in rows.iter().take(8) {
+        let (p, c) = t[default];
         println!("| {op} ({dir}) | {p:.2} ms | {c:.2} ms | {:.2} ms |", p + c);
     }
+}
+
+/// Deterministic data in [-1, 1) (the generator of the benches).
+fn bench_data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Run time of the JIT kernels with each register allocator on the workloads of
+/// `benches/kernels.rs` (conv2d with batch 1 instead of 8, to keep the run short):
+/// `cargo test --release --test cranelift -- --ignored --nocapture register_allocators`.
+/// The two kernels of a workload run alternately (order swapped every round), so
+/// the machine's load hits both alike; the ratio of medians is what counts.
+#[test]
+#[ignore = "a measurement: prints a table of timings"]
+fn run_time_with_both_register_allocators() {
+    use std::time::Instant;
+    use uop::jit::{Input, Output};
+    let rounds: usize = std::env::var("UOP_REGALLOC_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let workloads: [(&str, &str, Vec<Vec<usize>>); 8] = [
+        ("gelu_chain 4M", "gelu_chain", vec![vec![4 << 20]]),
+        ("softmax 4096x1024", "softmax", vec![vec![4096, 1024]]),
+        (
+            "layernorm 4096x1024",
+            "layernorm",
+            vec![vec![4096, 1024], vec![1024], vec![1024]],
+        ),
+        ("column_sum 4096x1024", "column_sum", vec![vec![4096, 1024]]),
+        ("sum 16M", "sum", vec![vec![16 << 20]]),
+        ("matmul 512", "matmul", vec![vec![512, 512], vec![512, 512]]),
+        (
+            "conv2d 1x64x56x56 k3",
+            "conv2d",
+            vec![vec![1, 64, 56, 56], vec![64, 64, 3, 3]],
+        ),
+        ("transpose 1024", "transpose", vec![vec![1024, 1024]]),
+    ];
+    println!("| workload | backtracking | single_pass | single_pass / backtracking |");
+    println!("|---|---|---|---|");
+    let mut log_ratios = Vec::new();
+    for (id, file, shapes) in workloads {
+        let program = load(&root().join(format!("kernels/{file}.uop")));
+        let kernels = ALLOCATORS.map(|(_, fast_compile)| {
+            let opts = Options {
+                fast_compile,
+                ..Options::default()
+            };
+            jit::compile_with(&program, &opts).expect("compiles")
+        });
+        let data: Vec<Vec<f32>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| bench_data(s.iter().product(), k as u64 + 1))
+            .collect();
+        let args: Vec<(Input<'_>, &[usize])> = data
+            .iter()
+            .zip(&shapes)
+            .map(|(d, s)| (Input::F32(d), s.as_slice()))
+            .collect();
+        let shape_refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        let out_shapes = kernels[0]
+            .output_shapes(&shape_refs, &HashMap::new())
+            .expect("shapes fit");
+        let mut outs: Vec<Vec<f32>> = out_shapes
+            .iter()
+            .map(|s| vec![0.0; s.iter().product()])
+            .collect();
+        let mut times = [Vec::new(), Vec::new()];
+        for round in 0..=rounds {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for k in order {
+                let mut slices: Vec<Output<'_>> = outs.iter_mut().map(|v| Output::F32(v)).collect();
+                let t = Instant::now();
+                kernels[k]
+                    .run_slices(&args, &HashMap::new(), &mut slices)
+                    .expect("runs");
+                // Round 0 warms caches and pages up; it is not counted.
+                if round > 0 {
+                    times[k].push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        let [a, b] = [0, 1].map(|k| median(&mut times[k]));
+        log_ratios.push((b / a).ln());
+        println!("| {id} | {a:.2} ms | {b:.2} ms | {:.2} |", b / a);
+    }
+    let geomean = (log_ratios.iter().sum::<f64>() / log_ratios.len() as f64).exp();
+    println!("| geometric mean | | | {geomean:.2} |");
 }

@@ -16,8 +16,14 @@ fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))
 }
 
-const SCALAR: Options = Options { vectorize: false };
-const VECTOR: Options = Options { vectorize: true };
+const SCALAR: Options = Options {
+    vectorize: false,
+    fast_compile: false,
+};
+const VECTOR: Options = Options {
+    vectorize: true,
+    fast_compile: false,
+};
 
 /// Runs `program` on random data through the interpreter and both JIT variants:
 /// scalar code must agree bit for bit, vector code within `1e-5` relative.
@@ -253,6 +259,21 @@ fn identical_programs_compile_once() {
     assert!(
         !first.shares_code_with(&scalar),
         "options are part of the key"
+    );
+    let fast = Options {
+        fast_compile: true,
+        ..Options::default()
+    };
+    let single_pass = cranelift::compile_program(&parse(src), &fast).expect("compiles");
+    assert!(
+        !first.shares_code_with(&single_pass),
+        "the register allocator is part of the key"
+    );
+    let x = Tensor::new(DType::F32, vec![5], vec![-2.0, -0.5, 0.0, 1.0, 3.0]).expect("consistent");
+    assert_eq!(
+        single_pass.run(std::slice::from_ref(&x), &HashMap::new()),
+        first.run(&[x], &HashMap::new()),
+        "either allocator computes the same"
     );
     let uncached =
         cranelift::compile_uncached(first.program(), &Options::default()).expect("compiles");

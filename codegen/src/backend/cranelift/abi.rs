@@ -207,7 +207,10 @@ pub fn c_header(p: &LoopProgram, name: &str) -> String {
     h
 }
 
-/// A Rust `extern "C"` block declaring the kernel `name` compiled from `p`.
+/// A Rust `extern "C"` block declaring the kernel `name` compiled from `p`, after
+/// the constants `NAME_INPUT_RANKS`, `NAME_NUM_PARAMS` and `NAME_OUTPUT_RANKS` (the
+/// rank of every input and output, in order) a safe wrapper needs: the kernel reads
+/// exactly that many sizes, so the caller must check each tensor's rank first.
 pub fn rust_extern_block(p: &LoopProgram, name: &str) -> String {
     let mut r = String::new();
     let _ = writeln!(
@@ -218,6 +221,24 @@ pub fn rust_extern_block(p: &LoopProgram, name: &str) -> String {
     r.push_str("// Arguments (row-major buffers that must not overlap):\n");
     r.push_str(&layout_comment(p, "//"));
     r.push_str("// Returns 0, or an error code (see the C header) having written nothing.\n");
+    let upper = name.to_ascii_uppercase();
+    let ranks = |ts: &[crate::loops::TensorId]| -> Vec<String> {
+        ts.iter()
+            .map(|t| p.tensors[t.0].shape.len().to_string())
+            .collect()
+    };
+    let (ins, outs) = (ranks(&p.inputs), ranks(&p.outputs));
+    let _ = writeln!(
+        r,
+        "pub const {upper}_INPUT_RANKS: [usize; {}] = [{}];\n\
+         pub const {upper}_NUM_PARAMS: usize = {};\n\
+         pub const {upper}_OUTPUT_RANKS: [usize; {}] = [{}];",
+        ins.len(),
+        ins.join(", "),
+        p.params.len(),
+        outs.len(),
+        outs.join(", ")
+    );
     let _ = writeln!(
         r,
         "unsafe extern \"C\" {{\n    pub fn {name}_shapes(input_dims: *const i64, params: *const i64, \
