@@ -970,19 +970,86 @@ impl Gen<'_> {
     }
 
     fn nest(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
+        match loops.first() {
+            Some(l) if self.scheduled && l.schedule.parallel => self.parallel(loops),
+            _ => self.nest_over(loops, None),
+        }
+    }
+
+    /// `loops`, the first over `range` when given (else its own range), honoring a
+    /// tile or split schedule.
+    fn nest_over(
+        &self,
+        loops: &[Loop],
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
         let Some((l, inner)) = loops.split_first() else {
             return Ok(TokenStream::new());
         };
         if self.scheduled {
             if let Some(tile) = inner.first().and_then(|c| c.schedule.tile) {
-                return self.tile(loops, tile.block_reduction);
+                return self.tile(loops, tile.block_reduction, range);
             }
-            if inner.is_empty() && l.schedule.split {
+            if inner.is_empty() && l.schedule.split && range.is_none() {
                 return self.split(l);
             }
         }
-        let (start, end) = self.range(l)?;
+        let (start, end) = match range {
+            Some(r) => r,
+            None => self.range(l)?,
+        };
         self.nest_in(loops, start, end)
+    }
+
+    /// A parallel outermost loop: its range cut into one part per thread, each
+    /// running the nest; what the block writes is shared as [`Shared`] buffers (the
+    /// `parallel` pass proved the parts write disjoint elements).
+    fn parallel(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = loops.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        let f = self.need(Helper::ParallelFor);
+        let shared = self.need(Helper::Shared);
+        let (start, end) = self.range(l)?;
+        let n = l.id.0;
+        let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
+        // Trip counts of the inner loops that do not depend on outer ones: the work
+        // of one iteration, which decides how many threads are worth starting.
+        let mut spans = Vec::new();
+        for m in inner {
+            let free = |e: &Expr| loops.iter().all(|o| !e.indices().contains(&o.id.0));
+            if free(&m.start) && free(&m.end) {
+                let (s, e) = self.range(m)?;
+                spans.push(if m.start == Expr::Int(0) {
+                    e
+                } else {
+                    quote!(#e - #s)
+                });
+            }
+        }
+        let mut written = BTreeSet::new();
+        for b in &self.p.blocks {
+            if b.loops.first().map(|f| f.id) == Some(l.id) {
+                for a in crate::pass::block_accesses(b) {
+                    if a.write {
+                        written.insert(a.access.tensor);
+                    }
+                }
+            }
+        }
+        let share = written.iter().map(|t| {
+            let x = &self.tensors[t.0];
+            quote!(let #x = #shared::new(#x);)
+        });
+        let body = self.nest_over(loops, Some((quote!(#lo), quote!(#hi))))?;
+        Ok(quote! {
+            {
+                #(#share)*
+                #f(#start, #end, &[#(#spans),*], |#lo, #hi| {
+                    #body
+                });
+            }
+        })
     }
 
     /// `loops` with the first one running over `start..end`.
@@ -1094,7 +1161,13 @@ impl Gen<'_> {
     /// tile of a row or column range moves back to end where the range ends and
     /// writes only the cells no earlier tile wrote, so no iteration runs untiled
     /// unless the whole range is smaller than a tile.
-    fn tile(&self, loops: &[Loop], block_reduction: bool) -> Result<TokenStream, EmitError> {
+    fn tile(
+        &self,
+        loops: &[Loop],
+        block_reduction: bool,
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
+        let ranged = range.is_some();
         let [rl, cl, reduce @ ..] = loops else {
             return Err(self.unsupported("a tile without a row and a column loop"));
         };
@@ -1109,7 +1182,10 @@ impl Gen<'_> {
                 consts.insert("KC");
             }
         }
-        let (rs, re) = self.range(rl)?;
+        let (rs, re) = match range {
+            Some(r) => r,
+            None => self.range(rl)?,
+        };
         let (cs, ce) = self.range(cl)?;
         let (r, c) = (rl.id.0, cl.id.0);
         let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
@@ -1209,7 +1285,7 @@ impl Gen<'_> {
         };
         let plain = self.nest_in(loops, rs.clone(), re.clone())?;
         let span = |l: &Loop, start: &TokenStream, end: &TokenStream| {
-            if l.start == Expr::Int(0) {
+            if l.start == Expr::Int(0) && !(ranged && l.id == rl.id) {
                 end.clone()
             } else {
                 quote!((#end - #start))

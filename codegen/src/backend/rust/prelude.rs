@@ -36,6 +36,12 @@ pub(super) enum Helper {
     Erf(bool),
     /// `a * b + c`, fused where the target has FMA (f32 / f64).
     MulAdd(bool),
+    /// A buffer the threads of a parallel loop write disjoint elements of.
+    Shared,
+    /// Runs the parts of a parallel loop's range on threads.
+    ParallelFor,
+    /// The thread count (`set_threads`, `UOP_THREADS`).
+    Threads,
 }
 
 /// The helpers some kernel of a file uses.
@@ -53,6 +59,7 @@ impl Helpers {
                 self.need(Helper::Elements);
             }
             Helper::Erf(true) => self.need(Helper::Erf(false)),
+            Helper::ParallelFor => self.need(Helper::Threads),
             _ => {}
         }
     }
@@ -328,6 +335,105 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         }
+        Helper::Shared => quote! {
+            /// A buffer shared by the threads of one parallel loop. The loop's
+            /// iterations touch disjoint elements (proved by the `parallel` pass), so
+            /// each thread may hold a reference to the elements it touches.
+            #[derive(Clone, Copy)]
+            struct Shared<'a, T> {
+                ptr: *mut T,
+                _buffer: core::marker::PhantomData<&'a mut [T]>,
+            }
+
+            // Safety: threads only touch disjoint elements (see above).
+            unsafe impl<T: Send> Send for Shared<'_, T> {}
+            unsafe impl<T: Send> Sync for Shared<'_, T> {}
+
+            impl<'a, T> Shared<'a, T> {
+                fn new(buffer: &'a mut [T]) -> Self {
+                    Shared {
+                        ptr: buffer.as_mut_ptr(),
+                        _buffer: core::marker::PhantomData,
+                    }
+                }
+
+                /// # Safety
+                ///
+                /// `at` is in range and no other thread writes element `at`.
+                #[inline(always)]
+                unsafe fn get_unchecked(&self, at: usize) -> &T {
+                    unsafe { &*self.ptr.add(at) }
+                }
+
+                /// # Safety
+                ///
+                /// `at` is in range and no other thread touches element `at`.
+                #[inline(always)]
+                #[allow(clippy::mut_from_ref)]
+                unsafe fn get_unchecked_mut(&self, at: usize) -> &mut T {
+                    unsafe { &mut *self.ptr.add(at) }
+                }
+            }
+        },
+        Helper::ParallelFor => quote! {
+            /// Runs `body` on parts of `start..end`, one per thread, on at most
+            /// [`threads`] threads and on fewer when a part would do less than `GRAIN`
+            /// innermost iterations (`inner`: the trip counts of the loops inside), so
+            /// small kernels stay on the calling thread.
+            fn parallel_for(start: i64, end: i64, inner: &[i64], body: impl Fn(i64, i64) + Sync) {
+                const GRAIN: i64 = 1 << 15;
+                let n = end - start;
+                let per_iteration = inner.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                let work = per_iteration.saturating_mul(n.max(0));
+                let parts = (threads() as i64).min(work / GRAIN).min(n).max(1);
+                if parts == 1 {
+                    body(start, end);
+                    return;
+                }
+                let chunk = (n + parts - 1) / parts;
+                let body = &body;
+                std::thread::scope(|s| {
+                    for k in 1..parts {
+                        let (lo, hi) = (start + k * chunk, (start + (k + 1) * chunk).min(end));
+                        if lo < hi
+                            && std::thread::Builder::new()
+                                .spawn_scoped(s, move || body(lo, hi))
+                                .is_err()
+                        {
+                            // No thread to be had: do this part here.
+                            body(lo, hi);
+                        }
+                    }
+                    body(start, (start + chunk).min(end));
+                });
+            }
+        },
+        Helper::Threads => quote! {
+            static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+            /// Sets how many threads each kernel of this file may use; `0` restores
+            /// the default: the `UOP_THREADS` environment variable if set, else every
+            /// core. Results do not depend on it.
+            pub fn set_threads(n: usize) {
+                THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+            }
+
+            /// The thread count [`set_threads`] chose, or the default.
+            pub fn threads() -> usize {
+                static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+                match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+                    0 => *DEFAULT.get_or_init(|| {
+                        std::env::var("UOP_THREADS")
+                            .ok()
+                            .and_then(|v| v.trim().parse().ok())
+                            .filter(|&n: &usize| n > 0)
+                            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                            .unwrap_or(1)
+                    }),
+                    n => n,
+                }
+            }
+        },
         Helper::MulAdd(is32) => {
             let (name, t) = float_names(is32, "mul_add");
             quote! {
@@ -395,6 +501,9 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Sign(t) => ("sign", t),
         Helper::Erf(t) => ("erf", t),
         Helper::MulAdd(t) => ("mul_add", t),
+        Helper::Shared => ("Shared", false),
+        Helper::ParallelFor => ("parallel_for", false),
+        Helper::Threads => ("threads", false),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
@@ -435,4 +544,9 @@ pub(super) const RESERVED: &[&str] = &[
     "erf_f64",
     "mul_add_f32",
     "mul_add_f64",
+    "Shared",
+    "parallel_for",
+    "set_threads",
+    "threads",
+    "THREADS",
 ];
