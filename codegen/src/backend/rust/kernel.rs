@@ -1082,6 +1082,8 @@ impl Gen<'_> {
         self.consts.borrow_mut().insert("LANES");
         let (start, end) = self.range(l)?;
         let main_value = if l.start == Expr::Int(0) {
+            let (e, ep) = self.idx(&l.end)?;
+            let end = paren(e, ep, Prec::Product);
             quote!(#end / LANES as i64 * LANES as i64)
         } else {
             quote!(#start + (#end - #start) / LANES as i64 * LANES as i64)
