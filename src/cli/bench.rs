@@ -159,7 +159,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             "limits: DRAM {dram} GB/s ({} STREAM triad), f32 FMA {fma} GFLOP/s (512-bit); \
              rust runs on {} thread{}, cranelift on 1; x naive = naive Rust loop time (1 thread) \
              / kernel time{}",
-            if args.threads == 1 { "1 thread," } else { "2 threads," },
+            if args.threads == 1 {
+                "1 thread,"
+            } else {
+                "2 threads,"
+            },
             args.threads,
             if args.threads == 1 { "" } else { "s" },
             if args.quick {

@@ -38,8 +38,8 @@ pub(super) enum Helper {
     MulAdd(bool),
     /// A buffer the threads of a parallel loop write disjoint elements of.
     Shared,
-    /// Runs the parts of a parallel loop's range on threads.
-    ParallelFor,
+    /// Runs a kernel's loops on several threads, each on its part.
+    Parts,
     /// The thread count (`set_threads`, `UOP_THREADS`).
     Threads,
 }
@@ -59,7 +59,7 @@ impl Helpers {
                 self.need(Helper::Elements);
             }
             Helper::Erf(true) => self.need(Helper::Erf(false)),
-            Helper::ParallelFor => self.need(Helper::Threads),
+            Helper::Parts => self.need(Helper::Threads),
             _ => {}
         }
     }
@@ -375,36 +375,63 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         },
-        Helper::ParallelFor => quote! {
-            /// Runs `body` on parts of `start..end`, one per thread, on at most
-            /// [`threads`] threads and on fewer when a part would do less than `GRAIN`
-            /// innermost iterations (`inner`: the trip counts of the loops inside), so
-            /// small kernels stay on the calling thread.
-            fn parallel_for(start: i64, end: i64, inner: &[i64], body: impl Fn(i64, i64) + Sync) {
+        Helper::Parts => quote! {
+            /// One thread's share of a kernel's parallel loops: thread `index` of
+            /// `count`, all meeting at `barrier` between blocks.
+            #[derive(Clone, Copy)]
+            struct Part<'a> {
+                index: usize,
+                count: usize,
+                barrier: &'a std::sync::Barrier,
+            }
+
+            impl Part<'_> {
+                /// This thread's part of `start..end`: equal shares, in order.
+                #[inline(always)]
+                fn range(&self, start: i64, end: i64) -> (i64, i64) {
+                    let n = i128::from((end - start).max(0));
+                    let (i, c) = (self.index as i128, self.count as i128);
+                    (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
+                }
+
+                /// Whether this is the thread that runs the serial blocks.
+                #[inline(always)]
+                fn first(&self) -> bool {
+                    self.index == 0
+                }
+
+                /// Waits until every thread has finished the block before.
+                #[inline(always)]
+                fn wait(&self) {
+                    if self.count > 1 {
+                        self.barrier.wait();
+                    }
+                }
+            }
+
+            /// Runs `f` once per part on up to [`threads`] threads: as many as give
+            /// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
+            /// loop ranges of each), so small kernels stay on the calling thread.
+            fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
                 const GRAIN: i64 = 1 << 15;
-                let n = end - start;
-                let per_iteration = inner.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
-                let work = per_iteration.saturating_mul(n.max(0));
-                let parts = (threads() as i64).min(work / GRAIN).min(n).max(1);
-                if parts == 1 {
-                    body(start, end);
+                let work = blocks.iter().fold(0_i64, |total, spans| {
+                    let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                    total.saturating_add(w)
+                });
+                let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
+                let barrier = std::sync::Barrier::new(count);
+                let part = |index| Part { index, count, barrier: &barrier };
+                if count == 1 {
+                    f(part(0));
                     return;
                 }
-                let chunk = (n + parts - 1) / parts;
-                let body = &body;
+                let f = &f;
                 std::thread::scope(|s| {
-                    for k in 1..parts {
-                        let (lo, hi) = (start + k * chunk, (start + (k + 1) * chunk).min(end));
-                        if lo < hi
-                            && std::thread::Builder::new()
-                                .spawn_scoped(s, move || body(lo, hi))
-                                .is_err()
-                        {
-                            // No thread to be had: do this part here.
-                            body(lo, hi);
-                        }
+                    for index in 1..count {
+                        let part = part(index);
+                        s.spawn(move || f(part));
                     }
-                    body(start, (start + chunk).min(end));
+                    f(part(0));
                 });
             }
         },
@@ -502,7 +529,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Erf(t) => ("erf", t),
         Helper::MulAdd(t) => ("mul_add", t),
         Helper::Shared => ("Shared", false),
-        Helper::ParallelFor => ("parallel_for", false),
+        Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
@@ -545,7 +572,9 @@ pub(super) const RESERVED: &[&str] = &[
     "mul_add_f32",
     "mul_add_f64",
     "Shared",
-    "parallel_for",
+    "in_parts",
+    "Part",
+    "part",
     "set_threads",
     "threads",
     "THREADS",
