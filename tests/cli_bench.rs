@@ -113,14 +113,32 @@ fn the_table_has_a_header_a_row_per_workload_and_backend_and_states_the_limits()
 }
 
 #[test]
-fn more_than_one_thread_is_refused_with_the_reason() {
-    let o = uop(&["bench", "--quick", "--threads", "2"]);
+fn two_threads_apply_to_the_rust_backend_and_the_two_thread_limits() {
+    let o = uop(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--threads",
+        "2",
+        "--workload",
+        "softmax_4096x1024",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(field(lines[0], "backend"), Some("\"rust\""));
+    assert_eq!(field(lines[0], "threads"), Some("2"));
+    assert_eq!(field(lines[0], "limit"), Some("90"));
+    assert_eq!(field(lines[1], "backend"), Some("\"cranelift\""));
+    assert_eq!(field(lines[1], "threads"), Some("1"));
+}
+
+#[test]
+fn zero_threads_is_refused() {
+    let o = uop(&["bench", "--quick", "--threads", "0"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("parallel loops are not implemented yet"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("at least 1"), "{}", stderr(&o));
 }
 
 #[test]

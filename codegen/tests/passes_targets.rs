@@ -112,7 +112,7 @@ input  a: f32[M, K]
 input  b: f32[K, N]
 output c: f32[M, 1, N]
 block 0 {
-  for i0 in 0..M {
+  for i0 in 0..M [parallel] {
     for i2 in 0..N [tile, block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
@@ -159,7 +159,7 @@ input  a: f32[M, K]
 input  b: f32[K, N]
 output c: f32[M, N]
 block 0 {
-  for i0 in 0..M {
+  for i0 in 0..M [parallel] {
     for i2 in 0..N [tile, block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
@@ -194,7 +194,7 @@ input  x: f32[N, H, W, C]
 input  w: f32[O, KH, KW, C]
 output y: f32[N, H - $kh + 1, W - $kw + 1, 1, 1, 1, $kc]
 block 0 {
-  for i0 in 0..N {
+  for i0 in 0..N [parallel] {
     for i1 in 0..H - $kh + 1 {
       for i2 in 0..W - $kw + 1 {
         for i6 in 0..$kc {
@@ -246,7 +246,7 @@ temp   m: f32[B, 1]
 temp   e: f32[B, N]
 temp   s: f32[B, 1]
 block 0 {
-  for i0 in 0..B {
+  for i0 in 0..B [parallel] {
     v0 = -inf (max)
     for i1 in 0..N [split] {
       v0 max= x[i0, i1]
@@ -255,7 +255,7 @@ block 0 {
   }
 }
 block 1 {
-  for i2 in 0..B {
+  for i2 in 0..B [parallel] {
     v1 = 0.0 (+)
     for i3 in 0..N [split] {
       e[i2, i3] = exp(x[i2, i3] - m[i2, 0])
@@ -265,7 +265,7 @@ block 1 {
   }
 }
 block 2 {
-  for i10 in 0..B {
+  for i10 in 0..B [parallel] {
     for i11 in 0..N {
       y[i10, i11] = e[i10, i11] / s[i10, 0]
     } }

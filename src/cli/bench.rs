@@ -35,7 +35,8 @@ pub struct BenchArgs {
     /// Print one JSON object per workload and backend instead of a table.
     #[arg(long)]
     json: bool,
-    /// Threads per kernel (only 1 today).
+    /// Threads per Rust-backend kernel (`uop::kernels::set_threads`); the Cranelift
+    /// JIT runs its loops on one thread.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Time only this backend (default: both).
@@ -58,6 +59,7 @@ struct Row {
     workload: &'static str,
     backend: BenchBackend,
     measure: Measure,
+    threads: usize,
     ms: f64,
     compile_ms: Option<f64>,
     naive_ms: f64,
@@ -66,12 +68,10 @@ struct Row {
 
 /// Runs `uop bench`.
 pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
-    if args.threads != 1 {
-        return fail(format!(
-            "--threads {}: parallel loops are not implemented yet (issue 8); only --threads 1 is supported",
-            args.threads
-        ));
+    if args.threads == 0 {
+        return fail("--threads must be at least 1");
     }
+    crate::kernels::set_threads(args.threads);
     if args.reps == 0 {
         return fail("--reps must be at least 1");
     }
@@ -109,6 +109,10 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         })?;
         for &backend in &backends {
             let mut y = vec![0.0f32; w.output_len()];
+            let threads = match backend {
+                BenchBackend::Rust => args.threads,
+                BenchBackend::Cranelift => 1,
+            };
             let (ms, compile_ms) = match backend {
                 BenchBackend::Rust => {
                     let ms = bench::median_ms(reps, || w.run_rust(&data, &mut y)).map_err(|e| {
@@ -133,24 +137,35 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 workload: name,
                 backend,
                 measure: w.measure(),
+                threads,
                 ms,
                 compile_ms,
                 naive_ms,
                 max_rel_diff: bench::max_rel_diff(&y, &naive),
             };
             if args.json {
-                println!("{}", json(&row, args.threads, args.quick));
+                println!("{}", json(&row, args.quick));
             } else {
                 println!("{}", table_row(&row));
             }
         }
     }
     if !args.json {
+        let (dram, fma) = match args.threads {
+            1 => (bench::DRAM_GBS, bench::FMA512_GFLOPS),
+            _ => (bench::DRAM2_GBS, bench::FMA512_2_GFLOPS),
+        };
         println!(
-            "limits: DRAM {} GB/s (1 thread, STREAM triad), f32 FMA {} GFLOP/s (1 thread, 512-bit); \
-             x naive = naive Rust loop time / kernel time{}",
-            bench::DRAM_GBS,
-            bench::FMA512_GFLOPS,
+            "limits: DRAM {dram} GB/s ({} STREAM triad), f32 FMA {fma} GFLOP/s (512-bit); \
+             rust runs on {} thread{}, cranelift on 1; x naive = naive Rust loop time (1 thread) \
+             / kernel time{}",
+            if args.threads == 1 {
+                "1 thread,"
+            } else {
+                "2 threads,"
+            },
+            args.threads,
+            if args.threads == 1 { "" } else { "s" },
             if args.quick {
                 "; --quick sizes, timings are not meaningful"
             } else {
@@ -179,7 +194,7 @@ fn table_row(r: &Row) -> String {
         r.ms,
         rate,
         r.measure.unit(),
-        100.0 * rate / r.measure.limit(),
+        100.0 * rate / r.measure.limit(r.threads),
         r.naive_ms,
         r.naive_ms / r.ms,
         r.max_rel_diff
@@ -196,7 +211,8 @@ fn num(v: f64) -> String {
     }
 }
 
-fn json(r: &Row, threads: usize, quick: bool) -> String {
+fn json(r: &Row, quick: bool) -> String {
+    let threads = r.threads;
     let rate = r.measure.rate(r.ms);
     let mut s = format!(
         "{{\"workload\": \"{}\", \"backend\": \"{}\", \"impl\": \"uop_{}\", \"threads\": {threads}, \
@@ -208,8 +224,8 @@ fn json(r: &Row, threads: usize, quick: bool) -> String {
         num(r.ms),
         num(rate),
         r.measure.unit(),
-        num(r.measure.limit()),
-        num(100.0 * rate / r.measure.limit()),
+        num(r.measure.limit(r.threads)),
+        num(100.0 * rate / r.measure.limit(r.threads)),
         num(r.naive_ms),
         num(r.naive_ms / r.ms),
         num(r.max_rel_diff),

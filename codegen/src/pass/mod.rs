@@ -21,11 +21,13 @@
 //! 8. `tile` — mark register tiles for reduction nests with shared loads (matmul,
 //!    convolution), choosing the row loop;
 //! 9. `split` — mark innermost reductions whose partial results a backend may keep
-//!    in several accumulators.
+//!    in several accumulators;
+//! 10. `parallel` — mark outermost loops whose iterations may run on several
+//!     threads.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile` and `split` only annotate loops
+//! the reference interpreter. `tile`, `split` and `parallel` only annotate loops
 //! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -48,6 +50,7 @@ mod dce;
 mod deps;
 mod fuse;
 mod order;
+mod parallel;
 mod shape_groups;
 mod split;
 mod stride;
@@ -68,6 +71,7 @@ pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
 pub use order::order;
+pub use parallel::parallel;
 pub use shape_groups::ShapeGroups;
 pub use split::split;
 pub use subst::subst;
@@ -133,6 +137,12 @@ const PIPELINE: &[Pass] = &[
         doc: "marks innermost reduction loops whose partial results may be kept apart \
               (reassociation) so they vectorize",
         run: split,
+    },
+    Pass {
+        name: "parallel",
+        doc: "marks outermost loops whose iterations touch disjoint parts of what the \
+              block writes, so they may run on several threads",
+        run: parallel,
     },
 ];
 

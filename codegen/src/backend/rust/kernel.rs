@@ -120,6 +120,9 @@ struct Gen<'a> {
     consts: RefCell<BTreeSet<&'static str>>,
     /// Inside a tile or split loop: `v += a * b` may be one fused multiply-add.
     fused: Cell<bool>,
+    /// Some block has a parallel loop: the loops run on every thread of a
+    /// [`Part`](super::prelude) at once, serial blocks on the first thread only.
+    threaded: bool,
 }
 
 /// Emits one kernel's items, recording the helpers it needs in `helpers`.
@@ -193,6 +196,10 @@ pub(super) fn emit(
         scheduled: checks == Checks::Proven,
         consts: RefCell::new(BTreeSet::new()),
         fused: Cell::new(false),
+        threaded: checks == Checks::Proven
+            && p.blocks
+                .iter()
+                .any(|b| b.loops.first().is_some_and(|l| l.schedule.parallel)),
     };
     g.sizes = g.entry_sizes();
     let mut scope_for_locals = scope;
@@ -931,17 +938,44 @@ impl Gen<'_> {
     fn block(&self, b: &Block) -> Result<TokenStream, EmitError> {
         *self.unsafe_used.borrow_mut() = false;
         let carried = b.carried.iter().map(|c| self.carried(c));
-        let nest = self.nest(&b.loops)?;
+        let parallel = self.threaded && b.loops.first().is_some_and(|l| l.schedule.parallel);
+        let nest = match b.loops.first() {
+            Some(l) if parallel => {
+                // This thread's part of the parallel loop.
+                let (start, end) = self.range(l)?;
+                let n = l.id.0;
+                let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
+                let nest = self.nest_over(&b.loops, Some((quote!(#lo), quote!(#hi))))?;
+                quote! {
+                    let (#lo, #hi) = part.range(#start, #end);
+                    #nest
+                }
+            }
+            _ => self.nest(&b.loops)?,
+        };
         let stmts = b
             .stmts
             .iter()
             .map(|s| self.stmt(s))
             .collect::<Result<Vec<_>, _>>()?;
         let code = quote!(#(#carried)* #nest #(#stmts)*);
-        Ok(if *self.unsafe_used.borrow() {
+        let code = if *self.unsafe_used.borrow() {
             quote!(unsafe { #code })
         } else {
             code
+        };
+        Ok(if !self.threaded {
+            code
+        } else if parallel {
+            quote!({ #code } part.wait();)
+        } else {
+            // A serial block runs on the first thread while the others wait.
+            quote! {
+                if part.first() {
+                    #code
+                }
+                part.wait();
+            }
         })
     }
 
@@ -970,18 +1004,31 @@ impl Gen<'_> {
     }
 
     fn nest(&self, loops: &[Loop]) -> Result<TokenStream, EmitError> {
+        self.nest_over(loops, None)
+    }
+
+    /// `loops`, the first over `range` when given (else its own range), honoring a
+    /// tile or split schedule.
+    fn nest_over(
+        &self,
+        loops: &[Loop],
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
         let Some((l, inner)) = loops.split_first() else {
             return Ok(TokenStream::new());
         };
         if self.scheduled {
             if let Some(tile) = inner.first().and_then(|c| c.schedule.tile) {
-                return self.tile(loops, tile.block_reduction);
+                return self.tile(loops, tile.block_reduction, range);
             }
-            if inner.is_empty() && l.schedule.split {
+            if inner.is_empty() && l.schedule.split && range.is_none() {
                 return self.split(l);
             }
         }
-        let (start, end) = self.range(l)?;
+        let (start, end) = match range {
+            Some(r) => r,
+            None => self.range(l)?,
+        };
         self.nest_in(loops, start, end)
     }
 
@@ -1096,7 +1143,13 @@ impl Gen<'_> {
     /// tile of a row or column range moves back to end where the range ends and
     /// writes only the cells no earlier tile wrote, so no iteration runs untiled
     /// unless the whole range is smaller than a tile.
-    fn tile(&self, loops: &[Loop], block_reduction: bool) -> Result<TokenStream, EmitError> {
+    fn tile(
+        &self,
+        loops: &[Loop],
+        block_reduction: bool,
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
+        let ranged = range.is_some();
         let [rl, cl, reduce @ ..] = loops else {
             return Err(self.unsupported("a tile without a row and a column loop"));
         };
@@ -1111,7 +1164,10 @@ impl Gen<'_> {
                 consts.insert("KC");
             }
         }
-        let (rs, re) = self.range(rl)?;
+        let (rs, re) = match range {
+            Some(r) => r,
+            None => self.range(rl)?,
+        };
         let (cs, ce) = self.range(cl)?;
         let (r, c) = (rl.id.0, cl.id.0);
         let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
@@ -1211,7 +1267,7 @@ impl Gen<'_> {
         };
         let plain = self.nest_in(loops, rs.clone(), re.clone())?;
         let span = |l: &Loop, start: &TokenStream, end: &TokenStream| {
-            if l.start == Expr::Int(0) {
+            if l.start == Expr::Int(0) && !(ranged && l.id == rl.id) {
                 end.clone()
             } else {
                 quote!((#end - #start))
@@ -1701,6 +1757,19 @@ impl Gen<'_> {
         let mut params = Vec::new();
         let mut args = Vec::new();
         let mut forward = Vec::new();
+        // Threaded: every thread runs the loops on its part; what they write is
+        // shared as `Shared` buffers, made once before the threads start.
+        let mut share = Vec::new();
+        let shared = if self.threaded {
+            self.need(Helper::Parts);
+            let shared = self.need(Helper::Shared);
+            params.push(quote!(part: Part<'_>));
+            args.push(quote!(part));
+            forward.push(quote!(part));
+            Some(shared)
+        } else {
+            None
+        };
         let touched = touched_tensors(p);
         let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
             (0..p.tensors.len())
@@ -1721,13 +1790,23 @@ impl Gen<'_> {
                     params.push(quote!(#id: &[#e]));
                     args.push(quote!(#id));
                 }
-                TensorKind::Output => {
-                    params.push(quote!(#id: &mut [#e]));
-                    args.push(quote!(#id));
-                }
-                TensorKind::Temp => {
-                    params.push(quote!(#id: &mut [#e]));
-                    args.push(quote!(&mut #id));
+                kind => {
+                    let buffer = if kind == TensorKind::Temp {
+                        quote!(&mut #id)
+                    } else {
+                        quote!(#id)
+                    };
+                    match &shared {
+                        Some(sh) => {
+                            params.push(quote!(#id: #sh<'_, #e>));
+                            share.push(quote!(let #id = #sh::new(#buffer);));
+                            args.push(quote!(#id));
+                        }
+                        None => {
+                            params.push(quote!(#id: &mut [#e]));
+                            args.push(buffer);
+                        }
+                    }
                 }
             }
             forward.push(quote!(#id));
@@ -1837,24 +1916,71 @@ impl Gen<'_> {
         };
         let avx2_args = args.clone();
         let avx512_args = args.clone();
-        let run = quote! {
+        let (done, after) = if self.threaded {
+            (quote!(return;), quote!())
+        } else {
+            (quote!(return Ok(());), quote!())
+        };
+        let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
             #[cfg(target_arch = "x86_64")]
             {
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     unsafe { #avx512_fn(#(#avx512_args),*) };
-                    return Ok(());
+                    #done
                 }
                 if std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
                 {
                     unsafe { #avx2_fn(#(#avx2_args),*) };
-                    return Ok(());
+                    #done
                 }
             }
             unsafe { #loops_fn #generic(#(#args),*) };
+            #after
+        };
+        let run = if self.threaded {
+            let in_parts = self.need(Helper::Parts);
+            let work = self.parallel_work()?;
+            // Its dims are the loops' own, already bound for the body; keep them
+            // out of what the sizes function records next.
+            let _ = self.take_used();
+            quote! {
+                #(#share)*
+                // Threads for the parallel loops, as many as the work is worth.
+                #in_parts(#work, |part| {
+                    #dispatch
+                });
+            }
+        } else {
+            dispatch
         };
         Ok((items, run))
+    }
+
+    /// The iterations of the parallel blocks, as a saturating sum of products of
+    /// the loop ranges that do not depend on other loops.
+    fn parallel_work(&self) -> Result<TokenStream, EmitError> {
+        let mut blocks = Vec::new();
+        for b in &self.p.blocks {
+            if !b.loops.first().is_some_and(|l| l.schedule.parallel) {
+                continue;
+            }
+            let mut spans = Vec::new();
+            for m in &b.loops {
+                let free = |e: &Expr| b.loops.iter().all(|o| !e.indices().contains(&o.id.0));
+                if free(&m.start) && free(&m.end) {
+                    let (s, e) = self.range(m)?;
+                    spans.push(if m.start == Expr::Int(0) {
+                        e
+                    } else {
+                        quote!(#e - #s)
+                    });
+                }
+            }
+            blocks.push(quote!(&[#(#spans),*]));
+        }
+        Ok(quote!(&[#(#blocks),*]))
     }
 
     /// Dims in binding order (first input first).

@@ -36,6 +36,12 @@ pub(super) enum Helper {
     Erf(bool),
     /// `a * b + c`, fused where the target has FMA (f32 / f64).
     MulAdd(bool),
+    /// A buffer the threads of a parallel loop write disjoint elements of.
+    Shared,
+    /// Runs a kernel's loops on several threads, each on its part.
+    Parts,
+    /// The thread count (`set_threads`, `UOP_THREADS`).
+    Threads,
 }
 
 /// The helpers some kernel of a file uses.
@@ -53,6 +59,7 @@ impl Helpers {
                 self.need(Helper::Elements);
             }
             Helper::Erf(true) => self.need(Helper::Erf(false)),
+            Helper::Parts => self.need(Helper::Threads),
             _ => {}
         }
     }
@@ -328,6 +335,132 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         }
+        Helper::Shared => quote! {
+            /// A buffer shared by the threads of one parallel loop. The loop's
+            /// iterations touch disjoint elements (proved by the `parallel` pass), so
+            /// each thread may hold a reference to the elements it touches.
+            #[derive(Clone, Copy)]
+            struct Shared<'a, T> {
+                ptr: *mut T,
+                _buffer: core::marker::PhantomData<&'a mut [T]>,
+            }
+
+            // Safety: threads only touch disjoint elements (see above).
+            unsafe impl<T: Send> Send for Shared<'_, T> {}
+            unsafe impl<T: Send> Sync for Shared<'_, T> {}
+
+            impl<'a, T> Shared<'a, T> {
+                fn new(buffer: &'a mut [T]) -> Self {
+                    Shared {
+                        ptr: buffer.as_mut_ptr(),
+                        _buffer: core::marker::PhantomData,
+                    }
+                }
+
+                /// # Safety
+                ///
+                /// `at` is in range and no other thread writes element `at`.
+                #[inline(always)]
+                unsafe fn get_unchecked(&self, at: usize) -> &T {
+                    unsafe { &*self.ptr.add(at) }
+                }
+
+                /// # Safety
+                ///
+                /// `at` is in range and no other thread touches element `at`.
+                #[inline(always)]
+                #[allow(clippy::mut_from_ref)]
+                unsafe fn get_unchecked_mut(&self, at: usize) -> &mut T {
+                    unsafe { &mut *self.ptr.add(at) }
+                }
+            }
+        },
+        Helper::Parts => quote! {
+            /// One thread's share of a kernel's parallel loops: thread `index` of
+            /// `count`, all meeting at `barrier` between blocks.
+            #[derive(Clone, Copy)]
+            struct Part<'a> {
+                index: usize,
+                count: usize,
+                barrier: &'a std::sync::Barrier,
+            }
+
+            impl Part<'_> {
+                /// This thread's part of `start..end`: equal shares, in order.
+                #[inline(always)]
+                fn range(&self, start: i64, end: i64) -> (i64, i64) {
+                    let n = i128::from((end - start).max(0));
+                    let (i, c) = (self.index as i128, self.count as i128);
+                    (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
+                }
+
+                /// Whether this is the thread that runs the serial blocks.
+                #[inline(always)]
+                fn first(&self) -> bool {
+                    self.index == 0
+                }
+
+                /// Waits until every thread has finished the block before.
+                #[inline(always)]
+                fn wait(&self) {
+                    if self.count > 1 {
+                        self.barrier.wait();
+                    }
+                }
+            }
+
+            /// Runs `f` once per part on up to [`threads`] threads: as many as give
+            /// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
+            /// loop ranges of each), so small kernels stay on the calling thread.
+            fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
+                const GRAIN: i64 = 1 << 15;
+                let work = blocks.iter().fold(0_i64, |total, spans| {
+                    let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                    total.saturating_add(w)
+                });
+                let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
+                let barrier = std::sync::Barrier::new(count);
+                let part = |index| Part { index, count, barrier: &barrier };
+                if count == 1 {
+                    f(part(0));
+                    return;
+                }
+                let f = &f;
+                std::thread::scope(|s| {
+                    for index in 1..count {
+                        let part = part(index);
+                        s.spawn(move || f(part));
+                    }
+                    f(part(0));
+                });
+            }
+        },
+        Helper::Threads => quote! {
+            static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+            /// Sets how many threads each kernel of this file may use; `0` restores
+            /// the default: the `UOP_THREADS` environment variable if set, else every
+            /// core. Results do not depend on it.
+            pub fn set_threads(n: usize) {
+                THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+            }
+
+            /// The thread count [`set_threads`] chose, or the default.
+            pub fn threads() -> usize {
+                static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+                match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+                    0 => *DEFAULT.get_or_init(|| {
+                        std::env::var("UOP_THREADS")
+                            .ok()
+                            .and_then(|v| v.trim().parse().ok())
+                            .filter(|&n: &usize| n > 0)
+                            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                            .unwrap_or(1)
+                    }),
+                    n => n,
+                }
+            }
+        },
         Helper::MulAdd(is32) => {
             let (name, t) = float_names(is32, "mul_add");
             quote! {
@@ -395,6 +528,9 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Sign(t) => ("sign", t),
         Helper::Erf(t) => ("erf", t),
         Helper::MulAdd(t) => ("mul_add", t),
+        Helper::Shared => ("Shared", false),
+        Helper::Parts => ("in_parts", false),
+        Helper::Threads => ("threads", false),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
@@ -435,4 +571,11 @@ pub(super) const RESERVED: &[&str] = &[
     "erf_f64",
     "mul_add_f32",
     "mul_add_f64",
+    "Shared",
+    "in_parts",
+    "Part",
+    "part",
+    "set_threads",
+    "threads",
+    "THREADS",
 ];

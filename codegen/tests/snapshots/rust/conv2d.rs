@@ -213,6 +213,136 @@ fn mul_add_f32<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA { a.mul_add(b, c) } else { a * b + c }
 }
 
+/// A buffer shared by the threads of one parallel loop. The loop's
+/// iterations touch disjoint elements (proved by the `parallel` pass), so
+/// each thread may hold a reference to the elements it touches.
+#[derive(Clone, Copy)]
+struct Shared<'a, T> {
+    ptr: *mut T,
+    _buffer: core::marker::PhantomData<&'a mut [T]>,
+}
+
+unsafe impl<T: Send> Send for Shared<'_, T> {}
+unsafe impl<T: Send> Sync for Shared<'_, T> {}
+impl<'a, T> Shared<'a, T> {
+    fn new(buffer: &'a mut [T]) -> Self {
+        Shared {
+            ptr: buffer.as_mut_ptr(),
+            _buffer: core::marker::PhantomData,
+        }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread writes element `at`.
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, at: usize) -> &T {
+        unsafe { &*self.ptr.add(at) }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread touches element `at`.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_unchecked_mut(&self, at: usize) -> &mut T {
+        unsafe { &mut *self.ptr.add(at) }
+    }
+}
+
+/// One thread's share of a kernel's parallel loops: thread `index` of
+/// `count`, all meeting at `barrier` between blocks.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    index: usize,
+    count: usize,
+    barrier: &'a std::sync::Barrier,
+}
+
+impl Part<'_> {
+    /// This thread's part of `start..end`: equal shares, in order.
+    #[inline(always)]
+    fn range(&self, start: i64, end: i64) -> (i64, i64) {
+        let n = i128::from((end - start).max(0));
+        let (i, c) = (self.index as i128, self.count as i128);
+        (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
+    }
+    /// Whether this is the thread that runs the serial blocks.
+    #[inline(always)]
+    fn first(&self) -> bool {
+        self.index == 0
+    }
+    /// Waits until every thread has finished the block before.
+    #[inline(always)]
+    fn wait(&self) {
+        if self.count > 1 {
+            self.barrier.wait();
+        }
+    }
+}
+
+/// Runs `f` once per part on up to [`threads`] threads: as many as give
+/// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
+/// loop ranges of each), so small kernels stay on the calling thread.
+fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
+    const GRAIN: i64 = 1 << 15;
+    let work = blocks
+        .iter()
+        .fold(
+            0_i64,
+            |total, spans| {
+                let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                total.saturating_add(w)
+            },
+        );
+    let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
+    let barrier = std::sync::Barrier::new(count);
+    let part = |index| Part {
+        index,
+        count,
+        barrier: &barrier,
+    };
+    if count == 1 {
+        f(part(0));
+        return;
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        for index in 1..count {
+            let part = part(index);
+            s.spawn(move || f(part));
+        }
+        f(part(0));
+    });
+}
+
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Sets how many threads each kernel of this file may use; `0` restores
+/// the default: the `UOP_THREADS` environment variable if set, else every
+/// core. Results do not depend on it.
+pub fn set_threads(n: usize) {
+    THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The thread count [`set_threads`] chose, or the default.
+pub fn threads() -> usize {
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            *DEFAULT
+                .get_or_init(|| {
+                    std::env::var("UOP_THREADS")
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                        .filter(|&n: &usize| n > 0)
+                        .or_else(|| {
+                            std::thread::available_parallelism().ok().map(|n| n.get())
+                        })
+                        .unwrap_or(1)
+                })
+        }
+        n => n,
+    }
+}
+
 /// Output shapes of [`conv2d`], computed by [`conv2d_shapes`] from the input shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conv2dShapes {
@@ -310,20 +440,26 @@ pub fn conv2d(
     check_len("conv2d", "y", y.len(), &shapes.y)?;
     let [n, c, h, w] = dims("conv2d", "x", x_shape)?;
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            unsafe { conv2d_avx512(x, k, y, n, c, h, w, o) };
-            return Ok(());
-        }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            unsafe { conv2d_avx2(x, k, y, n, c, h, w, o) };
-            return Ok(());
-        }
-    }
-    unsafe { conv2d_loops::<false, 4, 8, 256>(x, k, y, n, c, h, w, o) };
+    let y = Shared::new(y);
+    in_parts(
+        &[&[n, h, o, w, c, 3_i64, 3_i64]],
+        |part| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    unsafe { conv2d_avx512(part, x, k, y, n, c, h, w, o) };
+                    return;
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    unsafe { conv2d_avx2(part, x, k, y, n, c, h, w, o) };
+                    return;
+                }
+            }
+            unsafe { conv2d_loops::<false, 4, 8, 256>(part, x, k, y, n, c, h, w, o) };
+        },
+    );
     Ok(())
 }
 
@@ -340,97 +476,111 @@ unsafe fn conv2d_loops<
     const MR: usize,
     const NR: usize,
     const KC: usize,
->(x: &[f32], k: &[f32], y: &mut [f32], n: i64, c: i64, h: i64, w: i64, o: i64) {
-    unsafe {
-        for i0 in 0..n {
-            for i2 in 0..h {
-                if o >= MR as i64 && w >= NR as i64 {
-                    for i4_block in (0..c).step_by(KC) {
-                        let i4_end = (i4_block + KC as i64).min(c);
-                        for i3_start in (0..w).step_by(NR) {
-                            let i3_tile = i3_start.min(w - NR as i64);
-                            for i1_start in (0..o).step_by(MR) {
-                                let i1_tile = i1_start.min(o - MR as i64);
-                                let mut v0_tile = [[0.0_f32; NR]; MR];
-                                for i4 in i4_block..i4_end {
-                                    for i5 in 0..3_i64 {
-                                        for i6 in 0..3_i64 {
-                                            for row in 0..MR {
-                                                let i1 = i1_tile + row as i64;
-                                                for col in 0..NR {
-                                                    let i3 = i3_tile + col as i64;
-                                                    let mut v0 = v0_tile[row][col];
-                                                    v0 = mul_add_f32::<
-                                                        FMA,
-                                                    >(
-                                                        offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
-                                                            .map_or(0.0, |at| *x.get_unchecked(at)),
-                                                        *k
-                                                            .get_unchecked(
-                                                                (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
-                                                            ),
-                                                        v0,
-                                                    );
-                                                    v0_tile[row][col] = v0;
+>(
+    part: Part<'_>,
+    x: &[f32],
+    k: &[f32],
+    y: Shared<'_, f32>,
+    n: i64,
+    c: i64,
+    h: i64,
+    w: i64,
+    o: i64,
+) {
+    {
+        unsafe {
+            let (i0_lo, i0_hi) = part.range(0, n);
+            for i0 in i0_lo..i0_hi {
+                for i2 in 0..h {
+                    if o >= MR as i64 && w >= NR as i64 {
+                        for i4_block in (0..c).step_by(KC) {
+                            let i4_end = (i4_block + KC as i64).min(c);
+                            for i3_start in (0..w).step_by(NR) {
+                                let i3_tile = i3_start.min(w - NR as i64);
+                                for i1_start in (0..o).step_by(MR) {
+                                    let i1_tile = i1_start.min(o - MR as i64);
+                                    let mut v0_tile = [[0.0_f32; NR]; MR];
+                                    for i4 in i4_block..i4_end {
+                                        for i5 in 0..3_i64 {
+                                            for i6 in 0..3_i64 {
+                                                for row in 0..MR {
+                                                    let i1 = i1_tile + row as i64;
+                                                    for col in 0..NR {
+                                                        let i3 = i3_tile + col as i64;
+                                                        let mut v0 = v0_tile[row][col];
+                                                        v0 = mul_add_f32::<
+                                                            FMA,
+                                                        >(
+                                                            offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
+                                                                .map_or(0.0, |at| *x.get_unchecked(at)),
+                                                            *k
+                                                                .get_unchecked(
+                                                                    (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                                ),
+                                                            v0,
+                                                        );
+                                                        v0_tile[row][col] = v0;
+                                                    }
                                                 }
                                             }
                                         }
                                     }
-                                }
-                                for row in 0..MR {
-                                    let i1 = i1_tile + row as i64;
-                                    if i1 < i1_start {
-                                        continue;
-                                    }
-                                    for col in 0..NR {
-                                        let i3 = i3_tile + col as i64;
-                                        if i3 < i3_start {
+                                    for row in 0..MR {
+                                        let i1 = i1_tile + row as i64;
+                                        if i1 < i1_start {
                                             continue;
                                         }
-                                        let v0 = v0_tile[row][col];
-                                        if i4_block == 0 {
-                                            *y
-                                                .get_unchecked_mut(
-                                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                                ) = v0;
-                                        } else {
-                                            *y
-                                                .get_unchecked_mut(
-                                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                                ) += v0;
+                                        for col in 0..NR {
+                                            let i3 = i3_tile + col as i64;
+                                            if i3 < i3_start {
+                                                continue;
+                                            }
+                                            let v0 = v0_tile[row][col];
+                                            if i4_block == 0 {
+                                                *y
+                                                    .get_unchecked_mut(
+                                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                                    ) = v0;
+                                            } else {
+                                                *y
+                                                    .get_unchecked_mut(
+                                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                                    ) += v0;
+                                            }
                                         }
                                     }
                                 }
                             }
                         }
-                    }
-                } else {
-                    for i1 in 0..o {
-                        for i3 in 0..w {
-                            let mut v0 = 0.0_f32;
-                            for i4 in 0..c {
-                                for i5 in 0..3_i64 {
-                                    for i6 in 0..3_i64 {
-                                        v0
-                                            += offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
-                                                .map_or(0.0, |at| *x.get_unchecked(at))
-                                                * *k
-                                                    .get_unchecked(
-                                                        (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
-                                                    );
+                    } else {
+                        for i1 in 0..o {
+                            for i3 in 0..w {
+                                let mut v0 = 0.0_f32;
+                                for i4 in 0..c {
+                                    for i5 in 0..3_i64 {
+                                        for i6 in 0..3_i64 {
+                                            v0
+                                                += offset([i0, i4, i2 + i5 - 1, i3 + i6 - 1], [n, c, h, w])
+                                                    .map_or(0.0, |at| *x.get_unchecked(at))
+                                                    * *k
+                                                        .get_unchecked(
+                                                            (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                        );
+                                        }
                                     }
                                 }
+                                *y
+                                    .get_unchecked_mut(
+                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                    ) = v0;
                             }
-                            *y
-                                .get_unchecked_mut(
-                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                ) = v0;
                         }
                     }
                 }
             }
         }
     }
+    part.wait();
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX2 and FMA.
@@ -438,16 +588,17 @@ unsafe fn conv2d_loops<
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn conv2d_avx2(
+    part: Part<'_>,
     x: &[f32],
     k: &[f32],
-    y: &mut [f32],
+    y: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 16, 256>(x, k, y, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, n, c, h, w, o) }
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX-512.
@@ -455,14 +606,15 @@ unsafe fn conv2d_avx2(
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn conv2d_avx512(
+    part: Part<'_>,
     x: &[f32],
     k: &[f32],
-    y: &mut [f32],
+    y: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 8, 32, 256>(x, k, y, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 8, 32, 256>(part, x, k, y, n, c, h, w, o) }
 }

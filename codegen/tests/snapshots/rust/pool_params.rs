@@ -233,6 +233,136 @@ fn maximum_f32(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }
 }
 
+/// A buffer shared by the threads of one parallel loop. The loop's
+/// iterations touch disjoint elements (proved by the `parallel` pass), so
+/// each thread may hold a reference to the elements it touches.
+#[derive(Clone, Copy)]
+struct Shared<'a, T> {
+    ptr: *mut T,
+    _buffer: core::marker::PhantomData<&'a mut [T]>,
+}
+
+unsafe impl<T: Send> Send for Shared<'_, T> {}
+unsafe impl<T: Send> Sync for Shared<'_, T> {}
+impl<'a, T> Shared<'a, T> {
+    fn new(buffer: &'a mut [T]) -> Self {
+        Shared {
+            ptr: buffer.as_mut_ptr(),
+            _buffer: core::marker::PhantomData,
+        }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread writes element `at`.
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, at: usize) -> &T {
+        unsafe { &*self.ptr.add(at) }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread touches element `at`.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_unchecked_mut(&self, at: usize) -> &mut T {
+        unsafe { &mut *self.ptr.add(at) }
+    }
+}
+
+/// One thread's share of a kernel's parallel loops: thread `index` of
+/// `count`, all meeting at `barrier` between blocks.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    index: usize,
+    count: usize,
+    barrier: &'a std::sync::Barrier,
+}
+
+impl Part<'_> {
+    /// This thread's part of `start..end`: equal shares, in order.
+    #[inline(always)]
+    fn range(&self, start: i64, end: i64) -> (i64, i64) {
+        let n = i128::from((end - start).max(0));
+        let (i, c) = (self.index as i128, self.count as i128);
+        (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
+    }
+    /// Whether this is the thread that runs the serial blocks.
+    #[inline(always)]
+    fn first(&self) -> bool {
+        self.index == 0
+    }
+    /// Waits until every thread has finished the block before.
+    #[inline(always)]
+    fn wait(&self) {
+        if self.count > 1 {
+            self.barrier.wait();
+        }
+    }
+}
+
+/// Runs `f` once per part on up to [`threads`] threads: as many as give
+/// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
+/// loop ranges of each), so small kernels stay on the calling thread.
+fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
+    const GRAIN: i64 = 1 << 15;
+    let work = blocks
+        .iter()
+        .fold(
+            0_i64,
+            |total, spans| {
+                let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                total.saturating_add(w)
+            },
+        );
+    let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
+    let barrier = std::sync::Barrier::new(count);
+    let part = |index| Part {
+        index,
+        count,
+        barrier: &barrier,
+    };
+    if count == 1 {
+        f(part(0));
+        return;
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        for index in 1..count {
+            let part = part(index);
+            s.spawn(move || f(part));
+        }
+        f(part(0));
+    });
+}
+
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Sets how many threads each kernel of this file may use; `0` restores
+/// the default: the `UOP_THREADS` environment variable if set, else every
+/// core. Results do not depend on it.
+pub fn set_threads(n: usize) {
+    THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The thread count [`set_threads`] chose, or the default.
+pub fn threads() -> usize {
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            *DEFAULT
+                .get_or_init(|| {
+                    std::env::var("UOP_THREADS")
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                        .filter(|&n: &usize| n > 0)
+                        .or_else(|| {
+                            std::thread::available_parallelism().ok().map(|n| n.get())
+                        })
+                        .unwrap_or(1)
+                })
+        }
+        n => n,
+    }
+}
+
 /// Output shapes of [`pool_params`], computed by [`pool_params_shapes`] from the input shapes and parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolParamsShapes {
@@ -343,20 +473,27 @@ pub fn pool_params(
     check_len("pool_params", "h", h.len(), &shapes.h)?;
     let [n] = dims("pool_params", "x", x_shape)?;
     let [m] = dims("pool_params", "w", w_shape)?;
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            unsafe { pool_params_avx512(x, w, p, h, n, m, k) };
-            return Ok(());
-        }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            unsafe { pool_params_avx2(x, w, p, h, n, m, k) };
-            return Ok(());
-        }
-    }
-    unsafe { pool_params_loops::<16>(x, w, p, h, n, m, k) };
+    let p = Shared::new(p);
+    let h = Shared::new(h);
+    in_parts(
+        &[&[floor_div(n, k), k], &[4_i64]],
+        |part| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    unsafe { pool_params_avx512(part, x, w, p, h, n, m, k) };
+                    return;
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    unsafe { pool_params_avx2(part, x, w, p, h, n, m, k) };
+                    return;
+                }
+            }
+            unsafe { pool_params_loops::<16>(part, x, w, p, h, n, m, k) };
+        },
+    );
     Ok(())
 }
 
@@ -367,84 +504,101 @@ pub fn pool_params(
 /// Every buffer has the length its shape gives (checked by the kernel).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn pool_params_loops<const LANES: usize>(
+    part: Part<'_>,
     x: &[f32],
     w: &[f32],
-    p: &mut [f32],
-    h: &mut [f32],
+    p: Shared<'_, f32>,
+    h: Shared<'_, f32>,
     n: i64,
     m: i64,
     k: i64,
 ) {
-    unsafe {
-        for i0 in 0..floor_div(n, k) {
-            let mut v0 = f32::NEG_INFINITY;
-            let i1_main = k / LANES as i64 * LANES as i64;
-            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
-            for i1_chunk in (0..i1_main).step_by(LANES) {
+    {
+        unsafe {
+            let (i0_lo, i0_hi) = part.range(0, floor_div(n, k));
+            for i0 in i0_lo..i0_hi {
+                let mut v0 = f32::NEG_INFINITY;
+                let i1_main = k / LANES as i64 * LANES as i64;
+                let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+                for i1_chunk in (0..i1_main).step_by(LANES) {
+                    for lane in 0..LANES {
+                        let i1 = i1_chunk + lane as i64;
+                        let mut v0 = v0_lanes[lane];
+                        v0 = maximum_f32(
+                            v0,
+                            offset([i0 * k + i1], [n])
+                                .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
+                        );
+                        v0_lanes[lane] = v0;
+                    }
+                }
                 for lane in 0..LANES {
-                    let i1 = i1_chunk + lane as i64;
-                    let mut v0 = v0_lanes[lane];
+                    v0 = maximum_f32(v0, v0_lanes[lane]);
+                }
+                for i1 in i1_main..k {
                     v0 = maximum_f32(
                         v0,
                         offset([i0 * k + i1], [n])
                             .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
                     );
-                    v0_lanes[lane] = v0;
                 }
+                *p.get_unchecked_mut(i0 as usize) = v0;
             }
-            for lane in 0..LANES {
-                v0 = maximum_f32(v0, v0_lanes[lane]);
-            }
-            for i1 in i1_main..k {
-                v0 = maximum_f32(
-                    v0,
-                    offset([i0 * k + i1], [n])
-                        .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
-                );
-            }
-            *p.get_unchecked_mut(i0 as usize) = v0;
         }
     }
-    unsafe {
-        for i4 in 0..4_i64 {
-            *h.get_unchecked_mut(i4 as usize) = 0.0;
+    part.wait();
+    {
+        unsafe {
+            let (i4_lo, i4_hi) = part.range(0, 4_i64);
+            for i4 in i4_lo..i4_hi {
+                *h.get_unchecked_mut(i4 as usize) = 0.0;
+            }
         }
     }
-    unsafe {
-        for i5 in 0..m {
-            *h.get_unchecked_mut(i5.rem_euclid(4) as usize)
-                += *w.get_unchecked(i5 as usize);
+    part.wait();
+    if part.first() {
+        unsafe {
+            for i5 in 0..m {
+                *h.get_unchecked_mut(i5.rem_euclid(4) as usize)
+                    += *w.get_unchecked(i5 as usize);
+            }
         }
     }
+    part.wait();
 }
 
 /// [`pool_params_loops`] compiled for x86-64 with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn pool_params_avx2(
+    part: Part<'_>,
     x: &[f32],
     w: &[f32],
-    p: &mut [f32],
-    h: &mut [f32],
+    p: Shared<'_, f32>,
+    h: Shared<'_, f32>,
     n: i64,
     m: i64,
     k: i64,
 ) {
-    unsafe { pool_params_loops::<32>(x, w, p, h, n, m, k) }
+    unsafe { pool_params_loops::<32>(part, x, w, p, h, n, m, k) }
 }
 
 /// [`pool_params_loops`] compiled for x86-64 with AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn pool_params_avx512(
+    part: Part<'_>,
     x: &[f32],
     w: &[f32],
-    p: &mut [f32],
-    h: &mut [f32],
+    p: Shared<'_, f32>,
+    h: Shared<'_, f32>,
     n: i64,
     m: i64,
     k: i64,
 ) {
-    unsafe { pool_params_loops::<64>(x, w, p, h, n, m, k) }
+    unsafe { pool_params_loops::<64>(part, x, w, p, h, n, m, k) }
 }

@@ -229,6 +229,136 @@ fn maximum_f32(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }
 }
 
+/// A buffer shared by the threads of one parallel loop. The loop's
+/// iterations touch disjoint elements (proved by the `parallel` pass), so
+/// each thread may hold a reference to the elements it touches.
+#[derive(Clone, Copy)]
+struct Shared<'a, T> {
+    ptr: *mut T,
+    _buffer: core::marker::PhantomData<&'a mut [T]>,
+}
+
+unsafe impl<T: Send> Send for Shared<'_, T> {}
+unsafe impl<T: Send> Sync for Shared<'_, T> {}
+impl<'a, T> Shared<'a, T> {
+    fn new(buffer: &'a mut [T]) -> Self {
+        Shared {
+            ptr: buffer.as_mut_ptr(),
+            _buffer: core::marker::PhantomData,
+        }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread writes element `at`.
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, at: usize) -> &T {
+        unsafe { &*self.ptr.add(at) }
+    }
+    /// # Safety
+    ///
+    /// `at` is in range and no other thread touches element `at`.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_unchecked_mut(&self, at: usize) -> &mut T {
+        unsafe { &mut *self.ptr.add(at) }
+    }
+}
+
+/// One thread's share of a kernel's parallel loops: thread `index` of
+/// `count`, all meeting at `barrier` between blocks.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    index: usize,
+    count: usize,
+    barrier: &'a std::sync::Barrier,
+}
+
+impl Part<'_> {
+    /// This thread's part of `start..end`: equal shares, in order.
+    #[inline(always)]
+    fn range(&self, start: i64, end: i64) -> (i64, i64) {
+        let n = i128::from((end - start).max(0));
+        let (i, c) = (self.index as i128, self.count as i128);
+        (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
+    }
+    /// Whether this is the thread that runs the serial blocks.
+    #[inline(always)]
+    fn first(&self) -> bool {
+        self.index == 0
+    }
+    /// Waits until every thread has finished the block before.
+    #[inline(always)]
+    fn wait(&self) {
+        if self.count > 1 {
+            self.barrier.wait();
+        }
+    }
+}
+
+/// Runs `f` once per part on up to [`threads`] threads: as many as give
+/// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
+/// loop ranges of each), so small kernels stay on the calling thread.
+fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
+    const GRAIN: i64 = 1 << 15;
+    let work = blocks
+        .iter()
+        .fold(
+            0_i64,
+            |total, spans| {
+                let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
+                total.saturating_add(w)
+            },
+        );
+    let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
+    let barrier = std::sync::Barrier::new(count);
+    let part = |index| Part {
+        index,
+        count,
+        barrier: &barrier,
+    };
+    if count == 1 {
+        f(part(0));
+        return;
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        for index in 1..count {
+            let part = part(index);
+            s.spawn(move || f(part));
+        }
+        f(part(0));
+    });
+}
+
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Sets how many threads each kernel of this file may use; `0` restores
+/// the default: the `UOP_THREADS` environment variable if set, else every
+/// core. Results do not depend on it.
+pub fn set_threads(n: usize) {
+    THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The thread count [`set_threads`] chose, or the default.
+pub fn threads() -> usize {
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            *DEFAULT
+                .get_or_init(|| {
+                    std::env::var("UOP_THREADS")
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                        .filter(|&n: &usize| n > 0)
+                        .or_else(|| {
+                            std::thread::available_parallelism().ok().map(|n| n.get())
+                        })
+                        .unwrap_or(1)
+                })
+        }
+        n => n,
+    }
+}
+
 /// Output shapes of [`softmax`], computed by [`softmax_shapes`] from the input shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SoftmaxShapes {
@@ -293,20 +423,29 @@ pub fn softmax(
     let mut m: Vec<f32> = zeroed("softmax", "m", &[b, 1])?;
     let mut e: Vec<f32> = zeroed("softmax", "e", &[b, n])?;
     let mut s: Vec<f32> = zeroed("softmax", "s", &[b, 1])?;
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            unsafe { softmax_avx512(x, y, &mut m, &mut e, &mut s, b, n) };
-            return Ok(());
-        }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            unsafe { softmax_avx2(x, y, &mut m, &mut e, &mut s, b, n) };
-            return Ok(());
-        }
-    }
-    unsafe { softmax_loops::<16>(x, y, &mut m, &mut e, &mut s, b, n) };
+    let y = Shared::new(y);
+    let m = Shared::new(&mut m);
+    let e = Shared::new(&mut e);
+    let s = Shared::new(&mut s);
+    in_parts(
+        &[&[b, n], &[b, n], &[b, n]],
+        |part| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    unsafe { softmax_avx512(part, x, y, m, e, s, b, n) };
+                    return;
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    unsafe { softmax_avx2(part, x, y, m, e, s, b, n) };
+                    return;
+                }
+            }
+            unsafe { softmax_loops::<16>(part, x, y, m, e, s, b, n) };
+        },
+    );
     Ok(())
 }
 
@@ -317,104 +456,122 @@ pub fn softmax(
 /// Every buffer has the length its shape gives (checked by the kernel).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn softmax_loops<const LANES: usize>(
+    part: Part<'_>,
     x: &[f32],
-    y: &mut [f32],
-    m: &mut [f32],
-    e: &mut [f32],
-    s: &mut [f32],
+    y: Shared<'_, f32>,
+    m: Shared<'_, f32>,
+    e: Shared<'_, f32>,
+    s: Shared<'_, f32>,
     b: i64,
     n: i64,
 ) {
-    unsafe {
-        for i0 in 0..b {
-            let mut v0 = f32::NEG_INFINITY;
-            let i1_main = n / LANES as i64 * LANES as i64;
-            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
-            for i1_chunk in (0..i1_main).step_by(LANES) {
-                for lane in 0..LANES {
-                    let i1 = i1_chunk + lane as i64;
-                    let mut v0 = v0_lanes[lane];
-                    v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
-                    v0_lanes[lane] = v0;
+    {
+        unsafe {
+            let (i0_lo, i0_hi) = part.range(0, b);
+            for i0 in i0_lo..i0_hi {
+                let mut v0 = f32::NEG_INFINITY;
+                let i1_main = n / LANES as i64 * LANES as i64;
+                let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+                for i1_chunk in (0..i1_main).step_by(LANES) {
+                    for lane in 0..LANES {
+                        let i1 = i1_chunk + lane as i64;
+                        let mut v0 = v0_lanes[lane];
+                        v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
+                        v0_lanes[lane] = v0;
+                    }
                 }
+                for lane in 0..LANES {
+                    v0 = maximum_f32(v0, v0_lanes[lane]);
+                }
+                for i1 in i1_main..n {
+                    v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
+                }
+                *m.get_unchecked_mut(i0 as usize) = v0;
             }
-            for lane in 0..LANES {
-                v0 = maximum_f32(v0, v0_lanes[lane]);
-            }
-            for i1 in i1_main..n {
-                v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
-            }
-            *m.get_unchecked_mut(i0 as usize) = v0;
         }
     }
-    unsafe {
-        for i2 in 0..b {
-            let mut v1 = 0.0_f32;
-            let i3_main = n / LANES as i64 * LANES as i64;
-            let mut v1_lanes = [0.0_f32; LANES];
-            for i3_chunk in (0..i3_main).step_by(LANES) {
+    part.wait();
+    {
+        unsafe {
+            let (i2_lo, i2_hi) = part.range(0, b);
+            for i2 in i2_lo..i2_hi {
+                let mut v1 = 0.0_f32;
+                let i3_main = n / LANES as i64 * LANES as i64;
+                let mut v1_lanes = [0.0_f32; LANES];
+                for i3_chunk in (0..i3_main).step_by(LANES) {
+                    for lane in 0..LANES {
+                        let i3 = i3_chunk + lane as i64;
+                        let mut v1 = v1_lanes[lane];
+                        *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
+                            .get_unchecked((i2 * n + i3) as usize)
+                            - *m.get_unchecked(i2 as usize))
+                            .exp();
+                        v1 += *e.get_unchecked((i2 * n + i3) as usize);
+                        v1_lanes[lane] = v1;
+                    }
+                }
                 for lane in 0..LANES {
-                    let i3 = i3_chunk + lane as i64;
-                    let mut v1 = v1_lanes[lane];
+                    v1 += v1_lanes[lane];
+                }
+                for i3 in i3_main..n {
                     *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
                         .get_unchecked((i2 * n + i3) as usize)
                         - *m.get_unchecked(i2 as usize))
                         .exp();
                     v1 += *e.get_unchecked((i2 * n + i3) as usize);
-                    v1_lanes[lane] = v1;
+                }
+                *s.get_unchecked_mut(i2 as usize) = v1;
+            }
+        }
+    }
+    part.wait();
+    {
+        unsafe {
+            let (i10_lo, i10_hi) = part.range(0, b);
+            for i10 in i10_lo..i10_hi {
+                for i11 in 0..n {
+                    *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
+                        .get_unchecked((i10 * n + i11) as usize)
+                        / *s.get_unchecked(i10 as usize);
                 }
             }
-            for lane in 0..LANES {
-                v1 += v1_lanes[lane];
-            }
-            for i3 in i3_main..n {
-                *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
-                    .get_unchecked((i2 * n + i3) as usize)
-                    - *m.get_unchecked(i2 as usize))
-                    .exp();
-                v1 += *e.get_unchecked((i2 * n + i3) as usize);
-            }
-            *s.get_unchecked_mut(i2 as usize) = v1;
         }
     }
-    unsafe {
-        for i10 in 0..b {
-            for i11 in 0..n {
-                *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
-                    .get_unchecked((i10 * n + i11) as usize)
-                    / *s.get_unchecked(i10 as usize);
-            }
-        }
-    }
+    part.wait();
 }
 
 /// [`softmax_loops`] compiled for x86-64 with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn softmax_avx2(
+    part: Part<'_>,
     x: &[f32],
-    y: &mut [f32],
-    m: &mut [f32],
-    e: &mut [f32],
-    s: &mut [f32],
+    y: Shared<'_, f32>,
+    m: Shared<'_, f32>,
+    e: Shared<'_, f32>,
+    s: Shared<'_, f32>,
     b: i64,
     n: i64,
 ) {
-    unsafe { softmax_loops::<32>(x, y, m, e, s, b, n) }
+    unsafe { softmax_loops::<32>(part, x, y, m, e, s, b, n) }
 }
 
 /// [`softmax_loops`] compiled for x86-64 with AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn softmax_avx512(
+    part: Part<'_>,
     x: &[f32],
-    y: &mut [f32],
-    m: &mut [f32],
-    e: &mut [f32],
-    s: &mut [f32],
+    y: Shared<'_, f32>,
+    m: Shared<'_, f32>,
+    e: Shared<'_, f32>,
+    s: Shared<'_, f32>,
     b: i64,
     n: i64,
 ) {
-    unsafe { softmax_loops::<64>(x, y, m, e, s, b, n) }
+    unsafe { softmax_loops::<64>(part, x, y, m, e, s, b, n) }
 }
