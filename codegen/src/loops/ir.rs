@@ -146,6 +146,10 @@ pub struct Schedule {
     /// outer-loop rows by this loop's columns whose carried variables are kept in
     /// registers while the reduction loops inside run (see [`Tile`]).
     pub tile: Option<Tile>,
+    /// This loop and the loop just outside it run in square blocks that fit the
+    /// cache (an element-wise nest that reads across the rows it writes along, as a
+    /// transpose does).
+    pub blocked: bool,
 }
 
 /// A register tile on a loop `C` whose parent `R` and inner reduction loops `K…`

@@ -23,7 +23,7 @@
 //!   a checked store or accumulate is marked `t[i0 / 2]? += ...`. Unmarked accesses
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
-//!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`.
+//!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[blocked]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -357,6 +357,9 @@ fn schedule_text(s: &Schedule) -> String {
     }
     if s.split {
         parts.push("split");
+    }
+    if s.blocked {
+        parts.push("blocked");
     }
     match s.tile {
         Some(t) if t.block_reduction => parts.push("tile, block reduction"),

@@ -19,15 +19,57 @@ use crate::uop::Accum;
 use super::stride::{Stride, injective, stride};
 use super::walk::{block_accesses, value_reads_var};
 
-/// Marks (and, for the row loop, reorders) every block that matches.
+/// Marks (and, for the row loop, reorders) every block that matches, and marks
+/// element-wise nests that read across the rows they write for cache blocking.
 pub fn tile(p: &LoopProgram) -> LoopProgram {
     let mut out = p.clone();
     for b in &mut out.blocks {
         if let Some(tiled) = tiled(b) {
             *b = tiled;
+        } else if blockable(b) {
+            if let Some(c) = b.loops.last_mut() {
+                c.schedule.blocked = true;
+            }
         }
     }
     out
+}
+
+/// An element-wise nest `… R C` (statements only in `C`, nothing carried) writing
+/// distinct elements it never reads, with a load that is unit-stride along `R` but
+/// not along `C` and an access unit-stride along `C`: a transpose. Running it in
+/// square blocks keeps the lines of both sides in the cache.
+fn blockable(b: &Block) -> bool {
+    let [.., rl, cl] = b.loops.as_slice() else {
+        return false;
+    };
+    if !b.carried.is_empty()
+        || !b.stmts.is_empty()
+        || b.loops.iter().any(|l| !l.carried.is_empty())
+        || b.loops[..b.loops.len() - 1]
+            .iter()
+            .any(|l| !l.stmts.is_empty())
+        || mentions_range(cl, rl.id.0)
+    {
+        return false;
+    }
+    let (r, c) = (rl.id.0, cl.id.0);
+    let accesses = block_accesses(b);
+    let writes: Vec<_> = accesses.iter().filter(|a| a.write).collect();
+    if writes.iter().any(|w| !injective(&w.access, &[r, c]))
+        || accesses
+            .iter()
+            .any(|a| !a.write && writes.iter().any(|w| w.access.tensor == a.access.tensor))
+    {
+        return false;
+    }
+    let across = accesses.iter().any(|a| {
+        !a.write && stride(&a.access, r) == Stride::Unit && stride(&a.access, c) != Stride::Unit
+    });
+    let along = accesses
+        .iter()
+        .any(|a| stride(&a.access, c) == Stride::Unit);
+    across && along
 }
 
 fn quiet(l: &Loop) -> bool {
@@ -159,6 +201,14 @@ mod tests {
              c = reindex(s, [M, N], [i0, 0, i1])\noutput c\n",
         );
         assert!(p.to_string().contains("[tile, block reduction]"), "{p}");
+    }
+
+    #[test]
+    fn a_transpose_runs_in_blocks() {
+        let p = optimized("input x: f32[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n");
+        assert!(p.to_string().contains("[blocked]"), "{p}");
+        let p = optimized("input x: f32[R, C]\ny = exp(x)\noutput y\n");
+        assert!(!p.to_string().contains("[blocked]"), "{p}");
     }
 
     #[test]

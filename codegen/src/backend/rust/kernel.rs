@@ -152,7 +152,7 @@ pub(super) fn emit(
         .collect();
     reserved.extend([k.name.as_str(), shapes_fn.as_str(), sizes_fn.as_str()]);
     reserved.extend(per_cpu.iter().map(String::as_str));
-    reserved.extend(["row", "col", "lane", "FMA", "LANES", "MR", "NR", "KC"]);
+    reserved.extend(["row", "col", "lane", "FMA", "LANES", "MR", "NR", "KC", "TB"]);
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];
     let order = p
@@ -1024,12 +1024,51 @@ impl Gen<'_> {
             if inner.is_empty() && l.schedule.split && range.is_none() {
                 return self.split(l);
             }
+            if inner.len() == 1 && inner[0].schedule.blocked {
+                return self.blocked(l, &inner[0], range);
+            }
         }
         let (start, end) = match range {
             Some(r) => r,
             None => self.range(l)?,
         };
         self.nest_in(loops, start, end)
+    }
+
+    /// A nest `R C` run in `TB × TB` blocks, rows of blocks outermost.
+    fn blocked(
+        &self,
+        rl: &Loop,
+        cl: &Loop,
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
+        self.consts.borrow_mut().insert("TB");
+        let (rs, re) = match range {
+            Some(r) => r,
+            None => self.range(rl)?,
+        };
+        let (cs, ce) = self.range(cl)?;
+        let (r, c) = (rl.id.0, cl.id.0);
+        let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
+        let (r_block, r_end) = (local(r, "block"), local(r, "end"));
+        let (c_block, c_end) = (local(c, "block"), local(c, "end"));
+        let used = |n| uses_index(std::slice::from_ref(cl), n);
+        let ri = ident(&format!("{}i{r}", if used(r) { "" } else { "_" }));
+        let ci = ident(&format!("{}i{c}", if used(c) { "" } else { "_" }));
+        let stmts = self.stmts(&cl.stmts)?;
+        Ok(quote! {
+            for #r_block in (#rs..#re).step_by(TB) {
+                let #r_end = (#r_block + TB as i64).min(#re);
+                for #c_block in (#cs..#ce).step_by(TB) {
+                    let #c_end = (#c_block + TB as i64).min(#ce);
+                    for #ri in #r_block..#r_end {
+                        for #ci in #c_block..#c_end {
+                            #stmts
+                        }
+                    }
+                }
+            }
+        })
     }
 
     /// `loops` with the first one running over `start..end`.
@@ -1836,6 +1875,7 @@ impl Gen<'_> {
             ("MR", ["4", "6", "8"]),
             ("NR", ["8", "16", "32"]),
             ("KC", ["256", "256", "256"]),
+            ("TB", ["16", "16", "16"]),
         ];
         let mut generics = Vec::new();
         let mut values: [Vec<TokenStream>; 3] = Default::default();
@@ -1881,7 +1921,8 @@ impl Gen<'_> {
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction), `MR` × `NR` \
-             (register tile) and `KC` (reduction block of a tile), as far as it uses them."
+             (register tile), `KC` (reduction block of a tile) and `TB` (cache block of \
+             an element-wise nest), as far as it uses them."
         );
         let avx2_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX2 and FMA.");
         let avx512_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX-512.");
