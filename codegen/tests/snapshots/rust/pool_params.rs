@@ -247,6 +247,7 @@ impl PoolParamsShapes {
     pub fn p_len(&self) -> usize {
         self.p.iter().product()
     }
+
     /// Elements of `h`: the length `pool_params` requires of that buffer.
     pub fn h_len(&self) -> usize {
         self.h.iter().product()
