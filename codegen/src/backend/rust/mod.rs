@@ -53,9 +53,9 @@
 //! |-----------|---------|----------------------------------------------|
 //! | `exp`     | 1       | all f32                                      |
 //! | `log`     | 1       | all f32                                      |
-//! | `tanh`    | 2       | all f32                                      |
+//! | `tanh`    | 1       | all f32                                      |
 //! | `sigmoid` | 2       | all f32                                      |
-//! | `erf`     | 2       | all f32                                      |
+//! | `erf`     | 1       | all f32                                      |
 //! | `sin`     | 1       | `\|x\| < 2^30` (beyond: in `[-1, 1]`, not accurate) |
 //! | `cos`     | 1       | `\|x\| < 2^30` (beyond: in `[-1, 1]`, not accurate) |
 //! | `pow`     | 1       | all f32 `x`, `y` (sampled)                    |

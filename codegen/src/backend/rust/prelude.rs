@@ -120,8 +120,7 @@ fn vmath_module(names: &[&str]) -> TokenStream {
         /// Branch-free f32 math that the compiler vectorizes (no libm call per
         /// element), from uop-codegen's `backend::rust::vmath`, whose documentation
         /// states the algorithms and the accuracy measured against the f64
-        /// reference (1 ulp for `exp`, `ln`, `erf`, `sin`, `cos` (for |x| < 2^30)
-        /// and `pow`, 2 for `tanh` and `sigmoid`).
+        /// reference (1 ulp, 2 for `sigmoid`; `sin` and `cos` for |x| < 2^30).
         mod vmath {
             #(#chosen)*
         }

@@ -42,7 +42,7 @@
 //!   clamped to 4, where erf already rounds to ±1.
 //! - `sin`, `cos`: `k = round(x 2/pi)` and `r = x - k pi/2` in f64 with pi/2 split in
 //!   three ([`PIO2_1`], [`PIO2_2`] with 23 significant bits each, so `k * PIO2_i`
-//!   is exact for `|k| < 2^30`, and [`PIO2_3`]), `r` rounded to f32, then
+//!   is exact for `|k| < 2^30`, and [`PIO2_3`]), `r` rounded to an f32 pair `hi + lo`, then
 //!   `sin r = r + r³ S(r²)` and `cos r = 1 - r²/2 + r⁴ C(r²)` (degree-2 minimax
 //!   `S`, `C`: [`SIN_S`], [`COS_C`]) chosen and negated by the quadrant `k mod 4`.
 //! - `pow`: `|x|^y = 2^(y log2|x|)` evaluated in f64 (`log2` by the atanh series to
@@ -67,9 +67,9 @@
 //! |-----------|---------|-----------------------------------------------------------|
 //! | `exp`     | 1       | all f32                                                   |
 //! | `ln`      | 1       | all f32                                                   |
-//! | `tanh`    | 2       | all f32                                                   |
+//! | `tanh`    | 1       | all f32                                                   |
 //! | `sigmoid` | 2       | all f32                                                   |
-//! | `erf`     | 2       | all f32                                                   |
+//! | `erf`     | 1       | all f32                                                   |
 //! | `sin`     | 1       | `\|x\| < 2^30`; beyond, finite and in `[-1, 1]`, not accurate |
 //! | `cos`     | 1       | `\|x\| < 2^30`; beyond, finite and in `[-1, 1]`, not accurate |
 //! | `pow`     | 1       | all f32 `x`, `y`                                          |
@@ -209,7 +209,7 @@ pub fn ln_f32(x: f32) -> f32 {
     if x < 0.0 || x.is_nan() { f32::NAN } else { r }
 }
 
-/// The hyperbolic tangent, within 2 ulps: an odd polynomial below `|x| = 0.625`,
+/// The hyperbolic tangent, within 1 ulp: an odd polynomial below `|x| = 0.625`,
 /// `1 - 2 / (e^(2|x|) + 1)` with the sign of `x` above (±1 for large `|x|`).
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {
@@ -233,7 +233,7 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     num / (1.0 + e)
 }
 
-/// The error function, within 2 ulps: an odd polynomial below `|x| = 1`,
+/// The error function, within 1 ulp: an odd polynomial below `|x| = 1`,
 /// `1 - e^(-x²) H(1/|x|)` with the sign of `x` above.
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
@@ -260,32 +260,34 @@ pub fn erf_f32(x: f32) -> f32 {
     if x.abs() < 1.0 { small } else { big }
 }
 
-/// `x - k pi/2` rounded to f32, and `k mod 4`, with `k = round(x 2/pi)`, computed
-/// in f64; exact enough for `|x| < 2^30`. Beyond, `r` is clamped to `[-1, 1]`
-/// (finite garbage rather than a huge one); NaN and ±inf give NaN.
+/// `x - k pi/2` as an f32 pair `hi + lo`, and `k mod 4`, with `k = round(x 2/pi)`,
+/// computed in f64; exact enough for `|x| < 2^30`. Beyond, `r` is clamped to
+/// `[-1, 1]` (finite garbage rather than a huge one); NaN and ±inf give NaN.
 #[inline(always)]
-fn reduce_half_pi(x: f32) -> (f32, u32) {
+fn reduce_half_pi(x: f32) -> (f32, f32, u32) {
     let xd = f64::from(x);
     let t = xd * core::f64::consts::FRAC_2_PI + ROUND_F64;
     let k = t - ROUND_F64;
     let r = ((xd - k * PIO2_1) - k * PIO2_2) - k * PIO2_3;
     let r = if r > 1.0 { 1.0 } else { r };
     let r = if r < -1.0 { -1.0 } else { r };
-    (r as f32, t.to_bits() as u32 & 3)
+    let hi = r as f32;
+    (hi, (r - f64::from(hi)) as f32, t.to_bits() as u32 & 3)
 }
 
-/// `sin(r + q pi/2)` for `|r| <= pi/4`: the sine or cosine polynomial by the
-/// parity of `q`, negated for `q` = 2, 3.
+/// `sin(r + lo + q pi/2)` for `|r| <= pi/4` and `lo` the rounding error of `r`:
+/// the sine or cosine polynomial by the parity of `q`, negated for `q` = 2, 3.
 #[inline(always)]
-fn sin_quadrant(r: f32, q: u32) -> f32 {
+fn sin_quadrant(r: f32, lo: f32, q: u32) -> f32 {
     let z = r * r;
-    let s = r + r * z * (SIN_S[0] + z * (SIN_S[1] + z * SIN_S[2]));
+    // sin(r + lo) ~ sin r + lo, cos(r + lo) ~ cos r - r lo.
+    let s = r + (lo + r * z * (SIN_S[0] + z * (SIN_S[1] + z * SIN_S[2])));
     // Keeps sin(-0) = -0.
     let s = f32::from_bits(s.to_bits() | (r.to_bits() & SIGN_F32));
     // 1 - z/2 loses bits when rounded; (1 - w) - z/2 is exactly what it lost.
     let hz = 0.5 * z;
     let w = 1.0 - hz;
-    let c = w + (((1.0 - w) - hz) + z * z * (COS_C[0] + z * (COS_C[1] + z * COS_C[2])));
+    let c = w + ((((1.0 - w) - hz) - r * lo) + z * z * (COS_C[0] + z * (COS_C[1] + z * COS_C[2])));
     let v = if q & 1 == 0 { s } else { c };
     f32::from_bits(v.to_bits() ^ ((q & 2) << 30))
 }
@@ -294,16 +296,16 @@ fn sin_quadrant(r: f32, q: u32) -> f32 {
 /// polynomial on `[-pi/4, pi/4]`.
 #[inline(always)]
 pub fn sin_f32(x: f32) -> f32 {
-    let (r, q) = reduce_half_pi(x);
-    sin_quadrant(r, q)
+    let (r, lo, q) = reduce_half_pi(x);
+    sin_quadrant(r, lo, q)
 }
 
 /// The cosine, within 1 ulp for `|x| < 2^30`: `cos x = sin(x + pi/2)` through the
 /// quadrant.
 #[inline(always)]
 pub fn cos_f32(x: f32) -> f32 {
-    let (r, q) = reduce_half_pi(x);
-    sin_quadrant(r, q.wrapping_add(1) & 3)
+    let (r, lo, q) = reduce_half_pi(x);
+    sin_quadrant(r, lo, q.wrapping_add(1) & 3)
 }
 
 /// `log2 a` for a positive, finite, normal f64 `a`, to about 2^-45 relative:
