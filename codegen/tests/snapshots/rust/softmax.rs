@@ -232,8 +232,7 @@ fn maximum_f32(a: f32, b: f32) -> f32 {
 /// Branch-free f32 math that the compiler vectorizes (no libm call per
 /// element), from uop-codegen's `backend::rust::vmath`, whose documentation
 /// states the algorithms and the accuracy measured against the f64
-/// reference (1 ulp for `exp`, `ln`, `erf`, `sin`, `cos` (for |x| < 2^30)
-/// and `pow`, 2 for `tanh` and `sigmoid`).
+/// reference (1 ulp, 2 for `sigmoid`; `sin` and `cos` for |x| < 2^30).
 mod vmath {
     /// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an
     /// integer, left in the low mantissa bits.
