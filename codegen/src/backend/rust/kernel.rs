@@ -546,6 +546,21 @@ impl Gen<'_> {
         })
     }
 
+    /// A call of the f32 function `name` of the emitted `mod vmath` (see
+    /// `backend::rust::vmath`), which LLVM inlines and vectorizes.
+    fn vmath_call(
+        &self,
+        name: &'static str,
+        args: &[&Value],
+    ) -> Result<(TokenStream, Prec), EmitError> {
+        let f = self.need(Helper::Vmath(name));
+        let mut ts = Vec::with_capacity(args.len());
+        for a in args {
+            ts.push(self.float(self.value(a)?, Prec::Lowest, false));
+        }
+        Ok((quote!(vmath::#f(#(#ts),*)), Prec::Postfix))
+    }
+
     fn unary(&self, op: UnaryOp, x: &Value) -> Result<Out, EmitError> {
         let xo = self.value(x)?;
         if op == UnaryOp::Neg {
@@ -563,7 +578,9 @@ impl Gen<'_> {
         let (ts, prec) = match op {
             UnaryOp::Neg => unreachable!("handled above"),
             UnaryOp::Abs => (quote!(#recv.abs()), Prec::Postfix),
+            UnaryOp::Exp if self.is32 => self.vmath_call("exp_f32", &[x])?,
             UnaryOp::Exp => (quote!(#recv.exp()), Prec::Postfix),
+            UnaryOp::Log if self.is32 => self.vmath_call("ln_f32", &[x])?,
             UnaryOp::Log => (quote!(#recv.ln()), Prec::Postfix),
             UnaryOp::Sqrt => (quote!(#recv.sqrt()), Prec::Postfix),
             UnaryOp::Rsqrt if self.is32 => {
@@ -576,15 +593,20 @@ impl Gen<'_> {
                 let x = self.float(self.value(x)?, Prec::Prefix, false);
                 (quote!(1.0 / #x), Prec::Product)
             }
+            UnaryOp::Tanh if self.is32 => self.vmath_call("tanh_f32", &[x])?,
             UnaryOp::Tanh => (quote!(#recv.tanh()), Prec::Postfix),
+            UnaryOp::Sigmoid if self.is32 => self.vmath_call("sigmoid_f32", &[x])?,
             UnaryOp::Sigmoid => {
                 let x = self.float(self.value(x)?, Prec::Prefix, true);
                 (quote!(1.0 / (1.0 + (-#x).exp())), Prec::Product)
             }
+            UnaryOp::Sin if self.is32 => self.vmath_call("sin_f32", &[x])?,
             UnaryOp::Sin => (quote!(#recv.sin()), Prec::Postfix),
+            UnaryOp::Cos if self.is32 => self.vmath_call("cos_f32", &[x])?,
             UnaryOp::Cos => (quote!(#recv.cos()), Prec::Postfix),
+            UnaryOp::Erf if self.is32 => self.vmath_call("erf_f32", &[x])?,
             UnaryOp::Erf => {
-                let f = self.need(Helper::Erf(self.is32));
+                let f = self.need(Helper::ErfF64);
                 let x = self.float(self.value(x)?, Prec::Lowest, false);
                 (quote!(#f(#x)), Prec::Postfix)
             }
@@ -629,6 +651,7 @@ impl Gen<'_> {
                 };
                 (ts, prec)
             }
+            BinaryOp::Pow if self.is32 => self.vmath_call("pow_f32", &[a, b])?,
             BinaryOp::Pow => {
                 let a = self.float(ao, Prec::Postfix, true);
                 let b = self.float(bo, Prec::Lowest, false);

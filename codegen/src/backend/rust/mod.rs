@@ -37,13 +37,33 @@
 //!
 //! Values are the program's float type. `+ - * /`, `sqrt`, comparisons, `floor`,
 //! `ceil`, `abs`, `max`/`min` and `rsqrt` (evaluated in f64 for f32 programs) give
-//! exactly the interpreter's results. `exp`, `ln`, `tanh`, `sin`, `cos`, `powf` and
-//! `sigmoid` call Rust's functions of the float type: in f64 those are the
-//! interpreter's own, in f32 they may differ from its correctly rounded values by
-//! an ulp or two. `erf` is emitted (std has none) and agrees with the interpreter's
-//! to a few ulps in f64 and exactly in f32 but for rare ties. Index arithmetic does
-//! not check for overflow inside loops; every size the kernel computes before its
-//! loops is checked.
+//! exactly the interpreter's results.
+//!
+//! In f64 programs `exp`, `ln`, `tanh`, `sin`, `cos`, `powf` and `sigmoid` call
+//! std's f64 functions, the interpreter's own (exact results); `erf` is emitted
+//! (std has none) and agrees with the interpreter's to a few ulps.
+//!
+//! In f32 programs `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`, `cos` and `pow`
+//! call the branch-free functions of [`vmath`], emitted into the file as
+//! `mod vmath` (only those used): polynomials after range reduction, no libm call,
+//! so loops over them vectorize. Their distance to the interpreter's correctly
+//! rounded value, measured over the whole f32 range (`tests/vmath_ulp.rs`):
+//!
+//! | function  | max ulp | domain                                       |
+//! |-----------|---------|----------------------------------------------|
+//! | `exp`     | 1       | all f32                                      |
+//! | `log`     | 1       | all f32                                      |
+//! | `tanh`    | 1       | all f32                                      |
+//! | `sigmoid` | 2       | all f32                                      |
+//! | `erf`     | 1       | all f32                                      |
+//! | `sin`     | 1       | `\|x\| < 2^30` (beyond: in `[-1, 1]`, not accurate) |
+//! | `cos`     | 1       | `\|x\| < 2^30` (beyond: in `[-1, 1]`, not accurate) |
+//! | `pow`     | 1       | all f32 `x`, `y` (sampled)                    |
+//!
+//! Special values (NaN, ±inf, ±0, overflow, underflow into the subnormals, `log 0`,
+//! `pow`'s special cases) are the interpreter's. Index arithmetic does not check
+//! for overflow inside loops; every size the kernel computes before its loops is
+//! checked.
 //!
 //! ```
 //! use uop_codegen::backend::rust::{RustModule, RustOptions};
@@ -65,6 +85,7 @@
 mod kernel;
 mod names;
 mod prelude;
+pub mod vmath;
 
 use std::collections::HashSet;
 
@@ -260,17 +281,24 @@ impl RustModule {
 }
 
 /// The formatter puts top-level items right after each other; a blank line after
-/// each item's closing brace reads like hand-written code.
+/// each item's closing brace reads like hand-written code. Inside `mod vmath`, a
+/// documented item after another one gets a blank line too.
 fn blank_lines_between_items(src: &str) -> String {
     let mut out = String::with_capacity(src.len() + src.len() / 20);
     let mut previous_closed_item = false;
+    let mut previous_nested_end = false;
     for line in src.lines() {
         if previous_closed_item && !line.is_empty() && !line.starts_with([' ', '}', ')']) {
+            out.push('\n');
+        }
+        if previous_nested_end && line.starts_with("    ///") {
             out.push('\n');
         }
         out.push_str(line);
         out.push('\n');
         previous_closed_item = line == "}";
+        previous_nested_end = line == "    }"
+            || (line.starts_with("    ") && !line.starts_with("     ") && line.ends_with(';'));
     }
     out
 }

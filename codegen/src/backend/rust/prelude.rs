@@ -1,6 +1,7 @@
 //! What a generated file holds once, before its kernels: the error type every
 //! kernel returns and the small helpers the kernels call (each emitted only when
-//! some kernel of the file uses it, so the file has no dead code).
+//! some kernel of the file uses it, so the file has no dead code), including the
+//! vectorizable f32 math of [`super::vmath`], taken from that module's own source.
 
 use std::collections::BTreeSet;
 
@@ -32,8 +33,6 @@ pub(super) enum Helper {
     Minimum(bool),
     /// -1, 0 or 1, NaN stays NaN (f32 / f64).
     Sign(bool),
-    /// The error function (f32 / f64); f32 evaluates the f64 one.
-    Erf(bool),
     /// `a * b + c`, fused where the target has FMA (f32 / f64).
     MulAdd(bool),
     /// A buffer the threads of a parallel loop write disjoint elements of.
@@ -42,6 +41,11 @@ pub(super) enum Helper {
     Parts,
     /// The thread count (`set_threads`, `UOP_THREADS`).
     Threads,
+    /// The error function of f64 programs (f32 ones use [`Helper::Vmath`]).
+    ErfF64,
+    /// A function of [`super::vmath`], by name (`exp_f32`, ...), emitted with the
+    /// constants and helpers it uses into the generated `mod vmath`.
+    Vmath(&'static str),
 }
 
 /// The helpers some kernel of a file uses.
@@ -58,7 +62,6 @@ impl Helpers {
                 self.need(Helper::Size);
                 self.need(Helper::Elements);
             }
-            Helper::Erf(true) => self.need(Helper::Erf(false)),
             Helper::Parts => self.need(Helper::Threads),
             _ => {}
         }
@@ -72,10 +75,75 @@ impl Helpers {
     /// The error type and the needed helpers, in a fixed order.
     pub(super) fn tokens(&self) -> TokenStream {
         let mut out = error_type();
+        let mut vmath = Vec::new();
         for h in &self.0 {
-            out.extend(helper(*h));
+            match h {
+                Helper::Vmath(name) => vmath.push(*name),
+                _ => out.extend(helper(*h)),
+            }
+        }
+        if !vmath.is_empty() {
+            out.extend(vmath_module(&vmath));
         }
         out
+    }
+}
+
+/// The source of [`super::vmath`]: what the tests check is what gets emitted.
+const VMATH_SOURCE: &str = include_str!("vmath.rs");
+
+/// `mod vmath { ... }` with the functions `names` of [`super::vmath`] and every
+/// constant and helper function they use (transitively), in source order.
+fn vmath_module(names: &[&str]) -> TokenStream {
+    // The module is part of this crate, so it parses; a failure is a bug here.
+    let file = syn::parse_file(VMATH_SOURCE).expect("vmath.rs parses");
+    let item_name = |item: &syn::Item| match item {
+        syn::Item::Fn(f) => Some(f.sig.ident.to_string()),
+        syn::Item::Const(c) => Some(c.ident.to_string()),
+        _ => None,
+    };
+    let items: Vec<(String, &syn::Item)> = file
+        .items
+        .iter()
+        .filter_map(|item| Some((item_name(item)?, item)))
+        .collect();
+    let mut needed: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut todo: Vec<String> = needed.iter().cloned().collect();
+    while let Some(name) = todo.pop() {
+        let Some((_, item)) = items.iter().find(|(n, _)| *n == name) else {
+            continue;
+        };
+        let mut idents = Vec::new();
+        collect_idents(quote!(#item), &mut idents);
+        for id in idents {
+            if items.iter().any(|(n, _)| *n == id) && needed.insert(id.clone()) {
+                todo.push(id);
+            }
+        }
+    }
+    let chosen = items
+        .iter()
+        .filter(|(n, _)| needed.contains(n))
+        .map(|(_, item)| item);
+    quote! {
+        /// Branch-free f32 math that the compiler vectorizes (no libm call per
+        /// element), from uop-codegen's `backend::rust::vmath`, whose documentation
+        /// states the algorithms and the accuracy measured against the f64
+        /// reference (1 ulp, 2 for `sigmoid`; `sin` and `cos` for |x| < 2^30).
+        mod vmath {
+            #(#chosen)*
+        }
+    }
+}
+
+/// Every identifier in `tokens`, nested groups included.
+fn collect_idents(tokens: TokenStream, out: &mut Vec<String>) {
+    for t in tokens {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+            proc_macro2::TokenTree::Group(g) => collect_idents(g.stream(), out),
+            _ => {}
+        }
     }
 }
 
@@ -472,14 +540,8 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         }
-        Helper::Erf(true) => quote! {
-            /// The error function, evaluated in f64 and rounded once.
-            #[inline]
-            fn erf_f32(x: f32) -> f32 {
-                erf_f64(f64::from(x)) as f32
-            }
-        },
-        Helper::Erf(false) => quote! {
+        Helper::Vmath(_) => unreachable!("emitted as one module by `Helpers::tokens`"),
+        Helper::ErfF64 => quote! {
             /// The error function, to within a few ulps: a series with positive terms
             /// below |x| = 3, the continued fraction of erfc above, ±1 from 6 on.
             fn erf_f64(x: f64) -> f64 {
@@ -520,17 +582,21 @@ fn float_names(is32: bool, base: &str) -> (proc_macro2::Ident, proc_macro2::Iden
     )
 }
 
-/// The name of a float helper for the generated code.
+/// The name of a helper for the generated code (a `vmath` function is called
+/// through its module: `vmath::name`).
 pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
     let (base, is32) = match h {
+        Helper::Vmath(name) => {
+            return proc_macro2::Ident::new(name, proc_macro2::Span::call_site());
+        }
         Helper::Maximum(t) => ("maximum", t),
         Helper::Minimum(t) => ("minimum", t),
         Helper::Sign(t) => ("sign", t),
-        Helper::Erf(t) => ("erf", t),
         Helper::MulAdd(t) => ("mul_add", t),
         Helper::Shared => ("Shared", false),
         Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
+        Helper::ErfF64 => ("erf", false),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
@@ -544,7 +610,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Maximum(_)
         | Helper::Minimum(_)
         | Helper::Sign(_)
-        | Helper::Erf(_)
+        | Helper::ErfF64
         | Helper::MulAdd(_) => float_names(is32, base).0,
         _ => proc_macro2::Ident::new(base, proc_macro2::Span::call_site()),
     }
@@ -567,7 +633,6 @@ pub(super) const RESERVED: &[&str] = &[
     "minimum_f64",
     "sign_f32",
     "sign_f64",
-    "erf_f32",
     "erf_f64",
     "mul_add_f32",
     "mul_add_f64",
@@ -578,4 +643,5 @@ pub(super) const RESERVED: &[&str] = &[
     "set_threads",
     "threads",
     "THREADS",
+    "vmath",
 ];

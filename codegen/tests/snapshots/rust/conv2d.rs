@@ -231,6 +231,7 @@ impl<'a, T> Shared<'a, T> {
             _buffer: core::marker::PhantomData,
         }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -238,6 +239,7 @@ impl<'a, T> Shared<'a, T> {
     unsafe fn get_unchecked(&self, at: usize) -> &T {
         unsafe { &*self.ptr.add(at) }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread touches element `at`.
@@ -265,11 +267,13 @@ impl Part<'_> {
         let (i, c) = (self.index as i128, self.count as i128);
         (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
     }
+
     /// Whether this is the thread that runs the serial blocks.
     #[inline(always)]
     fn first(&self) -> bool {
         self.index == 0
     }
+
     /// Waits until every thread has finished the block before.
     #[inline(always)]
     fn wait(&self) {
@@ -463,7 +467,7 @@ pub fn conv2d(
     Ok(())
 }
 
-/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile), `KC` (reduction block of a tile) and `TB` (cache block of an element-wise nest), as far as it uses them.
 ///
 /// # Safety
 ///

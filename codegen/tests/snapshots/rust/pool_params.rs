@@ -251,6 +251,7 @@ impl<'a, T> Shared<'a, T> {
             _buffer: core::marker::PhantomData,
         }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -258,6 +259,7 @@ impl<'a, T> Shared<'a, T> {
     unsafe fn get_unchecked(&self, at: usize) -> &T {
         unsafe { &*self.ptr.add(at) }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread touches element `at`.
@@ -285,11 +287,13 @@ impl Part<'_> {
         let (i, c) = (self.index as i128, self.count as i128);
         (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
     }
+
     /// Whether this is the thread that runs the serial blocks.
     #[inline(always)]
     fn first(&self) -> bool {
         self.index == 0
     }
+
     /// Waits until every thread has finished the block before.
     #[inline(always)]
     fn wait(&self) {
@@ -377,6 +381,7 @@ impl PoolParamsShapes {
     pub fn p_len(&self) -> usize {
         self.p.iter().product()
     }
+
     /// Elements of `h`: the length `pool_params` requires of that buffer.
     pub fn h_len(&self) -> usize {
         self.h.iter().product()
@@ -497,7 +502,7 @@ pub fn pool_params(
     Ok(())
 }
 
-/// The loops of [`pool_params`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+/// The loops of [`pool_params`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile), `KC` (reduction block of a tile) and `TB` (cache block of an element-wise nest), as far as it uses them.
 ///
 /// # Safety
 ///

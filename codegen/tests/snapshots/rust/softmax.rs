@@ -247,6 +247,7 @@ impl<'a, T> Shared<'a, T> {
             _buffer: core::marker::PhantomData,
         }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -254,6 +255,7 @@ impl<'a, T> Shared<'a, T> {
     unsafe fn get_unchecked(&self, at: usize) -> &T {
         unsafe { &*self.ptr.add(at) }
     }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread touches element `at`.
@@ -281,11 +283,13 @@ impl Part<'_> {
         let (i, c) = (self.index as i128, self.count as i128);
         (start + (n * i / c) as i64, start + (n * (i + 1) / c) as i64)
     }
+
     /// Whether this is the thread that runs the serial blocks.
     #[inline(always)]
     fn first(&self) -> bool {
         self.index == 0
     }
+
     /// Waits until every thread has finished the block before.
     #[inline(always)]
     fn wait(&self) {
@@ -356,6 +360,60 @@ pub fn threads() -> usize {
                 })
         }
         n => n,
+    }
+}
+
+/// Branch-free f32 math that the compiler vectorizes (no libm call per
+/// element), from uop-codegen's `backend::rust::vmath`, whose documentation
+/// states the algorithms and the accuracy measured against the f64
+/// reference (1 ulp, 2 for `sigmoid`; `sin` and `cos` for |x| < 2^30).
+mod vmath {
+    /// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an
+    /// integer, left in the low mantissa bits.
+    const ROUND_F32: f32 = 12_582_912.0;
+
+    /// High part of ln 2 (`0x3f317200`): 15 significant bits, so `n * LN2_HI` is exact
+    /// for `|n| < 2^9`.
+    const LN2_HI: f32 = 0.693_145_75;
+
+    /// `ln 2 - LN2_HI`, rounded to f32.
+    const LN2_LO: f32 = 1.428_606_8e-6;
+
+    /// `exp(r) ~ 1 + r + r² (P0 + P1 r + P2 r² + P3 r³ + P4 r⁴)` on `|r| <= ln2/2`.
+    const EXP_P: [f32; 5] = [
+        0.499_999_94,
+        0.166_665_21,
+        0.041_668_39,
+        0.008_368_716,
+        0.001_381_460_2,
+    ];
+
+    /// `x * 2^n` for `n` in `[-150, 128]` (wrapping, so other `n` only give a wrong
+    /// value, never a panic): two normal power-of-two factors, so a subnormal result is
+    /// rounded once.
+    #[inline(always)]
+    fn scale_f32(x: f32, n: i32) -> f32 {
+        let n1 = n >> 1;
+        let n2 = n.wrapping_sub(n1);
+        let p1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
+        let p2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
+        x * p1 * p2
+    }
+
+    /// `e^x`, within 1 ulp: `n = round(x log2 e)`, Cody–Waite `r = x - n ln2`, a
+    /// degree-6 polynomial for `e^r`, scaled by `2^n`.
+    #[inline(always)]
+    pub fn exp_f32(x: f32) -> f32 {
+        let x = if x > 89.0 { 89.0 } else { x };
+        let x = if x < -104.0 { -104.0 } else { x };
+        let t = x * core::f32::consts::LOG2_E + ROUND_F32;
+        let n = t - ROUND_F32;
+        let r = (x - n * LN2_HI) - n * LN2_LO;
+        let p = EXP_P[0]
+            + r * (EXP_P[1] + r * (EXP_P[2] + r * (EXP_P[3] + r * EXP_P[4])));
+        let e = 1.0 + (r + r * r * p);
+        let ni = (t.to_bits() as i32).wrapping_sub(ROUND_F32.to_bits() as i32);
+        scale_f32(e, ni)
     }
 }
 
@@ -449,7 +507,7 @@ pub fn softmax(
     Ok(())
 }
 
-/// The loops of [`softmax`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile) and `KC` (reduction block of a tile), as far as it uses them.
+/// The loops of [`softmax`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile), `KC` (reduction block of a tile) and `TB` (cache block of an element-wise nest), as far as it uses them.
 ///
 /// # Safety
 ///
@@ -504,10 +562,10 @@ unsafe fn softmax_loops<const LANES: usize>(
                     for lane in 0..LANES {
                         let i3 = i3_chunk + lane as i64;
                         let mut v1 = v1_lanes[lane];
-                        *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
-                            .get_unchecked((i2 * n + i3) as usize)
-                            - *m.get_unchecked(i2 as usize))
-                            .exp();
+                        *e.get_unchecked_mut((i2 * n + i3) as usize) = vmath::exp_f32(
+                            *x.get_unchecked((i2 * n + i3) as usize)
+                                - *m.get_unchecked(i2 as usize),
+                        );
                         v1 += *e.get_unchecked((i2 * n + i3) as usize);
                         v1_lanes[lane] = v1;
                     }
@@ -516,10 +574,10 @@ unsafe fn softmax_loops<const LANES: usize>(
                     v1 += v1_lanes[lane];
                 }
                 for i3 in i3_main..n {
-                    *e.get_unchecked_mut((i2 * n + i3) as usize) = (*x
-                        .get_unchecked((i2 * n + i3) as usize)
-                        - *m.get_unchecked(i2 as usize))
-                        .exp();
+                    *e.get_unchecked_mut((i2 * n + i3) as usize) = vmath::exp_f32(
+                        *x.get_unchecked((i2 * n + i3) as usize)
+                            - *m.get_unchecked(i2 as usize),
+                    );
                     v1 += *e.get_unchecked((i2 * n + i3) as usize);
                 }
                 *s.get_unchecked_mut(i2 as usize) = v1;
