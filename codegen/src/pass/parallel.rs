@@ -19,10 +19,10 @@ use super::walk::block_accesses;
 pub fn parallel(p: &LoopProgram) -> LoopProgram {
     let mut out = p.clone();
     for b in &mut out.blocks {
-        if independent(b) {
-            if let Some(l) = b.loops.first_mut() {
-                l.schedule.parallel = true;
-            }
+        if independent(b)
+            && let Some(l) = b.loops.first_mut()
+        {
+            l.schedule.parallel = true;
         }
     }
     out

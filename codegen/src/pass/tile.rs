@@ -26,10 +26,10 @@ pub fn tile(p: &LoopProgram) -> LoopProgram {
     for b in &mut out.blocks {
         if let Some(tiled) = tiled(b) {
             *b = tiled;
-        } else if blockable(b) {
-            if let Some(c) = b.loops.last_mut() {
-                c.schedule.blocked = true;
-            }
+        } else if blockable(b)
+            && let Some(c) = b.loops.last_mut()
+        {
+            c.schedule.blocked = true;
         }
     }
     out
