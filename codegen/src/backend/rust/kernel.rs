@@ -1985,20 +1985,20 @@ impl Gen<'_> {
         } else {
             (quote!(return Ok(());), quote!())
         };
+        let level = self.need(Helper::CpuLevel);
         let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
             #[cfg(target_arch = "x86_64")]
-            {
-                if std::arch::is_x86_feature_detected!("avx512f") {
+            match #level() {
+                2 => {
                     unsafe { #avx512_fn(#(#avx512_args),*) };
                     #done
                 }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
+                1 => {
                     unsafe { #avx2_fn(#(#avx2_args),*) };
                     #done
                 }
+                _ => {}
             }
             unsafe { #loops_fn #generic(#(#args),*) };
             #after

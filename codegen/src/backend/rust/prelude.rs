@@ -41,6 +41,8 @@ pub(super) enum Helper {
     Parts,
     /// The thread count (`set_threads`, `UOP_THREADS`).
     Threads,
+    /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
+    CpuLevel,
     /// The error function of f64 programs (f32 ones use [`Helper::Vmath`]).
     ErfF64,
     /// A function of [`super::vmath`], by name (`exp_f32`, ...), emitted with the
@@ -503,6 +505,30 @@ fn helper(h: Helper) -> TokenStream {
                 });
             }
         },
+        Helper::CpuLevel => quote! {
+            /// The widest code the kernels of this file run on this CPU: `2` for
+            /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
+            /// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
+            /// `baseline`), read once, caps it: for tests and comparisons.
+            #[cfg(target_arch = "x86_64")]
+            fn cpu_level() -> u8 {
+                static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+                *LEVEL.get_or_init(|| {
+                    let avx2 = std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("fma");
+                    let avx512 = avx2
+                        && std::arch::is_x86_feature_detected!("avx512f")
+                        && std::arch::is_x86_feature_detected!("avx512vl");
+                    let best = if avx512 { 2 } else { u8::from(avx2) };
+                    let cap = match std::env::var("UOP_CPU").as_deref() {
+                        Ok("baseline") => 0,
+                        Ok("avx2") => 1,
+                        _ => 2,
+                    };
+                    best.min(cap)
+                })
+            }
+        },
         Helper::Threads => quote! {
             static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -596,6 +622,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Shared => ("Shared", false),
         Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
+        Helper::CpuLevel => ("cpu_level", false),
         Helper::ErfF64 => ("erf", false),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
@@ -643,5 +670,6 @@ pub(super) const RESERVED: &[&str] = &[
     "set_threads",
     "threads",
     "THREADS",
+    "cpu_level",
     "vmath",
 ];

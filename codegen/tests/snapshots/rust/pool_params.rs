@@ -367,6 +367,29 @@ pub fn threads() -> usize {
     }
 }
 
+/// The widest code the kernels of this file run on this CPU: `2` for
+/// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
+/// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
+/// `baseline`), read once, caps it: for tests and comparisons.
+#[cfg(target_arch = "x86_64")]
+fn cpu_level() -> u8 {
+    static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *LEVEL
+        .get_or_init(|| {
+            let avx2 = std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma");
+            let avx512 = avx2 && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl");
+            let best = if avx512 { 2 } else { u8::from(avx2) };
+            let cap = match std::env::var("UOP_CPU").as_deref() {
+                Ok("baseline") => 0,
+                Ok("avx2") => 1,
+                _ => 2,
+            };
+            best.min(cap)
+        })
+}
+
 /// Output shapes of [`pool_params`], computed by [`pool_params_shapes`] from the input shapes and parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolParamsShapes {
@@ -484,17 +507,16 @@ pub fn pool_params(
         &[&[floor_div(n, k), k], &[4_i64]],
         |part| {
             #[cfg(target_arch = "x86_64")]
-            {
-                if std::arch::is_x86_feature_detected!("avx512f") {
+            match cpu_level() {
+                2 => {
                     unsafe { pool_params_avx512(part, x, w, p, h, n, m, k) };
                     return;
                 }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
+                1 => {
                     unsafe { pool_params_avx2(part, x, w, p, h, n, m, k) };
                     return;
                 }
+                _ => {}
             }
             unsafe { pool_params_loops::<16>(part, x, w, p, h, n, m, k) };
         },

@@ -363,6 +363,29 @@ pub fn threads() -> usize {
     }
 }
 
+/// The widest code the kernels of this file run on this CPU: `2` for
+/// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
+/// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
+/// `baseline`), read once, caps it: for tests and comparisons.
+#[cfg(target_arch = "x86_64")]
+fn cpu_level() -> u8 {
+    static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *LEVEL
+        .get_or_init(|| {
+            let avx2 = std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma");
+            let avx512 = avx2 && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl");
+            let best = if avx512 { 2 } else { u8::from(avx2) };
+            let cap = match std::env::var("UOP_CPU").as_deref() {
+                Ok("baseline") => 0,
+                Ok("avx2") => 1,
+                _ => 2,
+            };
+            best.min(cap)
+        })
+}
+
 /// Branch-free f32 math that the compiler vectorizes (no libm call per
 /// element), from uop-codegen's `backend::rust::vmath`, whose documentation
 /// states the algorithms and the accuracy measured against the f64
@@ -489,17 +512,16 @@ pub fn softmax(
         &[&[b, n], &[b, n], &[b, n]],
         |part| {
             #[cfg(target_arch = "x86_64")]
-            {
-                if std::arch::is_x86_feature_detected!("avx512f") {
+            match cpu_level() {
+                2 => {
                     unsafe { softmax_avx512(part, x, y, m, e, s, b, n) };
                     return;
                 }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
+                1 => {
                     unsafe { softmax_avx2(part, x, y, m, e, s, b, n) };
                     return;
                 }
+                _ => {}
             }
             unsafe { softmax_loops::<16>(part, x, y, m, e, s, b, n) };
         },

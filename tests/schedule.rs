@@ -1,10 +1,16 @@
-//! Parallel loops (the `parallel` schedule pass and the Rust backend's threads): a
-//! prebuilt kernel gives the same bits on one and on two threads, and matches the
-//! reference interpreter, at sizes large enough that two threads really start
-//! (each must get at least 2^15 iterations).
+//! The schedule in generated Rust kernels, against the reference interpreter at
+//! sizes where it really runs: register tiles with moved-back edge tiles (rows and
+//! columns that are not multiples of the tile), split reductions, cache blocks, and
+//! two threads (each must get at least 2^15 iterations). A prebuilt kernel gives
+//! the same bits on one and on two threads. The same checks run again in child
+//! processes under `UOP_CPU=avx2` and `UOP_CPU=baseline`, so every copy of the loops
+//! (AVX-512, AVX2, plain x86-64) is tested on a machine that has all three.
 //!
-//! One test function on purpose: `set_threads` is global to the generated module,
-//! and this binary runs nothing else that could change it in between.
+//! The checks are one test function on purpose: `set_threads` is global to the
+//! generated module, and this binary runs nothing else that could change it in
+//! between.
+
+use std::process::Command;
 
 use uop::codegen::build::with_float_type;
 use uop::codegen::interp;
@@ -53,7 +59,7 @@ fn check(name: &str, want: &[f32], tol: f32, kernel: impl Fn(&mut [f32])) {
 }
 
 #[test]
-fn kernels_give_the_same_bits_on_one_and_two_threads() {
+fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads() {
     let (xt, x) = data(&[300, 200], 1);
     check(
         "softmax",
@@ -84,5 +90,45 @@ fn kernels_give_the_same_bits_on_one_and_two_threads() {
     check("conv2d", &reference("conv2d", &[xt, kt]), 1e-5, |y| {
         kernels::conv2d_f32(&x, [3, 8, 21, 19], &k, [10, 8, 3, 3], y).expect("valid shapes");
     });
+    // Wider than a tile's columns, and channels not a multiple of its rows.
+    let (xt, x) = data(&[2, 5, 6, 45], 9);
+    let (kt, k) = data(&[13, 5, 3, 3], 10);
+    check("conv2d", &reference("conv2d", &[xt, kt]), 1e-5, |y| {
+        kernels::conv2d_f32(&x, [2, 5, 6, 45], &k, [13, 5, 3, 3], y).expect("valid shapes");
+    });
+    let (xt, x) = data(&[70_001], 11);
+    check("sum", &reference("sum", &[xt]), 1e-5, |y| {
+        kernels::sum_f32(&x, [70_001], y).expect("valid shapes");
+    });
+    let (xt, x) = data(&[333, 257], 12);
+    check("column_sum", &reference("column_sum", &[xt]), 1e-5, |y| {
+        kernels::column_sum_f32(&x, [333, 257], y).expect("valid shapes");
+    });
     kernels::set_threads(0);
+}
+
+#[test]
+fn every_copy_of_the_loops_matches_the_interpreter() {
+    if std::env::var_os("UOP_CPU").is_some() {
+        return; // a child process: the test above runs capped
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    for level in ["avx2", "baseline"] {
+        let out = Command::new(&exe)
+            .args([
+                "--exact",
+                "kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads",
+                "--test-threads",
+                "1",
+            ])
+            .env("UOP_CPU", level)
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "UOP_CPU={level}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
