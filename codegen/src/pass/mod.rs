@@ -256,3 +256,11 @@ pub fn stats(p: &LoopProgram, dims: &HashMap<String, i64>, params: &HashMap<Stri
         temp_bytes,
     }
 }
+
+/// The optimized loop program of a `.uop` text (micro ops only), for the passes'
+/// unit tests.
+#[cfg(test)]
+pub(crate) fn optimized_text(src: &str) -> LoopProgram {
+    let p = crate::text::parse_program(src, &crate::text::Registry::new()).expect("valid program");
+    optimize(&crate::loops::lower(&p), &PassOptions::default()).expect("valid options")
+}

@@ -152,15 +152,7 @@ fn reads_carried(v: &Value, carried: &[Carried]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::loops::lower;
-    use crate::pass::{PassOptions, optimize};
-    use crate::text::{Registry, parse_program};
-
-    fn optimized(src: &str) -> LoopProgram {
-        let p = parse_program(src, &Registry::new()).expect("valid program");
-        optimize(&lower(&p), &PassOptions::default()).expect("valid options")
-    }
+    use crate::pass::optimized_text as optimized;
 
     #[test]
     fn a_column_sum_accumulates_along_rows() {

@@ -68,15 +68,7 @@ fn independent(b: &Block) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::loops::lower;
-    use crate::pass::{PassOptions, optimize};
-    use crate::text::{Registry, parse_program};
-
-    fn optimized(src: &str) -> LoopProgram {
-        let p = parse_program(src, &Registry::new()).expect("valid program");
-        optimize(&lower(&p), &PassOptions::default()).expect("valid options")
-    }
+    use crate::pass::optimized_text as optimized;
 
     #[test]
     fn row_reductions_and_elementwise_nests_run_their_rows_in_parallel() {

@@ -58,15 +58,7 @@ fn splittable(b: &Block) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::loops::lower;
-    use crate::pass::{PassOptions, optimize};
-    use crate::text::{Registry, parse_program};
-
-    fn optimized(src: &str) -> LoopProgram {
-        let p = parse_program(src, &Registry::new()).expect("valid program");
-        optimize(&lower(&p), &PassOptions::default()).expect("valid options")
-    }
+    use crate::pass::optimized_text as optimized;
 
     #[test]
     fn a_row_sum_splits_its_inner_loop() {
