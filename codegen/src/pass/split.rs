@@ -18,10 +18,10 @@ use super::walk::stmt_reads_var;
 pub fn split(p: &LoopProgram) -> LoopProgram {
     let mut out = p.clone();
     for b in &mut out.blocks {
-        if splittable(b) {
-            if let Some(l) = b.loops.last_mut() {
-                l.schedule.split = true;
-            }
+        if splittable(b)
+            && let Some(l) = b.loops.last_mut()
+        {
+            l.schedule.split = true;
         }
     }
     out
