@@ -14,6 +14,7 @@ use uop_codegen::loops::{self, LoopProgram};
 use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case_with, random_program};
+use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
 
 const DEFAULT_PROGRAMS: u64 = 300;
@@ -89,7 +90,12 @@ fn check_stage(
 
 /// Every pass alone, and the pipeline, against the reference on one program.
 fn check_program(seed: u64, cfg: &GenConfig) -> Option<()> {
-    let program = random_program(seed, cfg);
+    check_program_with(seed, &random_program(seed, cfg), cfg)
+}
+
+/// [`check_program`] on a given program (random case from `seed`).
+fn check_program_with(seed: u64, program: &Program, cfg: &GenConfig) -> Option<()> {
+    let program = program.clone();
     let case = random_case_with(&program, seed ^ 0xca5e, cfg).ok()?;
     let want = match interp::run(&program, &case.inputs, &case.params) {
         Ok(w) => w,
@@ -150,4 +156,91 @@ fn the_pipeline_fuses_random_programs() {
         after += pass::stats(&optimized, &none, &none).blocks;
     }
     assert!(after * 2 < before, "{before} blocks became {after}");
+}
+
+/// Seeded choices for the padded-window programs (no dependency on the generator's
+/// random stream, so these programs stay the same when it changes).
+struct Choices(u64);
+
+impl Choices {
+    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        // SplitMix64.
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        from[(z % from.len() as u64) as usize]
+    }
+}
+
+/// A convolution or pooling over `[N, C, H, W]` with a random kernel, padding,
+/// stride, dilation, reduction and fill: the window read reaches past the edges.
+fn padded_window(seed: u64) -> String {
+    let mut c = Choices(seed);
+    let mut axis = |name: &str, i: usize, t: usize| {
+        let (k, p, s, d) = (
+            c.pick(&[1, 2, 3]),
+            c.pick(&[0, 1, 2]),
+            c.pick(&[1, 1, 2]),
+            c.pick(&[1, 1, 2]),
+        );
+        let out = format!("({name} + {} - {}) / {s} + 1", 2 * p, d * (k - 1) + 1);
+        let index = format!("{s} * i{i} + {d} * i{t} - {p}");
+        (k, out, index)
+    };
+    let (kh, oh, ih) = axis("H", 2, 5);
+    let (kw, ow, iw) = axis("W", 3, 6);
+    let fill = c.pick(&["0.0", "1.5", "-inf"]);
+    let space = format!("[N, O, {oh}, {ow}, C, {kh}, {kw}]");
+    let (reduce, value) = if c.pick(&[true, false]) {
+        ("reduce_sum", "mul(xx, kk)")
+    } else {
+        ("reduce_max", "add(xx, kk)")
+    };
+    format!(
+        "input x: f32[N, C, H, W]\ninput k: f32[O, C, {kh}, {kw}]\n\
+         xx = reindex(x, {space}, [i0, i4, {ih}, {iw}], fill={fill})\n\
+         kk = reindex(k, {space}, [i1, i4, i5, i6])\n\
+         s = {reduce}({value}, [4, 5, 6])\noutput s\n"
+    )
+}
+
+#[test]
+fn padded_windows_match_the_reference_and_lose_their_checks() {
+    let cfg = config(DType::F32);
+    let (mut checked, mut padded) = (0, 0);
+    for seed in 0..programs().min(200) {
+        let src = padded_window(seed);
+        let program =
+            parse_program(&src, &Registry::new()).unwrap_or_else(|e| panic!("{src}\n{e}"));
+        let lowered = loops::lower(&program);
+        let optimized =
+            pass::optimize(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        padded += usize::from(optimized.tensors.iter().any(|t| t.name == "x_pad"));
+        if let Some(()) = check_program_with(seed, &program, &cfg) {
+            checked += 1;
+        }
+    }
+    assert!(checked >= 150, "only {checked} programs ran");
+    assert!(padded >= 100, "only {padded} programs were padded");
+}
+
+#[test]
+fn random_programs_exercise_the_pad_pass() {
+    // The generator's shifted and windowed reindexes feed reductions: some of them
+    // must get a padded copy, or the oracle above checks nothing of `pad`.
+    let mut padded = 0;
+    for seed in 0..programs() {
+        let lowered = loops::lower(&random_program(seed, &GenConfig::default()));
+        let trace = pass::optimize_traced(&lowered, &PassOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let at = trace.iter().position(|(name, _)| *name == "pad");
+        if let Some(at) = at.filter(|&at| at > 0)
+            && trace[at].1.tensors.len() > trace[at - 1].1.tensors.len()
+        {
+            padded += 1;
+        }
+    }
+    assert!(padded > 0, "no random program was padded");
 }

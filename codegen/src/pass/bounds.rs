@@ -297,6 +297,103 @@ impl<'g> Context<'g> {
     }
 }
 
+/// How far `subscript` reaches outside an axis of `size` over the loops `loops` (all
+/// of which enclose it): `(below, above)`, two expressions free of loop variables
+/// such that whenever the subscript is evaluated, `-below <= subscript <= size - 1 +
+/// above`, and that are non-negative for every binding the program accepts. `0`
+/// where that side is proven in range. `None` when a side's reach is not bounded or
+/// its sign is not proven (a `$param` shift, a product of loop variables).
+///
+/// The bounds are those [`bounds`] proves with, plus one relaxation it does not need:
+/// `c · (a / k)` with `k` dividing `c` is bounded by `c/k · a` (and `c/k · (a - k + 1)`),
+/// which covers strided windows, whose loop ends are `(size - window) / stride + 1`.
+/// A reach whose sign follows only from the loops running at least once (`$kh - 1`
+/// for a loop over `0..$kh`) is clamped to `max(reach, 0)`: it is only used where
+/// the loops run, and sizes built from it must not turn negative where they do not.
+pub(super) fn overhang(
+    loops: &[Loop],
+    groups: &ShapeGroups,
+    subscript: &Expr,
+    size: &Expr,
+) -> Option<(Expr, Expr)> {
+    let ctx = Context::new(loops, groups);
+    let size = linear(&groups.canonical(size))?;
+    let e = linear(&groups.canonical(subscript))?;
+    let mut facts = ctx.facts.clone();
+    facts.push(size.clone());
+    let candidates = |upper: bool| {
+        let mut v = ctx.bound(&e, upper, MAX_FUEL);
+        let relaxed: Vec<Lin> = v.iter().filter_map(|b| relax_divisions(b, upper)).collect();
+        v.extend(relaxed);
+        v
+    };
+    // below = -low; above = high - (size - 1).
+    let below: Vec<Lin> = candidates(false)
+        .iter()
+        .filter_map(|low| low.scale(-1))
+        .collect();
+    let above: Vec<Lin> = candidates(true)
+        .iter()
+        .filter_map(|high| high.add_scaled(&size, -1)?.add_scaled(&Lin::constant(1), 1))
+        .collect();
+    Some((reach(&below, &facts)?, reach(&above, &facts)?))
+}
+
+/// The smallest proven reach among candidate reaches (see [`overhang`]).
+fn reach(candidates: &[Lin], facts: &[Lin]) -> Option<Expr> {
+    if candidates
+        .iter()
+        .any(|r| r.scale(-1).is_some_and(|n| provably_nonneg(&n, facts)))
+    {
+        return Some(Expr::Int(0));
+    }
+    let r = candidates.iter().find(|r| provably_nonneg(r, facts))?;
+    let e = lin_expr(r);
+    Some(if provably_nonneg(r, &[]) {
+        e
+    } else {
+        Expr::bin(IndexOp::Max, e, Expr::Int(0))
+    })
+}
+
+/// `l` with every `c · (a / k)` (`k > 0` a literal dividing `c`) replaced by a
+/// linear bound on the same side (upper if `upper`); `None` when there is none.
+fn relax_divisions(l: &Lin, upper: bool) -> Option<Lin> {
+    let mut out = Lin::constant(l.c);
+    let mut relaxed = false;
+    for (atom, &c) in &l.terms {
+        let term = match atom {
+            Expr::Bin(IndexOp::Div, a, k) => match (k.as_int(), linear(a)) {
+                (Some(k), Some(a)) if k > 0 && c % k == 0 => {
+                    relaxed = true;
+                    // k · (a / k) lies in [a - k + 1, a].
+                    let exact = upper == (c > 0);
+                    let a = if exact {
+                        a
+                    } else {
+                        a.add_scaled(&Lin::constant(1 - k), 1)?
+                    };
+                    a.scale(c / k)?
+                }
+                _ => Lin::atom(atom.clone()).scale(c)?,
+            },
+            _ => Lin::atom(atom.clone()).scale(c)?,
+        };
+        out = out.add_scaled(&term, 1)?;
+    }
+    relaxed.then_some(out)
+}
+
+/// `l` as an index expression.
+fn lin_expr(l: &Lin) -> Expr {
+    l.terms
+        .iter()
+        .fold(Expr::Int(l.c), |e, (atom, &k)| {
+            e + Expr::Int(k) * atom.clone()
+        })
+        .simplify()
+}
+
 /// True when `g >= 0` follows from named dims being non-negative and the `facts`
 /// (each `>= 0`), using at most two facts.
 fn provably_nonneg(g: &Lin, facts: &[Lin]) -> bool {

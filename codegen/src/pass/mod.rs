@@ -16,13 +16,16 @@
 //!
 //! Then the schedule passes, which decide how the loops run fast:
 //!
-//! 7. `order` — turn a strided reduction inside out so the unit-stride loop is
+//! 7. `pad` — make a reduction read a padded window (convolution, pooling with
+//!    padding) from a padded copy filled before it, so its inner loop loads without
+//!    bounds checks; first, so the passes after it see the unchecked loads;
+//! 8. `order` — turn a strided reduction inside out so the unit-stride loop is
 //!    innermost (column sums);
-//! 8. `tile` — mark register tiles for reduction nests with shared loads (matmul,
+//! 9. `tile` — mark register tiles for reduction nests with shared loads (matmul,
 //!    convolution), choosing the row loop;
-//! 9. `split` — mark innermost reductions whose partial results a backend may keep
-//!    in several accumulators;
-//! 10. `parallel` — mark outermost loops whose iterations may run on several
+//! 10. `split` — mark innermost reductions whose partial results a backend may keep
+//!     in several accumulators;
+//! 11. `parallel` — mark outermost loops whose iterations may run on several
 //!     threads.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
@@ -50,6 +53,7 @@ mod dce;
 mod deps;
 mod fuse;
 mod order;
+mod pad;
 mod parallel;
 mod shape_groups;
 mod split;
@@ -71,6 +75,7 @@ pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
 pub use order::order;
+pub use pad::pad;
 pub use parallel::parallel;
 pub use shape_groups::ShapeGroups;
 pub use split::split;
@@ -119,6 +124,12 @@ const PIPELINE: &[Pass] = &[
         name: "cleanup",
         doc: "folds index expressions and removes loops and blocks that do nothing",
         run: cleanup,
+    },
+    Pass {
+        name: "pad",
+        doc: "makes reductions read windows that reach past a tensor's edges from a \
+              padded copy (the same values), so their inner loops load unchecked",
+        run: pad,
     },
     Pass {
         name: "order",
