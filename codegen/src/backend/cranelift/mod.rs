@@ -34,6 +34,7 @@ pub mod abi;
 pub mod runtime;
 mod translate;
 mod vector;
+mod vmath;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};

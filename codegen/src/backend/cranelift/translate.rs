@@ -39,6 +39,7 @@ use super::JitError;
 use super::abi::Status;
 use super::runtime::{Linking, MathFn, RuntimeFn};
 use super::vector::{self, Stride, VectorPlan};
+use super::vmath::{self, Inline};
 
 /// Which of the two ABI functions to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -983,6 +984,11 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// A scalar unary operation in the program's float type.
     fn unary(&mut self, op: UnaryOp, x: IrValue) -> IrValue {
+        if self.ty == F32
+            && let Some(f) = Inline::of(op)
+        {
+            return vmath::emit(&mut self.b, f, x);
+        }
         let math = |m: MathFn| RuntimeFn::Math(m);
         let wide_call = |t: &mut Self, f: RuntimeFn, x: IrValue| {
             let w = t.widen(x);
@@ -1245,7 +1251,10 @@ impl<M: Module> Translator<'_, '_, M> {
                         let ones = self.splat(one);
                         self.b.ins().fdiv(ones, x)
                     }
-                    _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
+                    _ => match Inline::of(*op) {
+                        Some(f) if self.ty == F32 => vmath::emit(&mut self.b, f, x),
+                        _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
+                    },
                 }
             }
             Value::Binary(op, a, b) => {
