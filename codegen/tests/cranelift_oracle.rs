@@ -65,7 +65,9 @@ fn uses_inline_math(p: &Program) -> bool {
 
 /// Same bits, or both NaN; within [`MATH_TOLERANCE`] when `math` is set.
 fn scalar_agree(math: bool) -> impl Fn(f64, f64) -> bool {
-    move |a, b| same_bits(a, b) || (math && (a - b).abs() <= MATH_TOLERANCE * a.abs().max(b.abs()).max(1.0))
+    move |a, b| {
+        same_bits(a, b) || (math && (a - b).abs() <= MATH_TOLERANCE * a.abs().max(b.abs()).max(1.0))
+    }
 }
 
 fn same_bits(a: f64, b: f64) -> bool {

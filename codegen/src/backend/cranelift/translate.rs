@@ -17,8 +17,9 @@
 //! any subscript is out of range (branch-free, through a stack slot holding the fill),
 //! a checked store or accumulate is skipped; a data-dependent subscript is the floor
 //! of a float, saturated (NaN gives 0). f32 programs compute `+ - * / sqrt`, min, max,
-//! comparisons and rounding in f32 (exactly the interpreter's round-after-each-op) and
-//! everything else in f64, rounded once, as the interpreter does.
+//! comparisons and rounding in f32 (exactly the interpreter's round-after-each-op),
+//! `exp log tanh sigmoid erf` inline in f32 (the `vmath` module, also on whole `f32x4`
+//! vectors) and everything else in f64, rounded once, as the interpreter does.
 
 use std::collections::HashMap;
 
