@@ -202,7 +202,7 @@ impl Emitter<'_, '_> {
         self.b.ins().bitcast(ty, MemFlagsData::new(), x)
     }
 
-    fn from_bits(&mut self, x: Value) -> Value {
+    fn float_of_bits(&mut self, x: Value) -> Value {
         let ty = self.float_type();
         self.b.ins().bitcast(ty, MemFlagsData::new(), x)
     }
@@ -244,7 +244,7 @@ impl Emitter<'_, '_> {
         let sign = self.i(SIGN_F32);
         let s = self.b.ins().band(xb, sign);
         let r = self.b.ins().bor(vb, s);
-        self.from_bits(r)
+        self.float_of_bits(r)
     }
 
     /// `2^n` for an integer `n` in the normal exponent range, as a float.
@@ -253,7 +253,7 @@ impl Emitter<'_, '_> {
         let e = self.b.ins().iadd(n, bias);
         let shift = self.b.ins().iconst(I32, 23);
         let p = self.b.ins().ishl(e, shift);
-        self.from_bits(p)
+        self.float_of_bits(p)
     }
 
     /// `scale_f32`: `x * 2^n` through two power-of-two factors.
@@ -311,7 +311,7 @@ impl Emitter<'_, '_> {
         let mb = self.b.ins().band(ix, mant);
         let sqrt_half = self.i(0x3f35_04f3);
         let mb = self.b.ins().iadd(mb, sqrt_half);
-        let m = self.from_bits(mb);
+        let m = self.float_of_bits(mb);
         let one = self.f(1.0);
         let f = self.sub(m, one);
         let d = self.cadd(2.0, f);
