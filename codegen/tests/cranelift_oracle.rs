@@ -2,9 +2,16 @@
 //! and data (DESIGN.md §9).
 //!
 //! - Scalar code (`vectorize: false`) must match the interpreter bit for bit on every
-//!   program: the kernels round like the interpreter and call the same math functions.
+//!   program that does not use `exp`, `log`, `tanh`, `sigmoid` or `erf` in f32: the
+//!   kernels round like the interpreter and call the same math functions. Those five
+//!   are inline polynomials in f32 programs (the Rust backend's `vmath`, within 1 ulp
+//!   of the interpreter's correctly rounded f64 result, 2 for `sigmoid`); programs
+//!   using them must agree within [`MATH_TOLERANCE`] (1e-6, about 8 f32 ulps) of the
+//!   larger of 1 and the value, which leaves room for those ulps growing through
+//!   later operations (10,000 random programs pass).
 //! - Vectorized code may reorder sums; it is compared on data quantized to quarters
-//!   (so most sums are exact in any order) within a small tolerance.
+//!   (so most sums are exact in any order) within a small tolerance, which also
+//!   covers the inline math.
 //!
 //! `UOP_CRANELIFT_FUZZ_CASES=N` runs N programs per test instead of the default.
 
@@ -13,7 +20,7 @@ use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
-use uop_codegen::uop::{DType, Program};
+use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
 
 fn cases() -> u64 {
     std::env::var("UOP_CRANELIFT_FUZZ_CASES")
@@ -30,6 +37,36 @@ fn config(seed: u64) -> GenConfig {
             DType::F32
         },
         ..GenConfig::default()
+    }
+}
+
+/// How far f32 programs using the inline math may be from the interpreter
+/// (relative to the larger of 1 and the value).
+const MATH_TOLERANCE: f64 = 1e-6;
+
+/// True when `p` is f32 and uses a function the kernels compute inline, where
+/// results may differ from the interpreter's by the polynomials' ulps.
+fn uses_inline_math(p: &Program) -> bool {
+    p.dtype == DType::F32
+        && p.nodes.iter().any(|n| {
+            matches!(
+                n.op,
+                Uop::Unary {
+                    op: UnaryOp::Exp
+                        | UnaryOp::Log
+                        | UnaryOp::Tanh
+                        | UnaryOp::Sigmoid
+                        | UnaryOp::Erf,
+                    ..
+                }
+            )
+        })
+}
+
+/// Same bits, or both NaN; within [`MATH_TOLERANCE`] when `math` is set.
+fn scalar_agree(math: bool) -> impl Fn(f64, f64) -> bool {
+    move |a, b| {
+        same_bits(a, b) || (math && (a - b).abs() <= MATH_TOLERANCE * a.abs().max(b.abs()).max(1.0))
     }
 }
 
@@ -140,7 +177,7 @@ fn report(seed: u64, program: &Program, case: &Case, error: &str) -> String {
 }
 
 #[test]
-fn scalar_kernels_match_the_interpreter_bit_for_bit() {
+fn scalar_kernels_match_the_interpreter_bit_for_bit_but_for_inline_math() {
     // The single-pass register allocator here, the backtracking one below: the
     // random programs cover both.
     let scalar = Options {
@@ -151,7 +188,8 @@ fn scalar_kernels_match_the_interpreter_bit_for_bit() {
         let program = random_program(seed, &config(seed));
         for data_seed in 0..2 {
             let case = random_case(&program, seed * 7 + data_seed);
-            if let Err(e) = check(&program, &case, &scalar, same_bits) {
+            let agree = scalar_agree(uses_inline_math(&program));
+            if let Err(e) = check(&program, &case, &scalar, agree) {
                 panic!("{}", report(seed, &program, &case, &e));
             }
         }

@@ -10,7 +10,7 @@ use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case_with};
 use uop_codegen::text::{Registry, parse_program};
-use uop_codegen::uop::{DType, Program};
+use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
 
 fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))
@@ -25,9 +25,31 @@ const VECTOR: Options = Options {
     fast_compile: false,
 };
 
+/// True when `p` is f32 and uses a function the JIT computes inline as a polynomial
+/// (`exp log tanh sigmoid erf`), within 1 or 2 ulps of the interpreter's result.
+fn uses_inline_math(p: &Program) -> bool {
+    p.dtype == DType::F32
+        && p.nodes.iter().any(|n| {
+            matches!(
+                n.op,
+                Uop::Unary {
+                    op: UnaryOp::Exp
+                        | UnaryOp::Log
+                        | UnaryOp::Tanh
+                        | UnaryOp::Sigmoid
+                        | UnaryOp::Erf,
+                    ..
+                }
+            )
+        })
+}
+
 /// Runs `program` on random data through the interpreter and both JIT variants:
-/// scalar code must agree bit for bit, vector code within `1e-5` relative.
+/// scalar code must agree bit for bit (f32 programs using the inline math within
+/// 1e-6 of the larger of 1 and the value, about 8 ulps), vector code within `1e-5`
+/// relative.
 fn agrees_with_interpreter(name: &str, program: &Program, seeds: u64) {
+    let math = uses_inline_math(program);
     let cfg = GenConfig {
         max_dim: 9,
         max_elements: 4096,
@@ -48,8 +70,9 @@ fn agrees_with_interpreter(name: &str, program: &Program, seeds: u64) {
                 for (a, b) in e.data.iter().zip(&g.data) {
                     let exact = a == b || (a.is_nan() && b.is_nan());
                     let near = (a - b).abs() <= 1e-5 * (1.0 + a.abs());
+                    let math_near = (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
                     assert!(
-                        exact || (opts.vectorize && near),
+                        exact || (opts.vectorize && near) || (math && math_near),
                         "{name} ({opts:?}, seed {seed}): interpreter {a} vs cranelift {b}\n{}",
                         kernel.program()
                     );

@@ -22,18 +22,25 @@
 //! - [`translate`](self) (private): loop IR to Cranelift IR, exactly the loop-IR
 //!   interpreter's semantics; `vector` decides which innermost loops use `f32x4`;
 //! - [`abi`]: the C ABI of every kernel, its return codes, the C header;
+//! - `vmath` (private): `exp log tanh sigmoid erf` as inline f32 / `f32x4` code for
+//!   f32 programs, bit-identical to the Rust backend's
+//!   [`vmath`](crate::backend::rust::vmath);
 //! - [`runtime`]: the math, allocation and zeroing functions kernels call;
 //! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
 //!   ([`emit_object`], [`emit_clif`]).
 //!
 //! Results are bit-identical to [`interp::run_loops`](crate::interp::run_loops) with
-//! [`Options::vectorize`] off. With it on (the default), vectorized sums add in a
-//! different order (see [`vector`](self)'s rules); everything else stays exact.
+//! [`Options::vectorize`] off, except `exp log tanh sigmoid erf` in f32 programs: those
+//! are the inline polynomials, within 1 ulp (2 for `sigmoid`) of the interpreter's
+//! correctly rounded result. With vectorization on (the default), vectorized sums add
+//! in a different order (see [`vector`](self)'s rules); everything else stays as in
+//! scalar code.
 
 pub mod abi;
 pub mod runtime;
 mod translate;
 mod vector;
+mod vmath;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -5,7 +5,8 @@
 //! name with the JIT. Each math function is the interpreter's own scalar function
 //! ([`UnaryOp::apply`], [`BinaryOp::apply`]) on `f64`, so JIT results match the
 //! oracle bit for bit; f32 programs widen, call and round, exactly as the
-//! interpreter does.
+//! interpreter does, for the functions they do not compute inline (`sin`, `cos`,
+//! `pow`: `exp log tanh sigmoid erf` are inline f32 code there, see `vmath`).
 //!
 //! In an object file the same calls go to the C library instead (`exp`, `pow`,
 //! `calloc`, ...), resolved when the object is linked with `-lm`.

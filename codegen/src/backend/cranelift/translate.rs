@@ -17,8 +17,9 @@
 //! any subscript is out of range (branch-free, through a stack slot holding the fill),
 //! a checked store or accumulate is skipped; a data-dependent subscript is the floor
 //! of a float, saturated (NaN gives 0). f32 programs compute `+ - * / sqrt`, min, max,
-//! comparisons and rounding in f32 (exactly the interpreter's round-after-each-op) and
-//! everything else in f64, rounded once, as the interpreter does.
+//! comparisons and rounding in f32 (exactly the interpreter's round-after-each-op),
+//! `exp log tanh sigmoid erf` inline in f32 (the `vmath` module, also on whole `f32x4`
+//! vectors) and everything else in f64, rounded once, as the interpreter does.
 
 use std::collections::HashMap;
 
@@ -39,6 +40,7 @@ use super::JitError;
 use super::abi::Status;
 use super::runtime::{Linking, MathFn, RuntimeFn};
 use super::vector::{self, Stride, VectorPlan};
+use super::vmath::{self, Inline};
 
 /// Which of the two ABI functions to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -983,6 +985,11 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// A scalar unary operation in the program's float type.
     fn unary(&mut self, op: UnaryOp, x: IrValue) -> IrValue {
+        if self.ty == F32
+            && let Some(f) = Inline::of(op)
+        {
+            return vmath::emit(&mut self.b, f, x);
+        }
         let math = |m: MathFn| RuntimeFn::Math(m);
         let wide_call = |t: &mut Self, f: RuntimeFn, x: IrValue| {
             let w = t.widen(x);
@@ -1245,7 +1252,10 @@ impl<M: Module> Translator<'_, '_, M> {
                         let ones = self.splat(one);
                         self.b.ins().fdiv(ones, x)
                     }
-                    _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
+                    _ => match Inline::of(*op) {
+                        Some(f) if self.ty == F32 => vmath::emit(&mut self.b, f, x),
+                        _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
+                    },
                 }
             }
             Value::Binary(op, a, b) => {

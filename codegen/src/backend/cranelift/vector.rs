@@ -16,8 +16,10 @@
 //!   read by no statement of the loop (a reduction: it gets a vector accumulator,
 //!   folded into the variable after the vector part).
 //!
-//! Operations without a vector instruction (exp, pow, floor, ...) run lane by lane
-//! inside the vector loop, so they give the scalar results. A vectorized sum adds in
+//! In f32 programs `exp log tanh sigmoid erf` are straight-line code (the `vmath`
+//! module) that runs on the whole vector. Other operations without a vector
+//! instruction (`sin`, `pow`, `floor`, f64's math, ...) run lane by lane inside the
+//! vector loop. Either way they give the scalar results. A vectorized sum adds in
 //! a different order than the loop IR says (lane-wise partial sums, then the lanes):
 //! the result can differ in the last bits (about `n * eps * sum|x|` for `n` terms),
 //! and the fuzz tests allow for that. Max and min reductions are exact.

@@ -1,0 +1,406 @@
+//! Inline f32 math for f32 programs: `exp`, `log`, `tanh`, `sigmoid` and `erf` as
+//! straight-line CLIF, on an `f32` or on the four lanes of an `f32x4`.
+//!
+//! Each function is a port of its counterpart in the Rust backend's
+//! [`vmath`](crate::backend::rust::vmath) module: the same range reduction, the same
+//! constants, the same operations in the same order (separate multiplies and adds,
+//! never a fused multiply-add; comparisons and selects where the Rust code has
+//! `if`), so a kernel's result is bit-identical to that module's function, NaN
+//! payloads aside (`tests/cranelift_vmath.rs` checks this on a dense sweep of f32 bit
+//! patterns, scalar and vector). The accuracy is therefore the one that module
+//! states and measures: at most 1 ulp from the correctly rounded value for `exp`,
+//! `log`, `tanh` and `erf`, 2 for `sigmoid`, over all f32 inputs, with the special
+//! values (NaN, ±inf, ±0, overflow, underflow into the subnormals) exact.
+//!
+//! The constants are repeated here because that module keeps them private; a change
+//! on either side without the other fails the bit-for-bit test.
+//!
+//! `sin`, `cos` and `pow` are not ported yet (their reductions work in f64, which
+//! needs the two halves of an `f32x4` widened separately); kernels still call the
+//! runtime's f64 functions for them, lane by lane in vector loops. f64 programs call
+//! the runtime for every function, as the interpreter computes them.
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::types::{F32, F32X4, I32, I32X4};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::FunctionBuilder;
+
+use crate::uop::UnaryOp;
+
+/// A function emitted inline for f32 programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inline {
+    /// `e^x`
+    Exp,
+    /// The natural logarithm.
+    Log,
+    /// The hyperbolic tangent.
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// The error function.
+    Erf,
+}
+
+impl Inline {
+    /// The inline function computing `op`, if there is one.
+    pub(crate) fn of(op: UnaryOp) -> Option<Inline> {
+        Some(match op {
+            UnaryOp::Exp => Inline::Exp,
+            UnaryOp::Log => Inline::Log,
+            UnaryOp::Tanh => Inline::Tanh,
+            UnaryOp::Sigmoid => Inline::Sigmoid,
+            UnaryOp::Erf => Inline::Erf,
+            _ => return None,
+        })
+    }
+}
+
+/// Sign bit of an f32.
+const SIGN_F32: u32 = 0x8000_0000;
+/// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an integer.
+const ROUND_F32: f32 = 12_582_912.0;
+/// High part of ln 2 (15 significant bits).
+const LN2_HI: f32 = 0.693_145_75;
+/// `ln 2 - LN2_HI`.
+const LN2_LO: f32 = 1.428_606_8e-6;
+/// `exp(r) ~ 1 + r + r² P(r)`.
+const EXP_P: [f32; 5] = [
+    0.499_999_94,
+    0.166_665_21,
+    0.041_668_39,
+    0.008_368_716,
+    0.001_381_460_2,
+];
+/// `2 atanh(s) ~ 2s + s z Q(z)`, `z = s²`.
+const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
+/// Below this `|x|`, `tanh` is the odd polynomial.
+const TANH_SMALL: f32 = 0.625;
+/// `tanh(x) ~ x + x z T(z)`, `z = x²`.
+const TANH_T: [f32; 6] = [
+    -0.333_333_3,
+    0.133_332_06,
+    -0.053_946_763,
+    0.021_700_703,
+    -0.008_177_398,
+    0.002_142_961_6,
+];
+/// `erf(x) ~ x (2/sqrt(pi) + z E(z))`, `z = x²`, `|x| <= 1`.
+const ERF_SMALL: [f32; 6] = [
+    -0.376_126_3,
+    0.112_836_175,
+    -0.026_854_916,
+    0.005_190_162_5,
+    -0.000_802_481_84,
+    7.898_694_5e-5,
+];
+/// `2/sqrt(pi) - 1`.
+const ERF_C0_MINUS_1: f32 = 0.128_379_17;
+/// `erfc(a) exp(a²) ~ H(1/a)`, `1 <= a <= 4`.
+const ERF_LARGE: [f32; 8] = [
+    0.000_201_098_05,
+    0.559_095_44,
+    0.046_020_426,
+    -0.496_494_44,
+    0.566_283_35,
+    -0.349_607_9,
+    0.120_134_23,
+    -0.018_048_61,
+];
+
+/// Emits `f(x)` for an `f32` or `f32x4` value `x`; returns a value of the same type.
+pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: Inline, x: Value) -> Value {
+    let vector = b.func.dfg.value_type(x) == F32X4;
+    let mut e = Emitter { b, vector };
+    match f {
+        Inline::Exp => e.exp(x),
+        Inline::Log => e.ln(x),
+        Inline::Tanh => e.tanh(x),
+        Inline::Sigmoid => e.sigmoid(x),
+        Inline::Erf => e.erf(x),
+    }
+}
+
+/// Emits the same code for one lane or four: constants are splatted, selects of
+/// vectors are bit selects on the comparison masks.
+struct Emitter<'a, 'f> {
+    b: &'a mut FunctionBuilder<'f>,
+    vector: bool,
+}
+
+impl Emitter<'_, '_> {
+    fn float_type(&self) -> Type {
+        if self.vector { F32X4 } else { F32 }
+    }
+
+    fn int_type(&self) -> Type {
+        if self.vector { I32X4 } else { I32 }
+    }
+
+    fn f(&mut self, c: f32) -> Value {
+        let s = self.b.ins().f32const(c);
+        if self.vector {
+            self.b.ins().splat(F32X4, s)
+        } else {
+            s
+        }
+    }
+
+    fn i(&mut self, c: u32) -> Value {
+        let s = self.b.ins().iconst(I32, i64::from(c));
+        if self.vector {
+            self.b.ins().splat(I32X4, s)
+        } else {
+            s
+        }
+    }
+
+    fn add(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().fadd(a, b)
+    }
+
+    fn sub(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().fsub(a, b)
+    }
+
+    fn mul(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().fmul(a, b)
+    }
+
+    fn div(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().fdiv(a, b)
+    }
+
+    /// `c + x` for a constant `c`.
+    fn cadd(&mut self, c: f32, x: Value) -> Value {
+        let c = self.f(c);
+        self.add(c, x)
+    }
+
+    /// `x * c` for a constant `c`.
+    fn mulc(&mut self, x: Value, c: f32) -> Value {
+        let c = self.f(c);
+        self.mul(x, c)
+    }
+
+    /// `c[0] + x (c[1] + x (... + x c[n-1]))`, innermost first, as the Rust code
+    /// nests it.
+    fn horner(&mut self, x: Value, c: &[f32]) -> Value {
+        let (&last, rest) = c
+            .split_last()
+            .unwrap_or_else(|| unreachable!("polynomials have coefficients"));
+        let mut acc = self.f(last);
+        for &k in rest.iter().rev() {
+            let t = self.mul(x, acc);
+            acc = self.cadd(k, t);
+        }
+        acc
+    }
+
+    fn bits(&mut self, x: Value) -> Value {
+        let ty = self.int_type();
+        self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+    }
+
+    fn float_of_bits(&mut self, x: Value) -> Value {
+        let ty = self.float_type();
+        self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+    }
+
+    fn cmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        self.b.ins().fcmp(cc, a, b)
+    }
+
+    /// `x cc c` for a constant `c`.
+    fn cmpc(&mut self, cc: FloatCC, x: Value, c: f32) -> Value {
+        let c = self.f(c);
+        self.cmp(cc, x, c)
+    }
+
+    /// `if mask { a } else { b }`, per lane.
+    fn select(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        if !self.vector {
+            return self.b.ins().select(mask, a, b);
+        }
+        let ty = self.b.func.dfg.value_type(a);
+        let mask = if ty == I32X4 {
+            mask
+        } else {
+            self.b.ins().bitcast(ty, MemFlagsData::new(), mask)
+        };
+        self.b.ins().bitselect(mask, a, b)
+    }
+
+    /// `if mask { c } else { b }` for a constant `c`.
+    fn selectc(&mut self, mask: Value, c: f32, b: Value) -> Value {
+        let c = self.f(c);
+        self.select(mask, c, b)
+    }
+
+    /// `v` with the sign bit of `x` or-ed in.
+    fn or_sign(&mut self, v: Value, x: Value) -> Value {
+        let vb = self.bits(v);
+        let xb = self.bits(x);
+        let sign = self.i(SIGN_F32);
+        let s = self.b.ins().band(xb, sign);
+        let r = self.b.ins().bor(vb, s);
+        self.float_of_bits(r)
+    }
+
+    /// `2^n` for an integer `n` in the normal exponent range, as a float.
+    fn pow2(&mut self, n: Value) -> Value {
+        let bias = self.i(127);
+        let e = self.b.ins().iadd(n, bias);
+        let shift = self.b.ins().iconst(I32, 23);
+        let p = self.b.ins().ishl(e, shift);
+        self.float_of_bits(p)
+    }
+
+    /// `scale_f32`: `x * 2^n` through two power-of-two factors.
+    fn scale(&mut self, x: Value, n: Value) -> Value {
+        let one = self.b.ins().iconst(I32, 1);
+        let n1 = self.b.ins().sshr(n, one);
+        let n2 = self.b.ins().isub(n, n1);
+        let p1 = self.pow2(n1);
+        let p2 = self.pow2(n2);
+        let y = self.mul(x, p1);
+        self.mul(y, p2)
+    }
+
+    /// `exp_f32`.
+    fn exp(&mut self, x: Value) -> Value {
+        let above = self.cmpc(FloatCC::GreaterThan, x, 89.0);
+        let x = self.selectc(above, 89.0, x);
+        let below = self.cmpc(FloatCC::LessThan, x, -104.0);
+        let x = self.selectc(below, -104.0, x);
+        let xl = self.mulc(x, std::f32::consts::LOG2_E);
+        let round = self.f(ROUND_F32);
+        let t = self.add(xl, round);
+        let n = self.sub(t, round);
+        let nh = self.mulc(n, LN2_HI);
+        let xh = self.sub(x, nh);
+        let nl = self.mulc(n, LN2_LO);
+        let r = self.sub(xh, nl);
+        let p = self.horner(r, &EXP_P);
+        let rr = self.mul(r, r);
+        let rrp = self.mul(rr, p);
+        let q = self.add(r, rrp);
+        let e = self.cadd(1.0, q);
+        let tb = self.bits(t);
+        let rb = self.i(ROUND_F32.to_bits());
+        let ni = self.b.ins().isub(tb, rb);
+        self.scale(e, ni)
+    }
+
+    /// `ln_f32`.
+    fn ln(&mut self, x: Value) -> Value {
+        let tiny = self.cmpc(FloatCC::LessThan, x, f32::MIN_POSITIVE);
+        let scaled = self.mulc(x, 8_388_608.0);
+        let xs = self.select(tiny, scaled, x);
+        let (b23, b0) = (self.i(127 + 23), self.i(127));
+        let bias = self.select_int(tiny, b23, b0);
+        let xb = self.bits(xs);
+        let off = self.i(0x3f80_0000 - 0x3f35_04f3);
+        let ix = self.b.ins().iadd(xb, off);
+        let shift = self.b.ins().iconst(I32, 23);
+        let top = self.b.ins().ushr(ix, shift);
+        let ei = self.b.ins().isub(top, bias);
+        let ty = self.float_type();
+        let e = self.b.ins().fcvt_from_sint(ty, ei);
+        let mant = self.i(0x007f_ffff);
+        let mb = self.b.ins().band(ix, mant);
+        let sqrt_half = self.i(0x3f35_04f3);
+        let mb = self.b.ins().iadd(mb, sqrt_half);
+        let m = self.float_of_bits(mb);
+        let one = self.f(1.0);
+        let f = self.sub(m, one);
+        let d = self.cadd(2.0, f);
+        let s = self.div(f, d);
+        let z = self.mul(s, s);
+        let q = self.horner(z, &LN_Q);
+        let el = self.mulc(e, LN2_LO);
+        let zq = self.mul(z, q);
+        let fzq = self.sub(f, zq);
+        let sc = self.mul(s, fzq);
+        let lo = self.sub(el, sc);
+        let eh = self.mulc(e, LN2_HI);
+        let flo = self.add(f, lo);
+        let r = self.add(eh, flo);
+        let inf = self.cmpc(FloatCC::Equal, x, f32::INFINITY);
+        let r = self.select(inf, x, r);
+        let zero = self.cmpc(FloatCC::Equal, x, 0.0);
+        let r = self.selectc(zero, f32::NEG_INFINITY, r);
+        let negative = self.cmpc(FloatCC::LessThan, x, 0.0);
+        let nan = self.cmp(FloatCC::Unordered, x, x);
+        let invalid = self.b.ins().bor(negative, nan);
+        self.selectc(invalid, f32::NAN, r)
+    }
+
+    /// A select of integers (`select` takes any type, `bitselect` the mask's).
+    fn select_int(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        if self.vector {
+            self.b.ins().bitselect(mask, a, b)
+        } else {
+            self.b.ins().select(mask, a, b)
+        }
+    }
+
+    /// `tanh_f32`.
+    fn tanh(&mut self, x: Value) -> Value {
+        let a = self.b.ins().fabs(x);
+        let z = self.mul(x, x);
+        let t = self.horner(z, &TANH_T);
+        let xz = self.mul(x, z);
+        let xzt = self.mul(xz, t);
+        let small = self.add(x, xzt);
+        let small = self.or_sign(small, x);
+        let two = self.f(2.0);
+        let a2 = self.mul(two, a);
+        let e = self.exp(a2);
+        let one = self.f(1.0);
+        let e1 = self.add(e, one);
+        let q = self.div(two, e1);
+        let big = self.sub(one, q);
+        let big = self.or_sign(big, x);
+        let is_small = self.cmpc(FloatCC::LessThan, a, TANH_SMALL);
+        self.select(is_small, small, big)
+    }
+
+    /// `sigmoid_f32`.
+    fn sigmoid(&mut self, x: Value) -> Value {
+        let a = self.b.ins().fabs(x);
+        let na = self.b.ins().fneg(a);
+        let e = self.exp(na);
+        let negative = self.cmpc(FloatCC::LessThan, x, 0.0);
+        let one = self.f(1.0);
+        let num = self.select(negative, e, one);
+        let d = self.cadd(1.0, e);
+        self.div(num, d)
+    }
+
+    /// `erf_f32`.
+    fn erf(&mut self, x: Value) -> Value {
+        let z = self.mul(x, x);
+        let p = self.horner(z, &ERF_SMALL);
+        let zp = self.mul(z, p);
+        let c = self.cadd(ERF_C0_MINUS_1, zp);
+        let xc = self.mul(x, c);
+        let small = self.add(x, xc);
+        let small = self.or_sign(small, x);
+        let a = self.b.ins().fabs(x);
+        let clamp = self.cmpc(FloatCC::GreaterThan, a, 4.0);
+        let a = self.selectc(clamp, 4.0, a);
+        let one = self.f(1.0);
+        let t = self.div(one, a);
+        let h = self.horner(t, &ERF_LARGE);
+        let aa = self.mul(a, a);
+        let naa = self.b.ins().fneg(aa);
+        let e = self.exp(naa);
+        let eh = self.mul(e, h);
+        let big = self.sub(one, eh);
+        let big = self.or_sign(big, x);
+        let ax = self.b.ins().fabs(x);
+        let is_small = self.cmpc(FloatCC::LessThan, ax, 1.0);
+        self.select(is_small, small, big)
+    }
+}
