@@ -59,7 +59,7 @@ fn sweep() -> Vec<f32> {
         -0.0,
     ]);
     // A length that leaves a tail for the scalar loop after the vector one.
-    if xs.len() % 4 == 0 {
+    if xs.len().is_multiple_of(4) {
         xs.push(0.5);
     }
     xs
