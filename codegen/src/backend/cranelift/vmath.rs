@@ -20,6 +20,10 @@
 //! runtime's f64 functions for them, lane by lane in vector loops. f64 programs call
 //! the runtime for every function, as the interpreter computes them.
 
+use crate::backend::rust::vmath::{
+    ERF_C0_MINUS_1, ERF_LARGE, ERF_SMALL, EXP_P, LN_Q, LN2_HI, LN2_LO, ROUND_F32, SIGN_F32,
+    TANH_SMALL, TANH_T,
+};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F32, F32X4, I32, I32X4};
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value};
@@ -56,57 +60,8 @@ impl Inline {
     }
 }
 
-/// Sign bit of an f32.
-const SIGN_F32: u32 = 0x8000_0000;
-/// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an integer.
-const ROUND_F32: f32 = 12_582_912.0;
-/// High part of ln 2 (15 significant bits).
-const LN2_HI: f32 = 0.693_145_75;
-/// `ln 2 - LN2_HI`.
-const LN2_LO: f32 = 1.428_606_8e-6;
-/// `exp(r) ~ 1 + r + r² P(r)`.
-const EXP_P: [f32; 5] = [
-    0.499_999_94,
-    0.166_665_21,
-    0.041_668_39,
-    0.008_368_716,
-    0.001_381_460_2,
-];
-/// `2 atanh(s) ~ 2s + s z Q(z)`, `z = s²`.
-const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
-/// Below this `|x|`, `tanh` is the odd polynomial.
-const TANH_SMALL: f32 = 0.625;
-/// `tanh(x) ~ x + x z T(z)`, `z = x²`.
-const TANH_T: [f32; 6] = [
-    -0.333_333_3,
-    0.133_332_06,
-    -0.053_946_763,
-    0.021_700_703,
-    -0.008_177_398,
-    0.002_142_961_6,
-];
-/// `erf(x) ~ x (2/sqrt(pi) + z E(z))`, `z = x²`, `|x| <= 1`.
-const ERF_SMALL: [f32; 6] = [
-    -0.376_126_3,
-    0.112_836_175,
-    -0.026_854_916,
-    0.005_190_162_5,
-    -0.000_802_481_84,
-    7.898_694_5e-5,
-];
-/// `2/sqrt(pi) - 1`.
-const ERF_C0_MINUS_1: f32 = 0.128_379_17;
-/// `erfc(a) exp(a²) ~ H(1/a)`, `1 <= a <= 4`.
-const ERF_LARGE: [f32; 8] = [
-    0.000_201_098_05,
-    0.559_095_44,
-    0.046_020_426,
-    -0.496_494_44,
-    0.566_283_35,
-    -0.349_607_9,
-    0.120_134_23,
-    -0.018_048_61,
-];
+// The constants are the Rust backend's own (`backend::rust::vmath`), so both
+// backends evaluate the very same polynomials.
 
 /// Emits `f(x)` for an `f32` or `f32x4` value `x`; returns a value of the same type.
 pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: Inline, x: Value) -> Value {

@@ -123,10 +123,21 @@ fn vmath_module(names: &[&str]) -> TokenStream {
             }
         }
     }
+    // Constants are shared with the Cranelift backend in this crate
+    // (`pub(crate)`); inside a generated module they are private.
     let chosen = items
         .iter()
         .filter(|(n, _)| needed.contains(n))
-        .map(|(_, item)| item);
+        .map(|(_, item)| match item {
+            syn::Item::Const(syn::ItemConst {
+                attrs,
+                ident,
+                ty,
+                expr,
+                ..
+            }) => quote!(#(#attrs)* const #ident: #ty = #expr;),
+            other => quote!(#other),
+        });
     quote! {
         /// Branch-free f32 math that the compiler vectorizes (no libm call per
         /// element), from uop-codegen's `backend::rust::vmath`, whose documentation

@@ -75,24 +75,24 @@
 //! | `pow`     | 1       | all f32 `x`, `y`                                          |
 
 /// Sign bit of an f32.
-const SIGN_F32: u32 = 0x8000_0000;
+pub(crate) const SIGN_F32: u32 = 0x8000_0000;
 
 /// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an
 /// integer, left in the low mantissa bits.
-const ROUND_F32: f32 = 12_582_912.0;
+pub(crate) const ROUND_F32: f32 = 12_582_912.0;
 
 /// `1.5 * 2^52`: the f64 rounding constant.
 const ROUND_F64: f64 = 6_755_399_441_055_744.0;
 
 /// High part of ln 2 (`0x3f317200`): 15 significant bits, so `n * LN2_HI` is exact
 /// for `|n| < 2^9`.
-const LN2_HI: f32 = 0.693_145_75;
+pub(crate) const LN2_HI: f32 = 0.693_145_75;
 
 /// `ln 2 - LN2_HI`, rounded to f32.
-const LN2_LO: f32 = 1.428_606_8e-6;
+pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
 
 /// `exp(r) ~ 1 + r + r² (P0 + P1 r + P2 r² + P3 r³ + P4 r⁴)` on `|r| <= ln2/2`.
-const EXP_P: [f32; 5] = [
+pub(crate) const EXP_P: [f32; 5] = [
     0.499_999_94,
     0.166_665_21,
     0.041_668_39,
@@ -101,13 +101,13 @@ const EXP_P: [f32; 5] = [
 ];
 
 /// `2 atanh(s) ~ 2s + s z (Q0 + Q1 z + Q2 z²)`, `z = s²`, `|s| <= 0.1716`.
-const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
+pub(crate) const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
 
 /// Below this `|x|`, `tanh` is the odd polynomial.
-const TANH_SMALL: f32 = 0.625;
+pub(crate) const TANH_SMALL: f32 = 0.625;
 
 /// `tanh(x) ~ x + x z (T0 + ... + T5 z⁵)`, `z = x²`, `|x| <= 0.625`.
-const TANH_T: [f32; 6] = [
+pub(crate) const TANH_T: [f32; 6] = [
     -0.333_333_3,
     0.133_332_06,
     -0.053_946_763,
@@ -117,7 +117,7 @@ const TANH_T: [f32; 6] = [
 ];
 
 /// `erf(x) ~ x (2/sqrt(pi) + z (E0 + ... + E5 z⁵))`, `z = x²`, `|x| <= 1`.
-const ERF_SMALL: [f32; 6] = [
+pub(crate) const ERF_SMALL: [f32; 6] = [
     -0.376_126_3,
     0.112_836_175,
     -0.026_854_916,
@@ -127,10 +127,10 @@ const ERF_SMALL: [f32; 6] = [
 ];
 
 /// `2/sqrt(pi) - 1`.
-const ERF_C0_MINUS_1: f32 = 0.128_379_17;
+pub(crate) const ERF_C0_MINUS_1: f32 = 0.128_379_17;
 
 /// `erfc(a) exp(a²) ~ H0 + H1 t + ... + H7 t⁷`, `t = 1/a`, `1 <= a <= 4`.
-const ERF_LARGE: [f32; 8] = [
+pub(crate) const ERF_LARGE: [f32; 8] = [
     0.000_201_098_05,
     0.559_095_44,
     0.046_020_426,
