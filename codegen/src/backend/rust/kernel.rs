@@ -16,7 +16,7 @@ use quote::quote;
 
 use crate::index::{Expr, IndexOp, list};
 use crate::loops::{
-    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value,
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
 };
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
@@ -93,6 +93,16 @@ fn int_lit(v: i64) -> (TokenStream, Prec) {
 
 fn paren(ts: TokenStream, prec: Prec, min: Prec) -> TokenStream {
     if prec < min { quote!((#ts)) } else { ts }
+}
+
+/// A carried variable held as partial results (split lanes, tile cells): how to
+/// declare the array, move a cell into the variable and back, and name the cell.
+struct Partials {
+    declare: TokenStream,
+    load: TokenStream,
+    save: TokenStream,
+    var: Ident,
+    cell: TokenStream,
 }
 
 /// The per-kernel emitter.
@@ -1151,13 +1161,18 @@ impl Gen<'_> {
         let mut save = Vec::new();
         let mut combine = Vec::new();
         for (var, op) in ids.iter().zip(&vars) {
-            let v = ident(&format!("v{}", var.0));
-            let lanes = ident(&format!("v{}_lanes", var.0));
-            let init = self.float_lit(op.identity(), true).ts;
-            setup.push(quote!(let mut #lanes = [#init; LANES];));
-            load.push(quote!(let mut #v = #lanes[lane];));
-            save.push(quote!(#lanes[lane] = #v;));
-            combine.push(self.update(&v, *op, quote!(#lanes[lane])));
+            let p = self.partials(
+                *var,
+                *op,
+                "lanes",
+                |init| quote!([#init; LANES]),
+                quote!([lane]),
+            );
+            setup.push(p.declare);
+            load.push(p.load);
+            save.push(p.save);
+            let (v, cell) = (p.var, p.cell);
+            combine.push(self.update(&v, *op, cell));
         }
         let carried: Vec<_> = l.carried.iter().map(|c| self.carried(c)).collect();
         let used = uses_index(std::slice::from_ref(l), n);
@@ -1197,6 +1212,29 @@ impl Gen<'_> {
                 #tail
             }
         })
+    }
+
+    /// A carried variable kept as an array of partial results, `v{n}_{suffix}`
+    /// (`array(identity)` gives its initial value), one cell per `index`.
+    fn partials(
+        &self,
+        var: VarId,
+        op: Accum,
+        suffix: &str,
+        array: impl Fn(&TokenStream) -> TokenStream,
+        index: TokenStream,
+    ) -> Partials {
+        let v = ident(&format!("v{}", var.0));
+        let name = ident(&format!("v{}_{suffix}", var.0));
+        let init = array(&self.float_lit(op.identity(), true).ts);
+        let cell = quote!(#name #index);
+        Partials {
+            declare: quote!(let mut #name = #init;),
+            load: quote!(let mut #v = #cell;),
+            save: quote!(#cell = #v;),
+            var: v,
+            cell,
+        }
     }
 
     /// A register tile over `loops = [R, C, K…]`: `MR` rows of `R` by `NR` columns of
@@ -1240,14 +1278,19 @@ impl Gen<'_> {
         let mut load = Vec::new();
         let mut save = Vec::new();
         let mut result = Vec::new();
-        for carried in &cl.carried {
-            let v = ident(&format!("v{}", carried.var.0));
-            let tile = ident(&format!("v{}_tile", carried.var.0));
-            let init = self.float_lit(carried.op.identity(), true).ts;
-            setup.push(quote!(let mut #tile = [[#init; NR]; MR];));
-            load.push(quote!(let mut #v = #tile[row][col];));
-            save.push(quote!(#tile[row][col] = #v;));
-            result.push(quote!(let #v = #tile[row][col];));
+        for c in &cl.carried {
+            let p = self.partials(
+                c.var,
+                c.op,
+                "tile",
+                |init| quote!([[#init; NR]; MR]),
+                quote!([row][col]),
+            );
+            setup.push(p.declare);
+            load.push(p.load);
+            save.push(p.save);
+            let (v, cell) = (p.var, p.cell);
+            result.push(quote!(let #v = #cell;));
         }
         let stores = self.stmts(&cl.stmts)?;
         let (ks, kend) = self.range(first)?;
@@ -1978,12 +2021,11 @@ impl Gen<'_> {
                 unsafe { #loops_fn #avx512(#(#forward),*) }
             }
         };
-        let avx2_args = args.clone();
-        let avx512_args = args.clone();
-        let (done, after) = if self.threaded {
-            (quote!(return;), quote!())
+        // Inside a thread team the copy returns from the team's closure.
+        let done = if self.threaded {
+            quote!(return;)
         } else {
-            (quote!(return Ok(());), quote!())
+            quote!(return Ok(());)
         };
         let level = self.need(Helper::CpuLevel);
         let dispatch = quote! {
@@ -1991,17 +2033,16 @@ impl Gen<'_> {
             #[cfg(target_arch = "x86_64")]
             match #level() {
                 2 => {
-                    unsafe { #avx512_fn(#(#avx512_args),*) };
+                    unsafe { #avx512_fn(#(#args),*) };
                     #done
                 }
                 1 => {
-                    unsafe { #avx2_fn(#(#avx2_args),*) };
+                    unsafe { #avx2_fn(#(#args),*) };
                     #done
                 }
                 _ => {}
             }
             unsafe { #loops_fn #generic(#(#args),*) };
-            #after
         };
         let run = if self.threaded {
             let in_parts = self.need(Helper::Parts);
