@@ -51,6 +51,7 @@ fn decl(name: &str, shape: &[i64], kind: TensorKind) -> TensorDecl {
         shape: shape.iter().map(|&v| Expr::Int(v)).collect(),
         dtype: F32,
         kind,
+        row_local: None,
     }
 }
 

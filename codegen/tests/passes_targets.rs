@@ -242,9 +242,9 @@ fn convolution_with_asserted_sizes_needs_no_bounds_check_at_all() {
 const SOFTMAX: &str = "\
 input  x: f32[B, N]
 output y: f32[B, N]
-temp   m: f32[B, 1]
-temp   e: f32[B, N]
-temp   s: f32[B, 1]
+temp   m: f32[B, 1] [one row of axis 0 at a time]
+temp   e: f32[B, N] [one row of axis 0 at a time]
+temp   s: f32[B, 1] [one row of axis 0 at a time]
 block 0 {
   for i0 in 0..B [parallel] {
     v0 = -inf (max)
@@ -255,7 +255,7 @@ block 0 {
   }
 }
 block 1 {
-  for i2 in 0..B [parallel] {
+  for i2 in 0..B [parallel, joined] {
     v1 = 0.0 (+)
     for i3 in 0..N [split] {
       e[i2, i3] = exp(x[i2, i3] - m[i2, 0])
@@ -265,7 +265,7 @@ block 1 {
   }
 }
 block 2 {
-  for i10 in 0..B [parallel] {
+  for i10 in 0..B [parallel, joined] {
     for i11 in 0..N {
       y[i10, i11] = e[i10, i11] / s[i10, 0]
     } }
@@ -278,7 +278,9 @@ block 2 {
 /// holds for the sum `s`. Hence: (1) the max; (2) broadcast, subtract, exp and sum
 /// fused, reading `m` from block 1; (3) broadcast and divide, reading `s`.
 /// The broadcasts and the difference are substituted away; `m`, `e` and `s`
-/// stay, because each is read by a later block.
+/// stay, because each is read by a later block. Each block touches only row `b`
+/// of what the others write, so `rows` joins the three: a backend runs them row
+/// by row, keeping one row of `m`, `e` and `s`.
 #[test]
 fn softmax_fuses_to_three_blocks() {
     let p = optimized(&softmax(), &[data(&[3, 7], 1)], &[]);

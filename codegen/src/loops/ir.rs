@@ -38,6 +38,13 @@ pub struct TensorDecl {
     pub dtype: DType,
     /// Role.
     pub kind: TensorKind,
+    /// Schedule annotation (set by the `rows` pass): a temporary used only inside
+    /// one group of [joined](Schedule::joined) blocks, each of whose accesses has
+    /// the bare variable of its block's outermost loop as the subscript on this
+    /// axis, and which every row is fully stored before it is read. A backend that
+    /// runs the group row by row may keep just one row of it (per thread); one that
+    /// ignores the annotation allocates it whole, with the same results.
+    pub row_local: Option<usize>,
 }
 
 /// One subscript of a tensor access.
@@ -150,6 +157,12 @@ pub struct Schedule {
     /// cache (an element-wise nest that reads across the rows it writes along, as a
     /// transpose does).
     pub blocked: bool,
+    /// This block's outermost loop is joined to the outermost loop of the block
+    /// before it (same range, same `parallel`): a backend may run the two as one
+    /// loop, iteration `i` of the earlier block's body followed by iteration `i` of
+    /// this one's. Set by the `rows` pass only where each iteration of either
+    /// touches just its own row of what the other writes.
+    pub joined: bool,
 }
 
 /// A register tile on a loop `C` whose parent `R` and inner reduction loops `K…`

@@ -115,6 +115,7 @@ impl<'p> Lowering<'p> {
                 } else {
                     TensorKind::Temp
                 },
+                row_local: None,
             })
             .collect();
         Lowering {

@@ -251,7 +251,11 @@ impl Printer<'_> {
         }
         for (k, d) in p.tensors.iter().enumerate() {
             if d.kind == TensorKind::Temp {
-                Self::line(&mut out, 0, &decl("temp  ", TensorId(k)));
+                let mut line = decl("temp  ", TensorId(k));
+                if let Some(axis) = d.row_local {
+                    line.push_str(&format!(" [one row of axis {axis} at a time]"));
+                }
+                Self::line(&mut out, 0, &line);
             }
         }
         for (l, r) in &p.assertions {
@@ -360,6 +364,9 @@ fn schedule_text(s: &Schedule) -> String {
     }
     if s.blocked {
         parts.push("blocked");
+    }
+    if s.joined {
+        parts.push("joined");
     }
     match s.tile {
         Some(t) if t.block_reduction => parts.push("tile, block reduction"),

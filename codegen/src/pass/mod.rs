@@ -26,11 +26,14 @@
 //! 10. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
 //! 11. `parallel` — mark outermost loops whose iterations may run on several
-//!     threads.
+//!     threads;
+//! 12. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//!     they may run row by row, and mark the temporaries then needed one row at a
+//!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `split` and `parallel` only annotate loops
+//! the reference interpreter. `tile`, `split`, `parallel` and `rows` only annotate loops
 //! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -55,6 +58,7 @@ mod fuse;
 mod order;
 mod pad;
 mod parallel;
+mod rows;
 mod shape_groups;
 mod split;
 mod stride;
@@ -77,11 +81,12 @@ pub use fuse::fuse;
 pub use order::order;
 pub use pad::pad;
 pub use parallel::parallel;
+pub use rows::rows;
 pub use shape_groups::ShapeGroups;
 pub use split::split;
 pub use subst::subst;
 pub use tile::tile;
-pub(crate) use walk::block_accesses;
+pub(crate) use walk::{block_accesses, fully_written_first};
 
 /// A named program-to-program transformation.
 #[derive(Clone, Copy, Debug)]
@@ -154,6 +159,11 @@ const PIPELINE: &[Pass] = &[
         doc: "marks outermost loops whose iterations touch disjoint parts of what the \
               block writes, so they may run on several threads",
         run: parallel,
+    },
+    Pass {
+        name: "rows",
+        doc: "joins consecutive nests over the same rows that touch only their own row of               what the others write, and marks temporaries one row of which is enough",
+        run: rows,
     },
 ];
 

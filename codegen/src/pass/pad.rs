@@ -196,6 +196,7 @@ fn add_copy(p: &mut LoopProgram, key: &PaddedCopy, fill: f64, next_loop: &mut us
         shape: shape.clone(),
         dtype: source.dtype,
         kind: TensorKind::Temp,
+        row_local: None,
     });
     let mut loops: Vec<Loop> = shape
         .iter()

@@ -295,3 +295,62 @@ pub(crate) fn rename_loops_to(block: &mut Block, id: usize, value: &Expr) {
         })
     });
 }
+
+/// True when the first block touching `t` overwrites every element of it
+/// before anything reads it: an unchecked store whose subscripts are the indices of
+/// loops running exactly over `t`'s axes (`0..size`), and no other access to `t`
+/// in that block but loads, in later statements of the same loop, of the element
+/// just stored. Otherwise a kernel must zero-fill `t` first, as the reference
+/// interpreter starts every tensor at zero.
+pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
+    let shape = &p.tensors[t.0].shape;
+    for b in &p.blocks {
+        // Every access to `t`: (level, statement position, access, write).
+        let mut touching = Vec::new();
+        for (level, stmts) in levels(b) {
+            for (k, s) in stmts.iter().enumerate() {
+                stmt_accesses(s, &mut |a, write| {
+                    if a.tensor == t {
+                        touching.push((level, k, a.clone(), write));
+                    }
+                });
+            }
+        }
+        let Some(&(depth, at, ref access, true)) = touching.first() else {
+            if touching.is_empty() {
+                continue;
+            }
+            return false;
+        };
+        let store_is_plain = matches!(&levels(b)[depth].1[at], Stmt::Store { .. });
+        let later_reads_of_it = touching[1..]
+            .iter()
+            .all(|(l, k, a, write)| !write && *l == depth && *k > at && a == access);
+        if !store_is_plain || !later_reads_of_it || access.checked {
+            return false;
+        }
+        // The loops enclosing the store (depth 0 = block level, none).
+        let enclosing = &b.loops[..depth];
+        let mut seen = Vec::new();
+        for (s, size) in access.index.iter().zip(shape) {
+            // Subscript 0 covers an axis of size 1 (a kept reduced axis).
+            if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
+                continue;
+            }
+            let Subscript::Expr(Expr::Index(n)) = s else {
+                return false;
+            };
+            let Some(l) = enclosing.iter().find(|l| l.id.0 == *n) else {
+                return false;
+            };
+            if seen.contains(n) || l.start != Expr::Int(0) || l.end != *size {
+                return false;
+            }
+            seen.push(*n);
+        }
+        // Every enclosing loop must index an axis, or some element is written twice
+        // and another never.
+        return seen.len() == enclosing.len();
+    }
+    false
+}

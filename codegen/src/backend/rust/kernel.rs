@@ -16,7 +16,8 @@ use quote::quote;
 
 use crate::index::{Expr, IndexOp, list};
 use crate::loops::{
-    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind,
+    Value, VarId,
 };
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
@@ -759,7 +760,19 @@ impl Gen<'_> {
 
     /// The row-major offset of an access known to be in range, as a `usize`.
     fn offset_unchecked(&self, a: &Access) -> Result<TokenStream, EmitError> {
-        let decl = &self.p.tensors[a.tensor.0];
+        if let Some(axis) = self.row_local(a.tensor) {
+            // One row is kept: the row axis has size 1 there.
+            let mut decl = self.p.tensors[a.tensor.0].clone();
+            decl.shape[axis] = Expr::Int(1);
+            let mut a = a.clone();
+            a.index[axis] = Subscript::Expr(Expr::Int(0));
+            return self.offset_in(&decl, &a);
+        }
+        self.offset_in(&self.p.tensors[a.tensor.0], a)
+    }
+
+    /// The row-major offset of `a` into a tensor of `decl`'s shape.
+    fn offset_in(&self, decl: &TensorDecl, a: &Access) -> Result<TokenStream, EmitError> {
         let all_exprs: Option<Vec<&Expr>> = a
             .index
             .iter()
@@ -789,7 +802,11 @@ impl Gen<'_> {
             None => {
                 // Horner's rule over the subscripts, in tokens.
                 let subs = self.subscripts(a)?;
-                let shape = self.shape(a.tensor)?;
+                let shape = decl
+                    .shape
+                    .iter()
+                    .map(|e| self.idx(e))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let mut acc: Option<(TokenStream, Prec)> = None;
                 for ((s, sp), (d, dp)) in subs.into_iter().zip(shape) {
                     acc = Some(match acc {
@@ -966,32 +983,42 @@ impl Gen<'_> {
         quote!(let mut #v = #init;)
     }
 
-    /// A block's code; one `unsafe` block around it when it has unchecked accesses
-    /// (so that each access reads plainly as `*x.get_unchecked(..)`).
-    fn block(&self, b: &Block) -> Result<TokenStream, EmitError> {
+    /// A group of blocks (one block, or a block and those [joined](crate::loops::Schedule::joined)
+    /// to it); one `unsafe` block around it when it has unchecked accesses (so that
+    /// each access reads plainly as `*x.get_unchecked(..)`).
+    fn group(&self, blocks: &[Block]) -> Result<TokenStream, EmitError> {
         *self.unsafe_used.borrow_mut() = false;
-        let carried = b.carried.iter().map(|c| self.carried(c));
+        let b = &blocks[0];
         let parallel = self.threaded && b.loops.first().is_some_and(|l| l.schedule.parallel);
-        let nest = match b.loops.first() {
+        // This thread's part of a parallel loop.
+        let part = match b.loops.first() {
             Some(l) if parallel => {
-                // This thread's part of the parallel loop.
                 let (start, end) = self.range(l)?;
                 let n = l.id.0;
                 let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
-                let nest = self.nest_over(&b.loops, Some((quote!(#lo), quote!(#hi))))?;
-                quote! {
-                    let (#lo, #hi) = part.range(#start, #end);
-                    #nest
-                }
+                Some((
+                    quote!(let (#lo, #hi) = part.range(#start, #end);),
+                    (quote!(#lo), quote!(#hi)),
+                ))
             }
-            _ => self.nest(&b.loops)?,
+            _ => None,
         };
-        let stmts = b
-            .stmts
-            .iter()
-            .map(|s| self.stmt(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let code = quote!(#(#carried)* #nest #(#stmts)*);
+        let (take_part, range) = match part {
+            Some((take, range)) => (take, Some(range)),
+            None => (TokenStream::new(), None),
+        };
+        let code = match blocks {
+            [b] => {
+                let carried = b.carried.iter().map(|c| self.carried(c));
+                let nest = self.nest_over(&b.loops, range)?;
+                let stmts = self.stmts(&b.stmts)?;
+                quote!(#take_part #(#carried)* #nest #stmts)
+            }
+            _ => {
+                let rows = self.joined(blocks, range)?;
+                quote!(#take_part #rows)
+            }
+        };
         let code = if *self.unsafe_used.borrow() {
             quote!(unsafe { #code })
         } else {
@@ -1008,6 +1035,103 @@ impl Gen<'_> {
                     #code
                 }
                 part.wait();
+            }
+        })
+    }
+
+    /// Joined blocks as one loop over their rows: each block's row in turn, its
+    /// outer loop's index bound to the shared one. The row-local temporaries they
+    /// use get a buffer of one row here (on each thread).
+    fn joined(
+        &self,
+        blocks: &[Block],
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
+        let l = &blocks[0].loops[0];
+        let (start, end) = match range {
+            Some(r) => r,
+            None => self.range(l)?,
+        };
+        let n = l.id.0;
+        let mut used = false;
+        let mut bodies = Vec::new();
+        for (k, b) in blocks.iter().enumerate() {
+            let (outer, inner) = (&b.loops[0], &b.loops[1..]);
+            let m = outer.id.0;
+            if uses_index(&b.loops, m) {
+                used = true;
+                if k > 0 {
+                    let (im, i) = (ident(&format!("i{m}")), ident(&format!("i{n}")));
+                    bodies.push(quote!(let #im = #i;));
+                }
+            }
+            bodies.extend(outer.carried.iter().map(|c| self.carried(c)));
+            bodies.push(self.nest(inner)?);
+            bodies.push(self.stmts(&outer.stmts)?);
+        }
+        let i = ident(&format!("{}i{n}", if used { "" } else { "_" }));
+        let mut rows = Vec::new();
+        for t in self.row_buffers(blocks) {
+            rows.push(self.row_buffer(t)?);
+        }
+        Ok(quote! {
+            #(#rows)*
+            for #i in #start..#end {
+                #(#bodies)*
+            }
+        })
+    }
+
+    /// The row-local temporaries some block of `blocks` touches, in tensor order.
+    fn row_buffers(&self, blocks: &[Block]) -> BTreeSet<TensorId> {
+        blocks
+            .iter()
+            .flat_map(crate::pass::block_accesses)
+            .map(|a| a.access.tensor)
+            .filter(|t| self.row_local(*t).is_some())
+            .collect()
+    }
+
+    /// The row axis of a temporary this kernel keeps one row of.
+    fn row_local(&self, t: TensorId) -> Option<usize> {
+        let decl = &self.p.tensors[t.0];
+        if self.scheduled && decl.kind == TensorKind::Temp {
+            decl.row_local
+        } else {
+            None
+        }
+    }
+
+    /// `let mut t = ..;`: one row of a row-local temporary, on the stack when its
+    /// size is a small literal.
+    fn row_buffer(&self, t: TensorId) -> Result<TokenStream, EmitError> {
+        let decl = &self.p.tensors[t.0];
+        let id = &self.tensors[t.0];
+        let e = match decl.dtype {
+            DType::I32 => quote!(i32),
+            _ => {
+                let f = &self.float;
+                quote!(#f)
+            }
+        };
+        let zero = match decl.dtype {
+            DType::I32 => quote!(0),
+            _ => quote!(0.0),
+        };
+        Ok(match row_literal_len(decl) {
+            Some(len) => {
+                let len = lit(&format!("{len}"));
+                quote!(let mut #id: [#e; #len] = [#zero; #len];)
+            }
+            None => {
+                let size = row_shape(decl)
+                    .into_iter()
+                    .cloned()
+                    .reduce(|a, b| a * b)
+                    .unwrap_or(Expr::Int(1));
+                let (size, prec) = self.idx(&size)?;
+                let size = paren(size, prec, Prec::Cast);
+                quote!(let mut #id: Vec<#e> = vec![#zero; #size as usize];)
             }
         })
     }
@@ -1554,8 +1678,8 @@ impl Gen<'_> {
         // ---- body first: it decides which dims the kernel binds.
         let _ = self.take_used();
         let mut body = TokenStream::new();
-        for b in &p.blocks {
-            body.extend(self.block(b)?);
+        for group in self.groups() {
+            body.extend(self.group(group)?);
         }
         let mut temps = TokenStream::new();
         for (i, decl) in p.tensors.iter().enumerate() {
@@ -1568,8 +1692,19 @@ impl Gen<'_> {
                 .iter()
                 .map(|e| self.idx(e).map(|x| x.0))
                 .collect::<Result<Vec<_>, _>>()?;
-            let f = self.need(Helper::Zeroed);
             let name = decl.name.as_str();
+            if let Some(axis) = self.row_local(TensorId(i)) {
+                // The loops keep one row; its shape and the whole one must be valid.
+                let f = self.need(Helper::BufferLen);
+                temps.extend(quote!(#f(#kernel, #name, &[#(#dims),*])?;));
+                if row_literal_len(decl).is_none() {
+                    let mut row = dims.clone();
+                    row[axis] = quote!(1);
+                    temps.extend(quote!(#f(#kernel, #name, &[#(#row),*])?;));
+                }
+                continue;
+            }
+            let f = self.need(Helper::Zeroed);
             let e = elem(decl.dtype);
             temps.extend(quote! {
                 let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;
@@ -1738,7 +1873,7 @@ impl Gen<'_> {
             let f = self.need(Helper::CheckLen);
             let name = decl.name.as_str();
             len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
-            if !fully_written_first(p, *o) {
+            if !crate::pass::fully_written_first(p, *o) {
                 let zero = if decl.dtype == DType::I32 {
                     quote!(0)
                 } else {
@@ -1877,9 +2012,9 @@ impl Gen<'_> {
         };
         let touched = touched_tensors(p);
         let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
-            (0..p.tensors.len())
-                .map(TensorId)
-                .filter(|&t| self.tensor_kind(t) == TensorKind::Temp),
+            (0..p.tensors.len()).map(TensorId).filter(|&t| {
+                self.tensor_kind(t) == TensorKind::Temp && self.row_local(t).is_none()
+            }),
         );
         for tid in tensors {
             if !touched.contains(&tid) {
@@ -2088,6 +2223,26 @@ impl Gen<'_> {
         Ok(quote!(&[#(#blocks),*]))
     }
 
+    /// The blocks in runs of one block and the blocks joined to it (when the
+    /// schedule is honored; else one block each).
+    fn groups(&self) -> Vec<&[Block]> {
+        let blocks = &self.p.blocks;
+        let mut out = Vec::new();
+        let mut first = 0;
+        for k in 1..=blocks.len() {
+            let joined = self.scheduled
+                && blocks
+                    .get(k)
+                    .and_then(|b| b.loops.first())
+                    .is_some_and(|l| l.schedule.joined);
+            if !joined {
+                out.push(&blocks[first..k]);
+                first = k;
+            }
+        }
+        out
+    }
+
     /// Dims in binding order (first input first).
     fn dim_order(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -2198,7 +2353,27 @@ fn next(p: Prec) -> Prec {
     }
 }
 
-/// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
+/// The axes of a row-local temporary but its row axis.
+fn row_shape(decl: &TensorDecl) -> Vec<&Expr> {
+    decl.shape
+        .iter()
+        .enumerate()
+        .filter(|(axis, _)| Some(*axis) != decl.row_local)
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// The length of one row of a row-local temporary when it is a literal small
+/// enough for the stack (up to 4 KB of f32).
+fn row_literal_len(decl: &TensorDecl) -> Option<i64> {
+    const STACK_ELEMENTS: i64 = 1024;
+    let len = row_shape(decl).iter().try_fold(1_i64, |n, d| match d {
+        Expr::Int(v) => n.checked_mul(*v),
+        _ => None,
+    })?;
+    (0..=STACK_ELEMENTS).contains(&len).then_some(len)
+}
+
 /// The tensors some statement of `p` reads or writes.
 fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
     let mut out = BTreeSet::new();
@@ -2210,6 +2385,7 @@ fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
     out
 }
 
+/// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
 fn uses_index(loops: &[Loop], n: usize) -> bool {
     let mut found = false;
     let mut expr = |e: &Expr| found |= e.indices().contains(&n);
@@ -2258,74 +2434,4 @@ fn visit_value_exprs(v: &Value, f: &mut impl FnMut(&Expr)) {
             visit_value_exprs(b, f);
         }
     }
-}
-
-fn reads_tensor(v: &Value, t: TensorId) -> bool {
-    match v {
-        Value::Load { access, .. } => {
-            access.tensor == t
-                || access.index.iter().any(|s| match s {
-                    Subscript::Value(v) => reads_tensor(v, t),
-                    Subscript::Expr(_) => false,
-                })
-        }
-        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
-        Value::Unary(_, x) => reads_tensor(x, t),
-        Value::Binary(_, a, b) => reads_tensor(a, t) || reads_tensor(b, t),
-        Value::Where(c, a, b) => reads_tensor(c, t) || reads_tensor(a, t) || reads_tensor(b, t),
-    }
-}
-
-/// True when the first block touching output `t` overwrites every element of it
-/// before anything reads it: an unchecked store whose subscripts are the indices of
-/// loops running exactly over `t`'s axes (`0..size`), and no other access to `t`
-/// in that block. Otherwise the kernel zero-fills `t` first, as the reference
-/// interpreter starts every tensor at zero.
-fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
-    let shape = &p.tensors[t.0].shape;
-    for b in &p.blocks {
-        let mut stmts: Vec<(&Stmt, usize)> = b.stmts.iter().map(|s| (s, 0)).collect();
-        for (d, l) in b.loops.iter().enumerate() {
-            stmts.extend(l.stmts.iter().map(|s| (s, d + 1)));
-        }
-        let touches = |s: &Stmt| match s {
-            Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
-                access.tensor == t || reads_tensor(value, t)
-            }
-            Stmt::Update { value, .. } => reads_tensor(value, t),
-        };
-        let touching: Vec<&(&Stmt, usize)> = stmts.iter().filter(|(s, _)| touches(s)).collect();
-        if touching.is_empty() {
-            continue;
-        }
-        let [(Stmt::Store { access, value }, depth)] = touching.as_slice() else {
-            return false;
-        };
-        if access.checked || access.tensor != t || reads_tensor(value, t) {
-            return false;
-        }
-        // The loops enclosing the store (depth 0 = block level, none).
-        let enclosing = &b.loops[..*depth];
-        let mut seen = Vec::new();
-        for (s, size) in access.index.iter().zip(shape) {
-            // Subscript 0 covers an axis of size 1 (a kept reduced axis).
-            if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
-                continue;
-            }
-            let Subscript::Expr(Expr::Index(n)) = s else {
-                return false;
-            };
-            let Some(l) = enclosing.iter().find(|l| l.id.0 == *n) else {
-                return false;
-            };
-            if seen.contains(n) || l.start != Expr::Int(0) || l.end != *size {
-                return false;
-            }
-            seen.push(*n);
-        }
-        // Every enclosing loop must index an axis, or some element is written twice
-        // and another never.
-        return seen.len() == enclosing.len();
-    }
-    false
 }

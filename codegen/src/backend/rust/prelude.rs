@@ -19,6 +19,8 @@ pub(super) enum Helper {
     Size,
     /// A zeroed temporary of an `i64` shape.
     Zeroed,
+    /// The checked number of elements of a temporary's `i64` shape.
+    BufferLen,
     /// The number of elements of a shape.
     Elements,
     /// The row-major offset of a subscript that may be out of range.
@@ -60,7 +62,8 @@ impl Helpers {
         self.0.insert(h);
         match h {
             Helper::CheckLen => self.need(Helper::Elements),
-            Helper::Zeroed => {
+            Helper::Zeroed => self.need(Helper::BufferLen),
+            Helper::BufferLen => {
                 self.need(Helper::Size);
                 self.need(Helper::Elements);
             }
@@ -326,12 +329,22 @@ fn helper(h: Helper) -> TokenStream {
                 buffer: &'static str,
                 shape: &[i64],
             ) -> Result<Vec<T>, KernelError> {
+                Ok(vec![T::default(); buffer_len(kernel, buffer, shape)?])
+            }
+        },
+        Helper::BufferLen => quote! {
+            /// The number of elements of a temporary buffer of the given shape; an
+            /// error if a size is negative or the count too large.
+            fn buffer_len(
+                kernel: &'static str,
+                buffer: &'static str,
+                shape: &[i64],
+            ) -> Result<usize, KernelError> {
                 let mut sizes = Vec::with_capacity(shape.len());
                 for &d in shape {
                     sizes.push(size(kernel, buffer, d)?);
                 }
-                let len = elements(&sizes).ok_or(KernelError::TooLarge { kernel, buffer })?;
-                Ok(vec![T::default(); len])
+                elements(&sizes).ok_or(KernelError::TooLarge { kernel, buffer })
             }
         },
         Helper::Elements => quote! {
@@ -639,6 +652,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
         Helper::Zeroed => ("zeroed", false),
+        Helper::BufferLen => ("buffer_len", false),
         Helper::Elements => ("elements", false),
         Helper::Offset => ("offset", false),
         Helper::FloorDiv => ("floor_div", false),
@@ -661,6 +675,7 @@ pub(super) const RESERVED: &[&str] = &[
     "check_len",
     "size",
     "zeroed",
+    "buffer_len",
     "elements",
     "offset",
     "floor_div",

@@ -189,22 +189,22 @@ fn size(
         })
 }
 
-/// A zeroed temporary buffer of the given shape.
-fn zeroed<T: Clone + Default>(
+/// The number of elements of a temporary buffer of the given shape; an
+/// error if a size is negative or the count too large.
+fn buffer_len(
     kernel: &'static str,
     buffer: &'static str,
     shape: &[i64],
-) -> Result<Vec<T>, KernelError> {
+) -> Result<usize, KernelError> {
     let mut sizes = Vec::with_capacity(shape.len());
     for &d in shape {
         sizes.push(size(kernel, buffer, d)?);
     }
-    let len = elements(&sizes)
+    elements(&sizes)
         .ok_or(KernelError::TooLarge {
             kernel,
             buffer,
-        })?;
-    Ok(vec![T::default(); len])
+        })
 }
 
 /// The number of elements of a shape; `None` if it overflows or a size
@@ -510,27 +510,25 @@ pub fn conv2d(
     check_len("conv2d", "y", y.len(), &shapes.y)?;
     let [n, c, h, w] = dims("conv2d", "x", x_shape)?;
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
-    let mut x_pad: Vec<f32> = zeroed("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
+    buffer_len("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
+    buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
     let y = Shared::new(y);
-    let x_pad = Shared::new(&mut x_pad);
     in_parts(
         &[&[n, c, h + 2, w + 2], &[n, h, o, w, c, 3_i64, 3_i64]],
         |part| {
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
-                    unsafe { conv2d_avx512(part, x, k, y, x_pad, n, c, h, w, o) };
+                    unsafe { conv2d_avx512(part, x, k, y, n, c, h, w, o) };
                     return;
                 }
                 1 => {
-                    unsafe { conv2d_avx2(part, x, k, y, x_pad, n, c, h, w, o) };
+                    unsafe { conv2d_avx2(part, x, k, y, n, c, h, w, o) };
                     return;
                 }
                 _ => {}
             }
-            unsafe {
-                conv2d_loops::<false, 4, 8, 256>(part, x, k, y, x_pad, n, c, h, w, o)
-            };
+            unsafe { conv2d_loops::<false, 4, 8, 256>(part, x, k, y, n, c, h, w, o) };
         },
     );
     Ok(())
@@ -554,7 +552,6 @@ unsafe fn conv2d_loops<
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
-    x_pad: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
@@ -564,26 +561,20 @@ unsafe fn conv2d_loops<
     {
         unsafe {
             let (i7_lo, i7_hi) = part.range(0, n);
+            let mut x_pad: Vec<f32> = vec![0.0; (c * (h + 2) * (w + 2)) as usize];
             for i7 in i7_lo..i7_hi {
                 for i8 in 0..c {
                     for i9 in 0..h + 2 {
                         for i10 in 0..w + 2 {
                             *x_pad
                                 .get_unchecked_mut(
-                                    (((i7 * c + i8) * (h + 2) + i9) * (w + 2) + i10) as usize,
+                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
                                 ) = offset([i7, i8, i9 - 1, i10 - 1], [n, c, h, w])
                                 .map_or(0.0, |at| *x.get_unchecked(at));
                         }
                     }
                 }
-            }
-        }
-    }
-    part.wait();
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, n);
-            for i0 in i0_lo..i0_hi {
+                let i0 = i7;
                 for i2 in 0..h {
                     if o >= MR as i64 && w >= NR as i64 {
                         for i4_block in (0..c).step_by(KC) {
@@ -606,8 +597,7 @@ unsafe fn conv2d_loops<
                                                         >(
                                                             *x_pad
                                                                 .get_unchecked(
-                                                                    (((i0 * c + i4) * (h + 2) + i2 + i5) * (w + 2) + i3 + i6)
-                                                                        as usize,
+                                                                    ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
                                                                 ),
                                                             *k
                                                                 .get_unchecked(
@@ -658,8 +648,7 @@ unsafe fn conv2d_loops<
                                             v0
                                                 += *x_pad
                                                     .get_unchecked(
-                                                        (((i0 * c + i4) * (h + 2) + i2 + i5) * (w + 2) + i3 + i6)
-                                                            as usize,
+                                                        ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
                                                     )
                                                     * *k
                                                         .get_unchecked(
@@ -691,14 +680,13 @@ unsafe fn conv2d_avx2(
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
-    x_pad: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, n, c, h, w, o) }
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX-512.
@@ -710,12 +698,11 @@ unsafe fn conv2d_avx512(
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
-    x_pad: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 32, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 32, 256>(part, x, k, y, n, c, h, w, o) }
 }

@@ -195,16 +195,25 @@ fn zeroed<T: Clone + Default>(
     buffer: &'static str,
     shape: &[i64],
 ) -> Result<Vec<T>, KernelError> {
+    Ok(vec![T::default(); buffer_len(kernel, buffer, shape) ?])
+}
+
+/// The number of elements of a temporary buffer of the given shape; an
+/// error if a size is negative or the count too large.
+fn buffer_len(
+    kernel: &'static str,
+    buffer: &'static str,
+    shape: &[i64],
+) -> Result<usize, KernelError> {
     let mut sizes = Vec::with_capacity(shape.len());
     for &d in shape {
         sizes.push(size(kernel, buffer, d)?);
     }
-    let len = elements(&sizes)
+    elements(&sizes)
         .ok_or(KernelError::TooLarge {
             kernel,
             buffer,
-        })?;
-    Ok(vec![T::default(); len])
+        })
 }
 
 /// The number of elements of a shape; `None` if it overflows or a size

@@ -189,22 +189,22 @@ fn size(
         })
 }
 
-/// A zeroed temporary buffer of the given shape.
-fn zeroed<T: Clone + Default>(
+/// The number of elements of a temporary buffer of the given shape; an
+/// error if a size is negative or the count too large.
+fn buffer_len(
     kernel: &'static str,
     buffer: &'static str,
     shape: &[i64],
-) -> Result<Vec<T>, KernelError> {
+) -> Result<usize, KernelError> {
     let mut sizes = Vec::with_capacity(shape.len());
     for &d in shape {
         sizes.push(size(kernel, buffer, d)?);
     }
-    let len = elements(&sizes)
+    elements(&sizes)
         .ok_or(KernelError::TooLarge {
             kernel,
             buffer,
-        })?;
-    Ok(vec![T::default(); len])
+        })
 }
 
 /// The number of elements of a shape; `None` if it overflows or a size
@@ -501,29 +501,27 @@ pub fn softmax(
     check_len("softmax", "x", x.len(), &x_shape)?;
     check_len("softmax", "y", y.len(), &shapes.y)?;
     let [b, n] = dims("softmax", "x", x_shape)?;
-    let mut m: Vec<f32> = zeroed("softmax", "m", &[b, 1])?;
-    let mut e: Vec<f32> = zeroed("softmax", "e", &[b, n])?;
-    let mut s: Vec<f32> = zeroed("softmax", "s", &[b, 1])?;
+    buffer_len("softmax", "m", &[b, 1])?;
+    buffer_len("softmax", "e", &[b, n])?;
+    buffer_len("softmax", "e", &[1, n])?;
+    buffer_len("softmax", "s", &[b, 1])?;
     let y = Shared::new(y);
-    let m = Shared::new(&mut m);
-    let e = Shared::new(&mut e);
-    let s = Shared::new(&mut s);
     in_parts(
         &[&[b, n], &[b, n], &[b, n]],
         |part| {
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
-                    unsafe { softmax_avx512(part, x, y, m, e, s, b, n) };
+                    unsafe { softmax_avx512(part, x, y, b, n) };
                     return;
                 }
                 1 => {
-                    unsafe { softmax_avx2(part, x, y, m, e, s, b, n) };
+                    unsafe { softmax_avx2(part, x, y, b, n) };
                     return;
                 }
                 _ => {}
             }
-            unsafe { softmax_loops::<16>(part, x, y, m, e, s, b, n) };
+            unsafe { softmax_loops::<16>(part, x, y, b, n) };
         },
     );
     Ok(())
@@ -536,20 +534,19 @@ pub fn softmax(
 /// Every buffer has the length its shape gives (checked by the kernel).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn softmax_loops<const LANES: usize>(
     part: Part<'_>,
     x: &[f32],
     y: Shared<'_, f32>,
-    m: Shared<'_, f32>,
-    e: Shared<'_, f32>,
-    s: Shared<'_, f32>,
     b: i64,
     n: i64,
 ) {
     {
         unsafe {
             let (i0_lo, i0_hi) = part.range(0, b);
+            let mut m: [f32; 1] = [0.0; 1];
+            let mut e: Vec<f32> = vec![0.0; n as usize];
+            let mut s: [f32; 1] = [0.0; 1];
             for i0 in i0_lo..i0_hi {
                 let mut v0 = f32::NEG_INFINITY;
                 let i1_main = n / LANES as i64 * LANES as i64;
@@ -568,15 +565,8 @@ unsafe fn softmax_loops<const LANES: usize>(
                 for i1 in i1_main..n {
                     v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
                 }
-                *m.get_unchecked_mut(i0 as usize) = v0;
-            }
-        }
-    }
-    part.wait();
-    {
-        unsafe {
-            let (i2_lo, i2_hi) = part.range(0, b);
-            for i2 in i2_lo..i2_hi {
+                *m.get_unchecked_mut(0) = v0;
+                let i2 = i0;
                 let mut v1 = 0.0_f32;
                 let i3_main = n / LANES as i64 * LANES as i64;
                 let mut v1_lanes = [0.0_f32; LANES];
@@ -584,11 +574,11 @@ unsafe fn softmax_loops<const LANES: usize>(
                     for lane in 0..LANES {
                         let i3 = i3_chunk + lane as i64;
                         let mut v1 = v1_lanes[lane];
-                        *e.get_unchecked_mut((i2 * n + i3) as usize) = vmath::exp_f32(
+                        *e.get_unchecked_mut(i3 as usize) = vmath::exp_f32(
                             *x.get_unchecked((i2 * n + i3) as usize)
-                                - *m.get_unchecked(i2 as usize),
+                                - *m.get_unchecked(0),
                         );
-                        v1 += *e.get_unchecked((i2 * n + i3) as usize);
+                        v1 += *e.get_unchecked(i3 as usize);
                         v1_lanes[lane] = v1;
                     }
                 }
@@ -596,25 +586,16 @@ unsafe fn softmax_loops<const LANES: usize>(
                     v1 += v1_lanes[lane];
                 }
                 for i3 in i3_main..n {
-                    *e.get_unchecked_mut((i2 * n + i3) as usize) = vmath::exp_f32(
-                        *x.get_unchecked((i2 * n + i3) as usize)
-                            - *m.get_unchecked(i2 as usize),
+                    *e.get_unchecked_mut(i3 as usize) = vmath::exp_f32(
+                        *x.get_unchecked((i2 * n + i3) as usize) - *m.get_unchecked(0),
                     );
-                    v1 += *e.get_unchecked((i2 * n + i3) as usize);
+                    v1 += *e.get_unchecked(i3 as usize);
                 }
-                *s.get_unchecked_mut(i2 as usize) = v1;
-            }
-        }
-    }
-    part.wait();
-    {
-        unsafe {
-            let (i10_lo, i10_hi) = part.range(0, b);
-            for i10 in i10_lo..i10_hi {
+                *s.get_unchecked_mut(0) = v1;
+                let i10 = i0;
                 for i11 in 0..n {
                     *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
-                        .get_unchecked((i10 * n + i11) as usize)
-                        / *s.get_unchecked(i10 as usize);
+                        .get_unchecked(i11 as usize) / *s.get_unchecked(0);
                 }
             }
         }
@@ -625,33 +606,13 @@ unsafe fn softmax_loops<const LANES: usize>(
 /// [`softmax_loops`] compiled for x86-64 with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn softmax_avx2(
-    part: Part<'_>,
-    x: &[f32],
-    y: Shared<'_, f32>,
-    m: Shared<'_, f32>,
-    e: Shared<'_, f32>,
-    s: Shared<'_, f32>,
-    b: i64,
-    n: i64,
-) {
-    unsafe { softmax_loops::<32>(part, x, y, m, e, s, b, n) }
+unsafe fn softmax_avx2(part: Part<'_>, x: &[f32], y: Shared<'_, f32>, b: i64, n: i64) {
+    unsafe { softmax_loops::<32>(part, x, y, b, n) }
 }
 
 /// [`softmax_loops`] compiled for x86-64 with AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn softmax_avx512(
-    part: Part<'_>,
-    x: &[f32],
-    y: Shared<'_, f32>,
-    m: Shared<'_, f32>,
-    e: Shared<'_, f32>,
-    s: Shared<'_, f32>,
-    b: i64,
-    n: i64,
-) {
-    unsafe { softmax_loops::<64>(part, x, y, m, e, s, b, n) }
+unsafe fn softmax_avx512(part: Part<'_>, x: &[f32], y: Shared<'_, f32>, b: i64, n: i64) {
+    unsafe { softmax_loops::<64>(part, x, y, b, n) }
 }
