@@ -1072,7 +1072,9 @@ impl Gen<'_> {
         let i = ident(&format!("{}i{n}", if used { "" } else { "_" }));
         let mut rows = Vec::new();
         for t in self.row_buffers(blocks) {
-            rows.push(self.row_buffer(t)?);
+            if let Some(len) = self.row_on_stack(t) {
+                rows.push(self.row_buffer(t, len));
+            }
         }
         Ok(quote! {
             #(#rows)*
@@ -1082,14 +1084,23 @@ impl Gen<'_> {
         })
     }
 
-    /// The row-local temporaries some block of `blocks` touches, in tensor order.
+    /// The row-local temporaries kept on the stack that some block of `blocks`
+    /// touches, in tensor order.
     fn row_buffers(&self, blocks: &[Block]) -> BTreeSet<TensorId> {
         blocks
             .iter()
             .flat_map(crate::pass::block_accesses)
             .map(|a| a.access.tensor)
-            .filter(|t| self.row_local(*t).is_some())
+            .filter(|t| self.row_on_stack(*t).is_some())
             .collect()
+    }
+
+    /// The length of a row-local temporary's row when the loops keep it on the
+    /// stack (a small literal); other row buffers are allocated per thread by the
+    /// kernel and passed in.
+    fn row_on_stack(&self, t: TensorId) -> Option<i64> {
+        self.row_local(t)?;
+        row_literal_len(&self.p.tensors[t.0])
     }
 
     /// The row axis of a temporary this kernel keeps one row of.
@@ -1102,38 +1113,23 @@ impl Gen<'_> {
         }
     }
 
-    /// `let mut t = ..;`: one row of a row-local temporary, on the stack when its
-    /// size is a small literal.
-    fn row_buffer(&self, t: TensorId) -> Result<TokenStream, EmitError> {
-        let decl = &self.p.tensors[t.0];
+    /// `let mut t = [0.0; len];`: one row of a row-local temporary, on the stack.
+    fn row_buffer(&self, t: TensorId, len: i64) -> TokenStream {
         let id = &self.tensors[t.0];
-        let e = match decl.dtype {
-            DType::I32 => quote!(i32),
+        let len = lit(&format!("{len}"));
+        let (e, zero) = self.elem_zero(t);
+        quote!(let mut #id: [#e; #len] = [#zero; #len];)
+    }
+
+    /// A temporary's element type and its zero.
+    fn elem_zero(&self, t: TensorId) -> (TokenStream, TokenStream) {
+        match self.p.tensors[t.0].dtype {
+            DType::I32 => (quote!(i32), quote!(0)),
             _ => {
                 let f = &self.float;
-                quote!(#f)
+                (quote!(#f), quote!(0.0))
             }
-        };
-        let zero = match decl.dtype {
-            DType::I32 => quote!(0),
-            _ => quote!(0.0),
-        };
-        Ok(match row_literal_len(decl) {
-            Some(len) => {
-                let len = lit(&format!("{len}"));
-                quote!(let mut #id: [#e; #len] = [#zero; #len];)
-            }
-            None => {
-                let size = row_shape(decl)
-                    .into_iter()
-                    .cloned()
-                    .reduce(|a, b| a * b)
-                    .unwrap_or(Expr::Int(1));
-                let (size, prec) = self.idx(&size)?;
-                let size = paren(size, prec, Prec::Cast);
-                quote!(let mut #id: Vec<#e> = vec![#zero; #size as usize];)
-            }
-        })
+        }
     }
 
     /// `start` and `end` of a loop, ready to be written as `start..end`.
@@ -1682,6 +1678,8 @@ impl Gen<'_> {
             body.extend(self.group(group)?);
         }
         let mut temps = TokenStream::new();
+        // Row buffers the kernel allocates (per thread) and the length of each.
+        let mut row_lens = Vec::new();
         for (i, decl) in p.tensors.iter().enumerate() {
             if decl.kind != TensorKind::Temp {
                 continue;
@@ -1700,7 +1698,9 @@ impl Gen<'_> {
                 if row_literal_len(decl).is_none() {
                     let mut row = dims.clone();
                     row[axis] = quote!(1);
-                    temps.extend(quote!(#f(#kernel, #name, &[#(#row),*])?;));
+                    let len = ident(&scope.fresh(&format!("{id}_row")));
+                    temps.extend(quote!(let #len = #f(#kernel, #name, &[#(#row),*])?;));
+                    row_lens.push((TensorId(i), len));
                 }
                 continue;
             }
@@ -1712,7 +1712,7 @@ impl Gen<'_> {
         }
         let body_used = self.take_used();
         let (per_cpu, body) = if self.scheduled && !body.is_empty() {
-            self.per_cpu(k, body, &body_used)?
+            self.per_cpu(k, body, &body_used, &row_lens)?
         } else {
             (TokenStream::new(), body)
         };
@@ -1987,6 +1987,7 @@ impl Gen<'_> {
         k: &KernelSource,
         body: TokenStream,
         used: &BTreeSet<String>,
+        row_lens: &[(TensorId, Ident)],
     ) -> Result<(TokenStream, TokenStream), EmitError> {
         let p = self.p;
         let name = &k.name;
@@ -2000,6 +2001,7 @@ impl Gen<'_> {
         // Threaded: every thread runs the loops on its part; what they write is
         // shared as `Shared` buffers, made once before the threads start.
         let mut share = Vec::new();
+        let mut allocs = Vec::new();
         let shared = if self.threaded {
             self.need(Helper::Parts);
             let shared = self.need(Helper::Shared);
@@ -2013,7 +2015,7 @@ impl Gen<'_> {
         let touched = touched_tensors(p);
         let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
             (0..p.tensors.len()).map(TensorId).filter(|&t| {
-                self.tensor_kind(t) == TensorKind::Temp && self.row_local(t).is_none()
+                self.tensor_kind(t) == TensorKind::Temp && self.row_on_stack(t).is_none()
             }),
         );
         for tid in tensors {
@@ -2025,10 +2027,18 @@ impl Gen<'_> {
                 DType::I32 => quote!(i32),
                 _ => quote!(#t),
             };
+            let row_len = row_lens.iter().find(|(t, _)| *t == tid).map(|(_, len)| len);
             match self.tensor_kind(tid) {
                 TensorKind::Input => {
                     params.push(quote!(#id: &[#e]));
                     args.push(quote!(#id));
+                }
+                _ if row_len.is_some() => {
+                    // Each thread its own row.
+                    let (_, zero) = self.elem_zero(tid);
+                    allocs.push(quote!(let mut #id = vec![#zero; #row_len];));
+                    params.push(quote!(#id: &mut [#e]));
+                    args.push(quote!(&mut #id));
                 }
                 kind => {
                     let buffer = if kind == TensorKind::Temp {
@@ -2189,11 +2199,12 @@ impl Gen<'_> {
                 #(#share)*
                 // Threads for the parallel loops, as many as the work is worth.
                 #in_parts(#work, |part| {
+                    #(#allocs)*
                     #dispatch
                 });
             }
         } else {
-            dispatch
+            quote!(#(#allocs)* #dispatch)
         };
         Ok((items, run))
     }

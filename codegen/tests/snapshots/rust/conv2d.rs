@@ -511,24 +511,32 @@ pub fn conv2d(
     let [n, c, h, w] = dims("conv2d", "x", x_shape)?;
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
     buffer_len("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
-    buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
+    let x_pad_row = buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
     let y = Shared::new(y);
     in_parts(
         &[&[n, c, h + 2, w + 2], &[n, h, o, w, c, 3_i64, 3_i64]],
         |part| {
+            let mut x_pad = vec![0.0; x_pad_row];
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
-                    unsafe { conv2d_avx512(part, x, k, y, n, c, h, w, o) };
+                    unsafe { conv2d_avx512(part, x, k, y, &mut x_pad, n, c, h, w, o) };
                     return;
                 }
                 1 => {
-                    unsafe { conv2d_avx2(part, x, k, y, n, c, h, w, o) };
+                    unsafe { conv2d_avx2(part, x, k, y, &mut x_pad, n, c, h, w, o) };
                     return;
                 }
                 _ => {}
             }
-            unsafe { conv2d_loops::<false, 4, 8, 256>(part, x, k, y, n, c, h, w, o) };
+            unsafe {
+                conv2d_loops::<
+                    false,
+                    4,
+                    8,
+                    256,
+                >(part, x, k, y, &mut x_pad, n, c, h, w, o)
+            };
         },
     );
     Ok(())
@@ -552,6 +560,7 @@ unsafe fn conv2d_loops<
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
+    x_pad: &mut [f32],
     n: i64,
     c: i64,
     h: i64,
@@ -561,7 +570,6 @@ unsafe fn conv2d_loops<
     {
         unsafe {
             let (i7_lo, i7_hi) = part.range(0, n);
-            let mut x_pad: Vec<f32> = vec![0.0; (c * (h + 2) * (w + 2)) as usize];
             for i7 in i7_lo..i7_hi {
                 for i8 in 0..c {
                     for i9 in 0..h + 2 {
@@ -680,13 +688,14 @@ unsafe fn conv2d_avx2(
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
+    x_pad: &mut [f32],
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX-512.
@@ -698,11 +707,12 @@ unsafe fn conv2d_avx512(
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
+    x_pad: &mut [f32],
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 32, 256>(part, x, k, y, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 32, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
 }

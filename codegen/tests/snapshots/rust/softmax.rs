@@ -503,25 +503,26 @@ pub fn softmax(
     let [b, n] = dims("softmax", "x", x_shape)?;
     buffer_len("softmax", "m", &[b, 1])?;
     buffer_len("softmax", "e", &[b, n])?;
-    buffer_len("softmax", "e", &[1, n])?;
+    let e_row = buffer_len("softmax", "e", &[1, n])?;
     buffer_len("softmax", "s", &[b, 1])?;
     let y = Shared::new(y);
     in_parts(
         &[&[b, n], &[b, n], &[b, n]],
         |part| {
+            let mut e = vec![0.0; e_row];
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
-                    unsafe { softmax_avx512(part, x, y, b, n) };
+                    unsafe { softmax_avx512(part, x, y, &mut e, b, n) };
                     return;
                 }
                 1 => {
-                    unsafe { softmax_avx2(part, x, y, b, n) };
+                    unsafe { softmax_avx2(part, x, y, &mut e, b, n) };
                     return;
                 }
                 _ => {}
             }
-            unsafe { softmax_loops::<16>(part, x, y, b, n) };
+            unsafe { softmax_loops::<16>(part, x, y, &mut e, b, n) };
         },
     );
     Ok(())
@@ -538,6 +539,7 @@ unsafe fn softmax_loops<const LANES: usize>(
     part: Part<'_>,
     x: &[f32],
     y: Shared<'_, f32>,
+    e: &mut [f32],
     b: i64,
     n: i64,
 ) {
@@ -545,7 +547,6 @@ unsafe fn softmax_loops<const LANES: usize>(
         unsafe {
             let (i0_lo, i0_hi) = part.range(0, b);
             let mut m: [f32; 1] = [0.0; 1];
-            let mut e: Vec<f32> = vec![0.0; n as usize];
             let mut s: [f32; 1] = [0.0; 1];
             for i0 in i0_lo..i0_hi {
                 let mut v0 = f32::NEG_INFINITY;
@@ -606,13 +607,27 @@ unsafe fn softmax_loops<const LANES: usize>(
 /// [`softmax_loops`] compiled for x86-64 with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_avx2(part: Part<'_>, x: &[f32], y: Shared<'_, f32>, b: i64, n: i64) {
-    unsafe { softmax_loops::<32>(part, x, y, b, n) }
+unsafe fn softmax_avx2(
+    part: Part<'_>,
+    x: &[f32],
+    y: Shared<'_, f32>,
+    e: &mut [f32],
+    b: i64,
+    n: i64,
+) {
+    unsafe { softmax_loops::<32>(part, x, y, e, b, n) }
 }
 
 /// [`softmax_loops`] compiled for x86-64 with AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-unsafe fn softmax_avx512(part: Part<'_>, x: &[f32], y: Shared<'_, f32>, b: i64, n: i64) {
-    unsafe { softmax_loops::<64>(part, x, y, b, n) }
+unsafe fn softmax_avx512(
+    part: Part<'_>,
+    x: &[f32],
+    y: Shared<'_, f32>,
+    e: &mut [f32],
+    b: i64,
+    n: i64,
+) {
+    unsafe { softmax_loops::<64>(part, x, y, e, b, n) }
 }
