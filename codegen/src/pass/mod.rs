@@ -57,10 +57,10 @@ mod pad;
 mod parallel;
 mod shape_groups;
 mod split;
-mod stride;
+pub(crate) mod stride;
 mod subst;
 mod tile;
-mod walk;
+pub(crate) mod walk;
 
 use std::collections::HashMap;
 
