@@ -61,10 +61,10 @@ mod parallel;
 mod rows;
 mod shape_groups;
 mod split;
-mod stride;
+pub(crate) mod stride;
 mod subst;
 mod tile;
-mod walk;
+pub(crate) mod walk;
 
 use std::collections::HashMap;
 
