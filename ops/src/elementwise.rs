@@ -203,15 +203,22 @@ impl GeluApproximate {
 }
 
 /// The Gaussian error linear unit, exact or with PyTorch's tanh approximation.
+///
+/// The tanh form is computed as `x sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))`: the
+/// same function (`0.5 (1 + tanh z) = sigmoid(2z)`), with one transcendental that is
+/// cheaper than `tanh` and without the cancellation of `1 + tanh z` for negative `x`.
 pub fn gelu(b: &mut Builder, x: NodeId, approximate: GeluApproximate) -> Result<NodeId, OpError> {
     let op = "gelu";
-    // Both forms are 0.5 x (1 + s) with s in [-1, 1]; they differ in s.
-    let s = match approximate {
+    match approximate {
         GeluApproximate::None => {
+            // 0.5 x (1 + erf(x / sqrt 2)).
             let scaled = b
                 .binary(BinaryOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)
                 .op(op)?;
-            b.unary(UnaryOp::Erf, scaled).op(op)?
+            let s = b.unary(UnaryOp::Erf, scaled).op(op)?;
+            let one_plus = b.binary(BinaryOp::Add, s, 1.0).op(op)?;
+            let half = b.binary(BinaryOp::Mul, x, 0.5).op(op)?;
+            b.binary(BinaryOp::Mul, half, one_plus).op(op)
         }
         GeluApproximate::Tanh => {
             // x + 0.044715 x^3 as x (1 + 0.044715 x^2): one multiply fewer.
@@ -219,14 +226,12 @@ pub fn gelu(b: &mut Builder, x: NodeId, approximate: GeluApproximate) -> Result<
             let cubic = b.binary(BinaryOp::Mul, square, 0.044715).op(op)?;
             let factor = b.binary(BinaryOp::Add, cubic, 1.0).op(op)?;
             let inner = b.binary(BinaryOp::Mul, x, factor).op(op)?;
-            let sqrt_2_over_pi = (2.0 / std::f64::consts::PI).sqrt();
-            let scaled = b.binary(BinaryOp::Mul, inner, sqrt_2_over_pi).op(op)?;
-            b.unary(UnaryOp::Tanh, scaled).op(op)?
+            let two_sqrt_2_over_pi = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
+            let scaled = b.binary(BinaryOp::Mul, inner, two_sqrt_2_over_pi).op(op)?;
+            let s = b.unary(UnaryOp::Sigmoid, scaled).op(op)?;
+            b.binary(BinaryOp::Mul, x, s).op(op)
         }
-    };
-    let one_plus = b.binary(BinaryOp::Add, s, 1.0).op(op)?;
-    let half = b.binary(BinaryOp::Mul, x, 0.5).op(op)?;
-    b.binary(BinaryOp::Mul, half, one_plus).op(op)
+    }
 }
 
 /// `x * sigmoid(x)` (also known as swish).
