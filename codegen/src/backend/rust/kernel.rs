@@ -1279,6 +1279,7 @@ impl Gen<'_> {
         let mut setup = Vec::new();
         let mut load = Vec::new();
         let mut save = Vec::new();
+        let mut fold = Vec::new();
         let mut combine = Vec::new();
         for (var, op) in ids.iter().zip(&vars) {
             let p = self.partials(
@@ -1288,11 +1289,14 @@ impl Gen<'_> {
                 |init| quote!([#init; LANES]),
                 quote!([lane]),
             );
+            let lanes = ident(&format!("v{}_lanes", var.0));
+            let (v, get, put) = (&p.var, &p.load, &p.save);
+            let upper = self.update(v, *op, quote!(#lanes[lane + half]));
+            fold.push(quote!(#get #upper #put));
+            combine.push(self.update(v, *op, quote!(#lanes[0])));
             setup.push(p.declare);
             load.push(p.load);
             save.push(p.save);
-            let (v, cell) = (p.var, p.cell);
-            combine.push(self.update(&v, *op, cell));
         }
         let carried: Vec<_> = l.carried.iter().map(|c| self.carried(c)).collect();
         let prefetch = self.prefetches(l)?;
@@ -1326,9 +1330,16 @@ impl Gen<'_> {
                     #(#save)*
                 }
             }
-            for lane in 0..LANES {
-                #(#combine)*
+            // The upper half of the partial results folded onto the lower one until
+            // one is left: a fixed order, in vector operations.
+            let mut half = LANES / 2;
+            while half > 0 {
+                for lane in 0..half {
+                    #(#fold)*
+                }
+                half /= 2;
             }
+            #(#combine)*
             for #tail_i in #main..#end {
                 #(#carried)*
                 #tail

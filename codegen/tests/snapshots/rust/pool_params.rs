@@ -561,9 +561,16 @@ unsafe fn pool_params_loops<const LANES: usize>(
                         v0_lanes[lane] = v0;
                     }
                 }
-                for lane in 0..LANES {
-                    v0 = maximum_f32(v0, v0_lanes[lane]);
+                let mut half = LANES / 2;
+                while half > 0 {
+                    for lane in 0..half {
+                        let mut v0 = v0_lanes[lane];
+                        v0 = maximum_f32(v0, v0_lanes[lane + half]);
+                        v0_lanes[lane] = v0;
+                    }
+                    half /= 2;
                 }
+                v0 = maximum_f32(v0, v0_lanes[0]);
                 for i1 in i1_main..k {
                     v0 = maximum_f32(
                         v0,

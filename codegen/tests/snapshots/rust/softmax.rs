@@ -589,9 +589,16 @@ unsafe fn softmax_loops<const LANES: usize>(
                         v0_lanes[lane] = v0;
                     }
                 }
-                for lane in 0..LANES {
-                    v0 = maximum_f32(v0, v0_lanes[lane]);
+                let mut half = LANES / 2;
+                while half > 0 {
+                    for lane in 0..half {
+                        let mut v0 = v0_lanes[lane];
+                        v0 = maximum_f32(v0, v0_lanes[lane + half]);
+                        v0_lanes[lane] = v0;
+                    }
+                    half /= 2;
                 }
+                v0 = maximum_f32(v0, v0_lanes[0]);
                 for i1 in i1_main..n {
                     v0 = maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
                 }
@@ -614,9 +621,16 @@ unsafe fn softmax_loops<const LANES: usize>(
                         v1_lanes[lane] = v1;
                     }
                 }
-                for lane in 0..LANES {
-                    v1 += v1_lanes[lane];
+                let mut half = LANES / 2;
+                while half > 0 {
+                    for lane in 0..half {
+                        let mut v1 = v1_lanes[lane];
+                        v1 += v1_lanes[lane + half];
+                        v1_lanes[lane] = v1;
+                    }
+                    half /= 2;
                 }
+                v1 += v1_lanes[0];
                 for i3 in i3_main..n {
                     *e.get_unchecked_mut(i3 as usize) = vmath::exp_f32(
                         *x.get_unchecked((i2 * n + i3) as usize) - *m.get_unchecked(0),
