@@ -125,7 +125,12 @@ fn softmax_rows_agree_at_ragged_lengths() {
                y = div(e, sb)\n\
                output y\n";
     for n in RAGGED.into_iter().filter(|&n| n > 0) {
-        check(src, &[(DType::F32, vec![3, n])], |a, _| 1e-5 * a.abs().max(1e-30), n);
+        check(
+            src,
+            &[(DType::F32, vec![3, n])],
+            |a, _| 1e-5 * a.abs().max(1e-30),
+            n,
+        );
     }
 }
 
@@ -177,7 +182,8 @@ fn blocked_transposes_are_exact_at_sizes_off_the_blocks() {
     ];
     for (r, c) in sizes {
         for (dtype, d) in [("f32", DType::F32), ("f64", DType::F64)] {
-            let src = format!("input x: {dtype}[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n");
+            let src =
+                format!("input x: {dtype}[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n");
             check(&src, &[(d, vec![r, c])], exact, 1);
         }
     }
@@ -192,13 +198,19 @@ fn a_blocked_transpose_uses_register_shuffles() {
         "the schedule blocks the transpose:\n{optimized}"
     );
     let clif = cranelift::emit_clif(&optimized, "t", &Options::default()).expect("translates");
-    assert!(clif.contains("shuffle"), "tiles are transposed in registers");
+    assert!(
+        clif.contains("shuffle"),
+        "tiles are transposed in registers"
+    );
     let scalar = Options {
         vectorize: false,
         ..Options::default()
     };
     let plain = cranelift::emit_clif(&optimized, "t", &scalar).expect("translates");
-    assert!(!plain.contains("shuffle"), "scalar code ignores the schedule");
+    assert!(
+        !plain.contains("shuffle"),
+        "scalar code ignores the schedule"
+    );
 }
 
 #[test]

@@ -26,8 +26,8 @@ use std::collections::HashMap;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, F64, F64X2, I8X16, I32, I64};
 use cranelift_codegen::ir::{
-    AbiParam, BlockArg, ConstantData, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
-    Type, Value as IrValue,
+    AbiParam, BlockArg, ConstantData, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Type, Value as IrValue,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{Linkage, Module};
@@ -1286,9 +1286,10 @@ impl<M: Module> Translator<'_, '_, M> {
         let base = if high { 8 } else { 0 };
         let mut mask = Vec::with_capacity(16);
         for pair in 0..(8 / bytes) {
-            for (from, shift) in [(0u8, 0u8), (16, 0)] {
+            // `bytes` from `a` (indices 0..16), then as many from `b` (16..32).
+            for from in [0u8, 16] {
                 for byte in 0..bytes {
-                    mask.push(from + shift + base + pair * bytes + byte);
+                    mask.push(from + base + pair * bytes + byte);
                 }
             }
         }
@@ -1300,10 +1301,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// The transpose of a square of vectors (`columns[j][k]` becomes `rows[k][j]`).
     fn transpose(&mut self, columns: &[IrValue]) -> Vec<IrValue> {
         match columns {
-            [a, b] => vec![
-                self.unpack(*a, *b, 8, false),
-                self.unpack(*a, *b, 8, true),
-            ],
+            [a, b] => vec![self.unpack(*a, *b, 8, false), self.unpack(*a, *b, 8, true)],
             [a, b, c, d] => {
                 let t0 = self.unpack(*a, *b, 4, false);
                 let t1 = self.unpack(*c, *d, 4, false);

@@ -23,6 +23,28 @@
 //! a different order than the loop IR says (lane-wise partial sums, then the lanes):
 //! the result can differ in the last bits (about `n * eps * sum|x|` for `n` terms),
 //! and the fuzz tests allow for that. Max and min reductions are exact.
+//!
+//! Schedule annotations (the loop IR's `Schedule`) this backend honors:
+//!
+//! - `split` on a reduction loop, and any loop whose reductions are all max or min:
+//!   the main loop runs four vectors per iteration with one vector accumulator per
+//!   copy (16 f32 partial results: element `start + 16m + 4k + j` goes to lane `j` of
+//!   accumulator `k`), then single vectors into accumulator 0, then the scalar tail.
+//!   After the loop the accumulators are combined in order, lane-wise, then their
+//!   lanes in order into the variable. This is the same kind of reassociation as the
+//!   Rust backend's `LANES` partial results (fixed per-position partial sums, combined
+//!   in order), with fewer of them. Without `split` a sum keeps one accumulator.
+//! - Element-wise loops without reductions are unrolled the same way (exact: lanes
+//!   never see each other's writes), except when a body calls inline math or runs an
+//!   operation lane by lane: those already keep the vector units busy, and four
+//!   copies only spill registers.
+//! - `blocked` on a copy `for r { for c { dst[..] = src[..] } }` whose destination is
+//!   unit stride along `c` and source unit stride along `r` (a transpose): 16 × 16
+//!   cache blocks of 4 × 4 tiles (2 × 2 in f64) loaded as vectors along `r`,
+//!   transposed in registers with unpack shuffles and stored along `c`; the ragged
+//!   edges run element by element. Exact (only stores, each once).
+//! - `parallel` and `tile` are ignored: kernels run on one thread, and register tiles
+//!   are left to a later change.
 
 use std::collections::HashSet;
 
@@ -44,7 +66,7 @@ pub(crate) enum Stride {
 pub(crate) struct VectorPlan {
     /// Carried variables updated in the loop, with their operator.
     pub reductions: Vec<(VarId, Accum)>,
-    /// How many vectors one iteration of the main loop handles (1, 2 or 4); with
+    /// How many vectors one iteration of the main loop handles (1 or 4); with
     /// reductions, also how many vector accumulators each one gets.
     pub unroll: u8,
 }
@@ -79,10 +101,8 @@ fn unroll(l: &Loop, reductions: &[(VarId, Accum)]) -> u8 {
     let exact = reductions
         .iter()
         .all(|(_, op)| matches!(op, Accum::Max | Accum::Min));
-    if !l.schedule.split && !exact {
+    if (!l.schedule.split && !exact) || values.clone().any(heavy) {
         1
-    } else if values.clone().any(heavy) {
-        2
     } else {
         4
     }
