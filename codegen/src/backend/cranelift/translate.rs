@@ -1186,9 +1186,32 @@ impl<M: Module> Translator<'_, '_, M> {
         dst: &Access,
         src: &Access,
     ) -> Result<(), JitError> {
+        let (rs, re) = (self.index(&rl.start)?, self.index(&rl.end)?);
+        // The inner range is evaluated once, and only when the outer loop runs, as
+        // the plain nest would evaluate it (an arithmetic error stays where it was).
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, rs, re);
+        let (body, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(runs, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        self.b.seal_block(body);
+        self.blocked_transpose_in(rl, cl, dst, src, (rs, re))?;
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.b.seal_block(done);
+        Ok(())
+    }
+
+    /// [`Self::blocked_transpose`] once the outer range `rs..re` is known not empty.
+    fn blocked_transpose_in(
+        &mut self,
+        rl: &Loop,
+        cl: &Loop,
+        dst: &Access,
+        src: &Access,
+        (rs, re): (IrValue, IrValue),
+    ) -> Result<(), JitError> {
         const BLOCK: i64 = 16;
         let lanes = self.lanes() as i64;
-        let (rs, re) = (self.index(&rl.start)?, self.index(&rl.end)?);
         let (cs, ce) = (self.index(&cl.start)?, self.index(&cl.end)?);
         let main_end = |t: &mut Self, start: IrValue, end: IrValue| {
             let (count, overflow) = t.b.ins().ssub_overflow(end, start);
