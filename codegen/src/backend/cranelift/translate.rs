@@ -24,10 +24,10 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::{F32, F32X4, F64, F64X2, I32, I64};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, F64X2, I8X16, I32, I64};
 use cranelift_codegen::ir::{
-    AbiParam, BlockArg, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
-    Type, Value as IrValue,
+    AbiParam, BlockArg, ConstantData, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Type, Value as IrValue,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{Linkage, Module};
@@ -114,6 +114,7 @@ pub(crate) fn build(
         loops: HashMap::new(),
         vars: HashMap::new(),
         fills: HashMap::new(),
+        lane_offset: 0,
         fail,
     };
     t.declare_vars()?;
@@ -160,6 +161,9 @@ struct Translator<'f, 'm, M: Module> {
     vars: HashMap<usize, Variable>,
     /// Stack slots holding fill values of checked loads, by (type, bits).
     fills: HashMap<(DType, u64), cranelift_codegen::ir::StackSlot>,
+    /// In an unrolled vector loop, the element offset of the copy being emitted from
+    /// the loop index (0 outside).
+    lane_offset: i64,
     /// The exit for errors: frees temporaries and returns its argument.
     fail: cranelift_codegen::ir::Block,
 }
@@ -647,6 +651,12 @@ impl<M: Module> Translator<'_, '_, M> {
         let Some((outer, inner)) = loops.split_first() else {
             return Ok(());
         };
+        if let [c] = inner
+            && self.vectorize
+            && let Some((dst, src)) = vector::transpose_plan(self.p, outer, c)
+        {
+            return self.blocked_transpose(outer, c, dst, src);
+        }
         let start = self.index(&outer.start)?;
         let end = self.index(&outer.end)?;
         let iv = self.b.declare_var(I64);
@@ -1083,6 +1093,12 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// The vector part of an innermost loop: whole groups of lanes from `start`,
     /// leaving `iv` at the first iteration the scalar loop still has to run.
+    ///
+    /// With `plan.unroll = u > 1`, a main loop first runs `u` vectors per iteration
+    /// (copy `k` at lanes `4k..4k + 4` of the chunk), each reduction keeping one
+    /// vector accumulator per copy; then single vectors run into accumulator 0. The
+    /// accumulators are combined in order (0 op 1 op ...), lane-wise, then their
+    /// lanes in order into the variable.
     fn vector_loop(
         &mut self,
         l: &Loop,
@@ -1092,6 +1108,7 @@ impl<M: Module> Translator<'_, '_, M> {
         end: IrValue,
     ) -> Result<(), JitError> {
         let lanes = self.lanes() as i64;
+        let unroll = i64::from(plan.unroll.max(1));
         let vt = self.vector_type();
         // end - start cannot overflow in a way that matters: on overflow the range
         // is empty or the arithmetic check fails first.
@@ -1100,36 +1117,234 @@ impl<M: Module> Translator<'_, '_, M> {
         self.check(ok, Status::IndexArithmetic);
         let zero = self.b.ins().iconst(I64, 0);
         let count = self.b.ins().smax(count, zero);
-        let whole = self.b.ins().band_imm_s(count, -lanes);
-        let vec_end = self.b.ins().iadd(start, whole);
         let mut accs = Vec::with_capacity(plan.reductions.len());
         for &(var, op) in &plan.reductions {
-            let acc = self.b.declare_var(vt);
-            let id = self.float_const(op.identity());
-            let splat = self.b.ins().splat(vt, id);
-            self.b.def_var(acc, splat);
-            accs.push((var, op, acc));
+            let mut copies = Vec::with_capacity(unroll as usize);
+            for _ in 0..unroll {
+                let acc = self.b.declare_var(vt);
+                let id = self.float_const(op.identity());
+                let splat = self.b.ins().splat(vt, id);
+                self.b.def_var(acc, splat);
+                copies.push(acc);
+            }
+            accs.push((var, op, copies));
         }
+        if unroll > 1 {
+            let chunk = lanes * unroll;
+            let big = self.b.ins().band_imm_s(count, -chunk);
+            let big_end = self.b.ins().iadd(start, big);
+            self.counted_loop(iv, big_end, chunk, |t, i| {
+                t.loops.insert(l.id.0, i);
+                for k in 0..unroll {
+                    t.lane_offset = k * lanes;
+                    for s in &l.stmts {
+                        t.vector_stmt(l, s, &accs, k as usize)?;
+                    }
+                }
+                t.lane_offset = 0;
+                Ok(())
+            })?;
+        }
+        let whole = self.b.ins().band_imm_s(count, -lanes);
+        let vec_end = self.b.ins().iadd(start, whole);
         self.counted_loop(iv, vec_end, lanes, |t, i| {
             t.loops.insert(l.id.0, i);
             for s in &l.stmts {
-                t.vector_stmt(l, s, &accs)?;
+                t.vector_stmt(l, s, &accs, 0)?;
             }
             Ok(())
         })?;
-        for &(var, op, acc) in &accs {
-            let v = self.b.use_var(acc);
+        for (var, op, copies) in &accs {
+            let mut v = self.b.use_var(copies[0]);
+            for &acc in &copies[1..] {
+                let x = self.b.use_var(acc);
+                v = self.combine(*op, v, x);
+            }
             let mut folded = self.b.ins().extractlane(v, 0);
             for lane in 1..self.lanes() {
                 let x = self.b.ins().extractlane(v, lane);
-                folded = self.combine(op, folded, x);
+                folded = self.combine(*op, folded, x);
             }
             let variable = self.vars[&var.0];
             let old = self.b.use_var(variable);
-            let new = self.combine(op, old, folded);
+            let new = self.combine(*op, old, folded);
             self.b.def_var(variable, new);
         }
         Ok(())
+    }
+
+    /// A blocked nest `for r { for c { dst[..] = src[..] } }` of
+    /// [`vector::transpose_plan`]: `BLOCK × BLOCK` cache blocks of `lanes × lanes`
+    /// tiles, each read as `lanes` vectors along `r` (one per column), transposed in
+    /// registers and written as `lanes` vectors along `c` (one per row); the ragged
+    /// right and bottom strips run element by element. Every element is written once
+    /// with the value it has in loop order (the nest reads no tensor it writes).
+    fn blocked_transpose(
+        &mut self,
+        rl: &Loop,
+        cl: &Loop,
+        dst: &Access,
+        src: &Access,
+    ) -> Result<(), JitError> {
+        let (rs, re) = (self.index(&rl.start)?, self.index(&rl.end)?);
+        // The inner range is evaluated once, and only when the outer loop runs, as
+        // the plain nest would evaluate it (an arithmetic error stays where it was).
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, rs, re);
+        let (body, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(runs, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        self.b.seal_block(body);
+        self.blocked_transpose_in(rl, cl, dst, src, (rs, re))?;
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.b.seal_block(done);
+        Ok(())
+    }
+
+    /// [`Self::blocked_transpose`] once the outer range `rs..re` is known not empty.
+    fn blocked_transpose_in(
+        &mut self,
+        rl: &Loop,
+        cl: &Loop,
+        dst: &Access,
+        src: &Access,
+        (rs, re): (IrValue, IrValue),
+    ) -> Result<(), JitError> {
+        const BLOCK: i64 = 16;
+        let lanes = self.lanes() as i64;
+        let (cs, ce) = (self.index(&cl.start)?, self.index(&cl.end)?);
+        let main_end = |t: &mut Self, start: IrValue, end: IrValue| {
+            let (count, overflow) = t.b.ins().ssub_overflow(end, start);
+            let ok = t.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+            t.check(ok, Status::IndexArithmetic);
+            let zero = t.b.ins().iconst(I64, 0);
+            let count = t.b.ins().smax(count, zero);
+            let whole = t.b.ins().band_imm_s(count, -lanes);
+            t.b.ins().iadd(start, whole)
+        };
+        let r_main = main_end(self, rs, re);
+        let c_main = main_end(self, cs, ce);
+        let (r, c) = (rl.id.0, cl.id.0);
+        let var = |t: &mut Self, init: IrValue| {
+            let v = t.b.declare_var(I64);
+            t.b.def_var(v, init);
+            v
+        };
+        let rb = var(self, rs);
+        self.counted_loop(rb, r_main, BLOCK, |t, rb| {
+            let rb_end = t.b.ins().iadd_imm_s(rb, BLOCK);
+            let rb_end = t.b.ins().smin(rb_end, r_main);
+            let cb = var(t, cs);
+            t.counted_loop(cb, c_main, BLOCK, |t, cb| {
+                let cb_end = t.b.ins().iadd_imm_s(cb, BLOCK);
+                let cb_end = t.b.ins().smin(cb_end, c_main);
+                let ri = var(t, rb);
+                t.counted_loop(ri, rb_end, lanes, |t, ri| {
+                    let ci = var(t, cb);
+                    t.counted_loop(ci, cb_end, lanes, |t, ci| {
+                        t.transpose_tile(r, c, ri, ci, dst, src)
+                    })
+                })
+            })
+        })?;
+        // The strips: rows rs..r_main by columns c_main..ce, then rows r_main..re by
+        // every column.
+        for (from, to, c_from) in [(rs, r_main, c_main), (r_main, re, cs)] {
+            let ri = var(self, from);
+            self.counted_loop(ri, to, 1, |t, ri| {
+                t.loops.insert(r, ri);
+                let ci = var(t, c_from);
+                t.counted_loop(ci, ce, 1, |t, ci| {
+                    t.loops.insert(c, ci);
+                    for s in &cl.stmts {
+                        t.stmt(s)?;
+                    }
+                    Ok(())
+                })
+            })?;
+        }
+        self.loops.remove(&r);
+        self.loops.remove(&c);
+        Ok(())
+    }
+
+    /// One `lanes × lanes` tile of [`Self::blocked_transpose`] at row `ri`, column `ci`.
+    fn transpose_tile(
+        &mut self,
+        r: usize,
+        c: usize,
+        ri: IrValue,
+        ci: IrValue,
+        dst: &Access,
+        src: &Access,
+    ) -> Result<(), JitError> {
+        let vt = self.vector_type();
+        let lanes = self.lanes() as i64;
+        self.loops.insert(r, ri);
+        let mut columns = Vec::with_capacity(lanes as usize);
+        for j in 0..lanes {
+            let at = self.b.ins().iadd_imm_s(ci, j);
+            self.loops.insert(c, at);
+            let (addr, _) = self.address(src)?;
+            columns.push(self.b.ins().load(vt, Self::vector_flags(), addr, 0));
+        }
+        let rows = self.transpose(&columns);
+        self.loops.insert(c, ci);
+        for (k, row) in rows.into_iter().enumerate() {
+            let at = self.b.ins().iadd_imm_s(ri, k as i64);
+            self.loops.insert(r, at);
+            let (addr, _) = self.address(dst)?;
+            self.b.ins().store(Self::vector_flags(), row, addr, 0);
+        }
+        Ok(())
+    }
+
+    /// Interleaves the low or high halves of two vectors at `bytes` granularity
+    /// (`punpckl*` / `punpckh*`).
+    fn unpack(&mut self, a: IrValue, b: IrValue, bytes: u8, high: bool) -> IrValue {
+        let vt = self.vector_type();
+        let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+        let x = self.b.ins().bitcast(I8X16, little, a);
+        let y = self.b.ins().bitcast(I8X16, little, b);
+        let base = if high { 8 } else { 0 };
+        let mut mask = Vec::with_capacity(16);
+        for pair in 0..(8 / bytes) {
+            // `bytes` from `a` (indices 0..16), then as many from `b` (16..32).
+            for from in [0u8, 16] {
+                for byte in 0..bytes {
+                    mask.push(from + base + pair * bytes + byte);
+                }
+            }
+        }
+        let imm = self.b.func.dfg.immediates.push(ConstantData::from(mask));
+        let r = self.b.ins().shuffle(x, y, imm);
+        self.b.ins().bitcast(vt, little, r)
+    }
+
+    /// The transpose of a square of vectors (`columns[j][k]` becomes `rows[k][j]`).
+    fn transpose(&mut self, columns: &[IrValue]) -> Vec<IrValue> {
+        match columns {
+            [a, b] => vec![self.unpack(*a, *b, 8, false), self.unpack(*a, *b, 8, true)],
+            [a, b, c, d] => {
+                let t0 = self.unpack(*a, *b, 4, false);
+                let t1 = self.unpack(*c, *d, 4, false);
+                let t2 = self.unpack(*a, *b, 4, true);
+                let t3 = self.unpack(*c, *d, 4, true);
+                vec![
+                    self.unpack(t0, t1, 8, false),
+                    self.unpack(t0, t1, 8, true),
+                    self.unpack(t2, t3, 8, false),
+                    self.unpack(t2, t3, 8, true),
+                ]
+            }
+            _ => unreachable!("vectors have two or four lanes"),
+        }
+    }
+
+    /// The byte offset of the current unrolled copy for a unit-stride access.
+    fn copy_bytes(&self) -> i32 {
+        let size = if self.ty == F32 { 4 } else { 8 };
+        (self.lane_offset * size) as i32
     }
 
     fn vector_flags() -> MemFlagsData {
@@ -1140,27 +1355,33 @@ impl<M: Module> Translator<'_, '_, M> {
         &mut self,
         l: &Loop,
         s: &Stmt,
-        accs: &[(crate::loops::VarId, Accum, Variable)],
+        accs: &[(crate::loops::VarId, Accum, Vec<Variable>)],
+        copy: usize,
     ) -> Result<(), JitError> {
+        let at = self.copy_bytes();
         match s {
             Stmt::Store { access, value } => {
                 self.target_type(access, "a store")?;
                 let v = self.vector_value(l, value)?;
                 let (addr, _) = self.address(access)?;
-                self.b.ins().store(Self::vector_flags(), v, addr, 0);
+                self.b.ins().store(Self::vector_flags(), v, addr, at);
             }
             Stmt::Accumulate { access, op, value } => {
                 self.target_type(access, "an accumulation")?;
                 let v = self.vector_value(l, value)?;
                 let (addr, _) = self.address(access)?;
                 let vt = self.vector_type();
-                let old = self.b.ins().load(vt, Self::vector_flags(), addr, 0);
+                let old = self.b.ins().load(vt, Self::vector_flags(), addr, at);
                 let new = self.combine(*op, old, v);
-                self.b.ins().store(Self::vector_flags(), new, addr, 0);
+                self.b.ins().store(Self::vector_flags(), new, addr, at);
             }
             Stmt::Update { var, op, value } => {
                 let v = self.vector_value(l, value)?;
-                let Some(&(_, _, acc)) = accs.iter().find(|(x, _, _)| x == var) else {
+                let Some(&acc) = accs
+                    .iter()
+                    .find(|(x, _, _)| x == var)
+                    .and_then(|(_, _, copies)| copies.get(copy))
+                else {
                     return self.unsupported(format!("v{} has no vector accumulator", var.0));
                 };
                 let old = self.b.use_var(acc);
@@ -1210,7 +1431,8 @@ impl<M: Module> Translator<'_, '_, M> {
             Value::Load { access, .. } => match vector::stride(access, l.id) {
                 Some(Stride::Unit) => {
                     let (addr, _) = self.address(access)?;
-                    self.b.ins().load(vt, Self::vector_flags(), addr, 0)
+                    let at = self.copy_bytes();
+                    self.b.ins().load(vt, Self::vector_flags(), addr, at)
                 }
                 _ => {
                     let x = self.value(v)?;
@@ -1226,7 +1448,7 @@ impl<M: Module> Translator<'_, '_, M> {
                     let i = self.loops[&l.id.0];
                     let mut out: Option<IrValue> = None;
                     for lane in 0..self.lanes() {
-                        let at = self.b.ins().iadd_imm_s(i, lane as i64);
+                        let at = self.b.ins().iadd_imm_s(i, self.lane_offset + lane as i64);
                         self.loops.insert(l.id.0, at);
                         let x = self.value(v)?;
                         out = Some(match out {

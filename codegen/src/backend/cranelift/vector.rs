@@ -23,12 +23,34 @@
 //! a different order than the loop IR says (lane-wise partial sums, then the lanes):
 //! the result can differ in the last bits (about `n * eps * sum|x|` for `n` terms),
 //! and the fuzz tests allow for that. Max and min reductions are exact.
+//!
+//! Schedule annotations (the loop IR's `Schedule`) this backend honors:
+//!
+//! - `split` on a reduction loop, and any loop whose reductions are all max or min:
+//!   the main loop runs four vectors per iteration with one vector accumulator per
+//!   copy (16 f32 partial results: element `start + 16m + 4k + j` goes to lane `j` of
+//!   accumulator `k`), then single vectors into accumulator 0, then the scalar tail.
+//!   After the loop the accumulators are combined in order, lane-wise, then their
+//!   lanes in order into the variable. This is the same kind of reassociation as the
+//!   Rust backend's `LANES` partial results (fixed per-position partial sums, combined
+//!   in order), with fewer of them. Without `split` a sum keeps one accumulator.
+//! - Element-wise loops without reductions are unrolled the same way (exact: lanes
+//!   never see each other's writes), except when a body calls inline math or runs an
+//!   operation lane by lane: those already keep the vector units busy, and four
+//!   copies only spill registers.
+//! - `blocked` on a copy `for r { for c { dst[..] = src[..] } }` whose destination is
+//!   unit stride along `c` and source unit stride along `r` (a transpose): 16 × 16
+//!   cache blocks of 4 × 4 tiles (2 × 2 in f64) loaded as vectors along `r`,
+//!   transposed in registers with unpack shuffles and stored along `c`; the ragged
+//!   edges run element by element. Exact (only stores, each once).
+//! - `parallel` and `tile` are ignored: kernels run on one thread, and register tiles
+//!   are left to a later change.
 
 use std::collections::HashSet;
 
 use crate::index::{Expr, IndexOp};
 use crate::loops::{Access, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorId, Value, VarId};
-use crate::uop::Accum;
+use crate::uop::{Accum, BinaryOp, UnaryOp};
 
 /// How an access moves as the vectorized loop's index advances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +66,46 @@ pub(crate) enum Stride {
 pub(crate) struct VectorPlan {
     /// Carried variables updated in the loop, with their operator.
     pub reductions: Vec<(VarId, Accum)>,
+    /// How many vectors one iteration of the main loop handles (1 or 4); with
+    /// reductions, also how many vector accumulators each one gets.
+    pub unroll: u8,
+}
+
+/// True when `v` calls a function that takes many instructions per vector (inline
+/// math, or an operation run lane by lane): such bodies already keep the machine
+/// busy, and unrolling them only adds register pressure.
+fn heavy(v: &Value) -> bool {
+    match v {
+        Value::Unary(op, x) => {
+            !matches!(
+                op,
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Recip
+            ) || heavy(x)
+        }
+        Value::Binary(op, a, b) => *op == BinaryOp::Pow || heavy(a) || heavy(b),
+        Value::Where(c, a, b) => heavy(c) || heavy(a) || heavy(b),
+        Value::Load { .. } | Value::Var(_) | Value::Const(_) | Value::Param(_) => false,
+        Value::Index(_) => true,
+    }
+}
+
+/// The unroll factor of a vectorizable loop (see [`VectorPlan::unroll`]). Several
+/// accumulators reassociate a sum further, so a loop with sums or products gets them
+/// only when its schedule says `split`; max and min are exact in any order.
+fn unroll(l: &Loop, reductions: &[(VarId, Accum)]) -> u8 {
+    let values = l.stmts.iter().map(|s| match s {
+        Stmt::Store { value, .. } | Stmt::Accumulate { value, .. } | Stmt::Update { value, .. } => {
+            value
+        }
+    });
+    let exact = reductions
+        .iter()
+        .all(|(_, op)| matches!(op, Accum::Max | Accum::Min));
+    if (!l.schedule.split && !exact) || values.clone().any(heavy) {
+        1
+    } else {
+        4
+    }
 }
 
 fn mentions(e: &Expr, l: LoopId) -> bool {
@@ -165,7 +227,43 @@ pub(crate) fn plan(p: &LoopProgram, l: &Loop) -> Option<VectorPlan> {
             return None;
         }
     }
-    Some(VectorPlan { reductions })
+    let unroll = unroll(l, &reductions);
+    Some(VectorPlan { reductions, unroll })
+}
+
+/// The two accesses of a nest `for r { for c [blocked] { dst[..] = src[..] } }` that
+/// can run as `lanes × lanes` tiles transposed in registers: `dst` unit stride along
+/// `c`, `src` unit stride along `r`, both proven in range, in the program's float
+/// type and distinct tensors (so no read sees a write), and nothing else in the nest.
+pub(crate) fn transpose_plan<'p>(
+    p: &LoopProgram,
+    r: &'p Loop,
+    c: &'p Loop,
+) -> Option<(&'p Access, &'p Access)> {
+    if !c.schedule.blocked || !r.carried.is_empty() || !c.carried.is_empty() || !r.stmts.is_empty()
+    {
+        return None;
+    }
+    let [
+        Stmt::Store {
+            access: dst,
+            value: Value::Load { access: src, .. },
+        },
+    ] = c.stmts.as_slice()
+    else {
+        return None;
+    };
+    let float = |a: &Access| p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
+    let ranges_fixed = !mentions(&c.start, r.id) && !mentions(&c.end, r.id);
+    let fits = !dst.checked
+        && !src.checked
+        && dst.tensor != src.tensor
+        && float(dst)
+        && float(src)
+        && ranges_fixed
+        && stride(dst, c.id) == Some(Stride::Unit)
+        && stride(src, r.id) == Some(Stride::Unit);
+    fits.then_some((dst, src))
 }
 
 #[cfg(test)]

@@ -192,6 +192,15 @@ impl Emitter<'_, '_> {
         self.select(mask, c, b)
     }
 
+    /// `if x > c { c } else { x }` (NaN stays), written as `c < x` so that the vector
+    /// form lowers to one `minps c, x` (whose semantics are exactly this) instead of
+    /// a compare and a blend.
+    fn clamp_above(&mut self, x: Value, c: f32) -> Value {
+        let cv = self.f(c);
+        let above = self.cmp(FloatCC::LessThan, cv, x);
+        self.select(above, cv, x)
+    }
+
     /// `v` with the sign bit of `x` or-ed in.
     fn or_sign(&mut self, v: Value, x: Value) -> Value {
         let vb = self.bits(v);
@@ -224,8 +233,7 @@ impl Emitter<'_, '_> {
 
     /// `exp_f32`.
     fn exp(&mut self, x: Value) -> Value {
-        let above = self.cmpc(FloatCC::GreaterThan, x, 89.0);
-        let x = self.selectc(above, 89.0, x);
+        let x = self.clamp_above(x, 89.0);
         let below = self.cmpc(FloatCC::LessThan, x, -104.0);
         let x = self.selectc(below, -104.0, x);
         let xl = self.mulc(x, std::f32::consts::LOG2_E);
@@ -343,8 +351,7 @@ impl Emitter<'_, '_> {
         let small = self.add(x, xc);
         let small = self.or_sign(small, x);
         let a = self.b.ins().fabs(x);
-        let clamp = self.cmpc(FloatCC::GreaterThan, a, 4.0);
-        let a = self.selectc(clamp, 4.0, a);
+        let a = self.clamp_above(a, 4.0);
         let one = self.f(1.0);
         let t = self.div(one, a);
         let h = self.horner(t, &ERF_LARGE);

@@ -1,0 +1,226 @@
+//! The Cranelift backend's use of schedule annotations, against the interpreter at
+//! ragged sizes: split reductions (several vector accumulators, a single-vector
+//! loop, a scalar tail), unrolled element-wise loops and blocked copies transposed
+//! in registers.
+
+use std::collections::HashMap;
+
+use uop_codegen::backend::cranelift::{self, Options};
+use uop_codegen::interp;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::uop::{DType, Program};
+
+fn parse(src: &str) -> Program {
+    parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+/// Sizes around every boundary of a 4-lane, 4-way unrolled loop (and of 2 lanes).
+const RAGGED: [usize; 14] = [0, 1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 64, 67];
+
+/// Deterministic values in [-2, 2) with a few exact zeros and repeats.
+fn data(n: usize, seed: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| ((i * 7919 + seed * 104_729) % 1000) as f64 / 250.0 - 2.0)
+        .collect()
+}
+
+/// Runs `src` through the interpreter and the vectorizing JIT; every output must
+/// agree within `tolerance(expected, sum of |terms|)`.
+fn check(
+    src: &str,
+    inputs: &[(DType, Vec<usize>)],
+    tolerance: impl Fn(f64, f64) -> f64,
+    terms: usize,
+) {
+    let program = parse(src);
+    let inputs: Vec<Tensor> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, (dtype, shape))| {
+            let n = shape.iter().product();
+            Tensor::new(*dtype, shape.clone(), data(n, k)).expect("sized")
+        })
+        .collect();
+    let params = HashMap::new();
+    let expected = interp::run(&program, &inputs, &params).expect("interpreter runs");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let got = kernel.run(&inputs, &params).expect("kernel runs");
+    for (e, g) in expected.iter().zip(&got) {
+        assert_eq!(e.shape, g.shape);
+        for (a, b) in e.data.iter().zip(&g.data) {
+            let bound = tolerance(*a, 2.0 * terms as f64);
+            assert!(
+                a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= bound,
+                "{src}\nshapes {:?}: interpreter {a} vs cranelift {b} (allowed {bound})\n{}",
+                inputs.iter().map(|t| &t.shape).collect::<Vec<_>>(),
+                kernel.program()
+            );
+        }
+    }
+}
+
+fn exact(_: f64, _: f64) -> f64 {
+    0.0
+}
+
+/// A reassociated f32 sum of `n` terms of magnitude at most `m` is off by at most
+/// about `n * eps * n * m`; the bound below is that with room to spare.
+fn sum_f32(_: f64, mass: f64) -> f64 {
+    4.0 * f64::from(f32::EPSILON) * mass * mass.max(1.0)
+}
+
+fn sum_f64(_: f64, mass: f64) -> f64 {
+    4.0 * f64::EPSILON * mass * mass.max(1.0)
+}
+
+#[test]
+fn split_sums_agree_at_ragged_lengths() {
+    for n in RAGGED {
+        for (dtype, tol) in [("f32", sum_f32 as fn(f64, f64) -> f64), ("f64", sum_f64)] {
+            let src = format!("input x: {dtype}[M, N]\ns = reduce_sum(x, [1])\noutput s\n");
+            let d = if dtype == "f32" {
+                DType::F32
+            } else {
+                DType::F64
+            };
+            check(&src, &[(d, vec![3, n])], tol, n);
+        }
+    }
+}
+
+#[test]
+fn split_max_and_min_are_exact_at_ragged_lengths() {
+    for n in RAGGED {
+        for op in ["reduce_max", "reduce_min"] {
+            let src = format!("input x: f32[M, N]\ns = {op}(x, [1])\noutput s\n");
+            check(&src, &[(DType::F32, vec![2, n])], exact, n);
+        }
+    }
+}
+
+#[test]
+fn a_nan_anywhere_in_a_split_max_gives_nan() {
+    let program = parse("input x: f32[N]\ns = reduce_max(x, [0])\noutput s\n");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    for n in [1, 5, 16, 17, 40] {
+        for at in 0..n {
+            let mut values = data(n, 3);
+            values[at] = f64::NAN;
+            let x = Tensor::new(DType::F32, vec![n], values).expect("sized");
+            let got = kernel.run(&[x], &HashMap::new()).expect("runs");
+            assert!(got[0].data[0].is_nan(), "n = {n}, NaN at {at}");
+        }
+    }
+}
+
+#[test]
+fn softmax_rows_agree_at_ragged_lengths() {
+    let src = "input x: f32[B, N]\n\
+               m = reduce_max(x, [1])\n\
+               mb = reindex(m, [B, N], [i0, 0])\n\
+               e = exp(sub(x, mb))\n\
+               s = reduce_sum(e, [1])\n\
+               sb = reindex(s, [B, N], [i0, 0])\n\
+               y = div(e, sb)\n\
+               output y\n";
+    for n in RAGGED.into_iter().filter(|&n| n > 0) {
+        check(
+            src,
+            &[(DType::F32, vec![3, n])],
+            |a, _| 1e-5 * a.abs().max(1e-30),
+            n,
+        );
+    }
+}
+
+#[test]
+fn unrolled_element_wise_loops_are_exact_with_tails() {
+    for n in RAGGED {
+        check(
+            "input x: f32[N]\ninput z: f32[N]\ny = div(add(mul(x, 3.0), 1.0), add(z, 5.0))\noutput y\n",
+            &[(DType::F32, vec![n]), (DType::F32, vec![n])],
+            exact,
+            n,
+        );
+        check(
+            "input x: f64[N]\ny = maximum(sqrt(abs(x)), 0.5)\noutput y\n",
+            &[(DType::F64, vec![n])],
+            exact,
+            n,
+        );
+    }
+}
+
+#[test]
+fn column_sums_accumulate_exactly_at_ragged_widths() {
+    // The loop over rows is outermost: each output element adds its column in order.
+    for c in RAGGED {
+        check(
+            "input x: f32[R, C]\ny = reduce_sum(x, [0])\noutput y\n",
+            &[(DType::F32, vec![5, c])],
+            exact,
+            5,
+        );
+    }
+}
+
+#[test]
+fn blocked_transposes_are_exact_at_sizes_off_the_blocks() {
+    let sizes = [
+        (0, 5),
+        (5, 0),
+        (1, 1),
+        (3, 5),
+        (4, 4),
+        (5, 7),
+        (16, 16),
+        (17, 33),
+        (33, 18),
+        (40, 3),
+        (2, 37),
+    ];
+    for (r, c) in sizes {
+        for (dtype, d) in [("f32", DType::F32), ("f64", DType::F64)] {
+            let src =
+                format!("input x: {dtype}[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n");
+            check(&src, &[(d, vec![r, c])], exact, 1);
+        }
+    }
+}
+
+#[test]
+fn a_blocked_transpose_uses_register_shuffles() {
+    let program = parse("input x: f32[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n");
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    assert!(
+        optimized.to_string().contains("[blocked]"),
+        "the schedule blocks the transpose:\n{optimized}"
+    );
+    let clif = cranelift::emit_clif(&optimized, "t", &Options::default()).expect("translates");
+    assert!(
+        clif.contains("shuffle"),
+        "tiles are transposed in registers"
+    );
+    let scalar = Options {
+        vectorize: false,
+        ..Options::default()
+    };
+    let plain = cranelift::emit_clif(&optimized, "t", &scalar).expect("translates");
+    assert!(
+        !plain.contains("shuffle"),
+        "scalar code ignores the schedule"
+    );
+}
+
+#[test]
+fn a_split_sum_keeps_four_vector_accumulators() {
+    let program = parse("input x: f32[M, N]\ns = reduce_sum(x, [1])\noutput s\n");
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    assert!(optimized.to_string().contains("[split]"), "{optimized}");
+    let clif = cranelift::emit_clif(&optimized, "s", &Options::default()).expect("translates");
+    // One accumulator per copy of the main loop's body, each starting at zero.
+    assert_eq!(clif.matches("splat.f32x4").count(), 4, "{clif}");
+    // Four vectors per main iteration, then one per single-vector iteration.
+    assert_eq!(clif.matches("load.f32x4").count(), 5, "{clif}");
+}
