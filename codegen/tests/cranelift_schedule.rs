@@ -134,6 +134,33 @@ fn softmax_rows_agree_at_ragged_lengths() {
     }
 }
 
+/// Joined blocks run as one loop over the rows, keeping one row of each row-local
+/// temporary (a centered row between a mean, a variance and the output).
+#[test]
+fn row_groups_keep_one_row_of_their_temporaries() {
+    let src = "input x: f32[B, N]\n\
+               s = reduce_sum(x, [1])\n\
+               mean = div(s, 7.0)\n\
+               mb = reindex(mean, [B, N], [i0, 0])\n\
+               c = sub(x, mb)\n\
+               q = reduce_sum(mul(c, c), [1])\n\
+               qb = reindex(q, [B, N], [i0, 0])\n\
+               y = div(c, add(qb, 1.0))\n\
+               output y\n";
+    let optimized = cranelift::optimized(&parse(src)).expect("optimizes");
+    let text = optimized.to_string();
+    assert!(text.contains("[parallel, joined]"), "{text}");
+    assert!(text.contains("[one row of axis 0 at a time]"), "{text}");
+    for (b, n) in [(1, 1), (3, 17), (5, 33), (0, 4), (4, 0)] {
+        check(
+            src,
+            &[(DType::F32, vec![b, n])],
+            |a, mass| sum_f32(a, mass) * 4.0,
+            n.max(1),
+        );
+    }
+}
+
 #[test]
 fn unrolled_element_wise_loops_are_exact_with_tails() {
     for n in RAGGED {

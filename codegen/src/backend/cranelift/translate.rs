@@ -446,6 +446,11 @@ impl<M: Module> Translator<'_, '_, M> {
                 self.check(ok, Status::NegativeSize);
                 dims.push(d);
             }
+            // A row-local temporary keeps one row: its row axis has size 1 in
+            // storage (its accesses are unchecked, see `address`).
+            if let Some(axis) = decl.row_local {
+                dims[axis] = self.b.ins().iconst(I64, 1);
+            }
             self.dims[k] = dims;
         }
         for k in 0..self.p.tensors.len() {
@@ -571,8 +576,20 @@ impl<M: Module> Translator<'_, '_, M> {
             };
         }
         self.make_fill_slots();
-        for block in &self.p.blocks {
-            self.block(block)?;
+        let blocks = &self.p.blocks;
+        let mut first = 0;
+        for k in 1..=blocks.len() {
+            let joined = blocks
+                .get(k)
+                .and_then(|b| b.loops.first())
+                .is_some_and(|l| l.schedule.joined);
+            if !joined {
+                match &blocks[first..k] {
+                    [b] => self.block(b)?,
+                    group => self.joined(group)?,
+                }
+                first = k;
+            }
         }
         for slot in 0..self.temps.len() {
             let p = self.b.use_var(self.temps[slot]);
@@ -636,6 +653,32 @@ impl<M: Module> Translator<'_, '_, M> {
         self.nest(&block.loops)?;
         for s in &block.stmts {
             self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    /// [Joined](crate::loops::Schedule::joined) blocks as one loop over their rows:
+    /// row `i` of each block in turn, each block's outer index bound to `i`.
+    fn joined(&mut self, blocks: &[Block]) -> Result<(), JitError> {
+        let outer = &blocks[0].loops[0];
+        let start = self.index(&outer.start)?;
+        let end = self.index(&outer.end)?;
+        let iv = self.b.declare_var(I64);
+        self.b.def_var(iv, start);
+        self.scalar_loop(iv, end, |t, i| {
+            for b in blocks {
+                let (l, inner) = (&b.loops[0], &b.loops[1..]);
+                t.loops.insert(l.id.0, i);
+                t.reset(&l.carried);
+                t.nest(inner)?;
+                for s in &l.stmts {
+                    t.stmt(s)?;
+                }
+            }
+            Ok(())
+        })?;
+        for b in blocks {
+            self.loops.remove(&b.loops[0].id.0);
         }
         Ok(())
     }
@@ -849,6 +892,9 @@ impl<M: Module> Translator<'_, '_, M> {
         let mut offset: Option<IrValue> = None;
         let mut in_range: Option<IrValue> = None;
         for (axis, s) in a.index.iter().enumerate() {
+            if decl.row_local == Some(axis) {
+                continue; // the row being worked on is the only one kept
+            }
             let sv = self.subscript(s)?;
             if a.checked {
                 let ok = self
