@@ -1757,7 +1757,7 @@ impl Gen<'_> {
         let code = quote! {
             let mut #at = 0_i64;
             #copy
-            let #view: &[#t] = &#panel;
+            let #view: &[#t] = #panel;
         };
         Ok((code, reduce))
     }
@@ -2330,7 +2330,7 @@ impl Gen<'_> {
                 [first, inner @ ..] if !inner.is_empty() => {
                     quote!((#first.min(#kc) #(* #inner)*).max(0))
                 }
-                trips => quote!(#(#trips)*.min(#kc).max(0)),
+                trips => quote!(#(#trips)*.clamp(0, #kc)),
             };
             allocs.push(quote!(let mut #name = vec![0.0; #len as usize * #cells];));
             params.push(quote!(#name: &mut [#t]));

@@ -437,7 +437,7 @@ pub fn matmul(
     in_parts(
         &[&[m, n, k]],
         |part| {
-            let mut i1_panel = vec![0.0; k.min(1024).max(0) as usize * 32];
+            let mut i1_panel = vec![0.0; k.clamp(0, 1024) as usize * 32];
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
@@ -499,7 +499,7 @@ unsafe fn matmul_loops<
                             }
                             i1_at += NR as i64;
                         }
-                        let i1_packed: &[f32] = &i1_panel;
+                        let i1_packed: &[f32] = i1_panel;
                         for i0_start in (i0_lo..i0_hi).step_by(MR) {
                             let i0_tile = i0_start.min(i0_hi - MR as i64);
                             let mut v0_tile = [[0.0_f32; NR]; MR];
