@@ -85,6 +85,13 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("matmul", &reference("matmul", &[at, bt]), 1e-5, |c| {
         kernels::matmul_f32(&a, [97, 75], &b, [75, 83], c).expect("valid shapes");
     });
+    // Packed panels: a reduction longer than every target's `KC` (a partial last
+    // block) and a column count that moves the last tile back.
+    let (at, a) = data(&[13, 1100], 13);
+    let (bt, b) = data(&[1100, 37], 14);
+    check("matmul", &reference("matmul", &[at, bt]), 1e-4, |c| {
+        kernels::matmul_f32(&a, [13, 1100], &b, [1100, 37], c).expect("valid shapes");
+    });
     let (xt, x) = data(&[3, 8, 21, 19], 6);
     let (kt, k) = data(&[10, 8, 3, 3], 7);
     check("conv2d", &reference("conv2d", &[xt, kt]), 1e-5, |y| {

@@ -30,6 +30,15 @@ y = reindex(s, [N, O, H, W], [i0, i1, i2, i3, 0, 0, 0])
 output y
 ";
 
+/// `matmul(a, b)` spelled out: the register tile packs `b`'s panel.
+const MATMUL: &str = "\
+input a: f32[M, K]
+input b: f32[K, N]
+ab = mul(reindex(a, [M, N, K], [i0, i2]), reindex(b, [M, N, K], [i2, i1]))
+c = reduce_sum(ab, [2])
+output c
+";
+
 const LAYERNORM: &str = "\
 input x: f64[B, N]
 input gamma: f64[N]
@@ -90,6 +99,19 @@ fn conv2d_snapshot_checks_the_padding_reads_once_in_a_padded_copy() {
         "the reduction reads the padded copy"
     );
     check_snapshot("conv2d.rs", &src);
+}
+
+#[test]
+fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
+    let src = emit("matmul", &parse(MATMUL), &RustOptions::default()).expect("emits");
+    // One panel per thread, allocated by the kernel and passed to the loops.
+    assert!(src.contains("let mut i1_panel = vec!["));
+    assert!(src.contains("i1_panel: &mut [f32]"));
+    assert!(
+        !src.contains("Vec<f32> = vec!"),
+        "no buffer allocated inside the loops"
+    );
+    check_snapshot("matmul.rs", &src);
 }
 
 #[test]

@@ -21,6 +21,8 @@ use crate::loops::{
 };
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
+use crate::pass::{access_mentions, value_mentions};
+
 use super::names::{Scope, camel};
 use super::prelude::{Helper, Helpers, RESERVED, helper_name};
 use super::{Checks, EmitError};
@@ -134,6 +136,21 @@ struct Gen<'a> {
     /// Some block has a parallel loop: the loops run on every thread of a
     /// [`Part`](super::prelude) at once, serial blocks on the first thread only.
     threaded: bool,
+    /// Inside a tile's reduction: loads read from the tile's packed panel instead,
+    /// each with its cell's offset within one reduction iteration's run of cells.
+    packed: RefCell<Vec<(Value, TokenStream)>>,
+    /// The tiles' packed panels: one buffer per thread each, allocated by the
+    /// kernel and passed to the loops.
+    panels: RefCell<Vec<Panel>>,
+}
+
+/// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
+/// iteration, for at most `KC` iterations of the outermost reduction loop (`trips`:
+/// each reduction loop's trip count, outermost first).
+struct Panel {
+    name: Ident,
+    trips: Vec<TokenStream>,
+    loads: usize,
 }
 
 /// Emits one kernel's items, recording the helpers it needs in `helpers`.
@@ -211,6 +228,8 @@ pub(super) fn emit(
             && p.blocks
                 .iter()
                 .any(|b| b.loops.first().is_some_and(|l| l.schedule.parallel)),
+        packed: RefCell::new(Vec::new()),
+        panels: RefCell::new(Vec::new()),
     };
     g.sizes = g.entry_sizes();
     let mut scope_for_locals = scope;
@@ -514,6 +533,9 @@ impl Gen<'_> {
             prec,
             ty: Ty::Float,
         };
+        if let Some((_, cell)) = self.packed.borrow().iter().find(|(load, _)| load == v) {
+            return Ok(float_out(cell.clone(), Prec::Prefix));
+        }
         Ok(match v {
             Value::Load { access, fill } => self.load(access, *fill)?,
             Value::Var(var) => {
@@ -1483,6 +1505,31 @@ impl Gen<'_> {
         } else {
             stores
         };
+        // The loads every row reads alike are copied once per column tile into a
+        // contiguous panel that all row tiles then read in order.
+        let packed = if block_reduction {
+            self.packable(rl, cl, reduce)
+        } else {
+            Vec::new()
+        };
+        let (k_start, k_stop) = if block_reduction {
+            (quote!(#k_block), quote!(#k_end))
+        } else {
+            (ks.clone(), kend.clone())
+        };
+        let (pack, reduce) = if packed.is_empty() {
+            (TokenStream::new(), reduce.to_vec())
+        } else {
+            self.pack(cl, reduce, &packed, k_start.clone(), k_stop.clone())?
+        };
+        let reduce = reduce.as_slice();
+        let at = local(c, "at");
+        let step = match packed.len() {
+            0 => TokenStream::new(),
+            1 => quote!(#at += NR as i64;),
+            p => quote!(#at += (#p * NR) as i64;),
+        };
+        let start_at = (!packed.is_empty()).then(|| quote!(let mut #at = 0_i64;));
         let body_ri = uses_index(reduce, r).then(|| quote!(let #ri = #r_tile + row as i64;));
         let body_ci = uses_index(reduce, c).then(|| quote!(let #ci = #c_tile + col as i64;));
         let rows_cols = |body: TokenStream| {
@@ -1496,22 +1543,23 @@ impl Gen<'_> {
                         #(#save)*
                     }
                 }
+                #step
             }
         };
-        let reduction = if block_reduction {
-            self.tile_reduction(reduce, &rows_cols, quote!(#k_block), quote!(#k_end))?
-        } else {
-            self.tile_reduction(reduce, &rows_cols, ks.clone(), kend.clone())?
-        };
+        let reduction = self.tile_reduction(reduce, &rows_cols, k_start, k_stop);
+        self.packed.borrow_mut().clear();
+        let reduction = reduction?;
         // Columns outside rows: a block of the reduction's column panel stays in the
         // cache while every row tile passes over it.
         let tiles = quote! {
             for #c_start in (#cs..#ce).step_by(NR) {
                 // The last tile moves back to fit and writes only the cells it adds.
                 let #c_tile = #c_start.min(#ce - NR as i64);
+                #pack
                 for #r_start in (#rs..#re).step_by(MR) {
                     let #r_tile = #r_start.min(#re - MR as i64);
                     #(#setup)*
+                    #start_at
                     #reduction
                     for row in 0..MR {
                         let #ri = #r_tile + row as i64;
@@ -1586,6 +1634,143 @@ impl Gen<'_> {
                 #body
             }
         })
+    }
+
+    /// The loads of a tile's reduction worth packing: float loads that depend on the
+    /// column but not on the row (matmul's `b[k, j]`), so every row tile reads the
+    /// same values. Not a sliding window, whose column subscript also moves with the
+    /// reduction (conv's `x_pad[c, h + kh, w + kw]`): its panel would hold each value
+    /// several times, and measured no faster than reading the rows in place. None
+    /// when a reduction loop's range depends on a loop index: the kernel sizes the
+    /// panel before any loop runs, from dims and params alone.
+    fn packable(&self, rl: &Loop, cl: &Loop, reduce: &[Loop]) -> Vec<Value> {
+        let Some(innermost) = reduce.last() else {
+            return Vec::new();
+        };
+        if reduce
+            .iter()
+            .any(|l| !l.start.indices().is_empty() || !l.end.indices().is_empty())
+        {
+            return Vec::new();
+        }
+        let mut out: Vec<Value> = Vec::new();
+        let mut visit = |v: &Value| {
+            if let Value::Load { access, .. } = v
+                && self.p.tensors[access.tensor.0].dtype != DType::I32
+                && access_mentions(access, cl.id.0)
+                && !access_mentions(access, rl.id.0)
+                && !sliding(access, cl, reduce)
+                && !out.contains(v)
+            {
+                out.push(v.clone());
+            }
+        };
+        for s in &innermost.stmts {
+            let (Stmt::Store { value, .. }
+            | Stmt::Accumulate { value, .. }
+            | Stmt::Update { value, .. }) = s;
+            visit_top_loads(value, &mut visit);
+        }
+        out
+    }
+
+    /// Copies the `packed` loads of a column tile into its panel `i{c}_panel`, `NR`
+    /// cells per load and reduction iteration, in the order the reduction runs (its
+    /// outermost loop over `start..end`). Returns that code and the reduction loops
+    /// with each packed load replaced by a marker, which [`Gen::value`] emits as a
+    /// read of its panel cell (`self.packed`, set here until the caller clears it).
+    fn pack(
+        &self,
+        cl: &Loop,
+        reduce: &[Loop],
+        packed: &[Value],
+        start: TokenStream,
+        end: TokenStream,
+    ) -> Result<(TokenStream, Vec<Loop>), EmitError> {
+        let c = cl.id.0;
+        let local = |what: &str| ident(&format!("i{c}_{what}"));
+        let (panel, view, at) = (local("panel"), local("packed"), local("at"));
+        let (ci, c_tile) = (ident(&format!("i{c}")), local("tile"));
+        let t = &self.float;
+        // The loops of the copy use only the indices the packed loads use.
+        let copies = packed
+            .iter()
+            .enumerate()
+            .map(|(j, v)| {
+                let x = self.value(v)?;
+                let x = self.float(x, Prec::Lowest, false);
+                let cell = panel_cell(&at, j);
+                Ok(quote!(*#panel.get_unchecked_mut(#cell) = #x;))
+            })
+            .collect::<Result<Vec<_>, EmitError>>()?;
+        let p = packed.len();
+        let step = if p == 1 {
+            quote!(NR as i64)
+        } else {
+            quote!((#p * NR) as i64)
+        };
+        let mut copy = quote! {
+            for col in 0..NR {
+                let #ci = #c_tile + col as i64;
+                #(#copies)*
+            }
+            #at += #step;
+        };
+        let mut trips = Vec::new();
+        for (i, l) in reduce.iter().enumerate().rev() {
+            let (s, e) = self.range(l)?;
+            trips.push(if l.start == Expr::Int(0) {
+                e.clone()
+            } else {
+                quote!((#e - #s))
+            });
+            let (s, e) = if i == 0 {
+                (start.clone(), end.clone())
+            } else {
+                (s, e)
+            };
+            let used = packed.iter().any(|v| value_mentions(v, l.id.0));
+            let index = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+            copy = quote!(for #index in #s..#e { #copy });
+        }
+        trips.reverse();
+        let mut panels = self.panels.borrow_mut();
+        if !panels.iter().any(|q| q.name == panel) {
+            panels.push(Panel {
+                name: panel.clone(),
+                trips,
+                loads: p,
+            });
+        }
+        let mut markers = Vec::new();
+        {
+            let mut map = self.packed.borrow_mut();
+            for (j, v) in packed.iter().enumerate() {
+                let marker = Value::Param(format!("{panel}[{j}]"));
+                let cell = panel_cell(&at, j);
+                map.push((marker.clone(), quote!(*#view.get_unchecked(#cell))));
+                markers.push((v.clone(), marker));
+            }
+        }
+        let reduce = reduce
+            .iter()
+            .map(|l| {
+                let mut l = l.clone();
+                for s in &mut l.stmts {
+                    let (Stmt::Store { value, .. }
+                    | Stmt::Accumulate { value, .. }
+                    | Stmt::Update { value, .. }) = s;
+                    replace_loads(value, &markers);
+                }
+                l
+            })
+            .collect();
+        let code = quote! {
+            let mut #at = 0_i64;
+            #copy
+            let #view: &[#t] = #panel;
+        };
+        Ok((code, reduce))
     }
 
     // ------------------------------------------------------------ items
@@ -2135,9 +2320,34 @@ impl Gen<'_> {
             ("LANES", ["16", "32", "64"]),
             ("MR", ["4", "6", "6"]),
             ("NR", ["8", "16", "32"]),
-            ("KC", ["256", "256", "256"]),
+            ("KC", ["256", "256", "1024"]),
             ("TB", ["16", "16", "16"]),
         ];
+        // Each thread its own panel per packed tile, with room for the largest
+        // `KC` × `NR` of any target.
+        let widest = |c: &str| {
+            targets
+                .iter()
+                .find(|(name, _)| *name == c)
+                .map_or(1, |(_, v)| {
+                    v.iter().filter_map(|x| x.parse().ok()).max().unwrap_or(1)
+                })
+        };
+        for panel in self.panels.borrow().iter() {
+            let name = &panel.name;
+            let kc = lit(&widest("KC").to_string());
+            let cells = lit(&(widest("NR") * panel.loads).to_string());
+            let len = match panel.trips.as_slice() {
+                [first, inner @ ..] if !inner.is_empty() => {
+                    quote!((#first.min(#kc) #(* #inner)*).max(0))
+                }
+                trips => quote!(#(#trips)*.clamp(0, #kc)),
+            };
+            allocs.push(quote!(let mut #name = vec![0.0; #len as usize * #cells];));
+            params.push(quote!(#name: &mut [#t]));
+            args.push(quote!(&mut #name));
+            forward.push(quote!(#name));
+        }
         let mut generics = Vec::new();
         let mut values: [Vec<TokenStream>; 3] = Default::default();
         for (c, per_target) in targets {
@@ -2185,6 +2395,13 @@ impl Gen<'_> {
              (register tile), `KC` (reduction block of a tile) and `TB` (cache block of \
              an element-wise nest), as far as it uses them."
         );
+        let safety = if self.panels.borrow().is_empty() {
+            " Every buffer has the length its shape gives (checked by the kernel)."
+        } else {
+            " Every buffer has the length its shape gives (checked by the kernel), every \
+             panel room for `KC` × `NR` cells per packed load and inner reduction \
+             iteration."
+        };
         let avx2_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX2 and FMA.");
         let avx512_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX-512.");
         let items = quote! {
@@ -2192,7 +2409,7 @@ impl Gen<'_> {
             ///
             /// # Safety
             ///
-            #[doc = " Every buffer has the length its shape gives (checked by the kernel)."]
+            #[doc = #safety]
             #[inline(always)]
             #allow_ranges
             #allow_args
@@ -2444,6 +2661,76 @@ fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
         }
     }
     out
+}
+
+/// Whether a subscript of `a` moves with column loop `cl` and with a loop of
+/// `reduce` at once (or is data-dependent and moves with `cl`).
+fn sliding(a: &Access, cl: &Loop, reduce: &[Loop]) -> bool {
+    a.index.iter().any(|s| match s {
+        Subscript::Expr(e) => {
+            let ids = e.indices();
+            ids.contains(&cl.id.0) && reduce.iter().any(|l| ids.contains(&l.id.0))
+        }
+        Subscript::Value(v) => value_mentions(v, cl.id.0),
+    })
+}
+
+/// Calls `f` on `v` and on every operand of it down to its loads (not inside the
+/// subscripts of a load).
+fn visit_top_loads(v: &Value, f: &mut impl FnMut(&Value)) {
+    f(v);
+    match v {
+        Value::Unary(_, x) => visit_top_loads(x, f),
+        Value::Binary(_, a, b) => {
+            visit_top_loads(a, f);
+            visit_top_loads(b, f);
+        }
+        Value::Where(c, a, b) => {
+            visit_top_loads(c, f);
+            visit_top_loads(a, f);
+            visit_top_loads(b, f);
+        }
+        Value::Load { .. }
+        | Value::Var(_)
+        | Value::Const(_)
+        | Value::Param(_)
+        | Value::Index(_) => {}
+    }
+}
+
+/// Replaces every value equal to the first of a pair of `pairs` by the second.
+fn replace_loads(v: &mut Value, pairs: &[(Value, Value)]) {
+    if let Some((_, to)) = pairs.iter().find(|(from, _)| from == v) {
+        *v = to.clone();
+        return;
+    }
+    match v {
+        Value::Unary(_, x) => replace_loads(x, pairs),
+        Value::Binary(_, a, b) => {
+            replace_loads(a, pairs);
+            replace_loads(b, pairs);
+        }
+        Value::Where(c, a, b) => {
+            replace_loads(c, pairs);
+            replace_loads(a, pairs);
+            replace_loads(b, pairs);
+        }
+        Value::Load { .. }
+        | Value::Var(_)
+        | Value::Const(_)
+        | Value::Param(_)
+        | Value::Index(_) => {}
+    }
+}
+
+/// The offset of packed load `j`'s cell for column `col` in a panel, `at` being
+/// where the current reduction iteration's cells start.
+fn panel_cell(at: &Ident, j: usize) -> TokenStream {
+    if j == 0 {
+        quote!((#at + col as i64) as usize)
+    } else {
+        quote!((#at + (#j * NR + col) as i64) as usize)
+    }
 }
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).

@@ -714,5 +714,5 @@ unsafe fn conv2d_avx512(
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 32, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 32, 1024>(part, x, k, y, x_pad, n, c, h, w, o) }
 }
