@@ -1255,7 +1255,9 @@ impl Gen<'_> {
         };
         let last = |a: &Access| a.index.len().checked_sub(1);
         let (r, c) = (rl.id.0, cl.id.0);
-        let ranges_fixed = ![&cl.start, &cl.end].iter().any(|e| e.indices().contains(&r));
+        let ranges_fixed = ![&cl.start, &cl.end]
+            .iter()
+            .any(|e| e.indices().contains(&r));
         let fits = plain(dst)
             && plain(src)
             && dst.tensor != src.tensor
