@@ -80,6 +80,28 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("transpose", &reference("transpose", &[tt]), 0.0, |y| {
         kernels::transpose_f32(&t, [400, 300], y).expect("valid shapes");
     });
+    // Whole vector tiles (8 × 8 AVX2, 16 × 16 AVX-512) with ragged edges both ways.
+    let (tt, t) = data(&[333, 517], 13);
+    check("transpose", &reference("transpose", &[tt]), 0.0, |y| {
+        kernels::transpose_f32(&t, [333, 517], y).expect("valid shapes");
+    });
+    // f64 tiles (4 × 4, 8 × 8): y[c, r] = x[r, c], bit for bit.
+    let (rows, cols) = (45, 37);
+    let x64: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.5 - 7.0).collect();
+    for threads in [1, 2] {
+        kernels::set_threads(threads);
+        let mut y = vec![f64::NAN; rows * cols];
+        kernels::transpose_f64(&x64, [rows, cols], &mut y).expect("valid shapes");
+        for r in 0..rows {
+            for c in 0..cols {
+                assert_eq!(
+                    y[c * rows + r],
+                    x64[r * cols + c],
+                    "transpose_f64 at ({r}, {c})"
+                );
+            }
+        }
+    }
     let (at, a) = data(&[97, 75], 4);
     let (bt, b) = data(&[75, 83], 5);
     check("matmul", &reference("matmul", &[at, bt]), 1e-5, |c| {

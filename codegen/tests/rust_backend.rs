@@ -131,6 +131,16 @@ fn params_assertions_and_scatters_snapshot() {
     check_snapshot("pool_params.rs", &src);
 }
 
+/// A pure copy across: the blocked nest becomes calls of `transpose_block_f32`,
+/// which moves vector tiles through registers.
+#[test]
+fn transpose_snapshot_copies_blocks_with_the_helper() {
+    let src = "input x: f32[R, C]\ny = reindex(x, [C, R], [i1, i0])\noutput y\n";
+    let src = emit("transpose", &parse(src), &RustOptions::default()).expect("emits");
+    assert!(src.contains("transpose_block_f32("), "{src}");
+    check_snapshot("transpose.rs", &src);
+}
+
 #[test]
 fn every_unsafe_block_is_documented_on_its_function() {
     let src = emit("softmax", &parse(SOFTMAX), &RustOptions::default()).expect("emits");

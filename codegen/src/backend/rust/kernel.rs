@@ -180,7 +180,9 @@ pub(super) fn emit(
         .collect();
     reserved.extend([k.name.as_str(), shapes_fn.as_str(), sizes_fn.as_str()]);
     reserved.extend(per_cpu.iter().map(String::as_str));
-    reserved.extend(["row", "col", "lane", "FMA", "LANES", "MR", "NR", "KC", "TB"]);
+    reserved.extend([
+        "row", "col", "lane", "FMA", "LANES", "MR", "NR", "KC", "TB", "VEC",
+    ]);
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];
     let order = p
@@ -1223,6 +1225,9 @@ impl Gen<'_> {
             None => self.range(rl)?,
         };
         let (cs, ce) = self.range(cl)?;
+        if let Some((dst, src)) = self.transpose_copy(rl, cl) {
+            return self.blocked_transpose(rl, cl, dst, src, (rs, re), (cs, ce));
+        }
         let (r, c) = (rl.id.0, cl.id.0);
         let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
         let (r_block, r_end) = (local(r, "block"), local(r, "end"));
@@ -1244,6 +1249,112 @@ impl Gen<'_> {
                 }
             }
         })
+    }
+
+    /// The two accesses of a blocked nest `for r { for c { dst[..] = src[..] } }`
+    /// that only copies one tensor of the float type into another across (a
+    /// transpose): `dst` contiguous along `c`, `src` along `r`, each loop index
+    /// in one subscript of each access, as the index plus terms free of it, on
+    /// different axes of `dst` (so no two iterations write one element). The
+    /// element at `(r + i, c + j)` is then a fixed stride times `i` and `j` away
+    /// from the one at `(r, c)`, which is what [`Helper::Transpose`] copies by.
+    fn transpose_copy<'l>(&self, rl: &Loop, cl: &'l Loop) -> Option<(&'l Access, &'l Access)> {
+        if !rl.carried.is_empty() || !cl.carried.is_empty() || !rl.stmts.is_empty() {
+            return None;
+        }
+        let [
+            Stmt::Store {
+                access: dst,
+                value: Value::Load { access: src, .. },
+            },
+        ] = cl.stmts.as_slice()
+        else {
+            return None;
+        };
+        let plain = |a: &Access| {
+            let decl = &self.p.tensors[a.tensor.0];
+            !a.checked && decl.dtype == self.p.dtype && self.row_local(a.tensor).is_none()
+        };
+        let last = |a: &Access| a.index.len().checked_sub(1);
+        let (r, c) = (rl.id.0, cl.id.0);
+        let ranges_fixed = ![&cl.start, &cl.end]
+            .iter()
+            .any(|e| e.indices().contains(&r));
+        let fits = plain(dst)
+            && plain(src)
+            && dst.tensor != src.tensor
+            && self.tensor_kind(dst.tensor) != TensorKind::Input
+            && ranges_fixed
+            && axis_of(dst, c).is_some_and(|a| Some(a) == last(dst))
+            && axis_of(dst, r).is_some_and(|a| Some(a) != last(dst))
+            && axis_of(src, r).is_some_and(|a| Some(a) == last(src))
+            && axis_of(src, c).is_some();
+        fits.then_some((dst, src))
+    }
+
+    /// A [`Self::transpose_copy`] nest in `TB × TB` blocks, each copied by the
+    /// [`Helper::Transpose`] helper from its first element's place in either
+    /// tensor and the strides of the other direction.
+    fn blocked_transpose(
+        &self,
+        rl: &Loop,
+        cl: &Loop,
+        dst: &Access,
+        src: &Access,
+        (rs, re): (TokenStream, TokenStream),
+        (cs, ce): (TokenStream, TokenStream),
+    ) -> Result<TokenStream, EmitError> {
+        {
+            let mut consts = self.consts.borrow_mut();
+            consts.insert("TB");
+            consts.insert("VEC");
+        }
+        *self.unsafe_used.borrow_mut() = true;
+        let (r, c) = (rl.id.0, cl.id.0);
+        let (ri, ci) = (ident(&format!("i{r}")), ident(&format!("i{c}")));
+        let (rows, cols) = (ident(&format!("i{r}_rows")), ident(&format!("i{c}_cols")));
+        let pointer = |a: &Access, write: bool| {
+            let x = &self.tensors[a.tensor.0];
+            let base = if self.threaded && self.tensor_kind(a.tensor) != TensorKind::Input {
+                quote!(#x.ptr)
+            } else if write {
+                quote!(#x.as_mut_ptr())
+            } else {
+                quote!(#x.as_ptr())
+            };
+            let at = self.offset_unchecked(a)?;
+            Ok::<_, EmitError>(quote!(#base.add(#at)))
+        };
+        let (to, from) = (pointer(dst, true)?, pointer(src, false)?);
+        let stride = |a: &Access, l: usize| match axis_of(a, l) {
+            Some(axis) => self.row_stride(a.tensor, axis),
+            None => Err(self.unsupported("a transposed copy's stride")),
+        };
+        let (to_stride, from_stride) = (stride(dst, r)?, stride(src, c)?);
+        let f = self.need(Helper::Transpose(self.is32));
+        Ok(quote! {
+            for #ri in (#rs..#re).step_by(TB) {
+                let #rows = (#re - #ri).min(TB as i64) as usize;
+                for #ci in (#cs..#ce).step_by(TB) {
+                    let #cols = (#ce - #ci).min(TB as i64) as usize;
+                    #f(#from, #from_stride, #to, #to_stride, #rows, #cols, VEC);
+                }
+            }
+        })
+    }
+
+    /// How many elements apart two neighbours along `axis` of tensor `t` are.
+    fn row_stride(&self, t: TensorId, axis: usize) -> Result<TokenStream, EmitError> {
+        let later = &self.p.tensors[t.0].shape[axis + 1..];
+        let product = later
+            .iter()
+            .cloned()
+            .reduce(|a, b| a * b)
+            .unwrap_or(Expr::Int(1))
+            .simplify();
+        let (ts, prec) = self.idx(&product)?;
+        let ts = paren(ts, prec, Prec::Cast);
+        Ok(quote!(#ts as usize))
     }
 
     /// `loops` with the first one running over `start..end`.
@@ -2322,6 +2433,7 @@ impl Gen<'_> {
             ("NR", ["8", "16", "32"]),
             ("KC", ["256", "256", "1024"]),
             ("TB", ["16", "16", "16"]),
+            ("VEC", ["16", "32", "64"]),
         ];
         // Each thread its own panel per packed tile, with room for the largest
         // `KC` × `NR` of any target.
@@ -2392,8 +2504,9 @@ impl Gen<'_> {
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction), `MR` × `NR` \
-             (register tile), `KC` (reduction block of a tile) and `TB` (cache block of \
-             an element-wise nest), as far as it uses them."
+             (register tile), `KC` (reduction block of a tile), `TB` (cache block of \
+             an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
+             uses them."
         );
         let safety = if self.panels.borrow().is_empty() {
             " Every buffer has the length its shape gives (checked by the kernel)."
@@ -2730,6 +2843,30 @@ fn panel_cell(at: &Ident, j: usize) -> TokenStream {
         quote!((#at + col as i64) as usize)
     } else {
         quote!((#at + (#j * NR + col) as i64) as usize)
+    }
+}
+
+/// The one subscript of `a` that mentions loop `n`, when there is exactly one and
+/// it is the loop index plus (or minus) terms free of it.
+fn axis_of(a: &Access, n: usize) -> Option<usize> {
+    let mut axes = a.index.iter().enumerate().filter(|(_, s)| match s {
+        Subscript::Expr(e) => e.indices().contains(&n),
+        Subscript::Value(_) => true,
+    });
+    let (axis, Subscript::Expr(e)) = axes.next()? else {
+        return None;
+    };
+    (axes.next().is_none() && is_unit(e, n)).then_some(axis)
+}
+
+/// Whether `e` is index `n` plus (or minus) terms that do not mention it.
+fn is_unit(e: &Expr, n: usize) -> bool {
+    let free = |x: &Expr| !x.indices().contains(&n);
+    match e {
+        Expr::Index(m) => *m == n,
+        Expr::Bin(IndexOp::Add, a, b) => (is_unit(a, n) && free(b)) || (is_unit(b, n) && free(a)),
+        Expr::Bin(IndexOp::Sub, a, b) => is_unit(a, n) && free(b),
+        _ => false,
     }
 }
 

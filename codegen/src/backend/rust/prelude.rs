@@ -49,6 +49,9 @@ pub(super) enum Helper {
     Prefetch,
     /// The error function of f64 programs (f32 ones use [`Helper::Vmath`]).
     ErfF64,
+    /// A block copied across (a transpose), in vector tiles where the CPU has
+    /// them (f32 / f64).
+    Transpose(bool),
     /// A function of [`super::vmath`], by name (`exp_f32`, ...), emitted with the
     /// constants and helpers it uses into the generated `mod vmath`.
     Vmath(&'static str),
@@ -621,6 +624,7 @@ fn helper(h: Helper) -> TokenStream {
                 let _ = (x, at, n);
             }
         },
+        Helper::Transpose(is32) => transpose(is32),
         Helper::Vmath(_) => unreachable!("emitted as one module by `Helpers::tokens`"),
         Helper::ErfF64 => quote! {
             /// The error function, to within a few ulps: a series with positive terms
@@ -680,6 +684,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::CpuLevel => ("cpu_level", false),
         Helper::Prefetch => ("prefetch", false),
         Helper::ErfF64 => ("erf", false),
+        Helper::Transpose(t) => ("transpose_block", t),
         Helper::Dims => ("dims", false),
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
@@ -695,6 +700,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         | Helper::Minimum(_)
         | Helper::Sign(_)
         | Helper::ErfF64
+        | Helper::Transpose(_)
         | Helper::MulAdd(_) => float_names(is32, base).0,
         _ => proc_macro2::Ident::new(base, proc_macro2::Span::call_site()),
     }
@@ -719,6 +725,12 @@ pub(super) const RESERVED: &[&str] = &[
     "sign_f32",
     "sign_f64",
     "erf_f64",
+    "transpose_block_f32",
+    "transpose_block_f64",
+    "transpose_tile_f32_x8",
+    "transpose_tile_f32_x16",
+    "transpose_tile_f64_x4",
+    "transpose_tile_f64_x8",
     "mul_add_f32",
     "mul_add_f64",
     "Shared",
@@ -732,3 +744,216 @@ pub(super) const RESERVED: &[&str] = &[
     "prefetch",
     "vmath",
 ];
+
+/// `transpose_block_f32` / `transpose_block_f64` and the tiles they use: a block copied
+/// across in square tiles transposed in registers. The tiles read 128-bit pieces of
+/// the source lines, placed so that the same 4 × 4 (f32) or 2 × 2 (f64) transpose
+/// inside every 128-bit lane (`unpcklps`, `shufps`; `unpcklpd`) leaves whole rows of
+/// the destination in the vectors: the pieces come in as loads, and each element
+/// takes two shuffles whatever the vector width (a full-width transpose takes three
+/// for 256 bits, four for 512).
+fn transpose(is32: bool) -> TokenStream {
+    let (name, t) = float_names(is32, "transpose_block");
+    let size: usize = if is32 { 4 } else { 8 };
+    let (narrow, wide) = if is32 {
+        ("transpose_tile_f32_x8", "transpose_tile_f32_x16")
+    } else {
+        ("transpose_tile_f64_x4", "transpose_tile_f64_x8")
+    };
+    let narrow = proc_macro2::Ident::new(narrow, proc_macro2::Span::call_site());
+    let wide = proc_macro2::Ident::new(wide, proc_macro2::Span::call_site());
+    let tiles = if is32 {
+        quote! {
+            /// An 8 × 8 tile of [`transpose_block_f32`] (AVX): lines `k` and `k + 4` of the
+            /// source side by side, a 4 × 4 transpose in each half.
+            ///
+            /// # Safety
+            ///
+            /// As [`transpose_block_f32`], for 8 rows and columns; the CPU has AVX2.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2")]
+            #[inline]
+            unsafe fn transpose_tile_f32_x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: usize) {
+                use core::arch::x86_64::*;
+                for h in 0..2 {
+                    let mut v = [_mm256_setzero_ps(); 4];
+                    for (k, v) in v.iter_mut().enumerate() {
+                        let (low, high) = unsafe {
+                            (
+                                _mm_loadu_ps(src.add(k * src_stride + 4 * h)),
+                                _mm_loadu_ps(src.add((k + 4) * src_stride + 4 * h)),
+                            )
+                        };
+                        *v = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(low), high);
+                    }
+                    let t0 = _mm256_unpacklo_ps(v[0], v[1]);
+                    let t1 = _mm256_unpackhi_ps(v[0], v[1]);
+                    let t2 = _mm256_unpacklo_ps(v[2], v[3]);
+                    let t3 = _mm256_unpackhi_ps(v[2], v[3]);
+                    let rows = [
+                        _mm256_shuffle_ps::<0x44>(t0, t2),
+                        _mm256_shuffle_ps::<0xEE>(t0, t2),
+                        _mm256_shuffle_ps::<0x44>(t1, t3),
+                        _mm256_shuffle_ps::<0xEE>(t1, t3),
+                    ];
+                    for (m, row) in rows.into_iter().enumerate() {
+                        unsafe { _mm256_storeu_ps(dst.add((4 * h + m) * dst_stride), row) };
+                    }
+                }
+            }
+
+            /// A 16 × 16 tile of [`transpose_block_f32`] (AVX-512): lines `k`, `k + 4`,
+            /// `k + 8` and `k + 12` of the source side by side, a 4 × 4 transpose in
+            /// each quarter.
+            ///
+            /// # Safety
+            ///
+            /// As [`transpose_block_f32`], for 16 rows and columns; the CPU has AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f")]
+            #[inline]
+            unsafe fn transpose_tile_f32_x16(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: usize) {
+                use core::arch::x86_64::*;
+                for q in 0..4 {
+                    let mut v = [_mm512_setzero_ps(); 4];
+                    for (k, v) in v.iter_mut().enumerate() {
+                        let [p0, p1, p2, p3] = [0, 4, 8, 12]
+                            .map(|p| unsafe { _mm_loadu_ps(src.add((k + p) * src_stride + 4 * q)) });
+                        let x = _mm512_castps128_ps512(p0);
+                        let x = _mm512_insertf32x4::<1>(x, p1);
+                        let x = _mm512_insertf32x4::<2>(x, p2);
+                        *v = _mm512_insertf32x4::<3>(x, p3);
+                    }
+                    let t0 = _mm512_unpacklo_ps(v[0], v[1]);
+                    let t1 = _mm512_unpackhi_ps(v[0], v[1]);
+                    let t2 = _mm512_unpacklo_ps(v[2], v[3]);
+                    let t3 = _mm512_unpackhi_ps(v[2], v[3]);
+                    let rows = [
+                        _mm512_shuffle_ps::<0x44>(t0, t2),
+                        _mm512_shuffle_ps::<0xEE>(t0, t2),
+                        _mm512_shuffle_ps::<0x44>(t1, t3),
+                        _mm512_shuffle_ps::<0xEE>(t1, t3),
+                    ];
+                    for (m, row) in rows.into_iter().enumerate() {
+                        unsafe { _mm512_storeu_ps(dst.add((4 * q + m) * dst_stride), row) };
+                    }
+                }
+            }
+        }
+    } else {
+        quote! {
+            /// A 4 × 4 tile of [`transpose_block_f64`] (AVX): lines `k` and `k + 2` of the
+            /// source side by side, a 2 × 2 transpose in each half.
+            ///
+            /// # Safety
+            ///
+            /// As [`transpose_block_f64`], for 4 rows and columns; the CPU has AVX2.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2")]
+            #[inline]
+            unsafe fn transpose_tile_f64_x4(src: *const f64, src_stride: usize, dst: *mut f64, dst_stride: usize) {
+                use core::arch::x86_64::*;
+                for h in 0..2 {
+                    let mut v = [_mm256_setzero_pd(); 2];
+                    for (k, v) in v.iter_mut().enumerate() {
+                        let (low, high) = unsafe {
+                            (
+                                _mm_loadu_pd(src.add(k * src_stride + 2 * h)),
+                                _mm_loadu_pd(src.add((k + 2) * src_stride + 2 * h)),
+                            )
+                        };
+                        *v = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(low), high);
+                    }
+                    let rows = [_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1])];
+                    for (m, row) in rows.into_iter().enumerate() {
+                        unsafe { _mm256_storeu_pd(dst.add((2 * h + m) * dst_stride), row) };
+                    }
+                }
+            }
+
+            /// An 8 × 8 tile of [`transpose_block_f64`] (AVX-512): lines `k`, `k + 2`, `k + 4`
+            /// and `k + 6` of the source side by side, a 2 × 2 transpose in each
+            /// quarter (the pieces are moved as f32 bits: AVX-512F inserts 128-bit
+            /// pieces of f32 only).
+            ///
+            /// # Safety
+            ///
+            /// As [`transpose_block_f64`], for 8 rows and columns; the CPU has AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f")]
+            #[inline]
+            unsafe fn transpose_tile_f64_x8(src: *const f64, src_stride: usize, dst: *mut f64, dst_stride: usize) {
+                use core::arch::x86_64::*;
+                for q in 0..4 {
+                    let mut v = [_mm512_setzero_pd(); 2];
+                    for (k, v) in v.iter_mut().enumerate() {
+                        let [p0, p1, p2, p3] = [0, 2, 4, 6].map(|p| unsafe {
+                            _mm_loadu_ps(src.add((k + p) * src_stride + 2 * q).cast())
+                        });
+                        let x = _mm512_castps128_ps512(p0);
+                        let x = _mm512_insertf32x4::<1>(x, p1);
+                        let x = _mm512_insertf32x4::<2>(x, p2);
+                        *v = _mm512_castps_pd(_mm512_insertf32x4::<3>(x, p3));
+                    }
+                    let rows = [_mm512_unpacklo_pd(v[0], v[1]), _mm512_unpackhi_pd(v[0], v[1])];
+                    for (m, row) in rows.into_iter().enumerate() {
+                        unsafe { _mm512_storeu_pd(dst.add((2 * q + m) * dst_stride), row) };
+                    }
+                }
+            }
+        }
+    };
+    quote! {
+        /// Copies a block across, `dst[i * dst_stride + j] = src[j * src_stride + i]`
+        /// for `i < rows`, `j < cols` (a transpose): in square tiles of as many
+        /// elements as one `vec`-byte vector holds (the loops' `VEC`: AVX2 and AVX-512
+        /// copies), transposed in registers; the ragged edges, and everything in the
+        /// baseline copy, element by element. Exact: each element is copied once.
+        /// Inlined, so that `vec` is a constant and only one path is compiled.
+        ///
+        /// # Safety
+        ///
+        /// Every element named is inside its buffer, the blocks do not overlap, and
+        /// the CPU has `vec`-byte vectors.
+        #[inline(always)]
+        unsafe fn #name(
+            src: *const #t,
+            src_stride: usize,
+            dst: *mut #t,
+            dst_stride: usize,
+            rows: usize,
+            cols: usize,
+            vec: usize,
+        ) {
+            let lanes = if cfg!(target_arch = "x86_64") && vec >= 32 { vec / #size } else { 1 };
+            let (tiled_rows, tiled_cols) = if lanes > 1 {
+                (rows - rows % lanes, cols - cols % lanes)
+            } else {
+                (0, 0)
+            };
+            #[cfg(target_arch = "x86_64")]
+            for i in (0..tiled_rows).step_by(lanes) {
+                for j in (0..tiled_cols).step_by(lanes) {
+                    // SAFETY: the tile is inside the block, and this copy of the
+                    // loops was compiled for (and runs on) `vec`-byte vectors.
+                    unsafe {
+                        let (s, d) = (src.add(j * src_stride + i), dst.add(i * dst_stride + j));
+                        if vec >= 64 {
+                            #wide(s, src_stride, d, dst_stride)
+                        } else {
+                            #narrow(s, src_stride, d, dst_stride)
+                        }
+                    }
+                }
+            }
+            for i in 0..rows {
+                let from = if i < tiled_rows { tiled_cols } else { 0 };
+                for j in from..cols {
+                    unsafe { *dst.add(i * dst_stride + j) = *src.add(j * src_stride + i) };
+                }
+            }
+        }
+
+        #tiles
+    }
+}

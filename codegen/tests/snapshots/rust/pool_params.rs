@@ -524,7 +524,7 @@ pub fn pool_params(
     Ok(())
 }
 
-/// The loops of [`pool_params`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile), `KC` (reduction block of a tile) and `TB` (cache block of an element-wise nest), as far as it uses them.
+/// The loops of [`pool_params`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///
