@@ -460,6 +460,8 @@ fn helper(h: Helper) -> TokenStream {
                 ///
                 /// `at` is in range and no other thread writes element `at`.
                 #[inline(always)]
+                // Unused in a file whose threads never read back what they share.
+                #[allow(dead_code)]
                 unsafe fn get_unchecked(&self, at: usize) -> &T {
                     unsafe { &*self.ptr.add(at) }
                 }

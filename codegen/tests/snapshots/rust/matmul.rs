@@ -221,6 +221,7 @@ impl<'a, T> Shared<'a, T> {
     ///
     /// `at` is in range and no other thread writes element `at`.
     #[inline(always)]
+    #[allow(dead_code)]
     unsafe fn get_unchecked(&self, at: usize) -> &T {
         unsafe { &*self.ptr.add(at) }
     }
