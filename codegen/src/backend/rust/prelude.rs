@@ -43,6 +43,8 @@ pub(super) enum Helper {
     Parts,
     /// The thread count (`set_threads`, `UOP_THREADS`).
     Threads,
+    /// A thread's part of an inner loop's range, cut at multiples of a step.
+    RangeInSteps,
     /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
     CpuLevel,
     /// A software prefetch some way ahead of a split reduction's reads.
@@ -70,6 +72,7 @@ impl Helpers {
                 self.need(Helper::Elements);
             }
             Helper::Parts => self.need(Helper::Threads),
+            Helper::RangeInSteps => self.need(Helper::Parts),
             _ => {}
         }
     }
@@ -531,6 +534,20 @@ fn helper(h: Helper) -> TokenStream {
                 });
             }
         },
+        Helper::RangeInSteps => quote! {
+            impl Part<'_> {
+                /// This thread's part of `start..end` cut only at multiples of
+                /// `step` from `start`: for an inner loop all threads share out in
+                /// every outer iteration, so that neighbours do not write the same
+                /// cache line each time.
+                #[inline(always)]
+                fn range_in_steps(&self, start: i64, end: i64, step: i64) -> (i64, i64) {
+                    let steps = ((end - start).max(0) + step - 1) / step;
+                    let (lo, hi) = self.range(0, steps);
+                    ((start + lo * step).min(end), (start + hi * step).min(end))
+                }
+            }
+        },
         Helper::CpuLevel => quote! {
             /// The widest code the kernels of this file run on this CPU: `2` for
             /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
@@ -677,6 +694,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Shared => ("Shared", false),
         Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
+        Helper::RangeInSteps => ("range_in_steps", false),
         Helper::CpuLevel => ("cpu_level", false),
         Helper::Prefetch => ("prefetch", false),
         Helper::ErfF64 => ("erf", false),
