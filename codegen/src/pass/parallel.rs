@@ -105,7 +105,7 @@ fn independent(b: &Block, d: usize) -> bool {
 
 /// Whether `b` is a reduction into its own carried variables whose outermost loop
 /// may fold in pieces: nothing inside the loops but updates of those variables in
-/// the innermost loop, which is split.
+/// the innermost loop, which is split, and each of them updated there.
 fn in_pieces(b: &Block) -> bool {
     let Some((innermost, outer)) = b.loops.split_last() else {
         return false;
@@ -116,13 +116,20 @@ fn in_pieces(b: &Block) -> bool {
     if outer.iter().any(|l| !l.stmts.is_empty()) {
         return false;
     }
-    innermost.stmts.iter().all(|s| match s {
-        Stmt::Update { var, .. } => {
-            b.carried.iter().any(|c| c.var == *var)
-                && b.carried.iter().all(|c| !stmt_reads_var(s, c.var))
-        }
-        _ => false,
-    })
+    let updates = |v| {
+        innermost
+            .stmts
+            .iter()
+            .any(|s| matches!(s, Stmt::Update { var, .. } if *var == v))
+    };
+    b.carried.iter().all(|c| updates(c.var))
+        && innermost.stmts.iter().all(|s| match s {
+            Stmt::Update { var, .. } => {
+                b.carried.iter().any(|c| c.var == *var)
+                    && b.carried.iter().all(|c| !stmt_reads_var(s, c.var))
+            }
+            _ => false,
+        })
 }
 
 #[cfg(test)]

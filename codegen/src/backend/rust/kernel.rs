@@ -2447,13 +2447,13 @@ impl Gen<'_> {
                 })
                 .map(|m| self.span(m))
                 .collect::<Result<Vec<_>, _>>()?;
-            let len_value = if spans.is_empty() {
-                piece
-            } else {
-                // Whole outer iterations: as many as make up a piece.
-                quote! {
+            // Whole outer iterations: as many as make up a piece.
+            let len_value = match &spans[..] {
+                [] => piece,
+                [span] => quote!((#piece / #span.max(1)).max(1)),
+                _ => quote! {
                     (#piece / [#(#spans),*].iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)))).max(1)
-                }
+                },
             };
             let span = self.span(&pc.outer)?;
             let buffers = pc.vars.iter().map(|c| {
@@ -2461,7 +2461,7 @@ impl Gen<'_> {
                 quote!(let mut #b: Vec<#t> = vec![0.0; #count as usize];)
             });
             out.extend(quote! {
-                let #len: i64 = #len_value;
+                let #len = #len_value;
                 let #count = (#span + #len - 1) / #len;
                 #(#buffers)*
             });
