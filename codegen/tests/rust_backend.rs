@@ -109,8 +109,8 @@ fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
         "whole rows per piece, a count fixed by the sizes"
     );
     assert!(
-        src.contains("part.range_in_steps(0, n, 64)"),
-        "each thread its own columns"
+        src.contains("part.range_in_steps(0, n, 64, columns.phase(0))"),
+        "each thread its own columns, cut where a cache line starts"
     );
     check_snapshot("sums.rs", &src);
 }

@@ -1038,7 +1038,8 @@ impl Gen<'_> {
             let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
             let step = lit(&format!("{SHARE_STEP}"));
             let f = self.need(Helper::RangeInSteps);
-            take_inner = quote!(let (#lo, #hi) = part.#f(#start, #end, #step););
+            let phase = self.line_phase(b, l)?;
+            take_inner = quote!(let (#lo, #hi) = part.#f(#start, #end, #step, #phase););
             *self.share.borrow_mut() = Some((n, quote!(#lo), quote!(#hi)));
         }
         let code = self.group_code(blocks, depth == Some(0), take_inner);
@@ -1102,6 +1103,44 @@ impl Gen<'_> {
         } else {
             code
         })
+    }
+
+    /// For an inner loop `l` of `b` shared out among threads: how many of its first
+    /// iterations lie before a cache line boundary of what it writes, when the
+    /// block writes one tensor at unit stride along `l` and at an offset free of the
+    /// other loops; else `0` (cuts at whole steps).
+    fn line_phase(&self, b: &Block, l: &Loop) -> Result<TokenStream, EmitError> {
+        let n = l.id.0;
+        let writes: Vec<_> = crate::pass::block_accesses(b)
+            .into_iter()
+            .filter(|a| a.write)
+            .collect();
+        let Some(w) = writes.first() else {
+            return Ok(quote!(0));
+        };
+        let only_l = w.access.index.iter().all(|s| match s {
+            Subscript::Expr(e) => e.indices().iter().all(|&m| m == n),
+            Subscript::Value(_) => false,
+        });
+        // Row buffers are each thread's own, not shared.
+        if !only_l
+            || self.row_local(w.access.tensor).is_some()
+            || writes.iter().any(|a| a.access.tensor != w.access.tensor)
+            || crate::pass::stride::stride(&w.access, n) != crate::pass::stride::Stride::Unit
+        {
+            return Ok(quote!(0));
+        }
+        // The element written in the loop's first iteration.
+        let mut first = w.access.clone();
+        for s in &mut first.index {
+            if let Subscript::Expr(e) = s {
+                *e = substitute(e, n, &l.start).simplify();
+            }
+        }
+        let f = self.need(Helper::LinePhase);
+        let t = &self.tensors[first.tensor.0];
+        let at = self.offset_unchecked(&first)?;
+        Ok(quote!(#t.#f(#at)))
     }
 
     /// A block folded in pieces: each thread folds its share of the pieces into
@@ -2652,6 +2691,16 @@ fn row_literal_len(decl: &TensorDecl) -> Option<i64> {
         _ => None,
     })?;
     (0..=STACK_ELEMENTS).contains(&len).then_some(len)
+}
+
+/// `e` with loop `n`'s variable replaced by `by`.
+fn substitute(e: &Expr, n: usize, by: &Expr) -> Expr {
+    match e {
+        Expr::Index(m) if *m == n => by.clone(),
+        Expr::Neg(a) => Expr::Neg(Box::new(substitute(a, n, by))),
+        Expr::Bin(op, a, b) => Expr::bin(*op, substitute(a, n, by), substitute(b, n, by)),
+        other => other.clone(),
+    }
 }
 
 /// Whether some loop of `b` may run on several threads.
