@@ -68,12 +68,7 @@ fn independent(b: &Block, d: usize) -> bool {
         return false;
     }
     let n = l.id.0;
-    let others: Vec<usize> = b
-        .loops
-        .iter()
-        .map(|o| o.id.0)
-        .filter(|&m| m != n)
-        .collect();
+    let others: Vec<usize> = b.loops.iter().map(|o| o.id.0).filter(|&m| m != n).collect();
     let accesses = block_accesses(b);
     let written: Vec<_> = accesses
         .iter()
@@ -153,7 +148,10 @@ mod tests {
     #[test]
     fn a_full_sum_folds_its_loop_in_pieces() {
         let p = optimized("input x: f32[N]\ny = reduce_sum(x, [0])\noutput y\n");
-        assert!(p.to_string().contains("for i0 in 0..N [pieces, split] {"), "{p}");
+        assert!(
+            p.to_string().contains("for i0 in 0..N [pieces, split] {"),
+            "{p}"
+        );
         let p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [0, 1])\noutput y\n");
         let text = p.to_string();
         assert!(text.contains("for i0 in 0..M [pieces] {"), "{text}");

@@ -1169,11 +1169,7 @@ impl Gen<'_> {
             let v = ident(&format!("v{}", c.var.0));
             let buffer = ident(&format!("v{}_pieces", c.var.0));
             keep.push(quote!(*#buffer.get_unchecked_mut(#piece as usize) = #v;));
-            combine.push(self.update(
-                &v,
-                c.op,
-                quote!(*#buffer.get_unchecked(#piece as usize)),
-            ));
+            combine.push(self.update(&v, c.op, quote!(*#buffer.get_unchecked(#piece as usize))));
         }
         let stmts = self.stmts(&b.stmts)?;
         self.pieces.borrow_mut().push(Pieces {
