@@ -176,6 +176,19 @@ mod tests {
     }
 
     #[test]
+    fn an_inner_loop_whose_range_follows_the_rows_is_not_shared_out() {
+        // Column sums over a triangle, `for r { for c in 0..r { y[c] += x[r, c] } }`:
+        // the threads' shares of the columns would differ from row to row.
+        let mut p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [0])\noutput y\n");
+        let b = p.blocks.last_mut().expect("the accumulating block");
+        b.loops[1].end = crate::index::Expr::Index(b.loops[0].id.0);
+        b.loops[1].schedule.parallel = false;
+        let p = super::parallel(&p);
+        let b = p.blocks.last().expect("the accumulating block");
+        assert!(b.loops.iter().all(|l| !l.schedule.parallel), "{p}");
+    }
+
+    #[test]
     fn a_column_sum_accumulating_across_rows_is_not_parallel_over_rows() {
         let p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [0])\noutput y\n");
         let text = p.to_string();
