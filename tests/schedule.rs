@@ -125,10 +125,14 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("conv2d", &reference("conv2d", &[xt, kt]), 1e-5, |y| {
         kernels::conv2d_f32(&x, [2, 5, 6, 45], &k, [13, 5, 3, 3], y).expect("valid shapes");
     });
+    // Three pieces of 2^15 (the last one ragged, and not a whole number of
+    // lanes), folded on two threads and combined in order.
     let (xt, x) = data(&[70_001], 11);
     check("sum", &reference("sum", &[xt]), 1e-5, |y| {
         kernels::sum_f32(&x, [70_001], y).expect("valid shapes");
     });
+    // Columns shared out in steps of 64 (the second thread's share ragged),
+    // every thread walking all rows.
     let (xt, x) = data(&[333, 257], 12);
     check("column_sum", &reference("column_sum", &[xt]), 1e-5, |y| {
         kernels::column_sum_f32(&x, [333, 257], y).expect("valid shapes");

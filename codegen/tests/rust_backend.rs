@@ -63,6 +63,15 @@ h = reindex_reduce(w, [4], [i0 % 4])
 output p, h
 ";
 
+/// A full sum and column sums: one folds fixed pieces of rows on the threads, the
+/// other shares out its columns while every thread walks the rows.
+const SUMS: &str = "\
+input x: f32[M, N]
+total = reduce_sum(x, [0, 1])
+columns = reduce_sum(x, [0])
+output total, columns
+";
+
 fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).expect("test program parses")
 }
@@ -112,6 +121,20 @@ fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
         "no buffer allocated inside the loops"
     );
     check_snapshot("matmul.rs", &src);
+}
+
+#[test]
+fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
+    let src = emit("sums", &parse(SUMS), &RustOptions::default()).expect("emits");
+    assert!(
+        src.contains("let i0_pieces = (m + i0_piece_len - 1) / i0_piece_len;"),
+        "whole rows per piece, a count fixed by the sizes"
+    );
+    assert!(
+        src.contains("part.range_in_steps(0, n, 64, columns.phase(0))"),
+        "each thread its own columns, cut where a cache line starts"
+    );
+    check_snapshot("sums.rs", &src);
 }
 
 #[test]

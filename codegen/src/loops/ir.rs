@@ -141,9 +141,22 @@ pub struct Carried {
 /// backend may ignore every annotation and still run the program correctly.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Schedule {
-    /// The loop's iterations are independent and write disjoint elements: they may
-    /// run on several threads. Set only on a block's outermost loop.
+    /// The loop's iterations write disjoint elements: its range may be shared out
+    /// among threads. On a block's outermost loop, each thread runs its share of
+    /// the iterations. On an inner loop (the loops outside it carry a dependence, as
+    /// a column sum's rows do), each thread runs every iteration of the loops
+    /// outside and its share of this one, whose range does not depend on them: every
+    /// element is then updated by one thread, in the original order. At most one
+    /// loop of a block is marked.
     pub parallel: bool,
+    /// Set on the outermost loop of a block that reduces into its own carried
+    /// variables (a full sum): the loop may run in pieces of a fixed number of
+    /// iterations, chosen by the backend and never by the thread count, each
+    /// piece folding into fresh copies of the variables (from their identity), the
+    /// pieces' results then combined in piece order before the block's statements.
+    /// Reassociates `+` and `*` like [`split`](Schedule::split); the pieces may run
+    /// on different threads and the result is the same on any number of them.
+    pub pieces: bool,
     /// This innermost loop's updates of carried variables may keep several
     /// independent partial results (one per vector lane and accumulator), combined
     /// in order after the loop: reassociates `+` and `*` (not `max`/`min`, which are

@@ -23,7 +23,8 @@
 //!   a checked store or accumulate is marked `t[i0 / 2]? += ...`. Unmarked accesses
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
-//!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[blocked]`.
+//!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[pieces]`,
+//!   `[blocked]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -358,6 +359,9 @@ fn schedule_text(s: &Schedule) -> String {
     let mut parts = Vec::new();
     if s.parallel {
         parts.push("parallel");
+    }
+    if s.pieces {
+        parts.push("pieces");
     }
     if s.split {
         parts.push("split");

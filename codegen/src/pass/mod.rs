@@ -25,8 +25,10 @@
 //!    convolution), choosing the row loop;
 //! 10. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 11. `parallel` — mark outermost loops whose iterations may run on several
-//!     threads;
+//! 11. `parallel` — mark the loops whose iterations may run on several threads
+//!     (a block's outermost loop, or an inner one when the loops outside carry a
+//!     dependence, as a column sum's rows do), and full reductions that may fold
+//!     fixed pieces of their range apart (`[pieces]`);
 //! 12. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time.
@@ -157,13 +159,14 @@ const PIPELINE: &[Pass] = &[
     },
     Pass {
         name: "parallel",
-        doc: "marks outermost loops whose iterations touch disjoint parts of what the \
-              block writes, so they may run on several threads",
+        doc: "marks the loop whose iterations touch disjoint parts of what the block \
+              writes, so they may run on several threads, or a full reduction's loop that \
+              may fold fixed pieces apart",
         run: parallel,
     },
     Pass {
         name: "rows",
-        doc: "joins consecutive nests over the same rows that touch only their own row of               what the others write, and marks temporaries one row of which is enough",
+        doc: "joins consecutive nests over the same rows that touch only their own row of what the others write, and marks temporaries one row of which is enough",
         run: rows,
     },
 ];

@@ -133,8 +133,9 @@ struct Gen<'a> {
     consts: RefCell<BTreeSet<&'static str>>,
     /// Inside a tile or split loop: `v += a * b` may be one fused multiply-add.
     fused: Cell<bool>,
-    /// Some block has a parallel loop: the loops run on every thread of a
-    /// [`Part`](super::prelude) at once, serial blocks on the first thread only.
+    /// Some block has a parallel loop or one folded in pieces: the loops run on
+    /// every thread of a [`Part`](super::prelude) at once, serial blocks on the
+    /// first thread only.
     threaded: bool,
     /// Inside a tile's reduction: loads read from the tile's packed panel instead,
     /// each with its cell's offset within one reduction iteration's run of cells.
@@ -142,6 +143,11 @@ struct Gen<'a> {
     /// The tiles' packed panels: one buffer per thread each, allocated by the
     /// kernel and passed to the loops.
     panels: RefCell<Vec<Panel>>,
+    /// While an inner parallel loop's nest is emitted: that loop's id and this
+    /// thread's part of its range, which [`Gen::range`] gives instead of its own.
+    share: RefCell<Option<(usize, TokenStream, TokenStream)>>,
+    /// The blocks folded in pieces so far: what the kernel allocates and passes.
+    pieces: RefCell<Vec<Pieces>>,
 }
 
 /// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
@@ -152,6 +158,29 @@ struct Panel {
     trips: Vec<TokenStream>,
     loads: usize,
 }
+
+/// A block whose outermost loop is folded in pieces ([`Schedule::pieces`](crate::loops::Schedule::pieces)):
+/// its partial results live in one buffer per carried variable, `v{var}_pieces`,
+/// which the kernel allocates and the threads share.
+struct Pieces {
+    /// The outermost loop.
+    outer: Loop,
+    /// The inner loops (for the piece length).
+    inner: Vec<Loop>,
+    /// The block's carried variables.
+    vars: Vec<Carried>,
+}
+
+/// Iterations of a block folded in pieces that one piece holds (the outer loop's
+/// iterations times the inner loops'): as many as a thread must get before a team
+/// starts, so two pieces are enough for two threads. A fixed number, so the result
+/// does not depend on the thread count.
+const PIECE: i64 = 1 << 15;
+
+/// Threads sharing an inner loop's range split it only at multiples of this many
+/// iterations from its start, so that with unit-stride writes (a column sum's
+/// output row) they rarely write the same cache line in every outer iteration.
+const SHARE_STEP: i64 = 64;
 
 /// Emits one kernel's items, recording the helpers it needs in `helpers`.
 pub(super) fn emit(
@@ -226,12 +255,11 @@ pub(super) fn emit(
         scheduled: checks == Checks::Proven,
         consts: RefCell::new(BTreeSet::new()),
         fused: Cell::new(false),
-        threaded: checks == Checks::Proven
-            && p.blocks
-                .iter()
-                .any(|b| b.loops.first().is_some_and(|l| l.schedule.parallel)),
+        threaded: checks == Checks::Proven && p.blocks.iter().any(threads_work),
         packed: RefCell::new(Vec::new()),
         panels: RefCell::new(Vec::new()),
+        share: RefCell::new(None),
+        pieces: RefCell::new(Vec::new()),
     };
     g.sizes = g.entry_sizes();
     let mut scope_for_locals = scope;
@@ -1013,10 +1041,61 @@ impl Gen<'_> {
     fn group(&self, blocks: &[Block]) -> Result<TokenStream, EmitError> {
         *self.unsafe_used.borrow_mut() = false;
         let b = &blocks[0];
-        let parallel = self.threaded && b.loops.first().is_some_and(|l| l.schedule.parallel);
+        // Joined blocks share their outermost loop only.
+        let lone = blocks.len() == 1;
+        if self.threaded && lone && b.loops.first().is_some_and(|l| l.schedule.pieces) {
+            return self.in_pieces(b);
+        }
+        let depth = b
+            .loops
+            .iter()
+            .position(|l| l.schedule.parallel)
+            .filter(|&d| self.threaded && (d == 0 || lone));
+        let parallel = depth.is_some();
+        // This thread's part of an inner parallel loop, the same in every
+        // iteration of the loops outside it.
+        let mut take_inner = TokenStream::new();
+        if let Some(d) = depth.filter(|&d| d > 0) {
+            let l = &b.loops[d];
+            let (start, end) = self.range(l)?;
+            let n = l.id.0;
+            let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
+            let step = lit(&format!("{SHARE_STEP}"));
+            let f = self.need(Helper::RangeInSteps);
+            let phase = self.line_phase(b, l)?;
+            take_inner = quote!(let (#lo, #hi) = part.#f(#start, #end, #step, #phase););
+            *self.share.borrow_mut() = Some((n, quote!(#lo), quote!(#hi)));
+        }
+        let code = self.group_code(blocks, depth == Some(0), take_inner);
+        *self.share.borrow_mut() = None;
+        let code = code?;
+        Ok(if !self.threaded {
+            code
+        } else if parallel {
+            quote!({ #code } part.wait();)
+        } else {
+            // A serial block runs on the first thread while the others wait.
+            quote! {
+                if part.first() {
+                    #code
+                }
+                part.wait();
+            }
+        })
+    }
+
+    /// The code of a group of blocks, its outermost loop over this thread's part
+    /// when `outer_parallel`, after `take_part` (an inner loop's part).
+    fn group_code(
+        &self,
+        blocks: &[Block],
+        outer_parallel: bool,
+        take_inner: TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let b = &blocks[0];
         // This thread's part of a parallel loop.
         let part = match b.loops.first() {
-            Some(l) if parallel => {
+            Some(l) if outer_parallel => {
                 let (start, end) = self.range(l)?;
                 let n = l.id.0;
                 let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
@@ -1029,7 +1108,7 @@ impl Gen<'_> {
         };
         let (take_part, range) = match part {
             Some((take, range)) => (take, Some(range)),
-            None => (TokenStream::new(), None),
+            None => (take_inner, None),
         };
         let code = match blocks {
             [b] => {
@@ -1043,23 +1122,109 @@ impl Gen<'_> {
                 quote!(#take_part #rows)
             }
         };
-        let code = if *self.unsafe_used.borrow() {
+        Ok(if *self.unsafe_used.borrow() {
             quote!(unsafe { #code })
         } else {
             code
+        })
+    }
+
+    /// For an inner loop `l` of `b` shared out among threads: how many of its first
+    /// iterations lie before a cache line boundary of what it writes, when the
+    /// block writes one tensor at unit stride along `l` and at an offset free of the
+    /// other loops; else `0` (cuts at whole steps).
+    fn line_phase(&self, b: &Block, l: &Loop) -> Result<TokenStream, EmitError> {
+        let n = l.id.0;
+        let writes: Vec<_> = crate::pass::block_accesses(b)
+            .into_iter()
+            .filter(|a| a.write)
+            .collect();
+        let Some(w) = writes.first() else {
+            return Ok(quote!(0));
         };
-        Ok(if !self.threaded {
-            code
-        } else if parallel {
-            quote!({ #code } part.wait();)
-        } else {
-            // A serial block runs on the first thread while the others wait.
-            quote! {
-                if part.first() {
-                    #code
-                }
-                part.wait();
+        let only_l = w.access.index.iter().all(|s| match s {
+            Subscript::Expr(e) => e.indices().iter().all(|&m| m == n),
+            Subscript::Value(_) => false,
+        });
+        // Row buffers are each thread's own, not shared.
+        if !only_l
+            || self.row_local(w.access.tensor).is_some()
+            || writes.iter().any(|a| a.access.tensor != w.access.tensor)
+            || crate::pass::stride::stride(&w.access, n) != crate::pass::stride::Stride::Unit
+        {
+            return Ok(quote!(0));
+        }
+        // The element written in the loop's first iteration.
+        let mut first = w.access.clone();
+        for s in &mut first.index {
+            if let Subscript::Expr(e) = s {
+                *e = substitute(e, n, &l.start).simplify();
             }
+        }
+        let f = self.need(Helper::LinePhase);
+        let t = &self.tensors[first.tensor.0];
+        let at = self.offset_unchecked(&first)?;
+        Ok(quote!(#t.#f(#at)))
+    }
+
+    /// A block folded in pieces: each thread folds its share of the pieces into
+    /// fresh variables and keeps each piece's results in `v{var}_pieces`; after a
+    /// barrier the first thread combines them in piece order and runs the block's
+    /// statements. The pieces do not depend on the thread count, so neither does
+    /// the result.
+    fn in_pieces(&self, b: &Block) -> Result<TokenStream, EmitError> {
+        let l = &b.loops[0];
+        let n = l.id.0;
+        let (start, end) = self.range(l)?;
+        let local = |what: &str| ident(&format!("i{n}_{what}"));
+        let (piece, len, count) = (local("piece"), local("piece_len"), local("pieces"));
+        let (lo, hi) = (local("piece_lo"), local("piece_hi"));
+        let (first, last) = (local("start"), local("end"));
+        let piece_start = if l.start == Expr::Int(0) {
+            quote!(#piece * #len)
+        } else {
+            quote!(#start + #piece * #len)
+        };
+        let carried: Vec<_> = b.carried.iter().map(|c| self.carried(c)).collect();
+        let nest = self.nest_over(&b.loops, Some((quote!(#first), quote!(#last))))?;
+        let mut keep = Vec::new();
+        let mut combine = Vec::new();
+        for c in &b.carried {
+            let v = ident(&format!("v{}", c.var.0));
+            let buffer = ident(&format!("v{}_pieces", c.var.0));
+            keep.push(quote!(*#buffer.get_unchecked_mut(#piece as usize) = #v;));
+            combine.push(self.update(&v, c.op, quote!(*#buffer.get_unchecked(#piece as usize))));
+        }
+        let stmts = self.stmts(&b.stmts)?;
+        self.pieces.borrow_mut().push(Pieces {
+            outer: l.clone(),
+            inner: b.loops[1..].to_vec(),
+            vars: b.carried.clone(),
+        });
+        // The piece buffers hold one value per piece, each piece written by the
+        // one thread that folds it.
+        Ok(quote! {
+            unsafe {
+                let (#lo, #hi) = part.range(0, #count);
+                for #piece in #lo..#hi {
+                    let #first = #piece_start;
+                    let #last = (#first + #len).min(#end);
+                    #(#carried)*
+                    #nest
+                    #(#keep)*
+                }
+            }
+            part.wait();
+            if part.first() {
+                unsafe {
+                    #(#carried)*
+                    for #piece in 0..#count {
+                        #(#combine)*
+                    }
+                    #stmts
+                }
+            }
+            part.wait();
         })
     }
 
@@ -1156,8 +1321,14 @@ impl Gen<'_> {
         }
     }
 
-    /// `start` and `end` of a loop, ready to be written as `start..end`.
+    /// `start` and `end` of a loop, ready to be written as `start..end` (this
+    /// thread's part of it, for the inner loop a team shares out).
     fn range(&self, l: &Loop) -> Result<(TokenStream, TokenStream), EmitError> {
+        if let Some((n, lo, hi)) = &*self.share.borrow()
+            && *n == l.id.0
+        {
+            return Ok((lo.clone(), hi.clone()));
+        }
         let (start, sp) = self.idx(&l.start)?;
         let start = paren(start, sp, Prec::Sum);
         let end = match (&l.start, &l.end) {
@@ -1198,8 +1369,8 @@ impl Gen<'_> {
             if let Some(tile) = inner.first().and_then(|c| c.schedule.tile) {
                 return self.tile(loops, tile.block_reduction, range);
             }
-            if inner.is_empty() && l.schedule.split && range.is_none() {
-                return self.split(l);
+            if inner.is_empty() && l.schedule.split {
+                return self.split(l, range);
             }
             if inner.len() == 1 && inner[0].schedule.blocked {
                 return self.blocked(l, &inner[0], range);
@@ -1381,12 +1552,26 @@ impl Gen<'_> {
         })
     }
 
-    /// A split reduction: `LANES` partial results per variable the loop updates,
-    /// combined in order after the whole chunks; the last iterations run plainly.
-    fn split(&self, l: &Loop) -> Result<TokenStream, EmitError> {
+    /// A split reduction over `range` (else the loop's own): `LANES` partial
+    /// results per variable the loop updates, combined in order after the whole
+    /// chunks; the last iterations run plainly.
+    fn split(
+        &self,
+        l: &Loop,
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
         self.consts.borrow_mut().insert("LANES");
-        let (start, end) = self.range(l)?;
-        let main_value = if l.start == Expr::Int(0) {
+        let ranged = range.is_some();
+        let (start, end) = match range {
+            Some(r) => r,
+            None => self.range(l)?,
+        };
+        let shared = self
+            .share
+            .borrow()
+            .as_ref()
+            .is_some_and(|(n, ..)| *n == l.id.0);
+        let main_value = if l.start == Expr::Int(0) && !ranged && !shared {
             let (e, ep) = self.idx(&l.end)?;
             let end = paren(e, ep, Prec::Product);
             quote!(#end / LANES as i64 * LANES as i64)
@@ -2056,6 +2241,7 @@ impl Gen<'_> {
                 let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;
             });
         }
+        temps.extend(self.piece_buffers()?);
         let body_used = self.take_used();
         let (per_cpu, body) = if self.scheduled && !body.is_empty() {
             self.per_cpu(k, body, &body_used, &row_lens)?
@@ -2423,6 +2609,24 @@ impl Gen<'_> {
                 forward.push(quote!(#id));
             }
         }
+        for pc in self.pieces.borrow().iter() {
+            let n = pc.outer.id.0;
+            if let Some(sh) = &shared {
+                for c in &pc.vars {
+                    let b = ident(&format!("v{}_pieces", c.var.0));
+                    params.push(quote!(#b: #sh<'_, #t>));
+                    share.push(quote!(let #b = #sh::new(&mut #b);));
+                    args.push(quote!(#b));
+                    forward.push(quote!(#b));
+                }
+            }
+            for what in ["piece_len", "pieces"] {
+                let id = ident(&format!("i{n}_{what}"));
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
         // Per target: fused multiply-add, partial results of a split reduction,
         // register tile rows × columns, reduction block of a tile.
         let consts = self.consts.borrow().clone();
@@ -2589,12 +2793,62 @@ impl Gen<'_> {
         Ok((items, run))
     }
 
-    /// The iterations of the parallel blocks, as a saturating sum of products of
-    /// the loop ranges that do not depend on other loops.
+    /// For each block folded in pieces: the piece length and count, and a buffer
+    /// per carried variable for the pieces' results, all fixed by the sizes alone.
+    fn piece_buffers(&self) -> Result<TokenStream, EmitError> {
+        let mut out = TokenStream::new();
+        let t = &self.float;
+        for pc in self.pieces.borrow().iter() {
+            let n = pc.outer.id.0;
+            let local = |what: &str| ident(&format!("i{n}_{what}"));
+            let (len, count) = (local("piece_len"), local("pieces"));
+            let piece = lit(&format!("{PIECE}_i64"));
+            let spans = pc
+                .inner
+                .iter()
+                .filter(|m| {
+                    let free = |e: &Expr| e.indices().is_empty();
+                    free(&m.start) && free(&m.end)
+                })
+                .map(|m| self.span(m))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Whole outer iterations: as many as make up a piece.
+            let len_value = match &spans[..] {
+                [] => piece,
+                [span] => quote!((#piece / #span.max(1)).max(1)),
+                _ => quote! {
+                    (#piece / [#(#spans),*].iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)))).max(1)
+                },
+            };
+            let span = self.span(&pc.outer)?;
+            let buffers = pc.vars.iter().map(|c| {
+                let b = ident(&format!("v{}_pieces", c.var.0));
+                quote!(let mut #b: Vec<#t> = vec![0.0; #count as usize];)
+            });
+            out.extend(quote! {
+                let #len = #len_value;
+                let #count = (#span + #len - 1) / #len;
+                #(#buffers)*
+            });
+        }
+        Ok(out)
+    }
+
+    /// The number of iterations of a loop whose bounds are free of loop indices.
+    fn span(&self, l: &Loop) -> Result<TokenStream, EmitError> {
+        let (start, end) = self.range(l)?;
+        Ok(match (&l.start, &l.end) {
+            (Expr::Int(0), Expr::Name(_) | Expr::Int(_)) => end,
+            _ => quote!((#end - #start).max(0)),
+        })
+    }
+
+    /// The iterations of the blocks that run on several threads, as a saturating
+    /// sum of products of the loop ranges that do not depend on other loops.
     fn parallel_work(&self) -> Result<TokenStream, EmitError> {
         let mut blocks = Vec::new();
         for b in &self.p.blocks {
-            if !b.loops.first().is_some_and(|l| l.schedule.parallel) {
+            if !threads_work(b) {
                 continue;
             }
             let mut spans = Vec::new();
@@ -2763,6 +3017,22 @@ fn row_literal_len(decl: &TensorDecl) -> Option<i64> {
         _ => None,
     })?;
     (0..=STACK_ELEMENTS).contains(&len).then_some(len)
+}
+
+/// `e` with loop `n`'s variable replaced by `by`.
+fn substitute(e: &Expr, n: usize, by: &Expr) -> Expr {
+    match e {
+        Expr::Index(m) if *m == n => by.clone(),
+        Expr::Neg(a) => Expr::Neg(Box::new(substitute(a, n, by))),
+        Expr::Bin(op, a, b) => Expr::bin(*op, substitute(a, n, by), substitute(b, n, by)),
+        other => other.clone(),
+    }
+}
+
+/// Whether some loop of `b` may run on several threads.
+fn threads_work(b: &Block) -> bool {
+    b.loops.iter().any(|l| l.schedule.parallel)
+        || b.loops.first().is_some_and(|l| l.schedule.pieces)
 }
 
 /// The tensors some statement of `p` reads or writes.

@@ -43,6 +43,10 @@ pub(super) enum Helper {
     Parts,
     /// The thread count (`set_threads`, `UOP_THREADS`).
     Threads,
+    /// A thread's part of an inner loop's range, cut at multiples of a step.
+    RangeInSteps,
+    /// Where the next cache line starts in a shared buffer.
+    LinePhase,
     /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
     CpuLevel,
     /// A software prefetch some way ahead of a split reduction's reads.
@@ -73,6 +77,8 @@ impl Helpers {
                 self.need(Helper::Elements);
             }
             Helper::Parts => self.need(Helper::Threads),
+            Helper::RangeInSteps => self.need(Helper::Parts),
+            Helper::LinePhase => self.need(Helper::Shared),
             _ => {}
         }
     }
@@ -536,6 +542,34 @@ fn helper(h: Helper) -> TokenStream {
                 });
             }
         },
+        Helper::RangeInSteps => quote! {
+            impl Part<'_> {
+                /// This thread's part of `start..end`, cut only at `start + phase`
+                /// plus multiples of `step`: for an inner loop all threads share
+                /// out in every outer iteration, cut where the written elements
+                /// start a cache line, so that neighbours never write the same
+                /// line (measured on a column sum: 0.30 ms instead of 0.24).
+                #[inline(always)]
+                fn range_in_steps(&self, start: i64, end: i64, step: i64, phase: i64) -> (i64, i64) {
+                    let steps = ((end - start).max(0) + step - 1) / step;
+                    let (lo, hi) = self.range(0, steps);
+                    let cut = |k: i64| if k == 0 { start } else { (start + phase + k * step).min(end) };
+                    (cut(lo), cut(hi))
+                }
+            }
+        },
+        Helper::LinePhase => quote! {
+            impl<T> Shared<'_, T> {
+                /// How many elements from element `at` to the next 64-byte cache
+                /// line: where a thread's share of a unit-stride write may start.
+                #[inline(always)]
+                fn phase(&self, at: usize) -> i64 {
+                    let size = core::mem::size_of::<T>().max(1);
+                    let addr = self.ptr.wrapping_add(at) as usize;
+                    ((64 - addr % 64) % 64 / size) as i64
+                }
+            }
+        },
         Helper::CpuLevel => quote! {
             /// The widest code the kernels of this file run on this CPU: `2` for
             /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
@@ -683,6 +717,8 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Shared => ("Shared", false),
         Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
+        Helper::RangeInSteps => ("range_in_steps", false),
+        Helper::LinePhase => ("phase", false),
         Helper::CpuLevel => ("cpu_level", false),
         Helper::Prefetch => ("prefetch", false),
         Helper::ErfF64 => ("erf", false),
