@@ -166,7 +166,8 @@ const PIPELINE: &[Pass] = &[
     },
     Pass {
         name: "rows",
-        doc: "joins consecutive nests over the same rows that touch only their own row of what the others write, and marks temporaries one row of which is enough",
+        doc: "joins consecutive nests over the same rows that touch only their own row of \
+              what the others write, and marks temporaries one row of which is enough",
         run: rows,
     },
 ];
