@@ -41,7 +41,7 @@ pub struct TensorDecl {
     /// Schedule annotation (set by the `rows` pass): a temporary used only inside
     /// one group of [joined](Schedule::joined) blocks, each of whose accesses has
     /// the bare variable of its block's outermost loop as the subscript on this
-    /// axis, and which every row is fully stored before it is read. A backend that
+    /// axis, and every row of which is stored before it is read. A backend that
     /// runs the group row by row may keep just one row of it (per thread); one that
     /// ignores the annotation allocates it whole, with the same results.
     pub row_local: Option<usize>,
