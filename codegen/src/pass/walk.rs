@@ -306,8 +306,9 @@ pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
     let shape = &p.tensors[t.0].shape;
     for b in &p.blocks {
         // Every access to `t`: (level, statement position, access, write).
+        let lists = levels(b);
         let mut touching = Vec::new();
-        for (level, stmts) in levels(b) {
+        for &(level, stmts) in &lists {
             for (k, s) in stmts.iter().enumerate() {
                 stmt_accesses(s, &mut |a, write| {
                     if a.tensor == t {
@@ -322,7 +323,7 @@ pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
             }
             return false;
         };
-        let store_is_plain = matches!(&levels(b)[depth].1[at], Stmt::Store { .. });
+        let store_is_plain = matches!(lists[depth].1[at], Stmt::Store { .. });
         let later_reads_of_it = touching[1..]
             .iter()
             .all(|(l, k, a, write)| !write && *l == depth && *k > at && a == access);

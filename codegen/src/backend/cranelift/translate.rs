@@ -558,7 +558,7 @@ impl<M: Module> Translator<'_, '_, M> {
         }
         for k in 0..self.p.outputs.len() {
             let t = self.p.outputs[k];
-            if fully_written_first(self.p, t.0) {
+            if crate::pass::fully_written_first(self.p, t) {
                 continue;
             }
             let size = self.p.tensors[t.0].dtype.size() as i64;
@@ -1592,96 +1592,4 @@ fn checked_fills(p: &LoopProgram, v: &Value, out: &mut Vec<(DType, f64)>) {
         }
         Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
     }
-}
-
-fn value_reads(v: &Value, t: usize) -> bool {
-    match v {
-        Value::Load { access, .. } => {
-            access.tensor.0 == t
-                || access
-                    .index
-                    .iter()
-                    .any(|s| matches!(s, Subscript::Value(x) if value_reads(x, t)))
-        }
-        Value::Unary(_, x) => value_reads(x, t),
-        Value::Binary(_, a, b) => value_reads(a, t) || value_reads(b, t),
-        Value::Where(c, a, b) => value_reads(c, t) || value_reads(a, t) || value_reads(b, t),
-        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
-    }
-}
-
-fn stmt_touches(s: &Stmt, t: usize) -> bool {
-    match s {
-        Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
-            access.tensor.0 == t
-                || value_reads(value, t)
-                || access
-                    .index
-                    .iter()
-                    .any(|x| matches!(x, Subscript::Value(v) if value_reads(v, t)))
-        }
-        Stmt::Update { value, .. } => value_reads(value, t),
-    }
-}
-
-fn block_stmts(b: &Block) -> impl Iterator<Item = &Stmt> {
-    b.loops.iter().flat_map(|l| &l.stmts).chain(&b.stmts)
-}
-
-/// True when the first block touching tensor `t` overwrites every element of it
-/// before anything reads it: a plain store `t[i_a, 0, i_b, ...] = v` whose subscripts
-/// are exactly the enclosing loops, each running over `0..` the matching size (or 0
-/// on an axis of size 1), in a block that does not read `t`. Then the output needs
-/// no zeroing first.
-pub(crate) fn fully_written_first(p: &LoopProgram, t: usize) -> bool {
-    let Some(block) = p
-        .blocks
-        .iter()
-        .find(|b| block_stmts(b).any(|s| stmt_touches(s, t)))
-    else {
-        return false;
-    };
-    let reads = block_stmts(block).any(|s| match s {
-        Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
-            value_reads(value, t)
-                || matches!(s, Stmt::Accumulate { .. }) && access.tensor.0 == t
-                || access
-                    .index
-                    .iter()
-                    .any(|x| matches!(x, Subscript::Value(v) if value_reads(v, t)))
-        }
-        Stmt::Update { value, .. } => value_reads(value, t),
-    });
-    if reads {
-        return false;
-    }
-    let shape = &p.tensors[t].shape;
-    let covers = |enclosing: &[Loop], access: &Access| {
-        if access.index.len() != shape.len() {
-            return false;
-        }
-        let mut used = std::collections::HashSet::new();
-        let each_axis = access.index.iter().zip(shape).all(|(s, size)| match s {
-            // A size-1 axis is covered by its only position.
-            Subscript::Expr(Expr::Int(0)) => *size == Expr::Int(1),
-            Subscript::Expr(Expr::Index(n)) => {
-                used.insert(*n)
-                    && enclosing
-                        .iter()
-                        .any(|l| l.id.0 == *n && l.start == Expr::Int(0) && l.end == *size)
-            }
-            _ => false,
-        });
-        // Every enclosing loop must be a subscript, or some iterations would repeat
-        // while others (after an empty loop) never run.
-        each_axis && used.len() == enclosing.len()
-    };
-    let stored = |enclosing: &[Loop], stmts: &[Stmt]| {
-        stmts.iter().any(|s| match s {
-            Stmt::Store { access, .. } => access.tensor.0 == t && covers(enclosing, access),
-            _ => false,
-        })
-    };
-    (0..block.loops.len()).any(|d| stored(&block.loops[..=d], &block.loops[d].stmts))
-        || (shape.is_empty() && stored(&[], &block.stmts))
 }

@@ -8,7 +8,7 @@
 //! snake_case.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
@@ -1259,12 +1259,10 @@ impl Gen<'_> {
             bodies.push(self.stmts(&outer.stmts)?);
         }
         let i = ident(&format!("{}i{n}", if used { "" } else { "_" }));
-        let mut rows = Vec::new();
-        for t in self.row_buffers(blocks) {
-            if let Some(len) = self.row_on_stack(t) {
-                rows.push(self.row_buffer(t, len));
-            }
-        }
+        let rows = self
+            .stack_rows(blocks)
+            .into_iter()
+            .map(|(t, len)| self.row_buffer(t, len));
         Ok(quote! {
             #(#rows)*
             for #i in #start..#end {
@@ -1274,13 +1272,12 @@ impl Gen<'_> {
     }
 
     /// The row-local temporaries kept on the stack that some block of `blocks`
-    /// touches, in tensor order.
-    fn row_buffers(&self, blocks: &[Block]) -> BTreeSet<TensorId> {
+    /// touches, in tensor order, with the length of their row.
+    fn stack_rows(&self, blocks: &[Block]) -> BTreeMap<TensorId, i64> {
         blocks
             .iter()
             .flat_map(crate::pass::block_accesses)
-            .map(|a| a.access.tensor)
-            .filter(|t| self.row_on_stack(*t).is_some())
+            .filter_map(|a| Some((a.access.tensor, self.row_on_stack(a.access.tensor)?)))
             .collect()
     }
 
@@ -1310,7 +1307,7 @@ impl Gen<'_> {
         quote!(let mut #id: [#e; #len] = [#zero; #len];)
     }
 
-    /// A temporary's element type and its zero.
+    /// A tensor's element type and its zero.
     fn elem_zero(&self, t: TensorId) -> (TokenStream, TokenStream) {
         match self.p.tensors[t.0].dtype {
             DType::I32 => (quote!(i32), quote!(0)),
@@ -2555,10 +2552,7 @@ impl Gen<'_> {
                 continue;
             }
             let id = &self.tensors[tid.0];
-            let e = match p.tensors[tid.0].dtype {
-                DType::I32 => quote!(i32),
-                _ => quote!(#t),
-            };
+            let (e, zero) = self.elem_zero(tid);
             let row_len = row_lens.iter().find(|(t, _)| *t == tid).map(|(_, len)| len);
             match self.tensor_kind(tid) {
                 TensorKind::Input => {
@@ -2567,7 +2561,6 @@ impl Gen<'_> {
                 }
                 _ if row_len.is_some() => {
                     // Each thread its own row.
-                    let (_, zero) = self.elem_zero(tid);
                     allocs.push(quote!(let mut #id = vec![#zero; #row_len];));
                     params.push(quote!(#id: &mut [#e]));
                     args.push(quote!(&mut #id));
