@@ -86,7 +86,7 @@ pub use parallel::parallel;
 pub use rows::rows;
 pub use shape_groups::ShapeGroups;
 pub use split::split;
-pub(crate) use stride::{access_mentions, value_mentions};
+pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
 pub use subst::subst;
 pub use tile::tile;
 pub(crate) use walk::{block_accesses, fully_written_first};

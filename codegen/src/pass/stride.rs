@@ -6,7 +6,7 @@
 //! variable (`i0 / 2`, a data-dependent subscript) is [`Stride::Other`].
 
 use crate::index::{Expr, IndexOp};
-use crate::loops::{Access, Subscript, Value};
+use crate::loops::{Access, Loop, LoopProgram, Stmt, Subscript, Value};
 
 /// The movement of one access along one loop, in elements of the innermost axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +103,59 @@ pub(crate) fn injective(a: &Access, loops: &[usize]) -> bool {
         }
     }
     loops.iter().all(|n| seen.contains(n))
+}
+
+/// The one axis of `a` whose subscript mentions loop `n`, when there is exactly one
+/// and it moves by one element per iteration (`n` plus terms free of it).
+pub(crate) fn unit_axis(a: &Access, n: usize) -> Option<usize> {
+    let mut axes = a.index.iter().enumerate().filter(|(_, s)| match s {
+        Subscript::Expr(e) => e.indices().contains(&n),
+        Subscript::Value(_) => true,
+    });
+    let (axis, Subscript::Expr(e)) = axes.next()? else {
+        return None;
+    };
+    (axes.next().is_none() && coefficient(e, n) == Some(1)).then_some(axis)
+}
+
+/// The two accesses of a nest `for r { for c { dst[..] = src[..] } }` that only
+/// copies one tensor of the program's float type into another across (a
+/// transpose): both unchecked, `dst` contiguous along `c` and `src` along `r`, each
+/// loop index in one subscript of each access with coefficient 1, on different axes
+/// of `dst` (so no two iterations write one element), and `c`'s range free of `r`.
+/// The element at `(r + i, c + j)` is then a fixed stride times `i` and `j` away from
+/// the one at `(r, c)` in either tensor, so the nest may be copied by tiles.
+pub(crate) fn transpose_copy<'l>(
+    p: &LoopProgram,
+    r: &Loop,
+    c: &'l Loop,
+) -> Option<(&'l Access, &'l Access)> {
+    if !r.carried.is_empty() || !c.carried.is_empty() || !r.stmts.is_empty() {
+        return None;
+    }
+    let [
+        Stmt::Store {
+            access: dst,
+            value: Value::Load { access: src, .. },
+        },
+    ] = c.stmts.as_slice()
+    else {
+        return None;
+    };
+    let plain =
+        |a: &Access| !a.checked && p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
+    let last = |a: &Access| a.index.len().checked_sub(1);
+    let (rn, cn) = (r.id.0, c.id.0);
+    let ranges_fixed = ![&c.start, &c.end].iter().any(|e| e.indices().contains(&rn));
+    let fits = plain(dst)
+        && plain(src)
+        && dst.tensor != src.tensor
+        && ranges_fixed
+        && unit_axis(dst, cn).is_some_and(|a| Some(a) == last(dst))
+        && unit_axis(dst, rn).is_some_and(|a| Some(a) != last(dst))
+        && unit_axis(src, rn).is_some_and(|a| Some(a) == last(src))
+        && unit_axis(src, cn).is_some();
+    fits.then_some((dst, src))
 }
 
 #[cfg(test)]

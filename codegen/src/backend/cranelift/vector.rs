@@ -232,38 +232,17 @@ pub(crate) fn plan(p: &LoopProgram, l: &Loop) -> Option<VectorPlan> {
 }
 
 /// The two accesses of a nest `for r { for c [blocked] { dst[..] = src[..] } }` that
-/// can run as `lanes × lanes` tiles transposed in registers: `dst` unit stride along
-/// `c`, `src` unit stride along `r`, both proven in range, in the program's float
-/// type and distinct tensors (so no read sees a write), and nothing else in the nest.
+/// can run as `lanes × lanes` tiles transposed in registers: a
+/// [`transpose_copy`](crate::pass::transpose_copy) marked `[blocked]`.
 pub(crate) fn transpose_plan<'p>(
     p: &LoopProgram,
     r: &'p Loop,
     c: &'p Loop,
 ) -> Option<(&'p Access, &'p Access)> {
-    if !c.schedule.blocked || !r.carried.is_empty() || !c.carried.is_empty() || !r.stmts.is_empty()
-    {
+    if !c.schedule.blocked {
         return None;
     }
-    let [
-        Stmt::Store {
-            access: dst,
-            value: Value::Load { access: src, .. },
-        },
-    ] = c.stmts.as_slice()
-    else {
-        return None;
-    };
-    let float = |a: &Access| p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
-    let ranges_fixed = !mentions(&c.start, r.id) && !mentions(&c.end, r.id);
-    let fits = !dst.checked
-        && !src.checked
-        && dst.tensor != src.tensor
-        && float(dst)
-        && float(src)
-        && ranges_fixed
-        && stride(dst, c.id) == Some(Stride::Unit)
-        && stride(src, r.id) == Some(Stride::Unit);
-    fits.then_some((dst, src))
+    crate::pass::transpose_copy(p, r, c)
 }
 
 #[cfg(test)]

@@ -1419,45 +1419,14 @@ impl Gen<'_> {
         })
     }
 
-    /// The two accesses of a blocked nest `for r { for c { dst[..] = src[..] } }`
-    /// that only copies one tensor of the float type into another across (a
-    /// transpose): `dst` contiguous along `c`, `src` along `r`, each loop index
-    /// in one subscript of each access, as the index plus terms free of it, on
-    /// different axes of `dst` (so no two iterations write one element). The
-    /// element at `(r + i, c + j)` is then a fixed stride times `i` and `j` away
-    /// from the one at `(r, c)`, which is what [`Helper::Transpose`] copies by.
+    /// The accesses of a blocked nest the [`Helper::Transpose`] helper can copy
+    /// ([`crate::pass::transpose_copy`]), into a tensor this kernel writes and
+    /// between buffers it holds whole.
     fn transpose_copy<'l>(&self, rl: &Loop, cl: &'l Loop) -> Option<(&'l Access, &'l Access)> {
-        if !rl.carried.is_empty() || !cl.carried.is_empty() || !rl.stmts.is_empty() {
-            return None;
-        }
-        let [
-            Stmt::Store {
-                access: dst,
-                value: Value::Load { access: src, .. },
-            },
-        ] = cl.stmts.as_slice()
-        else {
-            return None;
-        };
-        let plain = |a: &Access| {
-            let decl = &self.p.tensors[a.tensor.0];
-            !a.checked && decl.dtype == self.p.dtype && self.row_local(a.tensor).is_none()
-        };
-        let last = |a: &Access| a.index.len().checked_sub(1);
-        let (r, c) = (rl.id.0, cl.id.0);
-        let ranges_fixed = ![&cl.start, &cl.end]
-            .iter()
-            .any(|e| e.indices().contains(&r));
-        let fits = plain(dst)
-            && plain(src)
-            && dst.tensor != src.tensor
-            && self.tensor_kind(dst.tensor) != TensorKind::Input
-            && ranges_fixed
-            && axis_of(dst, c).is_some_and(|a| Some(a) == last(dst))
-            && axis_of(dst, r).is_some_and(|a| Some(a) != last(dst))
-            && axis_of(src, r).is_some_and(|a| Some(a) == last(src))
-            && axis_of(src, c).is_some();
-        fits.then_some((dst, src))
+        let (dst, src) = crate::pass::transpose_copy(self.p, rl, cl)?;
+        let whole = |a: &Access| self.row_local(a.tensor).is_none();
+        (whole(dst) && whole(src) && self.tensor_kind(dst.tensor) != TensorKind::Input)
+            .then_some((dst, src))
     }
 
     /// A [`Self::transpose_copy`] nest in `TB × TB` blocks, each copied by the
@@ -1494,7 +1463,7 @@ impl Gen<'_> {
             Ok::<_, EmitError>(quote!(#base.add(#at)))
         };
         let (to, from) = (pointer(dst, true)?, pointer(src, false)?);
-        let stride = |a: &Access, l: usize| match axis_of(a, l) {
+        let stride = |a: &Access, l: usize| match crate::pass::unit_axis(a, l) {
             Some(axis) => self.row_stride(a.tensor, axis),
             None => Err(self.unsupported("a transposed copy's stride")),
         };
@@ -3106,30 +3075,6 @@ fn panel_cell(at: &Ident, j: usize) -> TokenStream {
         quote!((#at + col as i64) as usize)
     } else {
         quote!((#at + (#j * NR + col) as i64) as usize)
-    }
-}
-
-/// The one subscript of `a` that mentions loop `n`, when there is exactly one and
-/// it is the loop index plus (or minus) terms free of it.
-fn axis_of(a: &Access, n: usize) -> Option<usize> {
-    let mut axes = a.index.iter().enumerate().filter(|(_, s)| match s {
-        Subscript::Expr(e) => e.indices().contains(&n),
-        Subscript::Value(_) => true,
-    });
-    let (axis, Subscript::Expr(e)) = axes.next()? else {
-        return None;
-    };
-    (axes.next().is_none() && is_unit(e, n)).then_some(axis)
-}
-
-/// Whether `e` is index `n` plus (or minus) terms that do not mention it.
-fn is_unit(e: &Expr, n: usize) -> bool {
-    let free = |x: &Expr| !x.indices().contains(&n);
-    match e {
-        Expr::Index(m) => *m == n,
-        Expr::Bin(IndexOp::Add, a, b) => (is_unit(a, n) && free(b)) || (is_unit(b, n) && free(a)),
-        Expr::Bin(IndexOp::Sub, a, b) => is_unit(a, n) && free(b),
-        _ => false,
     }
 }
 
