@@ -2,7 +2,8 @@
 //! functions, which it ports: for `y = f(x)` over a dense sweep of f32 bit patterns
 //! (every 2039th of the 2^32, plus every pattern in windows around the overflow and
 //! underflow edges, the subnormals, the branch points and the specials NaN, ±inf,
-//! ±0), the JIT kernel's output must have the same bits as `vmath::f_f32(x)`, with
+//! ±0), the JIT kernel's output must have the same bits as `vmath::f_f32(fma, x)`,
+//! `fma` being whether this host has fused multiply-add (Cranelift fuses then), with
 //! any NaN matching any NaN (payloads are not part of the semantics).
 //!
 //! Each function is checked twice: scalar code (`vectorize: false`, the path of
@@ -92,7 +93,19 @@ fn same(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-fn matches_vmath(op: UnaryOp, reference: fn(f32) -> f32) {
+/// Whether Cranelift's host ISA has FMA (what `cranelift-native` detects).
+fn host_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("fma");
+    #[cfg(target_arch = "aarch64")]
+    return true;
+    #[allow(unreachable_code)]
+    false
+}
+
+fn matches_vmath(op: UnaryOp, f: fn(bool, f32) -> f32) {
+    let fma = host_fma();
+    let reference = |x| f(fma, x);
     let xs = sweep();
     for vectorize in [false, true] {
         let opts = Options {
@@ -109,7 +122,7 @@ fn matches_vmath(op: UnaryOp, reference: fn(f32) -> f32) {
             .collect();
         assert!(
             wrong.is_empty(),
-            "{op:?} (vectorize: {vectorize}): (x, cranelift, vmath) {wrong:?}"
+            "{op:?} (vectorize: {vectorize}, fma: {fma}): (x, cranelift, vmath) {wrong:?}"
         );
     }
 }

@@ -9,7 +9,9 @@
 //!
 //! - exactly, unless the program uses a function whose Rust implementation may
 //!   differ from the interpreter's in the last bits (`exp`, `log`, `tanh`,
-//!   `sigmoid`, `sin`, `cos`, `pow` in f32; `erf` in both types);
+//!   `sigmoid`, `sin`, `cos`, `pow` in f32; `erf` in both types), or multiplies
+//!   values that are then added (a sum, an add or a subtract: on FMA hardware the
+//!   scheduled kernels round `a * b + c` once instead of twice);
 //! - otherwise within a relative 1e-4 (f32) or 1e-12 (f64) of the larger of 1
 //!   and the value.
 //!
@@ -49,13 +51,24 @@ fn tolerance(p: &Program) -> f64 {
         | UnaryOp::Cos => p.dtype == DType::F32,
         _ => false,
     };
-    let inexact = p.nodes.iter().any(|n| match &n.op {
-        Uop::Unary { op, .. } => inexact_unary(*op),
-        Uop::Binary {
-            op: BinaryOp::Pow, ..
-        } => p.dtype == DType::F32,
-        _ => false,
-    });
+    let binary = |want: &[BinaryOp]| {
+        p.nodes
+            .iter()
+            .any(|n| matches!(&n.op, Uop::Binary { op, .. } if want.contains(op)))
+    };
+    let sums = p
+        .nodes
+        .iter()
+        .any(|n| matches!(n.op, Uop::Reduce { .. } | Uop::ReindexReduce { .. }));
+    let contracted = binary(&[BinaryOp::Mul]) && (sums || binary(&[BinaryOp::Add, BinaryOp::Sub]));
+    let inexact = contracted
+        || p.nodes.iter().any(|n| match &n.op {
+            Uop::Unary { op, .. } => inexact_unary(*op),
+            Uop::Binary {
+                op: BinaryOp::Pow, ..
+            } => p.dtype == DType::F32,
+            _ => false,
+        });
     match (inexact, p.dtype) {
         (false, _) => 0.0,
         (true, DType::F64) => 1e-12,

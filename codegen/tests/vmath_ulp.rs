@@ -7,6 +7,12 @@
 //! them); `exhaustive_*` (ignored, `cargo test --release -p uop-codegen --test
 //! vmath_ulp -- --ignored`) try every f32. `pow` has two arguments: it is tested on
 //! a dense sample of pairs and on its special cases.
+//!
+//! Every function is checked in both instances: `fma = false` (separate multiplies
+//! and adds, the baseline copies of kernels) and `fma = true` (fused
+//! multiply-adds, the copies compiled for AVX2+FMA and AVX-512, and Cranelift on
+//! an FMA host). Here `mul_add` is a library call, which computes the same fused
+//! result as the instruction, only slower.
 
 use uop_codegen::backend::rust::vmath;
 
@@ -34,11 +40,12 @@ fn ulps(got: f32, want: f32) -> u64 {
     ordered(got).abs_diff(ordered(want))
 }
 
-/// One function under test: its name, the vmath version, the reference and the
-/// bound (max ulps) over the domain `|x| < limit`.
+/// One function under test: its name, the vmath version (taking `fma`), the
+/// reference and the bound (max ulps, for both instances) over the domain
+/// `|x| < limit`.
 struct Case {
     name: &'static str,
-    f: fn(f32) -> f32,
+    f: fn(bool, f32) -> f32,
     reference: fn(f64) -> f64,
     max_ulps: u64,
     limit: f32,
@@ -96,15 +103,15 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// The worst input of `case` among `bits`: (ulps, input).
-fn worst(case: &Case, bits: impl Iterator<Item = u32>) -> (u64, f32) {
+/// The worst input of `case`'s instance `fma` among `bits`: (ulps, input).
+fn worst(case: &Case, fma: bool, bits: impl Iterator<Item = u32>) -> (u64, f32) {
     let mut worst = (0, 0.0);
     for b in bits {
         let x = f32::from_bits(b);
         if x.abs() >= case.limit {
             continue;
         }
-        let e = ulps((case.f)(x), (case.reference)(f64::from(x)) as f32);
+        let e = ulps((case.f)(fma, x), (case.reference)(f64::from(x)) as f32);
         if e > worst.0 {
             worst = (e, x);
         }
@@ -112,15 +119,15 @@ fn worst(case: &Case, bits: impl Iterator<Item = u32>) -> (u64, f32) {
     worst
 }
 
-fn check(case: &Case, (e, x): (u64, f32)) {
-    println!("{:8} max {e} ulp at {x:e}", case.name);
+fn check(case: &Case, fma: bool, (e, x): (u64, f32)) {
+    println!("{:8} (fma: {fma:5}) max {e} ulp at {x:e}", case.name);
     assert!(
         e <= case.max_ulps,
-        "{}({x:e} = {:#010x}) is {} ulps off ({}, want {})",
+        "{}({x:e} = {:#010x}, fma: {fma}) is {} ulps off ({}, want {})",
         case.name,
         x.to_bits(),
         e,
-        (case.f)(x),
+        (case.f)(fma, x),
         (case.reference)(f64::from(x)) as f32
     );
 }
@@ -133,7 +140,9 @@ fn strided(stride: u64, offset: u64) -> impl Iterator<Item = u32> {
 #[test]
 fn every_function_is_within_its_stated_ulp_bound_on_a_dense_sweep_of_all_f32() {
     for case in CASES {
-        check(case, worst(case, strided(4093, 0)));
+        for fma in [false, true] {
+            check(case, fma, worst(case, fma, strided(4093, 0)));
+        }
     }
 }
 
@@ -142,18 +151,21 @@ fn the_neighbourhood_of_one_and_zero_is_within_bounds() {
     // Where polynomials meet range reductions and where results are tiny.
     let around = |v: f32| (v.to_bits() - 20_000..v.to_bits() + 20_000).step_by(7);
     for case in CASES {
-        for v in [1.0f32, 0.625, 0.5, 1e-3, 88.0, 3.9, 0.785, 1.57, 100.0] {
-            check(case, worst(case, around(v).chain(around(-v))));
+        for fma in [false, true] {
+            for v in [1.0f32, 0.625, 0.5, 1e-3, 88.0, 3.9, 0.785, 1.57, 100.0] {
+                check(case, fma, worst(case, fma, around(v).chain(around(-v))));
+            }
         }
     }
 }
 
-/// Calls `f` on every f32 (split over the available threads) and checks the bound.
-fn exhaustive(case: &Case) {
+/// Calls `case`'s instance `fma` on every f32 (split over the available threads)
+/// and checks the bound.
+fn exhaustive(case: &Case, fma: bool) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let results: Vec<(u64, f32)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|t| s.spawn(move || worst(case, strided(threads, t))))
+            .map(|t| s.spawn(move || worst(case, fma, strided(threads, t))))
             .collect();
         handles
             .into_iter()
@@ -163,29 +175,36 @@ fn exhaustive(case: &Case) {
     let w = results
         .into_iter()
         .fold((0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
-    check(case, w);
+    check(case, fma, w);
 }
 
-/// One ignored test per function, so each can be run alone.
+/// One ignored test per function and instance, so each can be run alone.
 macro_rules! exhaustive_tests {
-    ($($test:ident: $name:literal),* $(,)?) => {$(
+    ($($test:ident: $name:literal, $fma:literal),* $(,)?) => {$(
         #[test]
         #[ignore = "exhaustive: every f32, minutes in release"]
         fn $test() {
             let case = CASES.iter().find(|c| c.name == $name).expect("a case of CASES");
-            exhaustive(case);
+            exhaustive(case, $fma);
         }
     )*};
 }
 
 exhaustive_tests!(
-    exhaustive_exp: "exp",
-    exhaustive_ln: "ln",
-    exhaustive_tanh: "tanh",
-    exhaustive_sigmoid: "sigmoid",
-    exhaustive_erf: "erf",
-    exhaustive_sin: "sin",
-    exhaustive_cos: "cos",
+    exhaustive_exp: "exp", false,
+    exhaustive_ln: "ln", false,
+    exhaustive_tanh: "tanh", false,
+    exhaustive_sigmoid: "sigmoid", false,
+    exhaustive_erf: "erf", false,
+    exhaustive_sin: "sin", false,
+    exhaustive_cos: "cos", false,
+    exhaustive_exp_fma: "exp", true,
+    exhaustive_ln_fma: "ln", true,
+    exhaustive_tanh_fma: "tanh", true,
+    exhaustive_sigmoid_fma: "sigmoid", true,
+    exhaustive_erf_fma: "erf", true,
+    exhaustive_sin_fma: "sin", true,
+    exhaustive_cos_fma: "cos", true,
 );
 
 #[test]
@@ -209,15 +228,18 @@ fn special_values_match_the_reference() {
         -89.5,
     ];
     for case in CASES {
-        for &x in &specials {
+        for (fma, &x) in [false, true]
+            .into_iter()
+            .flat_map(|f| specials.iter().map(move |x| (f, x)))
+        {
             if x.abs() >= case.limit {
                 continue;
             }
             let want = (case.reference)(f64::from(x)) as f32;
-            let got = (case.f)(x);
+            let got = (case.f)(fma, x);
             assert!(
                 ulps(got, want) <= case.max_ulps,
-                "{}({x:e}): got {got:e}, want {want:e}",
+                "{}({x:e}, fma: {fma}): got {got:e}, want {want:e}",
                 case.name
             );
         }
@@ -229,7 +251,8 @@ fn sin_and_cos_stay_finite_and_bounded_beyond_their_accurate_range() {
     for b in strided(4093, 0) {
         let x = f32::from_bits(b);
         if x.is_finite() && x.abs() >= 1_073_741_824.0 {
-            for v in [vmath::sin_f32(x), vmath::cos_f32(x)] {
+            let both = [false, true].map(|fma| [vmath::sin_f32(fma, x), vmath::cos_f32(fma, x)]);
+            for v in both.into_iter().flatten() {
                 assert!(v.abs() <= 1.0, "sin/cos({x:e}) = {v}");
             }
         }

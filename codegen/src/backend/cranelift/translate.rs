@@ -86,6 +86,7 @@ pub(crate) fn build(
         }
     };
     let config = module.target_config();
+    let fma = module.isa().has_native_fma();
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
     let entry_block = b.create_block();
@@ -104,6 +105,7 @@ pub(crate) fn build(
         ty,
         ptr,
         vectorize,
+        fma,
         funcs: HashMap::new(),
         names: HashMap::new(),
         params: HashMap::new(),
@@ -144,6 +146,8 @@ struct Translator<'f, 'm, M: Module> {
     ty: Type,
     ptr: Type,
     vectorize: bool,
+    /// The host has fused multiply-add (inline math fuses its multiply-adds).
+    fma: bool,
     funcs: HashMap<RuntimeFn, FuncRef>,
     /// Named dimensions, bound from the input sizes.
     names: HashMap<String, IrValue>,
@@ -1044,7 +1048,7 @@ impl<M: Module> Translator<'_, '_, M> {
         if self.ty == F32
             && let Some(f) = Inline::of(op)
         {
-            return vmath::emit(&mut self.b, f, x);
+            return vmath::emit(&mut self.b, f, x, self.fma);
         }
         let math = |m: MathFn| RuntimeFn::Math(m);
         let wide_call = |t: &mut Self, f: RuntimeFn, x: IrValue| {
@@ -1521,7 +1525,7 @@ impl<M: Module> Translator<'_, '_, M> {
                         self.b.ins().fdiv(ones, x)
                     }
                     _ => match Inline::of(*op) {
-                        Some(f) if self.ty == F32 => vmath::emit(&mut self.b, f, x),
+                        Some(f) if self.ty == F32 => vmath::emit(&mut self.b, f, x, self.fma),
                         _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
                     },
                 }

@@ -3,10 +3,11 @@
 //!
 //! Each function is a port of its counterpart in the Rust backend's
 //! [`vmath`](crate::backend::rust::vmath) module: the same range reduction, the same
-//! constants, the same operations in the same order (separate multiplies and adds,
-//! never a fused multiply-add; comparisons and selects where the Rust code has
-//! `if`), so a kernel's result is bit-identical to that module's function, NaN
-//! payloads aside (`tests/cranelift_vmath.rs` checks this on a dense sweep of f32 bit
+//! constants, the same operations in the same order (comparisons and selects where
+//! the Rust code has `if`; each of its `madd`s a fused multiply-add when the host has
+//! FMA, as `cranelift-native` detects it, and a multiply and an add otherwise), so a
+//! kernel's result is bit-identical to that module's function instantiated with
+//! `FMA` = the host's FMA, NaN payloads aside (`tests/cranelift_vmath.rs` checks this on a dense sweep of f32 bit
 //! patterns, scalar and vector). The accuracy is therefore the one that module
 //! states and measures: at most 1 ulp from the correctly rounded value for `exp`,
 //! `log`, `tanh` and `erf`, 2 for `sigmoid`, over all f32 inputs, with the special
@@ -64,9 +65,11 @@ impl Inline {
 // backends evaluate the very same polynomials.
 
 /// Emits `f(x)` for an `f32` or `f32x4` value `x`; returns a value of the same type.
-pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: Inline, x: Value) -> Value {
+/// With `fma` (the host has fused multiply-add), the function's multiply-adds are
+/// fused as in `vmath`'s `FMA = true` instance; without, as in `FMA = false`.
+pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: Inline, x: Value, fma: bool) -> Value {
     let vector = b.func.dfg.value_type(x) == F32X4;
-    let mut e = Emitter { b, vector };
+    let mut e = Emitter { b, vector, fma };
     match f {
         Inline::Exp => e.exp(x),
         Inline::Log => e.ln(x),
@@ -81,6 +84,8 @@ pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: Inline, x: Value) -> Value {
 struct Emitter<'a, 'f> {
     b: &'a mut FunctionBuilder<'f>,
     vector: bool,
+    /// `madd` is one fused multiply-add.
+    fma: bool,
 }
 
 impl Emitter<'_, '_> {
@@ -126,6 +131,26 @@ impl Emitter<'_, '_> {
         self.b.ins().fdiv(a, b)
     }
 
+    /// `vmath`'s `madd`: `a * b + c`, fused when the host has FMA.
+    fn madd(&mut self, a: Value, b: Value, c: Value) -> Value {
+        if self.fma {
+            self.b.ins().fma(a, b, c)
+        } else {
+            let p = self.mul(a, b);
+            self.add(p, c)
+        }
+    }
+
+    /// `madd(a, k, c)` for constants `k` and `c`.
+    fn maddc(&mut self, a: Value, k: f32, c: f32) -> Value {
+        let (k, c) = (self.f(k), self.f(c));
+        self.madd(a, k, c)
+    }
+
+    fn neg(&mut self, x: Value) -> Value {
+        self.b.ins().fneg(x)
+    }
+
     /// `c + x` for a constant `c`.
     fn cadd(&mut self, c: f32, x: Value) -> Value {
         let c = self.f(c);
@@ -138,16 +163,16 @@ impl Emitter<'_, '_> {
         self.mul(x, c)
     }
 
-    /// `c[0] + x (c[1] + x (... + x c[n-1]))`, innermost first, as the Rust code
-    /// nests it.
+    /// `c[0] + x (c[1] + x (... + x c[n-1]))`, innermost first, one `madd` per
+    /// coefficient as the Rust code nests it.
     fn horner(&mut self, x: Value, c: &[f32]) -> Value {
         let (&last, rest) = c
             .split_last()
             .unwrap_or_else(|| unreachable!("polynomials have coefficients"));
         let mut acc = self.f(last);
         for &k in rest.iter().rev() {
-            let t = self.mul(x, acc);
-            acc = self.cadd(k, t);
+            let k = self.f(k);
+            acc = self.madd(x, acc, k);
         }
         acc
     }
@@ -236,18 +261,16 @@ impl Emitter<'_, '_> {
         let x = self.clamp_above(x, 89.0);
         let below = self.cmpc(FloatCC::LessThan, x, -104.0);
         let x = self.selectc(below, -104.0, x);
-        let xl = self.mulc(x, std::f32::consts::LOG2_E);
+        let t = self.maddc(x, std::f32::consts::LOG2_E, ROUND_F32);
         let round = self.f(ROUND_F32);
-        let t = self.add(xl, round);
         let n = self.sub(t, round);
-        let nh = self.mulc(n, LN2_HI);
-        let xh = self.sub(x, nh);
-        let nl = self.mulc(n, LN2_LO);
-        let r = self.sub(xh, nl);
+        let nn = self.neg(n);
+        let (hi, lo) = (self.f(LN2_HI), self.f(LN2_LO));
+        let xh = self.madd(nn, hi, x);
+        let r = self.madd(nn, lo, xh);
         let p = self.horner(r, &EXP_P);
         let rr = self.mul(r, r);
-        let rrp = self.mul(rr, p);
-        let q = self.add(r, rrp);
+        let q = self.madd(rr, p, r);
         let e = self.cadd(1.0, q);
         let tb = self.bits(t);
         let rb = self.i(ROUND_F32.to_bits());
@@ -281,14 +304,15 @@ impl Emitter<'_, '_> {
         let s = self.div(f, d);
         let z = self.mul(s, s);
         let q = self.horner(z, &LN_Q);
-        let el = self.mulc(e, LN2_LO);
-        let zq = self.mul(z, q);
-        let fzq = self.sub(f, zq);
+        let nz = self.neg(z);
+        let fzq = self.madd(nz, q, f);
         let sc = self.mul(s, fzq);
-        let lo = self.sub(el, sc);
-        let eh = self.mulc(e, LN2_HI);
+        let nsc = self.neg(sc);
+        let ln2_lo = self.f(LN2_LO);
+        let lo = self.madd(e, ln2_lo, nsc);
         let flo = self.add(f, lo);
-        let r = self.add(eh, flo);
+        let ln2_hi = self.f(LN2_HI);
+        let r = self.madd(e, ln2_hi, flo);
         let inf = self.cmpc(FloatCC::Equal, x, f32::INFINITY);
         let r = self.select(inf, x, r);
         let zero = self.cmpc(FloatCC::Equal, x, 0.0);
@@ -314,8 +338,7 @@ impl Emitter<'_, '_> {
         let z = self.mul(x, x);
         let t = self.horner(z, &TANH_T);
         let xz = self.mul(x, z);
-        let xzt = self.mul(xz, t);
-        let small = self.add(x, xzt);
+        let small = self.madd(xz, t, x);
         let small = self.or_sign(small, x);
         let two = self.f(2.0);
         let a2 = self.mul(two, a);
@@ -345,10 +368,9 @@ impl Emitter<'_, '_> {
     fn erf(&mut self, x: Value) -> Value {
         let z = self.mul(x, x);
         let p = self.horner(z, &ERF_SMALL);
-        let zp = self.mul(z, p);
-        let c = self.cadd(ERF_C0_MINUS_1, zp);
-        let xc = self.mul(x, c);
-        let small = self.add(x, xc);
+        let c0 = self.f(ERF_C0_MINUS_1);
+        let c = self.madd(z, p, c0);
+        let small = self.madd(x, c, x);
         let small = self.or_sign(small, x);
         let a = self.b.ins().fabs(x);
         let a = self.clamp_above(a, 4.0);
@@ -358,8 +380,8 @@ impl Emitter<'_, '_> {
         let aa = self.mul(a, a);
         let naa = self.b.ins().fneg(aa);
         let e = self.exp(naa);
-        let eh = self.mul(e, h);
-        let big = self.sub(one, eh);
+        let ne = self.neg(e);
+        let big = self.madd(ne, h, one);
         let big = self.or_sign(big, x);
         let ax = self.b.ins().fabs(x);
         let is_small = self.cmpc(FloatCC::LessThan, ax, 1.0);

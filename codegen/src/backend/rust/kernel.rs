@@ -7,7 +7,7 @@
 //! the printed IR; tensors, dims and `$params` keep their program names in
 //! snake_case.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
@@ -131,8 +131,6 @@ struct Gen<'a> {
     scheduled: bool,
     /// The target constants (`FMA`, `LANES`, `MR`, `NR`, `KC`) the loops use.
     consts: RefCell<BTreeSet<&'static str>>,
-    /// Inside a tile or split loop: `v += a * b` may be one fused multiply-add.
-    fused: Cell<bool>,
     /// Some block has a parallel loop or one folded in pieces: the loops run on
     /// every thread of a [`Part`](super::prelude) at once, serial blocks on the
     /// first thread only.
@@ -254,7 +252,6 @@ pub(super) fn emit(
         sizes: Vec::new(),
         scheduled: checks == Checks::Proven,
         consts: RefCell::new(BTreeSet::new()),
-        fused: Cell::new(false),
         threaded: checks == Checks::Proven && p.blocks.iter().any(threads_work),
         packed: RefCell::new(Vec::new()),
         panels: RefCell::new(Vec::new()),
@@ -610,7 +607,9 @@ impl Gen<'_> {
     }
 
     /// A call of the f32 function `name` of the emitted `mod vmath` (see
-    /// `backend::rust::vmath`), which LLVM inlines and vectorizes.
+    /// `backend::rust::vmath`), which LLVM inlines and vectorizes. Its multiply-adds
+    /// are fused in the per-CPU copies with FMA (argument `FMA`); unscheduled kernels,
+    /// compiled for the baseline target only, pass `false`.
     fn vmath_call(
         &self,
         name: &'static str,
@@ -621,7 +620,16 @@ impl Gen<'_> {
         for a in args {
             ts.push(self.float(self.value(a)?, Prec::Lowest, false));
         }
-        Ok((quote!(vmath::#f(#(#ts),*)), Prec::Postfix))
+        let call = if name == "pow_f32" {
+            // Evaluated in f64, far beyond f32's precision: one instance.
+            quote!(vmath::#f(#(#ts),*))
+        } else if self.scheduled {
+            self.consts.borrow_mut().insert("FMA");
+            quote!(vmath::#f(FMA, #(#ts),*))
+        } else {
+            quote!(vmath::#f(false, #(#ts),*))
+        };
+        Ok((call, Prec::Postfix))
     }
 
     fn unary(&self, op: UnaryOp, x: &Value) -> Result<Out, EmitError> {
@@ -688,7 +696,46 @@ impl Gen<'_> {
         })
     }
 
+    /// `a * b + c` (or `- c`, or `c - a * b`) as one `mul_add(FMA, ..)`: in scheduled
+    /// kernels every multiply feeding an add or subtract is contracted, so the
+    /// per-CPU copies with FMA round it once (the documented reassociation,
+    /// `docs/decisions.md`). `None` when neither operand is a product of
+    /// non-literals.
+    fn contracted(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<Option<Out>, EmitError> {
+        let product = |v: &Value| match v {
+            Value::Binary(BinaryOp::Mul, p, q)
+                if !(matches!(**p, Value::Const(_)) && matches!(**q, Value::Const(_))) =>
+            {
+                Some((p.as_ref().clone(), q.as_ref().clone()))
+            }
+            _ => None,
+        };
+        let neg = |v: Value| Value::Unary(UnaryOp::Neg, Box::new(v));
+        let (p, q, c) = match (op, product(a), product(b)) {
+            (BinaryOp::Add, Some((p, q)), _) => (p, q, b.clone()),
+            (BinaryOp::Add, None, Some((p, q))) => (p, q, a.clone()),
+            (BinaryOp::Sub, Some((p, q)), _) => (p, q, neg(b.clone())),
+            (BinaryOp::Sub, None, Some((p, q))) => (neg(p), q, a.clone()),
+            _ => return Ok(None),
+        };
+        let f = self.need(Helper::MulAdd(self.is32));
+        self.consts.borrow_mut().insert("FMA");
+        let [p, q, c] = [p, q, c].map(|v| self.value(&v));
+        let [p, q, c] = [p?, q?, c?].map(|v| self.float(v, Prec::Lowest, false));
+        Ok(Some(Out {
+            ts: quote!(#f(FMA, #p, #q, #c)),
+            prec: Prec::Postfix,
+            ty: Ty::Float,
+        }))
+    }
+
     fn binary(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<Out, EmitError> {
+        if self.scheduled
+            && matches!(op, BinaryOp::Add | BinaryOp::Sub)
+            && let Some(out) = self.contracted(op, a, b)?
+        {
+            return Ok(out);
+        }
         let t = &self.float;
         let (ao, bo) = (self.value(a)?, self.value(b)?);
         let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
@@ -995,13 +1042,13 @@ impl Gen<'_> {
             Stmt::Update { var, op, value } => {
                 let v = ident(&format!("v{}", var.0));
                 if let (true, Accum::Add, Value::Binary(BinaryOp::Mul, a, b)) =
-                    (self.fused.get(), op, value)
+                    (self.scheduled, op, value)
                 {
                     let f = self.need(Helper::MulAdd(self.is32));
                     let a = self.float(self.value(a)?, Prec::Lowest, false);
                     let b = self.float(self.value(b)?, Prec::Lowest, false);
                     self.consts.borrow_mut().insert("FMA");
-                    return Ok(quote!(#v = #f::<FMA>(#a, #b, #v);));
+                    return Ok(quote!(#v = #f(FMA, #a, #b, #v);));
                 }
                 let x = self.float(self.value(value)?, Prec::Lowest, false);
                 Ok(self.update(&v, *op, x))
@@ -1596,9 +1643,7 @@ impl Gen<'_> {
         } else {
             ident(&format!("_i{n}"))
         };
-        self.fused.set(true);
         let lane_body = self.stmts(&l.stmts);
-        self.fused.set(false);
         let lane_body = lane_body?;
         let tail = self.stmts(&l.stmts)?;
         Ok(quote! {
@@ -1883,9 +1928,7 @@ impl Gen<'_> {
         let used = uses_index(reduce, l.id.0);
         let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
         let body = if inner.is_empty() {
-            self.fused.set(true);
             let stmts = self.stmts(&l.stmts);
-            self.fused.set(false);
             rows_cols(stmts?)
         } else {
             let (s, e) = self.range(&inner[0])?;

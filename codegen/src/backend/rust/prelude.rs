@@ -623,11 +623,12 @@ fn helper(h: Helper) -> TokenStream {
         Helper::MulAdd(is32) => {
             let (name, t) = float_names(is32, "mul_add");
             quote! {
-                /// `a * b + c`: one fused multiply-add, rounded once, on targets with
-                /// FMA (`FMA`); two operations otherwise (never a library call).
+                /// `a * b + c`: one fused multiply-add, rounded once, where the code is
+                /// compiled for FMA (`fma`, a constant: `FMA`); two operations otherwise
+                /// (never a library call).
                 #[inline(always)]
-                fn #name<const FMA: bool>(a: #t, b: #t, c: #t) -> #t {
-                    if FMA { a.mul_add(b, c) } else { a * b + c }
+                fn #name(fma: bool, a: #t, b: #t, c: #t) -> #t {
+                    if fma { a.mul_add(b, c) } else { a * b + c }
                 }
             }
         }

@@ -238,11 +238,12 @@ fn offset<const R: usize>(index: [i64; R], shape: [i64; R]) -> Option<usize> {
     Some(at as usize)
 }
 
-/// `a * b + c`: one fused multiply-add, rounded once, on targets with
-/// FMA (`FMA`); two operations otherwise (never a library call).
+/// `a * b + c`: one fused multiply-add, rounded once, where the code is
+/// compiled for FMA (`fma`, a constant: `FMA`); two operations otherwise
+/// (never a library call).
 #[inline(always)]
-fn mul_add_f32<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
-    if FMA { a.mul_add(b, c) } else { a * b + c }
+fn mul_add_f32(fma: bool, a: f32, b: f32, c: f32) -> f32 {
+    if fma { a.mul_add(b, c) } else { a * b + c }
 }
 
 /// A buffer shared by the threads of one parallel loop. The loop's
@@ -601,9 +602,8 @@ unsafe fn conv2d_loops<
                                                     for col in 0..NR {
                                                         let i3 = i3_tile + col as i64;
                                                         let mut v0 = v0_tile[row][col];
-                                                        v0 = mul_add_f32::<
+                                                        v0 = mul_add_f32(
                                                             FMA,
-                                                        >(
                                                             *x_pad
                                                                 .get_unchecked(
                                                                     ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
@@ -654,15 +654,18 @@ unsafe fn conv2d_loops<
                                 for i4 in 0..c {
                                     for i5 in 0..3_i64 {
                                         for i6 in 0..3_i64 {
-                                            v0
-                                                += *x_pad
+                                            v0 = mul_add_f32(
+                                                FMA,
+                                                *x_pad
                                                     .get_unchecked(
                                                         ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
-                                                    )
-                                                    * *k
-                                                        .get_unchecked(
-                                                            (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
-                                                        );
+                                                    ),
+                                                *k
+                                                    .get_unchecked(
+                                                        (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                    ),
+                                                v0,
+                                            );
                                         }
                                     }
                                 }

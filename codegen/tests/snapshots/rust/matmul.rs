@@ -191,11 +191,12 @@ fn elements(shape: &[usize]) -> Option<usize> {
         )
 }
 
-/// `a * b + c`: one fused multiply-add, rounded once, on targets with
-/// FMA (`FMA`); two operations otherwise (never a library call).
+/// `a * b + c`: one fused multiply-add, rounded once, where the code is
+/// compiled for FMA (`fma`, a constant: `FMA`); two operations otherwise
+/// (never a library call).
 #[inline(always)]
-fn mul_add_f32<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
-    if FMA { a.mul_add(b, c) } else { a * b + c }
+fn mul_add_f32(fma: bool, a: f32, b: f32, c: f32) -> f32 {
+    if fma { a.mul_add(b, c) } else { a * b + c }
 }
 
 /// A buffer shared by the threads of one parallel loop. The loop's
@@ -510,9 +511,8 @@ unsafe fn matmul_loops<
                                     let i0 = i0_tile + row as i64;
                                     for col in 0..NR {
                                         let mut v0 = v0_tile[row][col];
-                                        v0 = mul_add_f32::<
+                                        v0 = mul_add_f32(
                                             FMA,
-                                        >(
                                             *a.get_unchecked((i0 * k + i2) as usize),
                                             *i1_packed.get_unchecked((i1_at + col as i64) as usize),
                                             v0,
@@ -548,9 +548,12 @@ unsafe fn matmul_loops<
                     for i1 in 0..n {
                         let mut v0 = 0.0_f32;
                         for i2 in 0..k {
-                            v0
-                                += *a.get_unchecked((i0 * k + i2) as usize)
-                                    * *b.get_unchecked((i2 * n + i1) as usize);
+                            v0 = mul_add_f32(
+                                FMA,
+                                *a.get_unchecked((i0 * k + i2) as usize),
+                                *b.get_unchecked((i2 * n + i1) as usize),
+                                v0,
+                            );
                         }
                         *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
                     }

@@ -439,6 +439,25 @@ mod vmath {
         0.001_381_460_2,
     ];
 
+    /// `a * b + c`: one fused multiply-add (rounded once) with `fma`, a multiply and
+    /// an add without. Kernels pass a constant `fma` (the functions are inlined, so the
+    /// choice costs nothing), `true` only in code compiled for CPUs with FMA, where
+    /// `mul_add` is one instruction (elsewhere it is a libm call).
+    #[inline(always)]
+    fn madd(fma: bool, a: f32, b: f32, c: f32) -> f32 {
+        if fma { a.mul_add(b, c) } else { a * b + c }
+    }
+
+    /// `e^r ~ 1 + r + r² P(r)` on `|r| <= ln2/2` (a little beyond is fine), [`EXP_P`].
+    #[inline(always)]
+    fn exp_reduced(fma: bool, r: f32) -> f32 {
+        let p = madd(fma, r, EXP_P[4], EXP_P[3]);
+        let p = madd(fma, r, p, EXP_P[2]);
+        let p = madd(fma, r, p, EXP_P[1]);
+        let p = madd(fma, r, p, EXP_P[0]);
+        1.0 + madd(fma, r * r, p, r)
+    }
+
     /// `x * 2^n` for `n` in `[-150, 128]` (wrapping, so other `n` only give a wrong
     /// value, never a panic): two normal power-of-two factors, so a subnormal result is
     /// rounded once.
@@ -454,15 +473,13 @@ mod vmath {
     /// `e^x`, within 1 ulp: `n = round(x log2 e)`, Cody–Waite `r = x - n ln2`, a
     /// degree-6 polynomial for `e^r`, scaled by `2^n`.
     #[inline(always)]
-    pub fn exp_f32(x: f32) -> f32 {
+    pub fn exp_f32(fma: bool, x: f32) -> f32 {
         let x = if x > 89.0 { 89.0 } else { x };
         let x = if x < -104.0 { -104.0 } else { x };
-        let t = x * core::f32::consts::LOG2_E + ROUND_F32;
+        let t = madd(fma, x, core::f32::consts::LOG2_E, ROUND_F32);
         let n = t - ROUND_F32;
-        let r = (x - n * LN2_HI) - n * LN2_LO;
-        let p = EXP_P[0]
-            + r * (EXP_P[1] + r * (EXP_P[2] + r * (EXP_P[3] + r * EXP_P[4])));
-        let e = 1.0 + (r + r * r * p);
+        let r = madd(fma, -n, LN2_LO, madd(fma, -n, LN2_HI, x));
+        let e = exp_reduced(fma, r);
         let ni = (t.to_bits() as i32).wrapping_sub(ROUND_F32.to_bits() as i32);
         scale_f32(e, ni)
     }
@@ -550,7 +567,7 @@ pub fn softmax(
                 }
                 _ => {}
             }
-            unsafe { softmax_loops::<16>(part, x, y, &mut e, b, n) };
+            unsafe { softmax_loops::<false, 16>(part, x, y, &mut e, b, n) };
         },
     );
     Ok(())
@@ -563,7 +580,7 @@ pub fn softmax(
 /// Every buffer has the length its shape gives (checked by the kernel).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-unsafe fn softmax_loops<const LANES: usize>(
+unsafe fn softmax_loops<const FMA: bool, const LANES: usize>(
     part: Part<'_>,
     x: &[f32],
     y: Shared<'_, f32>,
@@ -615,6 +632,7 @@ unsafe fn softmax_loops<const LANES: usize>(
                         let i3 = i3_chunk + lane as i64;
                         let mut v1 = v1_lanes[lane];
                         *e.get_unchecked_mut(i3 as usize) = vmath::exp_f32(
+                            FMA,
                             *x.get_unchecked((i2 * n + i3) as usize)
                                 - *m.get_unchecked(0),
                         );
@@ -634,6 +652,7 @@ unsafe fn softmax_loops<const LANES: usize>(
                 v1 += v1_lanes[0];
                 for i3 in i3_main..n {
                     *e.get_unchecked_mut(i3 as usize) = vmath::exp_f32(
+                        FMA,
                         *x.get_unchecked((i2 * n + i3) as usize) - *m.get_unchecked(0),
                     );
                     v1 += *e.get_unchecked(i3 as usize);
@@ -661,7 +680,7 @@ unsafe fn softmax_avx2(
     b: i64,
     n: i64,
 ) {
-    unsafe { softmax_loops::<32>(part, x, y, e, b, n) }
+    unsafe { softmax_loops::<true, 32>(part, x, y, e, b, n) }
 }
 
 /// [`softmax_loops`] compiled for x86-64 with AVX-512.
@@ -675,5 +694,5 @@ unsafe fn softmax_avx512(
     b: i64,
     n: i64,
 ) {
-    unsafe { softmax_loops::<64>(part, x, y, e, b, n) }
+    unsafe { softmax_loops::<true, 64>(part, x, y, e, b, n) }
 }
