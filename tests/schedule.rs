@@ -102,6 +102,29 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
             }
         }
     }
+    // Buffers starting anywhere against a vector boundary (the tiles start where
+    // the source's and the destination's vectors are aligned, and the edge tiles
+    // overlap their neighbours), and blocks between one and two tiles wide.
+    kernels::set_threads(1);
+    for (rows, cols) in [(67, 45), (20, 18), (9, 40)] {
+        let x: Vec<f32> = (0..rows * cols).map(|i| i as f32 - 100.0).collect();
+        for (x_at, y_at) in [(0, 0), (1, 0), (0, 3), (5, 11), (15, 15), (8, 1)] {
+            let mut x_buf = vec![0.0f32; x_at + x.len()];
+            x_buf[x_at..].copy_from_slice(&x);
+            let mut y_buf = vec![f32::NAN; y_at + x.len()];
+            kernels::transpose_f32(&x_buf[x_at..], [rows, cols], &mut y_buf[y_at..])
+                .expect("valid shapes");
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        y_buf[y_at + c * rows + r],
+                        x[r * cols + c],
+                        "transpose_f32 of {rows} × {cols} at offsets ({x_at}, {y_at}): ({r}, {c})"
+                    );
+                }
+            }
+        }
+    }
     let (at, a) = data(&[97, 75], 4);
     let (bt, b) = data(&[75, 83], 5);
     check("matmul", &reference("matmul", &[at, bt]), 1e-5, |c| {

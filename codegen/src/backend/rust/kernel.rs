@@ -1434,7 +1434,6 @@ impl Gen<'_> {
         cl: &Loop,
         range: Option<(TokenStream, TokenStream)>,
     ) -> Result<TokenStream, EmitError> {
-        self.consts.borrow_mut().insert("TB");
         let (rs, re) = match range {
             Some(r) => r,
             None => self.range(rl)?,
@@ -1443,6 +1442,7 @@ impl Gen<'_> {
         if let Some((dst, src)) = self.transpose_copy(rl, cl) {
             return self.blocked_transpose(rl, cl, dst, src, (rs, re), (cs, ce));
         }
+        self.consts.borrow_mut().insert("TB");
         let (r, c) = (rl.id.0, cl.id.0);
         let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
         let (r_block, r_end) = (local(r, "block"), local(r, "end"));
@@ -1476,9 +1476,9 @@ impl Gen<'_> {
             .then_some((dst, src))
     }
 
-    /// A [`Self::transpose_copy`] nest in `TB × TB` blocks, each copied by the
-    /// [`Helper::Transpose`] helper from its first element's place in either
-    /// tensor and the strides of the other direction.
+    /// A [`Self::transpose_copy`] nest, copied by the [`Helper::Transpose`] helper
+    /// (which tiles it) from its first element's place in either tensor and the
+    /// strides of the other direction: one call for the rows this thread owns.
     fn blocked_transpose(
         &self,
         rl: &Loop,
@@ -1488,11 +1488,7 @@ impl Gen<'_> {
         (rs, re): (TokenStream, TokenStream),
         (cs, ce): (TokenStream, TokenStream),
     ) -> Result<TokenStream, EmitError> {
-        {
-            let mut consts = self.consts.borrow_mut();
-            consts.insert("TB");
-            consts.insert("VEC");
-        }
+        self.consts.borrow_mut().insert("VEC");
         *self.unsafe_used.borrow_mut() = true;
         let (r, c) = (rl.id.0, cl.id.0);
         let (ri, ci) = (ident(&format!("i{r}")), ident(&format!("i{c}")));
@@ -1517,13 +1513,9 @@ impl Gen<'_> {
         let (to_stride, from_stride) = (stride(dst, r)?, stride(src, c)?);
         let f = self.need(Helper::Transpose(self.is32));
         Ok(quote! {
-            for #ri in (#rs..#re).step_by(TB) {
-                let #rows = (#re - #ri).min(TB as i64) as usize;
-                for #ci in (#cs..#ce).step_by(TB) {
-                    let #cols = (#ce - #ci).min(TB as i64) as usize;
-                    #f(#from, #from_stride, #to, #to_stride, #rows, #cols, VEC);
-                }
-            }
+            let (#ri, #ci) = (#rs, #cs);
+            let (#rows, #cols) = ((#re - #ri) as usize, (#ce - #ci) as usize);
+            #f(#from, #from_stride, #to, #to_stride, #rows, #cols, VEC);
         })
     }
 

@@ -946,9 +946,14 @@ fn transpose(is32: bool) -> TokenStream {
         /// Copies a block across, `dst[i * dst_stride + j] = src[j * src_stride + i]`
         /// for `i < rows`, `j < cols` (a transpose): in square tiles of as many
         /// elements as one `vec`-byte vector holds (the loops' `VEC`: AVX2 and AVX-512
-        /// copies), transposed in registers; the ragged edges, and everything in the
-        /// baseline copy, element by element. Exact: each element is copied once.
-        /// Inlined, so that `vec` is a constant and only one path is compiled.
+        /// copies), transposed in registers. The tiles start where the source's
+        /// pieces (along `i`) and the destination's rows (along `j`) start a
+        /// `vec`-byte boundary, so that no vector straddles two cache lines (1.5–2×
+        /// on a 1024² transpose whose buffers start 16 bytes past a line, as large
+        /// `Vec`s do); the first and last tile of a range overlap their neighbours
+        /// instead of leaving ragged edges (they copy some elements twice, the same
+        /// values). Blocks narrower than a tile, and the baseline copy, go element by
+        /// element. Inlined, so that `vec` is a constant and only one path is compiled.
         ///
         /// # Safety
         ///
@@ -965,29 +970,39 @@ fn transpose(is32: bool) -> TokenStream {
             vec: usize,
         ) {
             let lanes = if cfg!(target_arch = "x86_64") && vec >= 32 { vec / #size } else { 1 };
-            let (tiled_rows, tiled_cols) = if lanes > 1 {
-                (rows - rows % lanes, cols - cols % lanes)
-            } else {
-                (0, 0)
-            };
             #[cfg(target_arch = "x86_64")]
-            for i in (0..tiled_rows).step_by(lanes) {
-                for j in (0..tiled_cols).step_by(lanes) {
-                    // SAFETY: the tile is inside the block, and this copy of the
-                    // loops was compiled for (and runs on) `vec`-byte vectors.
-                    unsafe {
-                        let (s, d) = (src.add(j * src_stride + i), dst.add(i * dst_stride + j));
-                        if vec >= 64 {
-                            #wide(s, src_stride, d, dst_stride)
-                        } else {
-                            #narrow(s, src_stride, d, dst_stride)
+            if lanes > 1 && rows >= lanes && cols >= lanes {
+                // Elements from an address to the next vector boundary.
+                let phase = |at: usize| (vec - at % vec) % vec / #size;
+                // Tile starts covering 0..n: the aligned ones, plus 0 and n - lanes
+                // where they leave an edge.
+                let starts = |n: usize, first: usize| {
+                    let full = (n - first) / lanes;
+                    let end = first + full * lanes;
+                    (first > 0)
+                        .then_some(0)
+                        .into_iter()
+                        .chain((0..full).map(move |k| first + k * lanes))
+                        .chain((end < n).then_some(n - lanes))
+                };
+                for i in starts(rows, phase(src as usize)) {
+                    for j in starts(cols, phase(dst as usize)) {
+                        // SAFETY: the tile is inside the block, and this copy of the
+                        // loops was compiled for (and runs on) `vec`-byte vectors.
+                        unsafe {
+                            let (s, d) = (src.add(j * src_stride + i), dst.add(i * dst_stride + j));
+                            if vec >= 64 {
+                                #wide(s, src_stride, d, dst_stride)
+                            } else {
+                                #narrow(s, src_stride, d, dst_stride)
+                            }
                         }
                     }
                 }
+                return;
             }
             for i in 0..rows {
-                let from = if i < tiled_rows { tiled_cols } else { 0 };
-                for j in from..cols {
+                for j in 0..cols {
                     unsafe { *dst.add(i * dst_stride + j) = *src.add(j * src_stride + i) };
                 }
             }

@@ -352,9 +352,14 @@ fn cpu_level() -> u8 {
 /// Copies a block across, `dst[i * dst_stride + j] = src[j * src_stride + i]`
 /// for `i < rows`, `j < cols` (a transpose): in square tiles of as many
 /// elements as one `vec`-byte vector holds (the loops' `VEC`: AVX2 and AVX-512
-/// copies), transposed in registers; the ragged edges, and everything in the
-/// baseline copy, element by element. Exact: each element is copied once.
-/// Inlined, so that `vec` is a constant and only one path is compiled.
+/// copies), transposed in registers. The tiles start where the source's
+/// pieces (along `i`) and the destination's rows (along `j`) start a
+/// `vec`-byte boundary, so that no vector straddles two cache lines (1.5–2×
+/// on a 1024² transpose whose buffers start 16 bytes past a line, as large
+/// `Vec`s do); the first and last tile of a range overlap their neighbours
+/// instead of leaving ragged edges (they copy some elements twice, the same
+/// values). Blocks narrower than a tile, and the baseline copy, go element by
+/// element. Inlined, so that `vec` is a constant and only one path is compiled.
 ///
 /// # Safety
 ///
@@ -371,27 +376,37 @@ unsafe fn transpose_block_f32(
     vec: usize,
 ) {
     let lanes = if cfg!(target_arch = "x86_64") && vec >= 32 { vec / 4usize } else { 1 };
-    let (tiled_rows, tiled_cols) = if lanes > 1 {
-        (rows - rows % lanes, cols - cols % lanes)
-    } else {
-        (0, 0)
-    };
     #[cfg(target_arch = "x86_64")]
-    for i in (0..tiled_rows).step_by(lanes) {
-        for j in (0..tiled_cols).step_by(lanes) {
-            unsafe {
-                let (s, d) = (src.add(j * src_stride + i), dst.add(i * dst_stride + j));
-                if vec >= 64 {
-                    transpose_tile_f32_x16(s, src_stride, d, dst_stride)
-                } else {
-                    transpose_tile_f32_x8(s, src_stride, d, dst_stride)
+    if lanes > 1 && rows >= lanes && cols >= lanes {
+        let phase = |at: usize| (vec - at % vec) % vec / 4usize;
+        let starts = |n: usize, first: usize| {
+            let full = (n - first) / lanes;
+            let end = first + full * lanes;
+            (first > 0)
+                .then_some(0)
+                .into_iter()
+                .chain((0..full).map(move |k| first + k * lanes))
+                .chain((end < n).then_some(n - lanes))
+        };
+        for i in starts(rows, phase(src as usize)) {
+            for j in starts(cols, phase(dst as usize)) {
+                unsafe {
+                    let (s, d) = (
+                        src.add(j * src_stride + i),
+                        dst.add(i * dst_stride + j),
+                    );
+                    if vec >= 64 {
+                        transpose_tile_f32_x16(s, src_stride, d, dst_stride)
+                    } else {
+                        transpose_tile_f32_x8(s, src_stride, d, dst_stride)
+                    }
                 }
             }
         }
+        return;
     }
     for i in 0..rows {
-        let from = if i < tiled_rows { tiled_cols } else { 0 };
-        for j in from..cols {
+        for j in 0..cols {
             unsafe { *dst.add(i * dst_stride + j) = *src.add(j * src_stride + i) };
         }
     }
@@ -554,7 +569,7 @@ pub fn transpose(
                 }
                 _ => {}
             }
-            unsafe { transpose_loops::<16, 16>(part, x, y, r, c) };
+            unsafe { transpose_loops::<16>(part, x, y, r, c) };
         },
     );
     Ok(())
@@ -566,7 +581,7 @@ pub fn transpose(
 ///
 /// Every buffer has the length its shape gives (checked by the kernel).
 #[inline(always)]
-unsafe fn transpose_loops<const TB: usize, const VEC: usize>(
+unsafe fn transpose_loops<const VEC: usize>(
     part: Part<'_>,
     x: &[f32],
     y: Shared<'_, f32>,
@@ -576,21 +591,17 @@ unsafe fn transpose_loops<const TB: usize, const VEC: usize>(
     {
         unsafe {
             let (i0_lo, i0_hi) = part.range(0, c);
-            for i0 in (i0_lo..i0_hi).step_by(TB) {
-                let i0_rows = (i0_hi - i0).min(TB as i64) as usize;
-                for i1 in (0..r).step_by(TB) {
-                    let i1_cols = (r - i1).min(TB as i64) as usize;
-                    transpose_block_f32(
-                        x.as_ptr().add((i1 * c + i0) as usize),
-                        c as usize,
-                        y.ptr.add((i0 * r + i1) as usize),
-                        r as usize,
-                        i0_rows,
-                        i1_cols,
-                        VEC,
-                    );
-                }
-            }
+            let (i0, i1) = (i0_lo, 0);
+            let (i0_rows, i1_cols) = ((i0_hi - i0) as usize, (r - i1) as usize);
+            transpose_block_f32(
+                x.as_ptr().add((i1 * c + i0) as usize),
+                c as usize,
+                y.ptr.add((i0 * r + i1) as usize),
+                r as usize,
+                i0_rows,
+                i1_cols,
+                VEC,
+            );
         }
     }
     part.wait();
@@ -600,7 +611,7 @@ unsafe fn transpose_loops<const TB: usize, const VEC: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn transpose_avx2(part: Part<'_>, x: &[f32], y: Shared<'_, f32>, r: i64, c: i64) {
-    unsafe { transpose_loops::<16, 32>(part, x, y, r, c) }
+    unsafe { transpose_loops::<32>(part, x, y, r, c) }
 }
 
 /// [`transpose_loops`] compiled for x86-64 with AVX-512.
@@ -613,5 +624,5 @@ unsafe fn transpose_avx512(
     r: i64,
     c: i64,
 ) {
-    unsafe { transpose_loops::<16, 64>(part, x, y, r, c) }
+    unsafe { transpose_loops::<64>(part, x, y, r, c) }
 }
