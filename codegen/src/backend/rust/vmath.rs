@@ -211,7 +211,13 @@ fn scale_f32(x: f32, n: i32) -> f32 {
 #[inline(always)]
 pub fn exp_f32(fma: bool, x: f32) -> f32 {
     // The clamps keep n in [-150, 128]; NaN passes them (comparisons are false).
-    let x = if x > 89.0 { 89.0 } else { x };
+    exp_below_89(fma, if x > 89.0 { 89.0 } else { x })
+}
+
+/// [`exp_f32`] of an `x` known not to exceed 89 (or NaN), without the upper clamp:
+/// for `sigmoid` and `erf`, whose exponents are never positive.
+#[inline(always)]
+fn exp_below_89(fma: bool, x: f32) -> f32 {
     let x = if x < -104.0 { -104.0 } else { x };
     let t = madd(fma, x, core::f32::consts::LOG2_E, ROUND_F32);
     let n = t - ROUND_F32;
@@ -280,7 +286,7 @@ pub fn tanh_f32(fma: bool, x: f32) -> f32 {
 /// cannot overflow, as `1 / (1 + e)` or `e / (1 + e)`.
 #[inline(always)]
 pub fn sigmoid_f32(fma: bool, x: f32) -> f32 {
-    let e = exp_f32(fma, -x.abs());
+    let e = exp_below_89(fma, -x.abs());
     let num = if x < 0.0 { e } else { 1.0 };
     num / (1.0 + e)
 }
@@ -310,7 +316,7 @@ pub fn erf_f32(fma: bool, x: f32) -> f32 {
     let h = madd(fma, t, h, ERF_LARGE[2]);
     let h = madd(fma, t, h, ERF_LARGE[1]);
     let h = madd(fma, t, h, ERF_LARGE[0]);
-    let big = madd(fma, -exp_f32(fma, -(a * a)), h, 1.0);
+    let big = madd(fma, -exp_below_89(fma, -(a * a)), h, 1.0);
     let big = f32::from_bits(big.to_bits() | (x.to_bits() & SIGN_F32));
     if x.abs() < 1.0 { small } else { big }
 }

@@ -474,7 +474,13 @@ mod vmath {
     /// degree-6 polynomial for `e^r`, scaled by `2^n`.
     #[inline(always)]
     pub fn exp_f32(fma: bool, x: f32) -> f32 {
-        let x = if x > 89.0 { 89.0 } else { x };
+        exp_below_89(fma, if x > 89.0 { 89.0 } else { x })
+    }
+
+    /// [`exp_f32`] of an `x` known not to exceed 89 (or NaN), without the upper clamp:
+    /// for `sigmoid` and `erf`, whose exponents are never positive.
+    #[inline(always)]
+    fn exp_below_89(fma: bool, x: f32) -> f32 {
         let x = if x < -104.0 { -104.0 } else { x };
         let t = madd(fma, x, core::f32::consts::LOG2_E, ROUND_F32);
         let n = t - ROUND_F32;
