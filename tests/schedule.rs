@@ -160,6 +160,32 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("column_sum", &reference("column_sum", &[xt]), 1e-5, |y| {
         kernels::column_sum_f32(&x, [333, 257], y).expect("valid shapes");
     });
+    // The worker pool: back-to-back calls, calls from several threads at once
+    // (one gets the pool, the others spawn their own threads), a pool grown to
+    // three threads and then used by calls of two. Every call gives the same bits.
+    let (_, x) = data(&[200_001], 15);
+    let sum = || {
+        let mut y = [0.0f32];
+        kernels::sum_f32(&x, [200_001], &mut y).expect("valid shapes");
+        y[0].to_bits()
+    };
+    kernels::set_threads(2);
+    let want = sum();
+    for threads in [2, 3, 2] {
+        kernels::set_threads(threads);
+        for _ in 0..200 {
+            assert_eq!(sum(), want, "sum on {threads} threads, back to back");
+        }
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        assert_eq!(sum(), want, "sum on {threads} threads, from 4 callers");
+                    }
+                });
+            }
+        });
+    }
     kernels::set_threads(0);
 }
 

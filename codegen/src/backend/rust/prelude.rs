@@ -489,7 +489,7 @@ fn helper(h: Helper) -> TokenStream {
             struct Part<'a> {
                 index: usize,
                 count: usize,
-                barrier: &'a std::sync::Barrier,
+                barrier: &'a Meeting,
             }
 
             impl Part<'_> {
@@ -516,9 +516,160 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
 
+            /// Spins on `done` (a few microseconds at most between the blocks of one
+            /// kernel), yielding the core once it has spun for long.
+            fn spin_until(done: impl Fn() -> bool) {
+                let mut spins = 0_u32;
+                while !done() {
+                    if spins < 1 << 10 {
+                        spins += 1;
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+
+            /// A barrier for the threads of one kernel call that spins instead of
+            /// sleeping: the threads arrive microseconds apart, and waking a sleeping
+            /// thread costs more than that.
+            struct Meeting {
+                count: usize,
+                arrived: std::sync::atomic::AtomicUsize,
+                round: std::sync::atomic::AtomicUsize,
+            }
+
+            impl Meeting {
+                fn new(count: usize) -> Self {
+                    Meeting {
+                        count,
+                        arrived: std::sync::atomic::AtomicUsize::new(0),
+                        round: std::sync::atomic::AtomicUsize::new(0),
+                    }
+                }
+
+                /// Returns once all `count` threads have called it (in this round), with
+                /// what each wrote before visible to all after.
+                fn wait(&self) {
+                    use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+                    let round = self.round.load(Acquire);
+                    if self.arrived.fetch_add(1, AcqRel) + 1 == self.count {
+                        self.arrived.store(0, Relaxed);
+                        self.round.store(round.wrapping_add(1), Release);
+                    } else {
+                        spin_until(|| self.round.load(Acquire) != round);
+                    }
+                }
+            }
+
+            /// A job for the pool: part `index + 1` of a kernel call is run by
+            /// worker `index`, for `index < parts`.
+            struct Job {
+                run: *const (dyn Fn(usize) + Sync),
+                parts: usize,
+            }
+
+            /// What the caller and the workers of [`POOL`] share: the job of round
+            /// `round`, and how many workers have not yet finished it.
+            struct Board {
+                round: std::sync::atomic::AtomicUsize,
+                job: core::cell::UnsafeCell<Job>,
+                pending: std::sync::atomic::AtomicUsize,
+            }
+
+            // Safety: `job` is written by the caller holding the pool's lock while no
+            // worker reads it (all have finished the previous round), and read by the
+            // workers after the `round` that publishes it (release / acquire).
+            unsafe impl Sync for Board {}
+
+            /// Worker threads kept for this file's kernels, so that a call starts
+            /// its threads in a microsecond instead of spawning them (tens of
+            /// microseconds, more than a small kernel's whole run). Idle workers spin
+            /// for about 50 µs, then sleep until the next call wakes them.
+            struct Pool {
+                board: &'static Board,
+                workers: Vec<std::thread::Thread>,
+            }
+
+            static POOL: std::sync::Mutex<Option<Pool>> = std::sync::Mutex::new(None);
+
+            impl Pool {
+                /// Runs `f(0)` here and `f(1)`, ..., `f(count - 1)` on workers
+                /// (started when fewer are there), returning when all have returned.
+                fn run(&mut self, count: usize, f: &(dyn Fn(usize) + Sync)) {
+                    use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+                    while self.workers.len() + 1 < count {
+                        let (board, index) = (self.board, self.workers.len());
+                        // The round it has seen: the next one is its first job.
+                        let seen = board.round.load(Relaxed);
+                        let handle = std::thread::Builder::new()
+                            .name(format!("uop-kernels-{}", index + 1))
+                            .spawn(move || Pool::work(board, index, seen))
+                            .expect("a kernel worker thread starts");
+                        self.workers.push(handle.thread().clone());
+                    }
+                    // Safety: every worker finished the previous round, so none reads
+                    // `job`; the lifetime of `f` is erased, but this function returns
+                    // only after every worker has finished with it (also when `f(0)`
+                    // unwinds: `Finish` waits in its `drop`).
+                    unsafe {
+                        let run: &'static (dyn Fn(usize) + Sync) = core::mem::transmute(f);
+                        *self.board.job.get() = Job { run, parts: count - 1 };
+                    }
+                    self.board.pending.store(self.workers.len(), Relaxed);
+                    self.board.round.fetch_add(1, Release);
+                    for w in &self.workers {
+                        w.unpark();
+                    }
+                    struct Finish<'a>(&'a Board);
+                    impl Drop for Finish<'_> {
+                        fn drop(&mut self) {
+                            spin_until(|| self.0.pending.load(Acquire) == 0);
+                        }
+                    }
+                    let _finish = Finish(self.board);
+                    f(0);
+                }
+
+                /// A worker's life: wait for the round after `seen`, run its part
+                /// (if the call has one for it), report, forever.
+                fn work(board: &'static Board, index: usize, mut seen: usize) {
+                    use std::sync::atomic::Ordering::{Acquire, Release};
+                    loop {
+                        let idle = std::time::Instant::now();
+                        let mut spins = 0_u32;
+                        while board.round.load(Acquire) == seen {
+                            spins += 1;
+                            if !spins.is_multiple_of(256) || idle.elapsed().as_micros() < 50 {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::park();
+                            }
+                        }
+                        seen = seen.wrapping_add(1);
+                        // Safety: published by the release of `round` above.
+                        let job = unsafe { &*board.job.get() };
+                        if index < job.parts {
+                            // A kernel's loops do not panic (its checks come first);
+                            // should one, the call would wait for this part forever,
+                            // so the process stops instead.
+                            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                                (*job.run)(index + 1)
+                            }));
+                            if ran.is_err() {
+                                std::process::abort();
+                            }
+                        }
+                        board.pending.fetch_sub(1, Release);
+                    }
+                }
+            }
+
             /// Runs `f` once per part on up to [`threads`] threads: as many as give
             /// each at least `GRAIN` iterations of the parallel blocks (`blocks`: the
-            /// loop ranges of each), so small kernels stay on the calling thread.
+            /// loop ranges of each), so small kernels stay on the calling thread. The
+            /// other threads come from the file's pool, or are spawned for this call
+            /// when another call is using the pool.
             fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
                 const GRAIN: i64 = 1 << 15;
                 let work = blocks.iter().fold(0_i64, |total, spans| {
@@ -526,19 +677,31 @@ fn helper(h: Helper) -> TokenStream {
                     total.saturating_add(w)
                 });
                 let count = threads().min(usize::try_from(work / GRAIN).unwrap_or(1)).max(1);
-                let barrier = std::sync::Barrier::new(count);
+                let barrier = Meeting::new(count);
                 let part = |index| Part { index, count, barrier: &barrier };
                 if count == 1 {
                     f(part(0));
                     return;
                 }
-                let f = &f;
+                let run = |index: usize| f(part(index));
+                if let Ok(mut pool) = POOL.try_lock() {
+                    let pool = pool.get_or_insert_with(|| Pool {
+                        board: Box::leak(Box::new(Board {
+                            round: std::sync::atomic::AtomicUsize::new(0),
+                            job: core::cell::UnsafeCell::new(Job { run: &|_| {}, parts: 0 }),
+                            pending: std::sync::atomic::AtomicUsize::new(0),
+                        })),
+                        workers: Vec::new(),
+                    });
+                    pool.run(count, &run);
+                    return;
+                }
+                let run = &run;
                 std::thread::scope(|s| {
                     for index in 1..count {
-                        let part = part(index);
-                        s.spawn(move || f(part));
+                        s.spawn(move || run(index));
                     }
-                    f(part(0));
+                    run(0);
                 });
             }
         },
