@@ -223,21 +223,6 @@ fn elements(shape: &[usize]) -> Option<usize> {
         )
 }
 
-/// The row-major offset of `index` in a tensor of shape `shape`, or `None`
-/// when a subscript is out of range (a read then gives the fill value and
-/// a write is skipped).
-#[inline(always)]
-fn offset<const R: usize>(index: [i64; R], shape: [i64; R]) -> Option<usize> {
-    let mut at = 0;
-    for (&i, &n) in index.iter().zip(&shape) {
-        if i < 0 || i >= n {
-            return None;
-        }
-        at = at * n + i;
-    }
-    Some(at as usize)
-}
-
 /// `a * b + c`: one fused multiply-add, rounded once, on targets with
 /// FMA (`FMA`); two operations otherwise (never a library call).
 #[inline(always)]
@@ -515,7 +500,7 @@ pub fn conv2d(
     let x_pad_row = buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
     let y = Shared::new(y);
     in_parts(
-        &[&[n, c, h + 2, w + 2], &[n, h, o, w, c, 3_i64, 3_i64]],
+        &[&[n, c, h + 2, w + 2], &[n, c, h, w], &[n, h, o, w, c, 3_i64, 3_i64]],
         |part| {
             let mut x_pad = vec![0.0; x_pad_row];
             #[cfg(target_arch = "x86_64")]
@@ -578,8 +563,21 @@ unsafe fn conv2d_loops<
                             *x_pad
                                 .get_unchecked_mut(
                                     ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                                ) = offset([i7, i8, i9 - 1, i10 - 1], [n, c, h, w])
-                                .map_or(0.0, |at| *x.get_unchecked(at));
+                                ) = 0.0;
+                        }
+                    }
+                }
+                let i11 = i7;
+                for i12 in 0..c {
+                    for i13 in 0..h {
+                        for i14 in 0..w {
+                            *x_pad
+                                .get_unchecked_mut(
+                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                                ) = *x
+                                .get_unchecked(
+                                    (((i11 * c + i12) * h + i13) * w + i14) as usize,
+                                );
                         }
                     }
                 }
