@@ -422,7 +422,7 @@ mod tests {
         let conv = reduction(&lp);
         assert!(!conv.contains("??"), "{text}");
         assert!(conv.contains("x_pad[i0, i4, i2 + i5, i3 + i6]"), "{text}");
-        assert!(conv.contains("[tile, block reduction]"), "{text}");
+        assert!(conv.contains("[tile]"), "{text}");
         assert_same_results(&p, &lp);
     }
 
@@ -556,6 +556,6 @@ mod tests {
         };
         let lp = optimize(&lower(&p), &opts).unwrap_or_else(|e| panic!("{e}"));
         assert!(lp.to_string().contains("?? 0.0"), "{lp}");
-        assert_eq!(lp.blocks.len(), 1, "{lp}");
+        assert!(!lp.to_string().contains("x_pad"), "{lp}");
     }
 }
