@@ -12,27 +12,264 @@
 //! is free. When every statement after the reduction stores a sum plainly
 //! (`y[..] = v`), the tile also allows blocking the reduction for the cache
 //! ([`Tile::block_reduction`], which reassociates the sum).
+//!
+//! **Channels as columns.** When every load that is unit-stride along `C` is a
+//! sliding window (its `C` subscript also moves with the reduction: a
+//! convolution's `x[c, h + kh, w + kw]` along `w`), and a parallel loop `P` outside
+//! indexes another input on one axis with the reduction loops on the others (the
+//! output channel `o` of `k[o, c, kh, kw]`), the nest is tiled along `P` instead:
+//! that input is read from a copy with `P`'s axis moved last (`k_t[c, kh, kw, o]`,
+//! filled by a nest placed before), `P` becomes the column loop and `C` the row loop.
+//! The window value is then broadcast and the copy read in vectors. Channel counts
+//! are usually multiples of the vector width where image widths are not (56 columns
+//! take four 16-lane vectors, 64 computed for 56), so the tile wastes fewer
+//! multiply-adds; see `docs/decisions.md`. The copy is already laid out in the
+//! order the reduction runs, so the tile does not block the reduction (which would
+//! make a backend repack it per column tile inside the loops outside).
 
-use crate::loops::{Block, Loop, LoopProgram, Stmt, Tile, Value};
+use crate::index::Expr;
+use crate::loops::{
+    Access, Block, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
+    TensorKind, Tile, Value,
+};
 use crate::uop::Accum;
 
-use super::stride::{Stride, injective, stride};
-use super::walk::{block_accesses, value_reads_var};
+use super::stride::{Stride, access_mentions, injective, stride};
+use super::walk::{block_accesses, for_each_stmt_mut, map_stmt_accesses, value_reads_var};
 
 /// Marks (and, for the row loop, reorders) every block that matches, and marks
 /// element-wise nests that read across the rows they write for cache blocking.
 pub fn tile(p: &LoopProgram) -> LoopProgram {
     let mut out = p.clone();
-    for b in &mut out.blocks {
-        if let Some(tiled) = tiled(b) {
-            *b = tiled;
-        } else if blockable(b)
-            && let Some(c) = b.loops.last_mut()
+    let mut next_loop = p
+        .blocks
+        .iter()
+        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
+        .max()
+        .unwrap_or(0);
+    // Transposed copies go first: they read inputs only (which nothing writes), and
+    // placed there they do not split the row groups the `rows` pass forms later (a
+    // padded image and the convolution reading it).
+    let mut copies = Vec::new();
+    let mut blocks = Vec::with_capacity(p.blocks.len());
+    for b in &p.blocks {
+        if let Some((decl, copy, turned)) = channels_first(&out, b, &mut next_loop)
+            && let Some(tiled) = tiled(&turned, false)
         {
-            c.schedule.blocked = true;
+            out.tensors.push(decl);
+            copies.push(marked(copy));
+            blocks.push(tiled);
+        } else if let Some(tiled) = tiled(b, true) {
+            blocks.push(tiled);
+        } else {
+            blocks.push(marked(b.clone()));
         }
     }
+    copies.extend(blocks);
+    out.blocks = copies;
     out
+}
+
+/// `b`, its innermost loop marked for cache blocking when it is [`blockable`].
+fn marked(mut b: Block) -> Block {
+    if blockable(&b)
+        && let Some(c) = b.loops.last_mut()
+    {
+        c.schedule.blocked = true;
+    }
+    b
+}
+
+/// The channels-as-columns rewrite (see the module docs): the transposed copy to
+/// declare next in `p`, the nest that fills it and the nest reading it with the
+/// channel loop last.
+fn channels_first(
+    p: &LoopProgram,
+    b: &Block,
+    next_loop: &mut usize,
+) -> Option<(TensorDecl, Block, Block)> {
+    if !b.carried.is_empty() || !b.stmts.is_empty() {
+        return None;
+    }
+    let c = b.loops.iter().position(|l| !l.carried.is_empty())?;
+    let (outer, rest) = b.loops.split_at(c);
+    let (cl, reduce) = rest.split_first()?;
+    if reduce.is_empty() || !outer.iter().all(quiet) {
+        return None;
+    }
+    let reduce_ids: Vec<usize> = reduce.iter().map(|l| l.id.0).collect();
+    let loads: Vec<Access> = block_accesses(b)
+        .into_iter()
+        .filter(|a| !a.write && a.level == b.loops.len())
+        .map(|a| a.access)
+        .collect();
+    let sliding = |a: &Access| {
+        a.index.iter().any(|s| match s {
+            Subscript::Expr(e) => {
+                let ids = e.indices();
+                ids.contains(&cl.id.0) && reduce_ids.iter().any(|n| ids.contains(n))
+            }
+            Subscript::Value(_) => false,
+        })
+    };
+    let vector: Vec<&Access> = loads
+        .iter()
+        .filter(|a| stride(a, cl.id.0) == Stride::Unit)
+        .collect();
+    if vector.is_empty() || !vector.iter().all(|a| sliding(a)) {
+        return None;
+    }
+    // The channel loop and the load it indexes, on one axis, not the last.
+    let (pl, axis, load) = outer.iter().find_map(|pl| {
+        if b.loops.iter().any(|m| mentions_range(m, pl.id.0))
+            || !pl.start.indices().is_empty()
+            || !pl.end.indices().is_empty()
+        {
+            return None;
+        }
+        loads.iter().find_map(|a| {
+            let axis = channel_axis(p, a, pl.id.0, &reduce_ids)?;
+            Some((pl, axis, a.clone()))
+        })
+    })?;
+    // The copy: `t[.., j_P] = x[.., j_P, ..]`, `P`'s axis moved last.
+    let source = &p.tensors[load.tensor.0];
+    let mut shape = source.shape.clone();
+    let size = shape.remove(axis);
+    shape.push(size);
+    let name = fresh_name(&p.tensors, &format!("{}_t", source.name));
+    let copy_id = TensorId(p.tensors.len());
+    let decl = TensorDecl {
+        name,
+        shape: shape.clone(),
+        dtype: source.dtype,
+        kind: TensorKind::Temp,
+        row_local: None,
+    };
+    let mut loops: Vec<Loop> = shape
+        .iter()
+        .map(|size| {
+            let id = LoopId(*next_loop);
+            *next_loop += 1;
+            Loop {
+                id,
+                start: Expr::Int(0),
+                end: size.clone(),
+                carried: Vec::new(),
+                stmts: Vec::new(),
+                schedule: Schedule::default(),
+            }
+        })
+        .collect();
+    let at: Vec<Subscript> = loops
+        .iter()
+        .map(|l| Subscript::Expr(Expr::Index(l.id.0)))
+        .collect();
+    let store = Stmt::Store {
+        access: Access {
+            tensor: copy_id,
+            index: at.clone(),
+            checked: false,
+        },
+        value: Value::Load {
+            access: Access {
+                tensor: load.tensor,
+                index: moved_back(&at, axis),
+                checked: false,
+            },
+            fill: 0.0,
+        },
+    };
+    loops.last_mut()?.stmts.push(store);
+    let copy = Block {
+        loops,
+        carried: Vec::new(),
+        stmts: Vec::new(),
+    };
+    // The nest: the load reads the copy; `C` gives up its variables to `P`, which
+    // goes last among the parallel loops.
+    let mut turned = b.clone();
+    for_each_stmt_mut(&mut turned, &mut |s| {
+        map_stmt_accesses(s, &mut |a| {
+            if *a == load {
+                let mut index = a.index.clone();
+                let moved = index.remove(axis);
+                index.push(moved);
+                *a = Access {
+                    tensor: copy_id,
+                    index,
+                    checked: false,
+                };
+            }
+        });
+    });
+    let mut row = turned.loops[c].clone();
+    let mut column = pl.clone();
+    column.carried = std::mem::take(&mut row.carried);
+    column.stmts = std::mem::take(&mut row.stmts);
+    let mut nest: Vec<Loop> = turned.loops[..c]
+        .iter()
+        .filter(|l| l.id != pl.id)
+        .cloned()
+        .collect();
+    nest.push(row);
+    nest.push(column);
+    nest.extend(turned.loops[c + 1..].iter().cloned());
+    turned.loops = nest;
+    Some((decl, copy, turned))
+}
+
+/// The axis of `a` that holds the bare index of channel loop `n`, when it is not
+/// the last, every other axis holds the bare index of a distinct reduction loop,
+/// and `a` reads an input unchecked that no nest writes: a weight tensor such as
+/// `k[o, c, kh, kw]`.
+fn channel_axis(p: &LoopProgram, a: &Access, n: usize, reduce: &[usize]) -> Option<usize> {
+    let decl = p.tensors.get(a.tensor.0)?;
+    let written = p.blocks.iter().any(|b| {
+        block_accesses(b)
+            .iter()
+            .any(|w| w.write && w.access.tensor == a.tensor)
+    });
+    if a.checked || decl.kind != TensorKind::Input || decl.dtype != p.dtype || written {
+        return None;
+    }
+    let mut axis = None;
+    let mut seen = Vec::new();
+    for (i, s) in a.index.iter().enumerate() {
+        let Subscript::Expr(Expr::Index(m)) = s else {
+            return None;
+        };
+        if *m == n {
+            axis = Some(i);
+        } else if reduce.contains(m) && !seen.contains(m) {
+            seen.push(*m);
+        } else {
+            return None;
+        }
+    }
+    axis.filter(|&i| i + 1 < a.index.len() && access_mentions(a, n))
+}
+
+/// `at` (the copy's loop indices, channel last) as the source's subscripts: the
+/// last one moved back to `axis`.
+fn moved_back(at: &[Subscript], axis: usize) -> Vec<Subscript> {
+    let mut index = at.to_vec();
+    if let Some(last) = index.pop() {
+        index.insert(axis, last);
+    }
+    index
+}
+
+/// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
+fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
+    let taken = |n: &str| tensors.iter().any(|t| t.name == n);
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|k| format!("{base}_{k}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| base.to_string())
 }
 
 /// An element-wise nest `… R C` (statements only in `C`, nothing carried) writing
@@ -80,7 +317,10 @@ fn mentions_range(l: &Loop, n: usize) -> bool {
     l.start.indices().contains(&n) || l.end.indices().contains(&n)
 }
 
-fn tiled(b: &Block) -> Option<Block> {
+/// The tiled nest, its row loop moved next to the column loop; `may_block`: whether
+/// the reduction may be blocked (not for a channels-as-columns nest, see the module
+/// docs).
+fn tiled(b: &Block, may_block: bool) -> Option<Block> {
     if !b.carried.is_empty() || !b.stmts.is_empty() {
         return None;
     }
@@ -157,7 +397,8 @@ fn tiled(b: &Block) -> Option<Block> {
     if best == 0 {
         return None;
     }
-    let block_reduction = cl.stmts.len() == cl.carried.len()
+    let block_reduction = may_block
+        && cl.stmts.len() == cl.carried.len()
         && cl.carried.iter().all(|carried| {
             carried.op == Accum::Add
                 && cl.stmts.iter().any(
@@ -193,6 +434,40 @@ mod tests {
              c = reindex(s, [M, N], [i0, 0, i1])\noutput c\n",
         );
         assert!(p.to_string().contains("[tile, block reduction]"), "{p}");
+    }
+
+    #[test]
+    fn a_convolution_is_tiled_over_output_channels_read_from_a_transposed_kernel() {
+        let p = optimized(
+            "input x: f32[N, C, H, W]\ninput k: f32[O, C, 3, 3]\n\
+             xx = reindex(x, [N, O, H, W, C, 3, 3], [i0, i4, i2 + i5 - 1, i3 + i6 - 1])\n\
+             kk = reindex(k, [N, O, H, W, C, 3, 3], [i1, i4, i5, i6])\n\
+             s = reduce_sum(mul(xx, kk), [4, 5, 6])\n\
+             y = reindex(s, [N, O, H, W], [i0, i1, i2, i3, 0, 0, 0])\noutput y\n",
+        );
+        let text = p.to_string();
+        // The window slides along W with the reduction; O indexes only the kernel.
+        assert!(text.contains("temp   k_t: f32[C, 3, 3, O]"), "{text}");
+        let (copy, pad) = (text.find("] = k["), text.find("x_pad[i7"));
+        assert!(copy.is_some() && copy < pad, "the copy runs first: {text}");
+        assert!(text.contains("for i1 in 0..O [tile] {"), "{text}");
+        assert!(
+            text.contains("x_pad[i0, i4, i2 + i5, i3 + i6] * k_t[i4, i5, i6, i1]"),
+            "{text}"
+        );
+        // The copy is already in reduction order: no blocked reduction to repack it.
+        assert!(!text.contains("block reduction"), "{text}");
+    }
+
+    #[test]
+    fn a_pooling_window_keeps_its_columns() {
+        // No weight indexed by a channel loop: nothing to turn.
+        let p = optimized(
+            "input x: f32[N, W]\n\
+             xx = reindex(x, [N, W, 3], [i0, i1 + i2 - 1])\n\
+             y = reduce_sum(xx, [2])\noutput y\n",
+        );
+        assert!(!p.to_string().contains("_t:"), "{p}");
     }
 
     #[test]

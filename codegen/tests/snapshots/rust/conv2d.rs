@@ -189,6 +189,15 @@ fn size(
         })
 }
 
+/// A zeroed temporary buffer of the given shape.
+fn zeroed<T: Clone + Default>(
+    kernel: &'static str,
+    buffer: &'static str,
+    shape: &[i64],
+) -> Result<Vec<T>, KernelError> {
+    Ok(vec![T::default(); buffer_len(kernel, buffer, shape) ?])
+}
+
 /// The number of elements of a temporary buffer of the given shape; an
 /// error if a size is negative or the count too large.
 fn buffer_len(
@@ -221,21 +230,6 @@ fn elements(shape: &[usize]) -> Option<usize> {
                 Some(n)
             },
         )
-}
-
-/// The row-major offset of `index` in a tensor of shape `shape`, or `None`
-/// when a subscript is out of range (a read then gives the fill value and
-/// a write is skipped).
-#[inline(always)]
-fn offset<const R: usize>(index: [i64; R], shape: [i64; R]) -> Option<usize> {
-    let mut at = 0;
-    for (&i, &n) in index.iter().zip(&shape) {
-        if i < 0 || i >= n {
-            return None;
-        }
-        at = at * n + i;
-    }
-    Some(at as usize)
 }
 
 /// `a * b + c`: one fused multiply-add, rounded once, where the code is
@@ -556,6 +550,155 @@ fn cpu_level() -> u8 {
         })
 }
 
+/// Copies a block across, `dst[i * dst_stride + j] = src[j * src_stride + i]`
+/// for `i < rows`, `j < cols` (a transpose): in square tiles of as many
+/// elements as one `vec`-byte vector holds (the loops' `VEC`: AVX2 and AVX-512
+/// copies), transposed in registers. The tiles start where the source's
+/// pieces (along `i`) and the destination's rows (along `j`) start a
+/// `vec`-byte boundary, so that no vector straddles two cache lines (1.5–2×
+/// on a 1024² transpose whose buffers start 16 bytes past a line, as large
+/// `Vec`s do); the first and last tile of a range overlap their neighbours
+/// instead of leaving ragged edges (they copy some elements twice, the same
+/// values). Blocks narrower than a tile, and the baseline copy, go element by
+/// element. Inlined, so that `vec` is a constant and only one path is compiled.
+///
+/// # Safety
+///
+/// Every element named is inside its buffer, the blocks do not overlap, and
+/// the CPU has `vec`-byte vectors.
+#[inline(always)]
+unsafe fn transpose_block_f32(
+    src: *const f32,
+    src_stride: usize,
+    dst: *mut f32,
+    dst_stride: usize,
+    rows: usize,
+    cols: usize,
+    vec: usize,
+) {
+    let lanes = if cfg!(target_arch = "x86_64") && vec >= 32 { vec / 4usize } else { 1 };
+    #[cfg(target_arch = "x86_64")]
+    if lanes > 1 && rows >= lanes && cols >= lanes {
+        let phase = |at: usize| (vec - at % vec) % vec / 4usize;
+        let starts = |n: usize, first: usize| {
+            let full = (n - first) / lanes;
+            let end = first + full * lanes;
+            (first > 0)
+                .then_some(0)
+                .into_iter()
+                .chain((0..full).map(move |k| first + k * lanes))
+                .chain((end < n).then_some(n - lanes))
+        };
+        for i in starts(rows, phase(src as usize)) {
+            for j in starts(cols, phase(dst as usize)) {
+                unsafe {
+                    let (s, d) = (
+                        src.add(j * src_stride + i),
+                        dst.add(i * dst_stride + j),
+                    );
+                    if vec >= 64 {
+                        transpose_tile_f32_x16(s, src_stride, d, dst_stride)
+                    } else {
+                        transpose_tile_f32_x8(s, src_stride, d, dst_stride)
+                    }
+                }
+            }
+        }
+        return;
+    }
+    for i in 0..rows {
+        for j in 0..cols {
+            unsafe { *dst.add(i * dst_stride + j) = *src.add(j * src_stride + i) };
+        }
+    }
+}
+
+/// An 8 × 8 tile of [`transpose_block_f32`] (AVX): lines `k` and `k + 4` of the
+/// source side by side, a 4 × 4 transpose in each half.
+///
+/// # Safety
+///
+/// As [`transpose_block_f32`], for 8 rows and columns; the CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn transpose_tile_f32_x8(
+    src: *const f32,
+    src_stride: usize,
+    dst: *mut f32,
+    dst_stride: usize,
+) {
+    use core::arch::x86_64::*;
+    for h in 0..2 {
+        let mut v = [_mm256_setzero_ps(); 4];
+        for (k, v) in v.iter_mut().enumerate() {
+            let (low, high) = unsafe {
+                (
+                    _mm_loadu_ps(src.add(k * src_stride + 4 * h)),
+                    _mm_loadu_ps(src.add((k + 4) * src_stride + 4 * h)),
+                )
+            };
+            *v = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(low), high);
+        }
+        let t0 = _mm256_unpacklo_ps(v[0], v[1]);
+        let t1 = _mm256_unpackhi_ps(v[0], v[1]);
+        let t2 = _mm256_unpacklo_ps(v[2], v[3]);
+        let t3 = _mm256_unpackhi_ps(v[2], v[3]);
+        let rows = [
+            _mm256_shuffle_ps::<0x44>(t0, t2),
+            _mm256_shuffle_ps::<0xEE>(t0, t2),
+            _mm256_shuffle_ps::<0x44>(t1, t3),
+            _mm256_shuffle_ps::<0xEE>(t1, t3),
+        ];
+        for (m, row) in rows.into_iter().enumerate() {
+            unsafe { _mm256_storeu_ps(dst.add((4 * h + m) * dst_stride), row) };
+        }
+    }
+}
+
+/// A 16 × 16 tile of [`transpose_block_f32`] (AVX-512): lines `k`, `k + 4`,
+/// `k + 8` and `k + 12` of the source side by side, a 4 × 4 transpose in
+/// each quarter.
+///
+/// # Safety
+///
+/// As [`transpose_block_f32`], for 16 rows and columns; the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn transpose_tile_f32_x16(
+    src: *const f32,
+    src_stride: usize,
+    dst: *mut f32,
+    dst_stride: usize,
+) {
+    use core::arch::x86_64::*;
+    for q in 0..4 {
+        let mut v = [_mm512_setzero_ps(); 4];
+        for (k, v) in v.iter_mut().enumerate() {
+            let [p0, p1, p2, p3] = [0, 4, 8, 12]
+                .map(|p| unsafe { _mm_loadu_ps(src.add((k + p) * src_stride + 4 * q)) });
+            let x = _mm512_castps128_ps512(p0);
+            let x = _mm512_insertf32x4::<1>(x, p1);
+            let x = _mm512_insertf32x4::<2>(x, p2);
+            *v = _mm512_insertf32x4::<3>(x, p3);
+        }
+        let t0 = _mm512_unpacklo_ps(v[0], v[1]);
+        let t1 = _mm512_unpackhi_ps(v[0], v[1]);
+        let t2 = _mm512_unpacklo_ps(v[2], v[3]);
+        let t3 = _mm512_unpackhi_ps(v[2], v[3]);
+        let rows = [
+            _mm512_shuffle_ps::<0x44>(t0, t2),
+            _mm512_shuffle_ps::<0xEE>(t0, t2),
+            _mm512_shuffle_ps::<0x44>(t1, t3),
+            _mm512_shuffle_ps::<0xEE>(t1, t3),
+        ];
+        for (m, row) in rows.into_iter().enumerate() {
+            unsafe { _mm512_storeu_ps(dst.add((4 * q + m) * dst_stride), row) };
+        }
+    }
+}
+
 /// Output shapes of [`conv2d`], computed by [`conv2d_shapes`] from the input shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conv2dShapes {
@@ -666,19 +809,30 @@ pub fn conv2d(
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
     buffer_len("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
     let x_pad_row = buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
+    let mut k_t: Vec<f32> = zeroed("conv2d", "k_t", &[c, 3, 3, o])?;
     let y = Shared::new(y);
+    let k_t = Shared::new(&mut k_t);
     in_parts(
-        &[&[n, c, h + 2, w + 2], &[n, h, o, w, c, 3_i64, 3_i64]],
+        &[
+            &[c, 3_i64, 3_i64, o],
+            &[n, c, h + 2, w + 2],
+            &[n, c, h, w],
+            &[n, h, w, o, c, 3_i64, 3_i64],
+        ],
         |part| {
             let mut x_pad = vec![0.0; x_pad_row];
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
-                    unsafe { conv2d_avx512(part, x, k, y, &mut x_pad, n, c, h, w, o) };
+                    unsafe {
+                        conv2d_avx512(part, x, k, y, &mut x_pad, k_t, n, c, h, w, o)
+                    };
                     return;
                 }
                 1 => {
-                    unsafe { conv2d_avx2(part, x, k, y, &mut x_pad, n, c, h, w, o) };
+                    unsafe {
+                        conv2d_avx2(part, x, k, y, &mut x_pad, k_t, n, c, h, w, o)
+                    };
                     return;
                 }
                 _ => {}
@@ -688,8 +842,8 @@ pub fn conv2d(
                     false,
                     4,
                     8,
-                    256,
-                >(part, x, k, y, &mut x_pad, n, c, h, w, o)
+                    16,
+                >(part, x, k, y, &mut x_pad, k_t, n, c, h, w, o)
             };
         },
     );
@@ -708,19 +862,44 @@ unsafe fn conv2d_loops<
     const FMA: bool,
     const MR: usize,
     const NR: usize,
-    const KC: usize,
+    const VEC: usize,
 >(
     part: Part<'_>,
     x: &[f32],
     k: &[f32],
     y: Shared<'_, f32>,
     x_pad: &mut [f32],
+    k_t: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
+    {
+        unsafe {
+            let (i15_lo, i15_hi) = part.range(0, c);
+            for i15 in i15_lo..i15_hi {
+                for i16 in 0..3_i64 {
+                    let (i17, i18) = (0, 0);
+                    let (i17_rows, i18_cols) = (
+                        (3_i64 - i17) as usize,
+                        (o - i18) as usize,
+                    );
+                    transpose_block_f32(
+                        k.as_ptr().add((((i18 * c + i15) * 3 + i16) * 3 + i17) as usize),
+                        (9 * c) as usize,
+                        k_t.ptr.add((((i15 * 3 + i16) * 3 + i17) * o + i18) as usize),
+                        o as usize,
+                        i17_rows,
+                        i18_cols,
+                        VEC,
+                    );
+                }
+            }
+        }
+    }
+    part.wait();
     {
         unsafe {
             let (i7_lo, i7_hi) = part.range(0, n);
@@ -731,77 +910,80 @@ unsafe fn conv2d_loops<
                             *x_pad
                                 .get_unchecked_mut(
                                     ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                                ) = offset([i7, i8, i9 - 1, i10 - 1], [n, c, h, w])
-                                .map_or(0.0, |at| *x.get_unchecked(at));
+                                ) = 0.0;
+                        }
+                    }
+                }
+                let i11 = i7;
+                for i12 in 0..c {
+                    for i13 in 0..h {
+                        for i14 in 0..w {
+                            *x_pad
+                                .get_unchecked_mut(
+                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                                ) = *x
+                                .get_unchecked(
+                                    (((i11 * c + i12) * h + i13) * w + i14) as usize,
+                                );
                         }
                     }
                 }
                 let i0 = i7;
                 for i2 in 0..h {
-                    if o >= MR as i64 && w >= NR as i64 {
-                        for i4_block in (0..c).step_by(KC) {
-                            let i4_end = (i4_block + KC as i64).min(c);
-                            for i3_start in (0..w).step_by(NR) {
-                                let i3_tile = i3_start.min(w - NR as i64);
-                                for i1_start in (0..o).step_by(MR) {
-                                    let i1_tile = i1_start.min(o - MR as i64);
-                                    let mut v0_tile = [[0.0_f32; NR]; MR];
-                                    for i4 in i4_block..i4_end {
-                                        for i5 in 0..3_i64 {
-                                            for i6 in 0..3_i64 {
-                                                for row in 0..MR {
-                                                    let i1 = i1_tile + row as i64;
-                                                    for col in 0..NR {
-                                                        let i3 = i3_tile + col as i64;
-                                                        let mut v0 = v0_tile[row][col];
-                                                        v0 = mul_add_f32(
-                                                            FMA,
-                                                            *x_pad
-                                                                .get_unchecked(
-                                                                    ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
-                                                                ),
-                                                            *k
-                                                                .get_unchecked(
-                                                                    (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
-                                                                ),
-                                                            v0,
-                                                        );
-                                                        v0_tile[row][col] = v0;
-                                                    }
+                    if w >= MR as i64 && o >= NR as i64 {
+                        for i1_start in (0..o).step_by(NR) {
+                            let i1_tile = i1_start.min(o - NR as i64);
+                            for i3_start in (0..w).step_by(MR) {
+                                let i3_tile = i3_start.min(w - MR as i64);
+                                let mut v0_tile = [[0.0_f32; NR]; MR];
+                                for i4 in 0..c {
+                                    for i5 in 0..3_i64 {
+                                        for i6 in 0..3_i64 {
+                                            for row in 0..MR {
+                                                let i3 = i3_tile + row as i64;
+                                                for col in 0..NR {
+                                                    let i1 = i1_tile + col as i64;
+                                                    let mut v0 = v0_tile[row][col];
+                                                    v0 = mul_add_f32(
+                                                        FMA,
+                                                        *x_pad
+                                                            .get_unchecked(
+                                                                ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
+                                                            ),
+                                                        *k_t
+                                                            .get_unchecked(
+                                                                (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
+                                                            ),
+                                                        v0,
+                                                    );
+                                                    v0_tile[row][col] = v0;
                                                 }
                                             }
                                         }
                                     }
-                                    for row in 0..MR {
-                                        let i1 = i1_tile + row as i64;
+                                }
+                                for row in 0..MR {
+                                    let i3 = i3_tile + row as i64;
+                                    if i3 < i3_start {
+                                        continue;
+                                    }
+                                    for col in 0..NR {
+                                        let i1 = i1_tile + col as i64;
                                         if i1 < i1_start {
                                             continue;
                                         }
-                                        for col in 0..NR {
-                                            let i3 = i3_tile + col as i64;
-                                            if i3 < i3_start {
-                                                continue;
-                                            }
-                                            let v0 = v0_tile[row][col];
-                                            if i4_block == 0 {
-                                                *y
-                                                    .get_unchecked_mut(
-                                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                                    ) = v0;
-                                            } else {
-                                                *y
-                                                    .get_unchecked_mut(
-                                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                                    ) += v0;
-                                            }
-                                        }
+                                        let v0 = v0_tile[row][col];
+                                        *y
+                                            .get_unchecked_mut(
+                                                (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                            ) = v0;
                                     }
                                 }
                             }
                         }
                     } else {
-                        for i1 in 0..o {
-                            for i3 in 0..w {
+                        for i3 in 0..w {
+                            for i1 in 0..o {
                                 let mut v0 = 0.0_f32;
                                 for i4 in 0..c {
                                     for i5 in 0..3_i64 {
@@ -812,9 +994,9 @@ unsafe fn conv2d_loops<
                                                     .get_unchecked(
                                                         ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
                                                     ),
-                                                *k
+                                                *k_t
                                                     .get_unchecked(
-                                                        (((i1 * c + i4) * 3 + i5) * 3 + i6) as usize,
+                                                        (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
                                                     ),
                                                 v0,
                                             );
@@ -845,13 +1027,14 @@ unsafe fn conv2d_avx2(
     k: &[f32],
     y: Shared<'_, f32>,
     x_pad: &mut [f32],
+    k_t: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 16, 256>(part, x, k, y, x_pad, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 6, 16, 32>(part, x, k, y, x_pad, k_t, n, c, h, w, o) }
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX-512.
@@ -864,11 +1047,12 @@ unsafe fn conv2d_avx512(
     k: &[f32],
     y: Shared<'_, f32>,
     x_pad: &mut [f32],
+    k_t: Shared<'_, f32>,
     n: i64,
     c: i64,
     h: i64,
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 32, 1024>(part, x, k, y, x_pad, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 4, 64, 64>(part, x, k, y, x_pad, k_t, n, c, h, w, o) }
 }

@@ -591,7 +591,7 @@ pub fn matmul(
     in_parts(
         &[&[m, n, k]],
         |part| {
-            let mut i1_panel = vec![0.0; k.clamp(0, 1024) as usize * 32];
+            let mut i1_panel = vec![0.0; k.clamp(0, 1024) as usize * 64];
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
@@ -747,5 +747,5 @@ unsafe fn matmul_avx512(
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 6, 32, 1024>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe { matmul_loops::<true, 4, 64, 1024>(part, a, b, c, m, k, n, i1_panel) }
 }
