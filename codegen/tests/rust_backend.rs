@@ -19,6 +19,14 @@ y = div(e, reindex(s, [B, N], [i0, 0]))
 output y
 ";
 
+/// gelu's tanh form on `x * a + b`: element-wise, one long `exp` chain per element.
+const GELU: &str = "\
+input x: f32[N]
+u = add(mul(x, 0.8), 0.1)
+y = mul(u, sigmoid(mul(mul(u, add(mul(mul(u, u), 0.044715), 1.0)), 1.5957692)))
+output y
+";
+
 /// NCHW, 3x3, zero padding 1: the padded reads stay checked.
 const CONV2D: &str = "\
 input x: f32[N, C, H, W]
@@ -96,6 +104,17 @@ fn check_snapshot(file: &str, actual: &str) {
 fn softmax_snapshot() {
     let src = emit("softmax", &parse(SOFTMAX), &RustOptions::default()).expect("emits");
     check_snapshot("softmax.rs", &src);
+}
+
+#[test]
+fn gelu_snapshot_fuses_multiply_adds_and_computes_chunks_before_storing() {
+    let src = emit("gelu", &parse(GELU), &RustOptions::default()).expect("emits");
+    // `x * 0.8 + 0.1` is one multiply-add (fused on FMA targets), the math takes the
+    // same choice, and each chunk of `LANES` values is computed, then stored.
+    assert!(src.contains("mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)"));
+    assert!(src.contains("vmath::sigmoid_f32(\n"));
+    assert!(src.contains("let mut values = [0.0_f32; LANES];"));
+    check_snapshot("gelu.rs", &src);
 }
 
 #[test]
