@@ -1597,6 +1597,25 @@ impl Gen<'_> {
         let (lo, hi, main, chunk) = (local("start"), local("end"), local("main"), local("chunk"));
         let computed = self.float(self.value(value)?, Prec::Lowest, false);
         let put = self.store_value(access, None, quote!(value))?;
+        // Each half numbers its lanes only if it uses the index.
+        let mut in_value = false;
+        visit_value_exprs(value, &mut |e| in_value |= e.indices().contains(&n));
+        let mut in_access = false;
+        visit_access_exprs(access, &mut |e| in_access |= e.indices().contains(&n));
+        let lanes = |used: bool, all: TokenStream, plain: TokenStream| {
+            if used {
+                (
+                    quote!((lane, value) in #all.enumerate()),
+                    quote!(let #i = #chunk + lane as i64;),
+                )
+            } else {
+                (quote!(value in #plain), TokenStream::new())
+            }
+        };
+        let (compute_over, bind_value) =
+            lanes(in_value, quote!(values.iter_mut()), quote!(&mut values));
+        let (store_over, bind_access) =
+            lanes(in_access, quote!(values.into_iter()), quote!(values));
         let plain = self.stmts(&l.stmts)?;
         let zero = lit(&format!("0.0_{}", self.float));
         Ok(quote! {
@@ -1604,12 +1623,12 @@ impl Gen<'_> {
             let #main = #lo + (#hi - #lo) / LANES as i64 * LANES as i64;
             for #chunk in (#lo..#main).step_by(LANES) {
                 let mut values = [#zero; LANES];
-                for (lane, value) in values.iter_mut().enumerate() {
-                    let #i = #chunk + lane as i64;
+                for #compute_over {
+                    #bind_value
                     *value = #computed;
                 }
-                for (lane, value) in values.into_iter().enumerate() {
-                    let #i = #chunk + lane as i64;
+                for #store_over {
+                    #bind_access
                     #put
                 }
             }
