@@ -3194,10 +3194,10 @@ fn panel_cell(at: &Ident, j: usize) -> TokenStream {
     }
 }
 
-/// Whether `l` only stores values (no carried variables, no accumulation) and
-/// one of them calls a vectorizable math function (`exp`, `tanh`, ...): a loop
-/// whose time goes into long dependency chains, which [`Gen::chunked`]
-/// interleaves.
+/// Whether `l` is one store (no carried variables, no accumulation, no checked
+/// access) of a value that calls a vectorizable math function (`exp`, `tanh`, ...)
+/// and does not read the stored tensor: a loop whose time goes into long
+/// dependency chains, which [`Gen::chunked`] overlaps.
 fn elementwise_math(l: &Loop) -> bool {
     fn math(v: &Value) -> bool {
         match v {
