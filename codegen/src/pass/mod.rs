@@ -89,7 +89,7 @@ pub use split::split;
 pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
 pub use subst::subst;
 pub use tile::tile;
-pub(crate) use walk::{block_accesses, fully_written_first};
+pub(crate) use walk::{block_accesses, fully_written_first, stmt_accesses};
 
 /// A named program-to-program transformation.
 #[derive(Clone, Copy, Debug)]

@@ -37,14 +37,13 @@
 
 use crate::index::Expr;
 use crate::loops::{
-    Access, Block, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value,
+    Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind, Value,
 };
 
 use super::bounds::overhang;
 use super::shape_groups::ShapeGroups;
 use super::stride::{coefficient, injective};
-use super::walk::block_accesses;
+use super::walk::{block_accesses, fresh_loops, fresh_name};
 
 /// Rewrites the checked window loads of reduction nests to read padded copies (see
 /// the module docs).
@@ -238,25 +237,6 @@ fn add_copy(p: &mut LoopProgram, key: &PaddedCopy, fill: f64, next_loop: &mut us
     padded
 }
 
-/// Fresh loops `0..size`, one per axis of `shape`.
-fn fresh_loops(shape: &[Expr], next_loop: &mut usize) -> Vec<Loop> {
-    shape
-        .iter()
-        .map(|size| {
-            let id = LoopId(*next_loop);
-            *next_loop += 1;
-            Loop {
-                id,
-                start: Expr::Int(0),
-                end: size.clone(),
-                carried: Vec::new(),
-                stmts: Vec::new(),
-                schedule: Schedule::default(),
-            }
-        })
-        .collect()
-}
-
 fn loop_indices(loops: &[Loop]) -> impl Iterator<Item = Expr> + '_ {
     loops.iter().map(|l| Expr::Index(l.id.0))
 }
@@ -279,18 +259,6 @@ fn nest(mut loops: Vec<Loop>, store: Stmt) -> Block {
             stmts: vec![store],
         },
     }
-}
-
-/// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
-fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
-    let taken = |n: &str| tensors.iter().any(|t| t.name == n);
-    if !taken(base) {
-        return base.to_string();
-    }
-    (2..)
-        .map(|k| format!("{base}_{k}"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| base.to_string())
 }
 
 /// Points `access` at the padded copy: every subscript shifted by its low pad.

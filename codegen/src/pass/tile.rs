@@ -29,13 +29,15 @@
 
 use crate::index::Expr;
 use crate::loops::{
-    Access, Block, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Tile, Value,
+    Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind, Tile,
+    Value,
 };
 use crate::uop::Accum;
 
 use super::stride::{Stride, access_mentions, injective, stride};
-use super::walk::{block_accesses, for_each_stmt_mut, map_stmt_accesses, value_reads_var};
+use super::walk::{
+    block_accesses, for_each_stmt_mut, fresh_loops, fresh_name, map_stmt_accesses, value_reads_var,
+};
 
 /// Marks (and, for the row loop, reorders) every block that matches, and marks
 /// element-wise nests that read across the rows they write for cache blocking.
@@ -146,21 +148,7 @@ fn channels_first(
         kind: TensorKind::Temp,
         row_local: None,
     };
-    let mut loops: Vec<Loop> = shape
-        .iter()
-        .map(|size| {
-            let id = LoopId(*next_loop);
-            *next_loop += 1;
-            Loop {
-                id,
-                start: Expr::Int(0),
-                end: size.clone(),
-                carried: Vec::new(),
-                stmts: Vec::new(),
-                schedule: Schedule::default(),
-            }
-        })
-        .collect();
+    let mut loops = fresh_loops(&shape, next_loop);
     let at: Vec<Subscript> = loops
         .iter()
         .map(|l| Subscript::Expr(Expr::Index(l.id.0)))
@@ -258,18 +246,6 @@ fn moved_back(at: &[Subscript], axis: usize) -> Vec<Subscript> {
         index.insert(axis, last);
     }
     index
-}
-
-/// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
-fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
-    let taken = |n: &str| tensors.iter().any(|t| t.name == n);
-    if !taken(base) {
-        return base.to_string();
-    }
-    (2..)
-        .map(|k| format!("{base}_{k}"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| base.to_string())
 }
 
 /// An element-wise nest `… R C` (statements only in `C`, nothing carried) writing

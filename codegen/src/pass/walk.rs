@@ -6,7 +6,10 @@
 //! levels `l1` and `l2` share the loops `loops[..min(l1, l2)]`.
 
 use crate::index::Expr;
-use crate::loops::{Access, Block, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value};
+use crate::loops::{
+    Access, Block, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
+    TensorKind, Value,
+};
 
 /// One tensor access of a block, where it sits and whether it writes.
 #[derive(Clone, Debug)]
@@ -354,4 +357,35 @@ pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
         return seen.len() == enclosing.len();
     }
     false
+}
+
+/// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
+pub(crate) fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
+    let taken = |n: &str| tensors.iter().any(|t| t.name == n);
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|k| format!("{base}_{k}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| base.to_string())
+}
+
+/// Fresh loops `0..size`, one per axis of `shape`.
+pub(crate) fn fresh_loops(shape: &[Expr], next_loop: &mut usize) -> Vec<Loop> {
+    shape
+        .iter()
+        .map(|size| {
+            let id = LoopId(*next_loop);
+            *next_loop += 1;
+            Loop {
+                id,
+                start: Expr::Int(0),
+                end: size.clone(),
+                carried: Vec::new(),
+                stmts: Vec::new(),
+                schedule: Schedule::default(),
+            }
+        })
+        .collect()
 }

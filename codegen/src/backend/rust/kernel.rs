@@ -1598,10 +1598,8 @@ impl Gen<'_> {
         let computed = self.float(self.value(value)?, Prec::Lowest, false);
         let put = self.store_value(access, None, quote!(value))?;
         // Each half numbers its lanes only if it uses the index.
-        let mut in_value = false;
-        visit_value_exprs(value, &mut |e| in_value |= e.indices().contains(&n));
-        let mut in_access = false;
-        visit_access_exprs(access, &mut |e| in_access |= e.indices().contains(&n));
+        let in_value = crate::pass::value_mentions(value, n);
+        let in_access = crate::pass::access_mentions(access, n);
         let lanes = |used: bool, all: TokenStream, plain: TokenStream| {
             if used {
                 (
@@ -3222,19 +3220,16 @@ fn elementwise_math(l: &Loop) -> bool {
             | Value::Index(_) => false,
         }
     }
-    fn reads(v: &Value, t: TensorId) -> bool {
-        match v {
-            Value::Load { access, .. } => access.tensor == t,
-            Value::Unary(_, x) => reads(x, t),
-            Value::Binary(_, a, b) => reads(a, t) || reads(b, t),
-            Value::Where(c, a, b) => reads(c, t) || reads(a, t) || reads(b, t),
-            Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
-        }
-    }
-    let [Stmt::Store { access, value }] = l.stmts.as_slice() else {
+    let [store @ Stmt::Store { access, value }] = l.stmts.as_slice() else {
         return false;
     };
-    l.carried.is_empty() && !access.checked && math(value) && !reads(value, access.tensor)
+    // Reads of the stored tensor, in the value or in a data-dependent subscript,
+    // would see a chunk's stores late.
+    let mut reads_target = false;
+    crate::pass::stmt_accesses(store, &mut |a, write| {
+        reads_target |= !write && a.tensor == access.tensor;
+    });
+    l.carried.is_empty() && !access.checked && math(value) && !reads_target
 }
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
