@@ -134,7 +134,7 @@ fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
 fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
     let src = emit("matmul", &parse(MATMUL), &RustOptions::default()).expect("emits");
     // One panel per thread, allocated by the kernel and passed to the loops.
-    assert!(src.contains("let mut i1_panel = vec!["));
+    assert!(src.contains("let mut i1_panel = Lines::<f32>::zeroed("));
     assert!(src.contains("i1_panel: &mut [f32]"));
     assert!(
         !src.contains("Vec<f32> = vec!"),
@@ -151,7 +151,7 @@ fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
         "whole rows per piece, a count fixed by the sizes"
     );
     assert!(
-        src.contains("part.range_in_steps(0, n, 64, columns.phase(0))"),
+        src.contains(".range_in_steps(0, n, 64, line_phase(columns.as_ptr(), 0))"),
         "each thread its own columns, cut where a cache line starts"
     );
     check_snapshot("sums.rs", &src);

@@ -1222,7 +1222,7 @@ impl Gen<'_> {
         let f = self.need(Helper::LinePhase);
         let t = &self.tensors[first.tensor.0];
         let at = self.offset_unchecked(&first)?;
-        Ok(quote!(#t.#f(#at)))
+        Ok(quote!(#f(#t.as_ptr(), #at)))
     }
 
     /// A block folded in pieces: each thread folds its share of the pieces into
@@ -1562,6 +1562,27 @@ impl Gen<'_> {
         let carried = l.carried.iter().map(|c| self.carried(c));
         let body = self.nest(inner)?;
         let stmts = self.stmts(&l.stmts)?;
+        if let (true, true, Some(a)) = (self.scheduled, inner.is_empty(), self.line_store(l)) {
+            // Two runs of the loop, split where the store starts a cache line, so
+            // that the second's vector stores never straddle two lines (the first
+            // is empty when the buffer is aligned; a column sum on a `Vec` went from
+            // 0.19 to 0.15 ms, and an aligned one stayed at 0.16).
+            let n = l.id.0;
+            let first = ident(&format!("i{n}_first"));
+            let first_value = self.first_on_line(&a, &i, &start, &end)?;
+            let carried: Vec<_> = carried.collect();
+            return Ok(quote! {
+                let #first = #first_value;
+                for #i in #start..#first {
+                    #(#carried)*
+                    #stmts
+                }
+                for #i in #first..#end {
+                    #(#carried)*
+                    #stmts
+                }
+            });
+        }
         Ok(quote! {
             for #i in #start..#end {
                 #(#carried)*
@@ -1573,8 +1594,9 @@ impl Gen<'_> {
 
     /// An element-wise innermost loop (one store of a math-heavy value, see
     /// [`elementwise_math`]) over `start..end` in chunks of `LANES` iterations
-    /// (four vectors): each chunk's values are computed into a local array, then
-    /// stored; the last iterations run plainly. The stores go through a raw
+    /// (four vectors), starting where the store starts a cache line: each chunk's
+    /// values are computed into a local array, then stored; the iterations before
+    /// the first chunk and after the last run plainly. The stores go through a raw
     /// pointer (`Shared`) that LLVM cannot tell apart from the inputs, so in a
     /// plain or merely unrolled loop each vector's loads wait for the previous
     /// vector's store, and one long `exp` chain runs at a time; computing the
@@ -1616,10 +1638,13 @@ impl Gen<'_> {
             lanes(in_access, quote!(values.into_iter()), quote!(values));
         let plain = self.stmts(&l.stmts)?;
         let zero = lit(&format!("0.0_{}", self.float));
+        let first = local("first");
+        let first_value = self.first_on_line(access, i, &quote!(#lo), &quote!(#hi))?;
         Ok(quote! {
             let (#lo, #hi) = (#start, #end);
-            let #main = #lo + (#hi - #lo) / LANES as i64 * LANES as i64;
-            for #chunk in (#lo..#main).step_by(LANES) {
+            let #first = #first_value;
+            let #main = #first + (#hi - #first) / LANES as i64 * LANES as i64;
+            for #chunk in (#first..#main).step_by(LANES) {
                 let mut values = [#zero; LANES];
                 for #compute_over {
                     #bind_value
@@ -1630,7 +1655,7 @@ impl Gen<'_> {
                     #put
                 }
             }
-            for #i in #main..#hi {
+            for #i in (#lo..#first).chain(#main..#hi) {
                 #plain
             }
         })
@@ -1714,8 +1739,7 @@ impl Gen<'_> {
         } else {
             ident(&format!("_i{n}"))
         };
-        let lane_body = self.stmts(&l.stmts);
-        let lane_body = lane_body?;
+        let lane_body = self.stmts(&l.stmts)?;
         let tail = self.stmts(&l.stmts)?;
         Ok(quote! {
             let #main = #main_value;
@@ -1745,6 +1769,43 @@ impl Gen<'_> {
                 #tail
             }
         })
+    }
+
+    /// The first store of `l`'s body that is unchecked and has unit stride along
+    /// `l`: where its vector stores go, if it has one.
+    fn line_store(&self, l: &Loop) -> Option<Access> {
+        let n = l.id.0;
+        let mut found = None;
+        for s in &l.stmts {
+            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+                if found.is_none()
+                    && write
+                    && !a.checked
+                    && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
+                {
+                    found = Some(a.clone());
+                }
+            });
+        }
+        found
+    }
+
+    /// The first iteration from `start` (at most `end`) at which `a`'s element
+    /// starts a cache line (the loop index `i` bound to `start` for the offset).
+    fn first_on_line(
+        &self,
+        a: &Access,
+        i: &Ident,
+        start: &TokenStream,
+        end: &TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let f = self.need(Helper::LinePhase);
+        let t = &self.tensors[a.tensor.0];
+        let at = self.offset_unchecked(a)?;
+        Ok(quote!({
+            let #i = #start;
+            (#i + #f(#t.as_ptr(), #at)).min(#end)
+        }))
     }
 
     /// Software prefetches for a split loop's chunk: one per input it reads
@@ -2315,11 +2376,18 @@ impl Gen<'_> {
                 }
                 continue;
             }
-            let f = self.need(Helper::Zeroed);
             let e = elem(decl.dtype);
-            temps.extend(quote! {
-                let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;
-            });
+            // Scheduled kernels' temporaries start a cache line (their vectors
+            // then never straddle two); unscheduled ones have no `unsafe` at all.
+            let buffer = if self.scheduled {
+                let f = self.need(Helper::ZeroedLines);
+                let lines = self.need(Helper::Lines);
+                quote!(let mut #id: #lines<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            } else {
+                let f = self.need(Helper::Zeroed);
+                quote!(let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            };
+            temps.extend(buffer);
         }
         temps.extend(self.piece_buffers()?);
         let body_used = self.take_used();
@@ -2635,7 +2703,7 @@ impl Gen<'_> {
                 continue;
             }
             let id = &self.tensors[tid.0];
-            let (e, zero) = self.elem_zero(tid);
+            let (e, _) = self.elem_zero(tid);
             let row_len = row_lens.iter().find(|(t, _)| *t == tid).map(|(_, len)| len);
             match self.tensor_kind(tid) {
                 TensorKind::Input => {
@@ -2644,7 +2712,8 @@ impl Gen<'_> {
                 }
                 _ if row_len.is_some() => {
                     // Each thread its own row.
-                    allocs.push(quote!(let mut #id = vec![#zero; #row_len];));
+                    let lines = self.need(Helper::Lines);
+                    allocs.push(quote!(let mut #id = #lines::<#e>::zeroed(#row_len).expect("a row fits in memory");));
                     params.push(quote!(#id: &mut [#e]));
                     args.push(quote!(&mut #id));
                 }
@@ -2735,7 +2804,10 @@ impl Gen<'_> {
                 }
                 trips => quote!(#(#trips)*.clamp(0, #kc)),
             };
-            allocs.push(quote!(let mut #name = vec![0.0; #len as usize * #cells];));
+            let lines = self.need(Helper::Lines);
+            allocs.push(quote! {
+                let mut #name = #lines::<#t>::zeroed(#len as usize * #cells).expect("a panel fits in memory");
+            });
             params.push(quote!(#name: &mut [#t]));
             args.push(quote!(&mut #name));
             forward.push(quote!(#name));

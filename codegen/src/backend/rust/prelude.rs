@@ -19,6 +19,10 @@ pub(super) enum Helper {
     Size,
     /// A zeroed temporary of an `i64` shape.
     Zeroed,
+    /// A zeroed temporary of an `i64` shape that starts a cache line.
+    ZeroedLines,
+    /// A zeroed buffer that starts a cache line.
+    Lines,
     /// The checked number of elements of a temporary's `i64` shape.
     BufferLen,
     /// The number of elements of a shape.
@@ -45,7 +49,7 @@ pub(super) enum Helper {
     Threads,
     /// A thread's part of an inner loop's range, cut at multiples of a step.
     RangeInSteps,
-    /// Where the next cache line starts in a shared buffer.
+    /// How many elements from a pointer to the next cache line.
     LinePhase,
     /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
     CpuLevel,
@@ -72,13 +76,16 @@ impl Helpers {
         match h {
             Helper::CheckLen => self.need(Helper::Elements),
             Helper::Zeroed => self.need(Helper::BufferLen),
+            Helper::ZeroedLines => {
+                self.need(Helper::BufferLen);
+                self.need(Helper::Lines);
+            }
             Helper::BufferLen => {
                 self.need(Helper::Size);
                 self.need(Helper::Elements);
             }
             Helper::Parts => self.need(Helper::Threads),
             Helper::RangeInSteps => self.need(Helper::Parts),
-            Helper::LinePhase => self.need(Helper::Shared),
             _ => {}
         }
     }
@@ -343,6 +350,85 @@ fn helper(h: Helper) -> TokenStream {
                 Ok(vec![T::default(); buffer_len(kernel, buffer, shape)?])
             }
         },
+        Helper::ZeroedLines => quote! {
+            /// A zeroed temporary buffer of the given shape that starts a cache line.
+            fn zeroed_lines<T: Zero>(
+                kernel: &'static str,
+                buffer: &'static str,
+                shape: &[i64],
+            ) -> Result<Lines<T>, KernelError> {
+                Lines::zeroed(buffer_len(kernel, buffer, shape)?)
+                    .ok_or(KernelError::TooLarge { kernel, buffer })
+            }
+        },
+        Helper::Lines => quote! {
+            /// Element types whose all-zero bytes are the number zero.
+            ///
+            /// # Safety
+            ///
+            /// Only for such types: [`Lines::zeroed`] hands out zeroed memory as `T`s.
+            unsafe trait Zero: Copy {}
+            unsafe impl Zero for f32 {}
+            unsafe impl Zero for f64 {}
+            unsafe impl Zero for i32 {}
+
+            /// A zeroed buffer whose first element starts a 64-byte cache line, so
+            /// that vector loads and stores from its start never straddle two lines
+            /// (a `Vec` of a few megabytes starts 16 bytes into one, and such loads
+            /// are a third slower). It is used as the slice it holds.
+            struct Lines<T: Zero> {
+                ptr: core::ptr::NonNull<T>,
+                len: usize,
+            }
+
+            // Safety: a `Lines` owns its elements, as a `Vec` does.
+            unsafe impl<T: Zero + Send> Send for Lines<T> {}
+            unsafe impl<T: Zero + Sync> Sync for Lines<T> {}
+
+            impl<T: Zero> Lines<T> {
+                /// `len` zeros; `None` if they do not fit in memory's address range.
+                fn zeroed(len: usize) -> Option<Lines<T>> {
+                    let layout = Self::layout(len)?;
+                    if layout.size() == 0 {
+                        return Some(Lines { ptr: core::ptr::NonNull::dangling(), len });
+                    }
+                    // Safety: the layout's size is not zero.
+                    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+                    match core::ptr::NonNull::new(ptr.cast::<T>()) {
+                        Some(ptr) => Some(Lines { ptr, len }),
+                        None => std::alloc::handle_alloc_error(layout),
+                    }
+                }
+
+                fn layout(len: usize) -> Option<std::alloc::Layout> {
+                    std::alloc::Layout::array::<T>(len).ok()?.align_to(64).ok()
+                }
+            }
+
+            impl<T: Zero> core::ops::Deref for Lines<T> {
+                type Target = [T];
+                fn deref(&self) -> &[T] {
+                    // Safety: `len` zeroed (so valid) elements start at `ptr`.
+                    unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+                }
+            }
+
+            impl<T: Zero> core::ops::DerefMut for Lines<T> {
+                fn deref_mut(&mut self) -> &mut [T] {
+                    // Safety: as for `deref`, and `self` is borrowed uniquely.
+                    unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+                }
+            }
+
+            impl<T: Zero> Drop for Lines<T> {
+                fn drop(&mut self) {
+                    if let Some(layout) = Self::layout(self.len).filter(|l| l.size() > 0) {
+                        // Safety: allocated in `zeroed` with this layout.
+                        unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+                    }
+                }
+            }
+        },
         Helper::BufferLen => quote! {
             /// The number of elements of a temporary buffer of the given shape; an
             /// error if a size is negative or the count too large.
@@ -460,6 +546,14 @@ fn helper(h: Helper) -> TokenStream {
                         ptr: buffer.as_mut_ptr(),
                         _buffer: core::marker::PhantomData,
                     }
+                }
+
+                /// The first element, for its address.
+                #[inline(always)]
+                // Unused in a file that never aligns its loops to a shared buffer.
+                #[allow(dead_code)]
+                fn as_ptr(&self) -> *const T {
+                    self.ptr
                 }
 
                 /// # Safety
@@ -722,15 +816,14 @@ fn helper(h: Helper) -> TokenStream {
             }
         },
         Helper::LinePhase => quote! {
-            impl<T> Shared<'_, T> {
-                /// How many elements from element `at` to the next 64-byte cache
-                /// line: where a thread's share of a unit-stride write may start.
-                #[inline(always)]
-                fn phase(&self, at: usize) -> i64 {
-                    let size = core::mem::size_of::<T>().max(1);
-                    let addr = self.ptr.wrapping_add(at) as usize;
-                    ((64 - addr % 64) % 64 / size) as i64
-                }
+            /// How many elements from element `at` of the buffer at `base` to the
+            /// next 64-byte cache line: where vector accesses stop straddling lines,
+            /// and where a thread's share of a unit-stride write may start.
+            #[inline(always)]
+            fn line_phase<T>(base: *const T, at: usize) -> i64 {
+                let size = core::mem::size_of::<T>().max(1);
+                let addr = base.wrapping_add(at) as usize;
+                ((64 - addr % 64) % 64 / size) as i64
             }
         },
         Helper::CpuLevel => quote! {
@@ -882,7 +975,8 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::Parts => ("in_parts", false),
         Helper::Threads => ("threads", false),
         Helper::RangeInSteps => ("range_in_steps", false),
-        Helper::LinePhase => ("phase", false),
+        Helper::LinePhase => ("line_phase", false),
+        Helper::Lines => ("Lines", false),
         Helper::CpuLevel => ("cpu_level", false),
         Helper::Prefetch => ("prefetch", false),
         Helper::ErfF64 => ("erf", false),
@@ -891,6 +985,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::CheckLen => ("check_len", false),
         Helper::Size => ("size", false),
         Helper::Zeroed => ("zeroed", false),
+        Helper::ZeroedLines => ("zeroed_lines", false),
         Helper::BufferLen => ("buffer_len", false),
         Helper::Elements => ("elements", false),
         Helper::Offset => ("offset", false),
@@ -915,6 +1010,10 @@ pub(super) const RESERVED: &[&str] = &[
     "check_len",
     "size",
     "zeroed",
+    "zeroed_lines",
+    "Zero",
+    "Lines",
+    "line_phase",
     "buffer_len",
     "elements",
     "offset",

@@ -189,13 +189,79 @@ fn size(
         })
 }
 
-/// A zeroed temporary buffer of the given shape.
-fn zeroed<T: Clone + Default>(
+/// A zeroed temporary buffer of the given shape that starts a cache line.
+fn zeroed_lines<T: Zero>(
     kernel: &'static str,
     buffer: &'static str,
     shape: &[i64],
-) -> Result<Vec<T>, KernelError> {
-    Ok(vec![T::default(); buffer_len(kernel, buffer, shape) ?])
+) -> Result<Lines<T>, KernelError> {
+    Lines::zeroed(buffer_len(kernel, buffer, shape)?)
+        .ok_or(KernelError::TooLarge {
+            kernel,
+            buffer,
+        })
+}
+
+/// Element types whose all-zero bytes are the number zero.
+///
+/// # Safety
+///
+/// Only for such types: [`Lines::zeroed`] hands out zeroed memory as `T`s.
+unsafe trait Zero: Copy {}
+unsafe impl Zero for f32 {}
+unsafe impl Zero for f64 {}
+unsafe impl Zero for i32 {}
+/// A zeroed buffer whose first element starts a 64-byte cache line, so
+/// that vector loads and stores from its start never straddle two lines
+/// (a `Vec` of a few megabytes starts 16 bytes into one, and such loads
+/// are a third slower). It is used as the slice it holds.
+struct Lines<T: Zero> {
+    ptr: core::ptr::NonNull<T>,
+    len: usize,
+}
+
+unsafe impl<T: Zero + Send> Send for Lines<T> {}
+unsafe impl<T: Zero + Sync> Sync for Lines<T> {}
+impl<T: Zero> Lines<T> {
+    /// `len` zeros; `None` if they do not fit in memory's address range.
+    fn zeroed(len: usize) -> Option<Lines<T>> {
+        let layout = Self::layout(len)?;
+        if layout.size() == 0 {
+            return Some(Lines {
+                ptr: core::ptr::NonNull::dangling(),
+                len,
+            });
+        }
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        match core::ptr::NonNull::new(ptr.cast::<T>()) {
+            Some(ptr) => Some(Lines { ptr, len }),
+            None => std::alloc::handle_alloc_error(layout),
+        }
+    }
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        std::alloc::Layout::array::<T>(len).ok()?.align_to(64).ok()
+    }
+}
+
+impl<T: Zero> core::ops::Deref for Lines<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> core::ops::DerefMut for Lines<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> Drop for Lines<T> {
+    fn drop(&mut self) {
+        if let Some(layout) = Self::layout(self.len).filter(|l| l.size() > 0) {
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
+    }
 }
 
 /// The number of elements of a temporary buffer of the given shape; an
@@ -257,6 +323,13 @@ impl<'a, T> Shared<'a, T> {
             ptr: buffer.as_mut_ptr(),
             _buffer: core::marker::PhantomData,
         }
+    }
+
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
     }
 
     /// # Safety
@@ -525,6 +598,16 @@ pub fn threads() -> usize {
         }
         n => n,
     }
+}
+
+/// How many elements from element `at` of the buffer at `base` to the
+/// next 64-byte cache line: where vector accesses stop straddling lines,
+/// and where a thread's share of a unit-stride write may start.
+#[inline(always)]
+fn line_phase<T>(base: *const T, at: usize) -> i64 {
+    let size = core::mem::size_of::<T>().max(1);
+    let addr = base.wrapping_add(at) as usize;
+    ((64 - addr % 64) % 64 / size) as i64
 }
 
 /// The widest code the kernels of this file run on this CPU: `2` for
@@ -809,7 +892,7 @@ pub fn conv2d(
     let [o, _, _, _] = dims("conv2d", "k", k_shape)?;
     buffer_len("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
     let x_pad_row = buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
-    let mut k_t: Vec<f32> = zeroed("conv2d", "k_t", &[c, 3, 3, o])?;
+    let mut k_t: Lines<f32> = zeroed_lines("conv2d", "k_t", &[c, 3, 3, o])?;
     let y = Shared::new(y);
     let k_t = Shared::new(&mut k_t);
     in_parts(
@@ -820,7 +903,8 @@ pub fn conv2d(
             &[n, h, w, o, c, 3_i64, 3_i64],
         ],
         |part| {
-            let mut x_pad = vec![0.0; x_pad_row];
+            let mut x_pad = Lines::<f32>::zeroed(x_pad_row)
+                .expect("a row fits in memory");
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
@@ -906,7 +990,22 @@ unsafe fn conv2d_loops<
             for i7 in i7_lo..i7_hi {
                 for i8 in 0..c {
                     for i9 in 0..h + 2 {
-                        for i10 in 0..w + 2 {
+                        let i10_first = {
+                            let i10 = 0;
+                            (i10
+                                + line_phase(
+                                    x_pad.as_ptr(),
+                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                                ))
+                                .min(w + 2)
+                        };
+                        for i10 in 0..i10_first {
+                            *x_pad
+                                .get_unchecked_mut(
+                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                                ) = 0.0;
+                        }
+                        for i10 in i10_first..w + 2 {
                             *x_pad
                                 .get_unchecked_mut(
                                     ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
@@ -917,7 +1016,25 @@ unsafe fn conv2d_loops<
                 let i11 = i7;
                 for i12 in 0..c {
                     for i13 in 0..h {
-                        for i14 in 0..w {
+                        let i14_first = {
+                            let i14 = 0;
+                            (i14
+                                + line_phase(
+                                    x_pad.as_ptr(),
+                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                                ))
+                                .min(w)
+                        };
+                        for i14 in 0..i14_first {
+                            *x_pad
+                                .get_unchecked_mut(
+                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                                ) = *x
+                                .get_unchecked(
+                                    (((i11 * c + i12) * h + i13) * w + i14) as usize,
+                                );
+                        }
+                        for i14 in i14_first..w {
                             *x_pad
                                 .get_unchecked_mut(
                                     ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,

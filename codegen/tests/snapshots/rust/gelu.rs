@@ -218,6 +218,13 @@ impl<'a, T> Shared<'a, T> {
         }
     }
 
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -486,6 +493,16 @@ pub fn threads() -> usize {
     }
 }
 
+/// How many elements from element `at` of the buffer at `base` to the
+/// next 64-byte cache line: where vector accesses stop straddling lines,
+/// and where a thread's share of a unit-stride write may start.
+#[inline(always)]
+fn line_phase<T>(base: *const T, at: usize) -> i64 {
+    let size = core::mem::size_of::<T>().max(1);
+    let addr = base.wrapping_add(at) as usize;
+    ((64 - addr % 64) % 64 / size) as i64
+}
+
 /// The widest code the kernels of this file run on this CPU: `2` for
 /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
 /// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
@@ -684,8 +701,12 @@ unsafe fn gelu_loops<const FMA: bool, const LANES: usize>(
         unsafe {
             let (i0_lo, i0_hi) = part.range(0, n);
             let (i0_start, i0_end) = (i0_lo, i0_hi);
-            let i0_main = i0_start + (i0_end - i0_start) / LANES as i64 * LANES as i64;
-            for i0_chunk in (i0_start..i0_main).step_by(LANES) {
+            let i0_first = {
+                let i0 = i0_start;
+                (i0 + line_phase(y.as_ptr(), i0 as usize)).min(i0_end)
+            };
+            let i0_main = i0_first + (i0_end - i0_first) / LANES as i64 * LANES as i64;
+            for i0_chunk in (i0_first..i0_main).step_by(LANES) {
                 let mut values = [0.0_f32; LANES];
                 for (lane, value) in values.iter_mut().enumerate() {
                     let i0 = i0_chunk + lane as i64;
@@ -707,7 +728,7 @@ unsafe fn gelu_loops<const FMA: bool, const LANES: usize>(
                     *y.get_unchecked_mut(i0 as usize) = value;
                 }
             }
-            for i0 in i0_main..i0_end {
+            for i0 in (i0_start..i0_first).chain(i0_main..i0_end) {
                 *y.get_unchecked_mut(i0 as usize) = mul_add_f32(
                     FMA,
                     *x.get_unchecked(i0 as usize),

@@ -175,6 +175,68 @@ fn check_len(
     }
 }
 
+/// Element types whose all-zero bytes are the number zero.
+///
+/// # Safety
+///
+/// Only for such types: [`Lines::zeroed`] hands out zeroed memory as `T`s.
+unsafe trait Zero: Copy {}
+unsafe impl Zero for f32 {}
+unsafe impl Zero for f64 {}
+unsafe impl Zero for i32 {}
+/// A zeroed buffer whose first element starts a 64-byte cache line, so
+/// that vector loads and stores from its start never straddle two lines
+/// (a `Vec` of a few megabytes starts 16 bytes into one, and such loads
+/// are a third slower). It is used as the slice it holds.
+struct Lines<T: Zero> {
+    ptr: core::ptr::NonNull<T>,
+    len: usize,
+}
+
+unsafe impl<T: Zero + Send> Send for Lines<T> {}
+unsafe impl<T: Zero + Sync> Sync for Lines<T> {}
+impl<T: Zero> Lines<T> {
+    /// `len` zeros; `None` if they do not fit in memory's address range.
+    fn zeroed(len: usize) -> Option<Lines<T>> {
+        let layout = Self::layout(len)?;
+        if layout.size() == 0 {
+            return Some(Lines {
+                ptr: core::ptr::NonNull::dangling(),
+                len,
+            });
+        }
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        match core::ptr::NonNull::new(ptr.cast::<T>()) {
+            Some(ptr) => Some(Lines { ptr, len }),
+            None => std::alloc::handle_alloc_error(layout),
+        }
+    }
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        std::alloc::Layout::array::<T>(len).ok()?.align_to(64).ok()
+    }
+}
+
+impl<T: Zero> core::ops::Deref for Lines<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> core::ops::DerefMut for Lines<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> Drop for Lines<T> {
+    fn drop(&mut self) {
+        if let Some(layout) = Self::layout(self.len).filter(|l| l.size() > 0) {
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
+    }
+}
+
 /// The number of elements of a shape; `None` if it overflows or a size
 /// exceeds `i64::MAX` (index arithmetic is done in `i64`).
 fn elements(shape: &[usize]) -> Option<usize> {
@@ -216,6 +278,13 @@ impl<'a, T> Shared<'a, T> {
             ptr: buffer.as_mut_ptr(),
             _buffer: core::marker::PhantomData,
         }
+    }
+
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
     }
 
     /// # Safety
@@ -591,7 +660,8 @@ pub fn matmul(
     in_parts(
         &[&[m, n, k]],
         |part| {
-            let mut i1_panel = vec![0.0; k.clamp(0, 1024) as usize * 64];
+            let mut i1_panel = Lines::<f32>::zeroed(k.clamp(0, 1024) as usize * 64)
+                .expect("a panel fits in memory");
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {

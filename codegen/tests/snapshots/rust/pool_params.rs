@@ -252,6 +252,13 @@ impl<'a, T> Shared<'a, T> {
         }
     }
 
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -520,6 +527,16 @@ pub fn threads() -> usize {
     }
 }
 
+/// How many elements from element `at` of the buffer at `base` to the
+/// next 64-byte cache line: where vector accesses stop straddling lines,
+/// and where a thread's share of a unit-stride write may start.
+#[inline(always)]
+fn line_phase<T>(base: *const T, at: usize) -> i64 {
+    let size = core::mem::size_of::<T>().max(1);
+    let addr = base.wrapping_add(at) as usize;
+    ((64 - addr % 64) % 64 / size) as i64
+}
+
 /// The widest code the kernels of this file run on this CPU: `2` for
 /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
 /// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
@@ -739,7 +756,14 @@ unsafe fn pool_params_loops<const LANES: usize>(
     {
         unsafe {
             let (i4_lo, i4_hi) = part.range(0, 4_i64);
-            for i4 in i4_lo..i4_hi {
+            let i4_first = {
+                let i4 = i4_lo;
+                (i4 + line_phase(h.as_ptr(), i4 as usize)).min(i4_hi)
+            };
+            for i4 in i4_lo..i4_first {
+                *h.get_unchecked_mut(i4 as usize) = 0.0;
+            }
+            for i4 in i4_first..i4_hi {
                 *h.get_unchecked_mut(i4 as usize) = 0.0;
             }
         }

@@ -189,6 +189,68 @@ fn size(
         })
 }
 
+/// Element types whose all-zero bytes are the number zero.
+///
+/// # Safety
+///
+/// Only for such types: [`Lines::zeroed`] hands out zeroed memory as `T`s.
+unsafe trait Zero: Copy {}
+unsafe impl Zero for f32 {}
+unsafe impl Zero for f64 {}
+unsafe impl Zero for i32 {}
+/// A zeroed buffer whose first element starts a 64-byte cache line, so
+/// that vector loads and stores from its start never straddle two lines
+/// (a `Vec` of a few megabytes starts 16 bytes into one, and such loads
+/// are a third slower). It is used as the slice it holds.
+struct Lines<T: Zero> {
+    ptr: core::ptr::NonNull<T>,
+    len: usize,
+}
+
+unsafe impl<T: Zero + Send> Send for Lines<T> {}
+unsafe impl<T: Zero + Sync> Sync for Lines<T> {}
+impl<T: Zero> Lines<T> {
+    /// `len` zeros; `None` if they do not fit in memory's address range.
+    fn zeroed(len: usize) -> Option<Lines<T>> {
+        let layout = Self::layout(len)?;
+        if layout.size() == 0 {
+            return Some(Lines {
+                ptr: core::ptr::NonNull::dangling(),
+                len,
+            });
+        }
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        match core::ptr::NonNull::new(ptr.cast::<T>()) {
+            Some(ptr) => Some(Lines { ptr, len }),
+            None => std::alloc::handle_alloc_error(layout),
+        }
+    }
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        std::alloc::Layout::array::<T>(len).ok()?.align_to(64).ok()
+    }
+}
+
+impl<T: Zero> core::ops::Deref for Lines<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> core::ops::DerefMut for Lines<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> Drop for Lines<T> {
+    fn drop(&mut self) {
+        if let Some(layout) = Self::layout(self.len).filter(|l| l.size() > 0) {
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
+    }
+}
+
 /// The number of elements of a temporary buffer of the given shape; an
 /// error if a size is negative or the count too large.
 fn buffer_len(
@@ -246,6 +308,13 @@ impl<'a, T> Shared<'a, T> {
             ptr: buffer.as_mut_ptr(),
             _buffer: core::marker::PhantomData,
         }
+    }
+
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
     }
 
     /// # Safety
@@ -516,6 +585,16 @@ pub fn threads() -> usize {
     }
 }
 
+/// How many elements from element `at` of the buffer at `base` to the
+/// next 64-byte cache line: where vector accesses stop straddling lines,
+/// and where a thread's share of a unit-stride write may start.
+#[inline(always)]
+fn line_phase<T>(base: *const T, at: usize) -> i64 {
+    let size = core::mem::size_of::<T>().max(1);
+    let addr = base.wrapping_add(at) as usize;
+    ((64 - addr % 64) % 64 / size) as i64
+}
+
 /// The widest code the kernels of this file run on this CPU: `2` for
 /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
 /// x86-64. The environment variable `UOP_CPU` (`avx512`, `avx2` or
@@ -712,7 +791,7 @@ pub fn softmax(
     in_parts(
         &[&[b, n], &[b, n], &[b, n]],
         |part| {
-            let mut e = vec![0.0; e_row];
+            let mut e = Lines::<f32>::zeroed(e_row).expect("a row fits in memory");
             #[cfg(target_arch = "x86_64")]
             match cpu_level() {
                 2 => {
@@ -817,7 +896,15 @@ unsafe fn softmax_loops<const FMA: bool, const LANES: usize>(
                 }
                 *s.get_unchecked_mut(0) = v1;
                 let i10 = i0;
-                for i11 in 0..n {
+                let i11_first = {
+                    let i11 = 0;
+                    (i11 + line_phase(y.as_ptr(), (i10 * n + i11) as usize)).min(n)
+                };
+                for i11 in 0..i11_first {
+                    *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
+                        .get_unchecked(i11 as usize) / *s.get_unchecked(0);
+                }
+                for i11 in i11_first..n {
                     *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
                         .get_unchecked(i11 as usize) / *s.get_unchecked(0);
                 }

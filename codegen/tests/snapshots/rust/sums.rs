@@ -210,6 +210,13 @@ impl<'a, T> Shared<'a, T> {
         }
     }
 
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
@@ -495,15 +502,14 @@ impl Part<'_> {
     }
 }
 
-impl<T> Shared<'_, T> {
-    /// How many elements from element `at` to the next 64-byte cache
-    /// line: where a thread's share of a unit-stride write may start.
-    #[inline(always)]
-    fn phase(&self, at: usize) -> i64 {
-        let size = core::mem::size_of::<T>().max(1);
-        let addr = self.ptr.wrapping_add(at) as usize;
-        ((64 - addr % 64) % 64 / size) as i64
-    }
+/// How many elements from element `at` of the buffer at `base` to the
+/// next 64-byte cache line: where vector accesses stop straddling lines,
+/// and where a thread's share of a unit-stride write may start.
+#[inline(always)]
+fn line_phase<T>(base: *const T, at: usize) -> i64 {
+    let size = core::mem::size_of::<T>().max(1);
+    let addr = base.wrapping_add(at) as usize;
+    ((64 - addr % 64) % 64 / size) as i64
 }
 
 /// The widest code the kernels of this file run on this CPU: `2` for
@@ -747,7 +753,14 @@ unsafe fn sums_loops<const LANES: usize>(
     {
         unsafe {
             let (i2_lo, i2_hi) = part.range(0, n);
-            for i2 in i2_lo..i2_hi {
+            let i2_first = {
+                let i2 = i2_lo;
+                (i2 + line_phase(columns.as_ptr(), i2 as usize)).min(i2_hi)
+            };
+            for i2 in i2_lo..i2_first {
+                *columns.get_unchecked_mut(i2 as usize) = 0.0;
+            }
+            for i2 in i2_first..i2_hi {
                 *columns.get_unchecked_mut(i2 as usize) = 0.0;
             }
         }
@@ -755,9 +768,18 @@ unsafe fn sums_loops<const LANES: usize>(
     part.wait();
     {
         unsafe {
-            let (i2_lo, i2_hi) = part.range_in_steps(0, n, 64, columns.phase(0));
+            let (i2_lo, i2_hi) = part
+                .range_in_steps(0, n, 64, line_phase(columns.as_ptr(), 0));
             for i3 in 0..m {
-                for i2 in i2_lo..i2_hi {
+                let i2_first = {
+                    let i2 = i2_lo;
+                    (i2 + line_phase(columns.as_ptr(), i2 as usize)).min(i2_hi)
+                };
+                for i2 in i2_lo..i2_first {
+                    *columns.get_unchecked_mut(i2 as usize)
+                        += *x.get_unchecked((i3 * n + i2) as usize);
+                }
+                for i2 in i2_first..i2_hi {
                     *columns.get_unchecked_mut(i2 as usize)
                         += *x.get_unchecked((i3 * n + i2) as usize);
                 }

@@ -210,6 +210,13 @@ impl<'a, T> Shared<'a, T> {
         }
     }
 
+    /// The first element, for its address.
+    #[inline(always)]
+    #[allow(dead_code)]
+    fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// # Safety
     ///
     /// `at` is in range and no other thread writes element `at`.
