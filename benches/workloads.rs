@@ -21,7 +21,7 @@ fn workloads(c: &mut Criterion) {
     for name in NAMES {
         let w = Workload::named(name, false).unwrap_or_else(|e| panic!("{name}: {e}"));
         let data = w.data(0);
-        let mut y = vec![0.0f32; w.output_len()];
+        let mut y = uop::AlignedVec::<f32>::zeroed(w.output_len());
         for threads in [1, 2] {
             kernels::set_threads(threads);
             g.bench_function(format!("{name}/rust_t{threads}"), |b| {

@@ -5,6 +5,9 @@
 pub use uop_codegen as codegen;
 pub use uop_ops as ops;
 
+pub use aligned::AlignedVec;
+
+pub mod aligned;
 pub mod bench;
 pub mod cli;
 pub mod jit;

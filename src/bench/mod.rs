@@ -20,6 +20,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use uop_codegen::text::parse_program;
 
+use crate::AlignedVec;
 use crate::jit::{Input, Kernel, Output};
 use crate::kernels;
 
@@ -128,8 +129,10 @@ pub enum BenchError {
 
 /// The input data of one workload: buffers and their shapes.
 pub struct Data {
-    /// Input buffers, in the program's input order.
-    pub inputs: Vec<Vec<f32>>,
+    /// Input buffers, in the program's input order, each starting on a cache line
+    /// as numpy's, torch's and XLA's arrays do (or at the offset given to
+    /// [`Workload::data_at`]).
+    pub inputs: Vec<AlignedVec<f32>>,
     /// Their shapes.
     pub shapes: Vec<Vec<usize>>,
 }
@@ -190,8 +193,14 @@ impl Workload {
     }
 
     /// Seeded standard-normal inputs, shaped as the program's inputs (conv weights
-    /// scaled by 0.05 as in `peers.py`).
+    /// scaled by 0.05 as in `peers.py`), each starting on a cache line.
     pub fn data(self, seed: u64) -> Data {
+        self.data_at(seed, 0)
+    }
+
+    /// [`Workload::data`] with every buffer starting `offset` bytes past a cache
+    /// line (`uop bench --offset`).
+    pub fn data_at(self, seed: u64, offset: usize) -> Data {
         use Workload::*;
         let mut rng = StdRng::seed_from_u64(seed);
         let shapes: Vec<Vec<usize>> = match self {
@@ -203,12 +212,13 @@ impl Workload {
             Conv2d { n, c, h, w, o } => vec![vec![n, c, h, w], vec![o, c, 3, 3]],
             Transpose { n } => vec![vec![n, n]],
         };
-        let mut inputs: Vec<Vec<f32>> = shapes
+        let mut inputs: Vec<AlignedVec<f32>> = shapes
             .iter()
             .map(|s| {
-                (0..s.iter().product::<usize>())
+                let values: Vec<f32> = (0..s.iter().product::<usize>())
                     .map(|_| normal(&mut rng))
-                    .collect()
+                    .collect();
+                AlignedVec::from_slice_at(&values, offset)
             })
             .collect();
         if let (Conv2d { .. }, Some(k)) = (self, inputs.get_mut(1)) {
@@ -391,7 +401,7 @@ pub fn run_jit(kernel: &Kernel, d: &Data, y: &mut [f32]) -> Result<(), String> {
         .inputs
         .iter()
         .zip(&d.shapes)
-        .map(|(v, s)| (Input::F32(v), s.as_slice()))
+        .map(|(v, s)| (Input::F32(&v[..]), s.as_slice()))
         .collect();
     kernel
         .run_slices(&args, &HashMap::new(), &mut [Output::F32(y)])

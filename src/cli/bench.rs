@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 
 use super::{CliError, fail};
+use crate::aligned::{AlignedVec, LINE};
 use crate::bench::{self, Measure, Reps, Workload};
 
 /// Which generated code `uop bench` times.
@@ -52,6 +53,11 @@ pub struct BenchArgs {
     /// Small sizes (for tests): the timings mean nothing, the plumbing is checked.
     #[arg(long)]
     quick: bool,
+    /// Start every input and output buffer this many bytes past a 64-byte cache
+    /// line (0 to 63) instead of on one, as a `Vec` of a few megabytes does (16):
+    /// how the kernels do on buffers that are not aligned.
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    offset: usize,
 }
 
 /// One measured row.
@@ -64,6 +70,8 @@ struct Row {
     compile_ms: Option<f64>,
     naive_ms: f64,
     max_rel_diff: f64,
+    /// Bytes past a cache line where every buffer starts.
+    offset: usize,
 }
 
 /// Runs `uop bench`.
@@ -74,6 +82,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     crate::kernels::set_threads(args.threads);
     if args.reps == 0 {
         return fail("--reps must be at least 1");
+    }
+    if args.offset >= LINE || !args.offset.is_multiple_of(4) {
+        return fail(format!(
+            "--offset {}: must be a multiple of 4 (a whole f32) below {LINE}",
+            args.offset
+        ));
     }
     let names: Vec<&'static str> = match &args.workload {
         Some(name) => match bench::NAMES.iter().find(|n| **n == name.as_str()) {
@@ -101,14 +115,14 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     }
     for name in names {
         let w = Workload::named(name, args.quick).map_err(|e| CliError(e.to_string()))?;
-        let data = w.data(0);
-        let mut naive = vec![0.0f32; w.output_len()];
+        let data = w.data_at(0, args.offset);
+        let mut naive = AlignedVec::<f32>::zeroed_at(w.output_len(), args.offset);
         let naive_ms = bench::median_ms(reps, || {
             w.run_naive(&data, &mut naive);
             Ok::<(), CliError>(())
         })?;
         for &backend in &backends {
-            let mut y = vec![0.0f32; w.output_len()];
+            let mut y = AlignedVec::<f32>::zeroed_at(w.output_len(), args.offset);
             let threads = match backend {
                 BenchBackend::Rust => args.threads,
                 BenchBackend::Cranelift => 1,
@@ -142,6 +156,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 compile_ms,
                 naive_ms,
                 max_rel_diff: bench::max_rel_diff(&y, &naive),
+                offset: args.offset,
             };
             if args.json {
                 println!("{}", json(&row, args.quick));
@@ -233,6 +248,6 @@ fn json(r: &Row, quick: bool) -> String {
     if let Some(c) = r.compile_ms {
         let _ = write!(s, ", \"compile_ms\": {}", num(c));
     }
-    let _ = write!(s, ", \"quick\": {quick}}}");
+    let _ = write!(s, ", \"offset\": {}, \"quick\": {quick}}}", r.offset);
     s
 }

@@ -1,0 +1,123 @@
+//! Buffers that start on a 64-byte cache line.
+//!
+//! A kernel's vector loads and stores are fastest when they do not straddle two
+//! cache lines. A `Vec<f32>` of a few megabytes comes from `mmap` through `malloc`
+//! and starts 16 bytes into a line, so every 64-byte vector of it straddles two; on
+//! the project's Zen 5 machines that makes a layernorm over 4096 × 1024 about 1.5×
+//! slower (docs/decisions.md, "Schedule (speed)"). numpy, torch and XLA allocate
+//! their arrays aligned; [`AlignedVec`] does the same for the slices a uop kernel
+//! takes:
+//!
+//! ```
+//! use uop::AlignedVec;
+//!
+//! let x = AlignedVec::from_slice(&[1.0f32, 2.0, 3.0]);
+//! let mut y = AlignedVec::<f32>::zeroed(1);
+//! uop::kernels::sum_f32(&x, [3], &mut y).unwrap();
+//! assert_eq!(y[0], 6.0);
+//! assert_eq!(x.as_ptr() as usize % 64, 0);
+//! ```
+
+use std::ops::{Deref, DerefMut};
+
+/// The alignment [`AlignedVec`] gives: one cache line.
+pub const LINE: usize = 64;
+
+/// A fixed-length buffer of `T`s whose first element starts `offset` bytes past a
+/// 64-byte cache line (0 unless made by [`AlignedVec::zeroed_at`]). It is used as
+/// the slice it holds.
+#[derive(Clone, Debug)]
+pub struct AlignedVec<T> {
+    storage: Vec<T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> AlignedVec<T> {
+    /// `len` default values (zeros), starting on a cache line.
+    pub fn zeroed(len: usize) -> AlignedVec<T> {
+        Self::zeroed_at(len, 0)
+    }
+
+    /// `len` default values starting `offset` bytes past a cache line, rounded
+    /// down to a whole element: for measuring how a kernel does on buffers that
+    /// are not aligned. `offset` is taken modulo [`LINE`].
+    pub fn zeroed_at(len: usize, offset: usize) -> AlignedVec<T> {
+        let size = size_of::<T>().max(1);
+        // Enough spare elements to reach any offset from wherever `Vec` starts.
+        let spare = (2 * LINE).div_ceil(size);
+        let storage = vec![T::default(); len + spare];
+        let want = offset % LINE / size * size;
+        let addr = storage.as_ptr() as usize;
+        let start = (0..spare)
+            .find(|k| (addr + k * size) % LINE == want)
+            // An element size that does not divide the line: as close as it gets.
+            .unwrap_or(0);
+        AlignedVec {
+            storage,
+            start,
+            len,
+        }
+    }
+
+    /// A copy of `values`, starting on a cache line.
+    pub fn from_slice(values: &[T]) -> AlignedVec<T> {
+        let mut v = Self::zeroed(values.len());
+        v.copy_from_slice(values);
+        v
+    }
+
+    /// A copy of `values` starting `offset` bytes past a cache line (see
+    /// [`AlignedVec::zeroed_at`]).
+    pub fn from_slice_at(values: &[T], offset: usize) -> AlignedVec<T> {
+        let mut v = Self::zeroed_at(values.len(), offset);
+        v.copy_from_slice(values);
+        v
+    }
+}
+
+impl<T> Deref for AlignedVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.storage[self.start..self.start + self.len]
+    }
+}
+
+impl<T> DerefMut for AlignedVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_on_a_line_or_at_the_asked_offset() {
+        for len in [0, 1, 17, 1 << 20] {
+            assert_eq!(AlignedVec::<f32>::zeroed(len).as_ptr() as usize % LINE, 0);
+            assert_eq!(AlignedVec::<f64>::zeroed(len).as_ptr() as usize % LINE, 0);
+            for offset in [4, 16, 60] {
+                let v = AlignedVec::<f32>::zeroed_at(len, offset);
+                assert_eq!(v.as_ptr() as usize % LINE, offset, "{len} {offset}");
+                assert_eq!(v.len(), len);
+            }
+        }
+        // Rounded down to a whole f64.
+        assert_eq!(
+            AlignedVec::<f64>::zeroed_at(3, 20).as_ptr() as usize % LINE,
+            16
+        );
+    }
+
+    #[test]
+    fn holds_the_values_it_was_made_from() {
+        let values: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let v = AlignedVec::from_slice_at(&values, 16);
+        assert_eq!(&v[..], &values[..]);
+        let mut w = v.clone();
+        w[3] = -1.0;
+        assert_eq!((v[3], w[3]), (3.0, -1.0));
+    }
+}
