@@ -1726,7 +1726,6 @@ impl Gen<'_> {
             save.push(p.save);
         }
         let carried: Vec<_> = l.carried.iter().map(|c| self.carried(c)).collect();
-        let prefetch = self.prefetches(l)?;
         let used = uses_index(std::slice::from_ref(l), n);
         let lane_index = used.then(|| quote!(let #i = #chunk + lane as i64;));
         let chunk = if used {
@@ -1745,7 +1744,6 @@ impl Gen<'_> {
             let #main = #main_value;
             #(#setup)*
             for #chunk in (#start..#main).step_by(LANES) {
-                #prefetch
                 for lane in 0..LANES {
                     #lane_index
                     #(#load)*
@@ -1806,43 +1804,6 @@ impl Gen<'_> {
             let #i = #start;
             (#i + #f(#t.as_ptr(), #at)).min(#end)
         }))
-    }
-
-    /// Software prefetches for a split loop's chunk: one per input it reads
-    /// contiguously along the loop, at the chunk's first element (the loop index
-    /// bound to the chunk start for the offset). Empty when there is none.
-    fn prefetches(&self, l: &Loop) -> Result<TokenStream, EmitError> {
-        let n = l.id.0;
-        let mut reads: Vec<Access> = Vec::new();
-        for s in &l.stmts {
-            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
-                if !write
-                    && !a.checked
-                    && self.tensor_kind(a.tensor) == TensorKind::Input
-                    && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
-                    && !reads.contains(a)
-                {
-                    reads.push(a.clone());
-                }
-            });
-        }
-        if reads.is_empty() {
-            return Ok(TokenStream::new());
-        }
-        let f = self.need(Helper::Prefetch);
-        let (i, chunk) = (ident(&format!("i{n}")), ident(&format!("i{n}_chunk")));
-        let calls = reads
-            .iter()
-            .map(|a| {
-                let x = &self.tensors[a.tensor.0];
-                let at = self.offset_unchecked(a)?;
-                Ok(quote!(#f(#x, #at, LANES);))
-            })
-            .collect::<Result<Vec<_>, EmitError>>()?;
-        Ok(quote! {
-            let #i = #chunk;
-            #(#calls)*
-        })
     }
 
     /// A carried variable kept as an array of partial results, `v{n}_{suffix}`

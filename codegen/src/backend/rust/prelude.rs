@@ -53,8 +53,6 @@ pub(super) enum Helper {
     LinePhase,
     /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
     CpuLevel,
-    /// A software prefetch some way ahead of a split reduction's reads.
-    Prefetch,
     /// The error function of f64 programs (f32 ones use [`Helper::Vmath`]).
     ErfF64,
     /// A block copied across (a transpose), in vector tiles where the CPU has
@@ -888,35 +886,6 @@ fn helper(h: Helper) -> TokenStream {
                 }
             }
         }
-        Helper::Prefetch => quote! {
-            /// Asks the CPU to start loading `x[at + AHEAD..][..n]` into the cache,
-            /// `AHEAD` being 2 KiB: on a long read-only stream (a sum) the hardware
-            /// prefetcher alone keeps too few lines in flight (measured: 64 MB summed
-            /// 1.5x faster). A hint, not a read: an address past the buffer is fine.
-            #[inline(always)]
-            fn prefetch<T>(x: &[T], at: usize, n: usize) {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    let size = core::mem::size_of::<T>().max(1);
-                    let line = (64 / size).max(1);
-                    let ahead = 2048 / size;
-                    let mut k = 0;
-                    while k < n {
-                        let p = x.as_ptr().wrapping_add(at + ahead + k);
-                        // SAFETY: `prefetcht0` never faults and reads nothing into the program.
-                        #[allow(unused_unsafe)]
-                        unsafe {
-                            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                                p.cast(),
-                            )
-                        };
-                        k += line;
-                    }
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                let _ = (x, at, n);
-            }
-        },
         Helper::Transpose(is32) => transpose(is32),
         Helper::Vmath(_) => unreachable!("emitted as one module by `Helpers::tokens`"),
         Helper::ErfF64 => quote! {
@@ -978,7 +947,6 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::LinePhase => ("line_phase", false),
         Helper::Lines => ("Lines", false),
         Helper::CpuLevel => ("cpu_level", false),
-        Helper::Prefetch => ("prefetch", false),
         Helper::ErfF64 => ("erf", false),
         Helper::Transpose(t) => ("transpose_block", t),
         Helper::Dims => ("dims", false),
@@ -1042,7 +1010,6 @@ pub(super) const RESERVED: &[&str] = &[
     "threads",
     "THREADS",
     "cpu_level",
-    "prefetch",
     "vmath",
 ];
 
