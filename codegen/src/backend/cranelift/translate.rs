@@ -117,6 +117,7 @@ pub(crate) fn build(
         vars: HashMap::new(),
         fills: HashMap::new(),
         lane_offset: 0,
+        hoisted: Vec::new(),
         fail,
     };
     t.declare_vars()?;
@@ -168,6 +169,9 @@ struct Translator<'f, 'm, M: Module> {
     /// In an unrolled vector loop, the element offset of the copy being emitted from
     /// the loop index (0 outside).
     lane_offset: i64,
+    /// Inside a vector loop: its loads that do not move with it, from tensors it
+    /// does not write, each loaded and broadcast once before the loop.
+    hoisted: Vec<(Access, IrValue)>,
     /// The exit for errors: frees temporaries and returns its argument.
     fail: cranelift_codegen::ir::Block,
 }
@@ -1179,6 +1183,21 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             accs.push((var, op, copies));
         }
+        // The vector part runs only for a whole vector or more; only then are the
+        // invariant loads made (an empty loop reads nothing).
+        let whole = self.b.ins().band_imm_s(count, -lanes);
+        let runs = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, whole, 0);
+        let (vector_part, after) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(runs, vector_part, &[], after, &[]);
+        self.b.switch_to_block(vector_part);
+        self.b.seal_block(vector_part);
+        for load in vector::invariant_loads(l) {
+            let x = self.value(&load)?;
+            let v = self.splat(x);
+            if let Value::Load { access, .. } = load {
+                self.hoisted.push((access, v));
+            }
+        }
         if unroll > 1 {
             let chunk = lanes * unroll;
             let big = self.b.ins().band_imm_s(count, -chunk);
@@ -1195,7 +1214,6 @@ impl<M: Module> Translator<'_, '_, M> {
                 Ok(())
             })?;
         }
-        let whole = self.b.ins().band_imm_s(count, -lanes);
         let vec_end = self.b.ins().iadd(start, whole);
         self.counted_loop(iv, vec_end, lanes, |t, i| {
             t.loops.insert(l.id.0, i);
@@ -1204,6 +1222,10 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             Ok(())
         })?;
+        self.hoisted.clear();
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(after);
+        self.b.seal_block(after);
         for (var, op, copies) in &accs {
             let mut v = self.b.use_var(copies[0]);
             for &acc in &copies[1..] {
@@ -1484,10 +1506,13 @@ impl<M: Module> Translator<'_, '_, M> {
                     let at = self.copy_bytes();
                     self.b.ins().load(vt, Self::vector_flags(), addr, at)
                 }
-                _ => {
-                    let x = self.value(v)?;
-                    self.splat(x)
-                }
+                _ => match self.hoisted.iter().find(|(a, _)| a == access) {
+                    Some(&(_, v)) => v,
+                    None => {
+                        let x = self.value(v)?;
+                        self.splat(x)
+                    }
+                },
             },
             Value::Var(_) | Value::Const(_) | Value::Param(_) => {
                 let x = self.value(v)?;

@@ -10,6 +10,9 @@
 //!   do not depend on it) or *invariant* (no subscript depends on it; loaded once and
 //!   broadcast);
 //! - loads read tensors of the program's float type (not i32 index tensors);
+//!   an invariant load from a tensor the loop does not write is loaded and
+//!   broadcast once, before the vector part (which runs only for a whole vector, so
+//!   an empty loop still reads nothing);
 //! - stores and accumulates are unit stride, and every access to a tensor written in
 //!   the loop uses the same subscripts (so lanes never see each other's writes);
 //! - a carried variable updated in the loop is a sum, max or min, updated once and
@@ -243,6 +246,38 @@ pub(crate) fn transpose_plan<'p>(
         return None;
     }
     crate::pass::transpose_copy(p, r, c)
+}
+
+/// The loads of `l`'s statements that do not move with `l` (no subscript depends on
+/// its index), from tensors no statement of `l` writes, each once: their value is
+/// the same in every iteration, so a vector loop loads and broadcasts them before
+/// it starts.
+pub(crate) fn invariant_loads(l: &Loop) -> Vec<Value> {
+    let mut written = HashSet::new();
+    for s in &l.stmts {
+        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+            if write {
+                written.insert(a.tensor);
+            }
+        });
+    }
+    let mut loads: Vec<Value> = Vec::new();
+    for s in &l.stmts {
+        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+            let load = Value::Load {
+                access: a.clone(),
+                fill: 0.0,
+            };
+            if !write
+                && !written.contains(&a.tensor)
+                && stride(a, l.id) == Some(Stride::Invariant)
+                && !loads.contains(&load)
+            {
+                loads.push(load);
+            }
+        });
+    }
+    loads
 }
 
 #[cfg(test)]
