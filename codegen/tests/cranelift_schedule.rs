@@ -1,7 +1,7 @@
 //! The Cranelift backend's use of schedule annotations, against the interpreter at
 //! ragged sizes: split reductions (several vector accumulators, a single-vector
-//! loop, a scalar tail), unrolled element-wise loops and blocked copies transposed
-//! in registers.
+//! loop, a scalar tail), unrolled element-wise loops, column reductions four rows
+//! at a time and blocked copies transposed in registers.
 
 use std::collections::HashMap;
 
@@ -193,6 +193,28 @@ fn column_sums_accumulate_exactly_at_ragged_widths() {
 }
 
 #[test]
+fn column_reductions_jam_rows_exactly_at_ragged_heights() {
+    // Four rows at a time, then the last rows one by one: each output element still
+    // takes its column's values in row order.
+    for r in [0, 1, 3, 4, 5, 8, 9, 17] {
+        for c in [1, 4, 7, 16, 33] {
+            for src in [
+                "input x: f32[R, C]\ninput z: f32[R, C]\ny = reduce_sum(mul(x, z), [0])\noutput y\n",
+                "input x: f32[R, C]\ninput z: f32[R, C]\ny = reduce_max(sub(x, z), [0])\noutput y\n",
+                "input x: f64[R, C]\ninput z: f64[R, C]\ny = reduce_sum(x, [0])\noutput y\n",
+            ] {
+                let d = if src.contains("f64") {
+                    DType::F64
+                } else {
+                    DType::F32
+                };
+                check(src, &[(d, vec![r, c]), (d, vec![r, c])], exact, r);
+            }
+        }
+    }
+}
+
+#[test]
 fn blocked_transposes_are_exact_at_sizes_off_the_blocks() {
     let sizes = [
         (0, 5),
@@ -250,4 +272,14 @@ fn a_split_sum_keeps_four_vector_accumulators() {
     assert_eq!(clif.matches("splat.f32x4").count(), 4, "{clif}");
     // Four vectors per main iteration, then one per single-vector iteration.
     assert_eq!(clif.matches("load.f32x4").count(), 5, "{clif}");
+}
+
+#[test]
+fn a_column_sum_adds_four_rows_per_load_of_the_output() {
+    let program = parse("input x: f32[R, C]\ny = reduce_sum(x, [0])\noutput y\n");
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    let clif = cranelift::emit_clif(&optimized, "c", &Options::default()).expect("translates");
+    // Four rows × (four unrolled vectors, one single vector, one scalar) = 24 adds
+    // in the jammed loop and 6 in the loop over the last rows; 6 in all without.
+    assert_eq!(clif.matches(" = fadd").count(), 30, "{clif}");
 }

@@ -118,6 +118,7 @@ pub(crate) fn build(
         fills: HashMap::new(),
         lane_offset: 0,
         hoisted: Vec::new(),
+        jam: None,
         fail,
     };
     t.declare_vars()?;
@@ -172,6 +173,9 @@ struct Translator<'f, 'm, M: Module> {
     /// Inside a vector loop: its loads that do not move with it, from tensors it
     /// does not write, each loaded and broadcast once before the loop.
     hoisted: Vec<(Access, IrValue)>,
+    /// Inside a [jammed](Self::jammed_rows) nest: the row loop's id, the first of
+    /// the rows an accumulation adds at once, and how many.
+    jam: Option<(usize, IrValue, i64)>,
     /// The exit for errors: frees temporaries and returns its argument.
     fail: cranelift_codegen::ir::Block,
 }
@@ -691,6 +695,57 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
+    /// A nest `for r { for c { y[..] op= f(r, c) } }` of [`vector::jam_plan`]:
+    /// `JAM` rows at a time, each element of `y` loaded once, combined with the
+    /// rows' values in row order and stored once (a column sum: one load and one
+    /// store of `y` per four rows instead of per row); the last rows run plainly.
+    /// Every element gets the same operations in the same order.
+    fn jammed_rows(&mut self, r: &Loop, c: &Loop) -> Result<(), JitError> {
+        const JAM: i64 = 4;
+        let start = self.index(&r.start)?;
+        let end = self.index(&r.end)?;
+        let (count, overflow) = self.b.ins().ssub_overflow(end, start);
+        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+        self.check(ok, Status::IndexArithmetic);
+        let zero = self.b.ins().iconst(I64, 0);
+        let count = self.b.ins().smax(count, zero);
+        let whole = self.b.ins().band_imm_s(count, -JAM);
+        let jam_end = self.b.ins().iadd(start, whole);
+        let iv = self.b.declare_var(I64);
+        self.b.def_var(iv, start);
+        self.counted_loop(iv, jam_end, JAM, |t, i| {
+            t.loops.insert(r.id.0, i);
+            t.jam = Some((r.id.0, i, JAM));
+            let inner = t.nest(std::slice::from_ref(c));
+            t.jam = None;
+            inner
+        })?;
+        self.scalar_loop(iv, end, |t, i| {
+            t.loops.insert(r.id.0, i);
+            t.nest(std::slice::from_ref(c))
+        })?;
+        self.loops.remove(&r.id.0);
+        Ok(())
+    }
+
+    /// `value` for each row of the jam in force (in row order), or once outside one.
+    fn jammed<T>(
+        &mut self,
+        mut value: impl FnMut(&mut Self) -> Result<T, JitError>,
+    ) -> Result<Vec<T>, JitError> {
+        let Some((r, first, rows)) = self.jam else {
+            return Ok(vec![value(self)?]);
+        };
+        let mut out = Vec::with_capacity(rows as usize);
+        for k in 0..rows {
+            let row = self.b.ins().iadd_imm_s(first, k);
+            self.loops.insert(r, row);
+            out.push(value(self)?);
+        }
+        self.loops.insert(r, first);
+        Ok(out)
+    }
+
     fn reset(&mut self, carried: &[crate::loops::Carried]) {
         for c in carried {
             let v = self.float_const(c.op.identity());
@@ -707,6 +762,12 @@ impl<M: Module> Translator<'_, '_, M> {
             && let Some((dst, src)) = vector::transpose_plan(self.p, outer, c)
         {
             return self.blocked_transpose(outer, c, dst, src);
+        }
+        if let [c] = inner
+            && self.vectorize
+            && vector::jam_plan(self.p, outer, c)
+        {
+            return self.jammed_rows(outer, c);
         }
         let start = self.index(&outer.start)?;
         let end = self.index(&outer.end)?;
@@ -806,12 +867,14 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             Stmt::Accumulate { access, op, value } => {
                 self.target_type(access, "an accumulation")?;
-                let v = self.value(value)?;
+                let vs = self.jammed(|t| t.value(value))?;
                 let ty = self.ty;
                 self.guarded(access, |t, addr| {
-                    let old = t.b.ins().load(ty, trusted(), addr, 0);
-                    let new = t.combine(*op, old, v);
-                    t.b.ins().store(trusted(), new, addr, 0);
+                    let mut acc = t.b.ins().load(ty, trusted(), addr, 0);
+                    for &v in &vs {
+                        acc = t.combine(*op, acc, v);
+                    }
+                    t.b.ins().store(trusted(), acc, addr, 0);
                 })?;
             }
             Stmt::Update { var, op, value } => {
@@ -1192,6 +1255,12 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.switch_to_block(vector_part);
         self.b.seal_block(vector_part);
         for load in vector::invariant_loads(l) {
+            // In a jam, a load that moves with the rows is loaded per row.
+            if let (Some((r, ..)), Value::Load { access, .. }) = (self.jam, &load)
+                && crate::pass::access_mentions(access, r)
+            {
+                continue;
+            }
             let x = self.value(&load)?;
             let v = self.splat(x);
             if let Value::Load { access, .. } = load {
@@ -1440,12 +1509,14 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             Stmt::Accumulate { access, op, value } => {
                 self.target_type(access, "an accumulation")?;
-                let v = self.vector_value(l, value)?;
+                let vs = self.jammed(|t| t.vector_value(l, value))?;
                 let (addr, _) = self.address(access)?;
                 let vt = self.vector_type();
-                let old = self.b.ins().load(vt, Self::vector_flags(), addr, at);
-                let new = self.combine(*op, old, v);
-                self.b.ins().store(Self::vector_flags(), new, addr, at);
+                let mut acc = self.b.ins().load(vt, Self::vector_flags(), addr, at);
+                for v in vs {
+                    acc = self.combine(*op, acc, v);
+                }
+                self.b.ins().store(Self::vector_flags(), acc, addr, at);
             }
             Stmt::Update { var, op, value } => {
                 let v = self.vector_value(l, value)?;

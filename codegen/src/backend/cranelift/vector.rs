@@ -46,6 +46,10 @@
 //!   cache blocks of 4 × 4 tiles (2 × 2 in f64) loaded as vectors along `r`,
 //!   transposed in registers with unpack shuffles and stored along `c`; the ragged
 //!   edges run element by element. Exact (only stores, each once).
+//! - A nest `for r { for c { y[..] op= f(r, c) } }` whose element of `y` does not
+//!   move with `r` (the `order` pass's column sums) runs four rows at a time
+//!   ([`jam_plan`]): each output vector is loaded once, combined with the four
+//!   rows' values in row order, and stored once. Exact.
 //! - `parallel` and `tile` are ignored: kernels run on one thread, and register tiles
 //!   are left to a later change.
 
@@ -246,6 +250,34 @@ pub(crate) fn transpose_plan<'p>(
         return None;
     }
     crate::pass::transpose_copy(p, r, c)
+}
+
+/// True for a nest `for r { for c { y[..] op= f(r, c) } }` whose rows can be
+/// jammed: `r` carries nothing and has no statements of its own; `c` is a vector
+/// loop without reductions whose one statement accumulates into an element that
+/// does not move with `r`, from a value that does not read the accumulated tensor,
+/// and `c`'s range does not depend on `r`. Adding several rows' values to each
+/// element in turn is then the same sequence of operations on it as the nest's.
+pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
+    let [Stmt::Accumulate { access, value, .. }] = c.stmts.as_slice() else {
+        return false;
+    };
+    let moves_with_r = |e: &Expr| e.indices().contains(&r.id.0);
+    let mut reads_target = false;
+    crate::pass::walk::value_loads(value, &mut |a, _| {
+        reads_target |= a.tensor == access.tensor;
+    });
+    r.carried.is_empty()
+        && r.stmts.is_empty()
+        && c.carried.is_empty()
+        && !moves_with_r(&c.start)
+        && !moves_with_r(&c.end)
+        && access.index.iter().all(|s| match s {
+            Subscript::Expr(e) => !moves_with_r(e),
+            Subscript::Value(_) => false,
+        })
+        && !reads_target
+        && plan(p, c).is_some_and(|plan| plan.reductions.is_empty())
 }
 
 /// The loads of `l`'s statements that do not move with `l` (no subscript depends on
