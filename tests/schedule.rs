@@ -2,7 +2,8 @@
 //! sizes where it really runs: register tiles with moved-back edge tiles (rows and
 //! columns that are not multiples of the tile), split reductions, cache blocks, and
 //! two threads (each must get at least 2^15 iterations). A prebuilt kernel gives
-//! the same bits on one and on two threads. The same checks run again in child
+//! the same bits on one and on two threads, and a sum the same bits wherever its
+//! buffer starts. The same checks run again in child
 //! processes under `UOP_CPU=avx2` and `UOP_CPU=baseline`, so every copy of the loops
 //! (AVX-512, AVX2, plain x86-64) is tested on a machine that has all three.
 //!
@@ -154,6 +155,26 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("sum", &reference("sum", &[xt]), 1e-5, |y| {
         kernels::sum_f32(&x, [70_001], y).expect("valid shapes");
     });
+    // The same bits wherever the buffer starts: each piece's whole chunks start
+    // on a cache line, the lanes rotated back after (at every offset of an f32
+    // in a line, and lengths shorter than a chunk, a vector, a piece).
+    for n in [3, 70, 1_000, 70_001] {
+        let x = &x[..n];
+        let at = |offset: usize| {
+            let buffer = uop::AlignedVec::from_slice_at(x, offset);
+            let mut y = [0.0f32];
+            kernels::sum_f32(&buffer, [n], &mut y).expect("valid shapes");
+            y[0].to_bits()
+        };
+        let want = at(0);
+        for offset in (4..64).step_by(4) {
+            assert_eq!(
+                at(offset),
+                want,
+                "sum of {n} starting {offset} bytes into a line"
+            );
+        }
+    }
     // Columns shared out in steps of 64 (the second thread's share ragged),
     // every thread walking all rows.
     let (xt, x) = data(&[333, 257], 12);

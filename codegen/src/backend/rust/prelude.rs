@@ -51,6 +51,8 @@ pub(super) enum Helper {
     RangeInSteps,
     /// How many elements from a pointer to the next cache line.
     LinePhase,
+    /// Partial results rotated by a run-time count.
+    RotatedRight,
     /// Which copy of a kernel's loops this CPU runs (`UOP_CPU` may cap it).
     CpuLevel,
     /// The error function of f64 programs (f32 ones use [`Helper::Vmath`]).
@@ -824,6 +826,17 @@ fn helper(h: Helper) -> TokenStream {
                 ((64 - addr % 64) % 64 / size) as i64
             }
         },
+        Helper::RotatedRight => quote! {
+            /// `lanes` rotated right by `by` (less than `N`): element `l` moves to
+            /// `(l + by) % N`.
+            #[inline(always)]
+            fn rotated_right<T: Copy, const N: usize>(lanes: [T; N], by: usize) -> [T; N] {
+                let twice = [lanes, lanes];
+                let mut out = lanes;
+                out.copy_from_slice(&twice.as_flattened()[N - by..2 * N - by]);
+                out
+            }
+        },
         Helper::CpuLevel => quote! {
             /// The widest code the kernels of this file run on this CPU: `2` for
             /// AVX-512 (with AVX2 and FMA), `1` for AVX2 with FMA, `0` for plain
@@ -946,6 +959,7 @@ pub(super) fn helper_name(h: Helper) -> proc_macro2::Ident {
         Helper::RangeInSteps => ("range_in_steps", false),
         Helper::LinePhase => ("line_phase", false),
         Helper::Lines => ("Lines", false),
+        Helper::RotatedRight => ("rotated_right", false),
         Helper::CpuLevel => ("cpu_level", false),
         Helper::ErfF64 => ("erf", false),
         Helper::Transpose(t) => ("transpose_block", t),
@@ -982,6 +996,7 @@ pub(super) const RESERVED: &[&str] = &[
     "Zero",
     "Lines",
     "line_phase",
+    "rotated_right",
     "buffer_len",
     "elements",
     "offset",
