@@ -704,11 +704,7 @@ impl<M: Module> Translator<'_, '_, M> {
         const JAM: i64 = 4;
         let start = self.index(&r.start)?;
         let end = self.index(&r.end)?;
-        let (count, overflow) = self.b.ins().ssub_overflow(end, start);
-        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
-        self.check(ok, Status::IndexArithmetic);
-        let zero = self.b.ins().iconst(I64, 0);
-        let count = self.b.ins().smax(count, zero);
+        let count = self.trip_count(start, end);
         let whole = self.b.ins().band_imm_s(count, -JAM);
         let jam_end = self.b.ins().iadd(start, whole);
         let iv = self.b.declare_var(I64);
@@ -726,6 +722,17 @@ impl<M: Module> Translator<'_, '_, M> {
         })?;
         self.loops.remove(&r.id.0);
         Ok(())
+    }
+
+    /// The number of iterations of `start..end`, at least 0. An `end - start` that
+    /// overflows is an index-arithmetic error (such a range is empty or its
+    /// arithmetic check fails first anyway).
+    fn trip_count(&mut self, start: IrValue, end: IrValue) -> IrValue {
+        let (count, overflow) = self.b.ins().ssub_overflow(end, start);
+        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
+        self.check(ok, Status::IndexArithmetic);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().smax(count, zero)
     }
 
     /// `value` for each row of the jam in force (in row order), or once outside one.
@@ -1227,13 +1234,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let lanes = self.lanes() as i64;
         let unroll = i64::from(plan.unroll.max(1));
         let vt = self.vector_type();
-        // end - start cannot overflow in a way that matters: on overflow the range
-        // is empty or the arithmetic check fails first.
-        let (count, overflow) = self.b.ins().ssub_overflow(end, start);
-        let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
-        self.check(ok, Status::IndexArithmetic);
-        let zero = self.b.ins().iconst(I64, 0);
-        let count = self.b.ins().smax(count, zero);
+        let count = self.trip_count(start, end);
         let mut accs = Vec::with_capacity(plan.reductions.len());
         for &(var, op) in &plan.reductions {
             let mut copies = Vec::with_capacity(unroll as usize);
@@ -1355,11 +1356,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let lanes = self.lanes() as i64;
         let (cs, ce) = (self.index(&cl.start)?, self.index(&cl.end)?);
         let main_end = |t: &mut Self, start: IrValue, end: IrValue| {
-            let (count, overflow) = t.b.ins().ssub_overflow(end, start);
-            let ok = t.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
-            t.check(ok, Status::IndexArithmetic);
-            let zero = t.b.ins().iconst(I64, 0);
-            let count = t.b.ins().smax(count, zero);
+            let count = t.trip_count(start, end);
             let whole = t.b.ins().band_imm_s(count, -lanes);
             t.b.ins().iadd(start, whole)
         };

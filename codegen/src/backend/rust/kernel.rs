@@ -1562,7 +1562,8 @@ impl Gen<'_> {
         let carried = l.carried.iter().map(|c| self.carried(c));
         let body = self.nest(inner)?;
         let stmts = self.stmts(&l.stmts)?;
-        if let (true, true, Some(a)) = (self.scheduled, inner.is_empty(), self.line_store(l)) {
+        if let (true, true, Some(a)) = (self.scheduled, inner.is_empty(), self.line_access(l, true))
+        {
             // Two runs of the loop, split where the store starts a cache line, so
             // that the second's vector stores never straddle two lines (the first
             // is empty when the buffer is aligned; a column sum on a `Vec` went from
@@ -1749,7 +1750,7 @@ impl Gen<'_> {
         // A piece of a long reduction starts its whole chunks where its first input
         // starts a cache line (see `realigned_chunks`); a short one, such as a row
         // of a softmax, would pay more for that than it gains.
-        let chunks = match self.line_load(l).filter(|_| ranged) {
+        let chunks = match self.line_access(l, false).filter(|_| ranged) {
             Some(a) => self.realigned_chunks(l, &a, &ids, &lane_step, &start)?,
             None => quote! {
                 for #chunk in (#start..#main).step_by(LANES) {
@@ -1825,35 +1826,21 @@ impl Gen<'_> {
         })
     }
 
-    /// The first load of an input in `l`'s body that is unchecked and has unit
-    /// stride along `l`: what a split loop's vectors read, if there is one.
-    fn line_load(&self, l: &Loop) -> Option<Access> {
+    /// The first access of `l`'s body that is unchecked, has unit stride along `l`
+    /// and is a store (`write`) or a load of an input: where its vector stores go,
+    /// or what a split loop's vectors read. `None` if there is none.
+    fn line_access(&self, l: &Loop, write: bool) -> Option<Access> {
         let n = l.id.0;
         let mut found = None;
         for s in &l.stmts {
-            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+            crate::pass::walk::stmt_accesses(s, &mut |a, is_write| {
+                let wanted = if write {
+                    is_write
+                } else {
+                    !is_write && self.tensor_kind(a.tensor) == TensorKind::Input
+                };
                 if found.is_none()
-                    && !write
-                    && !a.checked
-                    && self.tensor_kind(a.tensor) == TensorKind::Input
-                    && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
-                {
-                    found = Some(a.clone());
-                }
-            });
-        }
-        found
-    }
-
-    /// The first store of `l`'s body that is unchecked and has unit stride along
-    /// `l`: where its vector stores go, if it has one.
-    fn line_store(&self, l: &Loop) -> Option<Access> {
-        let n = l.id.0;
-        let mut found = None;
-        for s in &l.stmts {
-            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
-                if found.is_none()
-                    && write
+                    && wanted
                     && !a.checked
                     && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
                 {
