@@ -17,11 +17,24 @@
 //! assert_eq!(y[0], 6.0);
 //! assert_eq!(x.as_ptr() as usize % 64, 0);
 //! ```
+//!
+//! A buffer of [`HUGE_FROM`] bytes or more also asks Linux for transparent huge
+//! pages (`madvise(MADV_HUGEPAGE)` on its whole 2 MiB pages), as numpy does for
+//! its large arrays: a kernel streaming 64 MB then takes 32 TLB entries instead of
+//! 16 384 page walks, and a 16M sum runs 5–25% faster (docs/decisions.md). Where
+//! huge pages are off or unknown the advice is ignored.
 
 use std::ops::{Deref, DerefMut};
 
 /// The alignment [`AlignedVec`] gives: one cache line.
 pub const LINE: usize = 64;
+
+/// The size from which an [`AlignedVec`] asks for huge pages: 4 MiB, numpy's
+/// threshold.
+pub const HUGE_FROM: usize = 4 << 20;
+
+/// A transparent huge page on x86-64 Linux.
+const HUGE_PAGE: usize = 2 << 20;
 
 /// A fixed-length buffer of `T`s whose first element starts `offset` bytes past a
 /// 64-byte cache line (0 unless made by [`AlignedVec::zeroed_at`]). It is used as
@@ -47,6 +60,8 @@ impl<T: Copy + Default> AlignedVec<T> {
         // Enough spare elements to reach any offset from wherever `Vec` starts.
         let spare = (2 * LINE).div_ceil(size);
         let storage = vec![T::default(); len + spare];
+        // Before the first write, so that the pages are huge from their first touch.
+        advise_huge_pages(&storage);
         let want = offset % LINE / size * size;
         let addr = storage.as_ptr() as usize;
         let start = (0..spare)
@@ -73,6 +88,36 @@ impl<T: Copy + Default> AlignedVec<T> {
         let mut v = Self::zeroed_at(values.len(), offset);
         v.copy_from_slice(values);
         v
+    }
+}
+
+/// Asks Linux to back the whole 2 MiB pages inside `storage` with huge pages when
+/// it holds [`HUGE_FROM`] bytes or more; returns the byte range advised. Advice
+/// only: memory stays valid whatever the kernel does with it.
+fn advise_huge_pages<T>(storage: &[T]) -> Option<std::ops::Range<usize>> {
+    let start = storage.as_ptr() as usize;
+    let bytes = size_of_val(storage);
+    if bytes < HUGE_FROM {
+        return None;
+    }
+    let pages = start.next_multiple_of(HUGE_PAGE)..(start + bytes) / HUGE_PAGE * HUGE_PAGE;
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `madvise` with `MADV_HUGEPAGE` changes no contents and no
+        // permissions; the range lies inside `storage`'s allocation.
+        let done = unsafe {
+            libc::madvise(
+                pages.start as *mut libc::c_void,
+                pages.len(),
+                libc::MADV_HUGEPAGE,
+            )
+        };
+        (done == 0).then_some(pages)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pages;
+        None
     }
 }
 
@@ -109,6 +154,48 @@ mod tests {
             AlignedVec::<f64>::zeroed_at(3, 20).as_ptr() as usize % LINE,
             16
         );
+    }
+
+    /// The `VmFlags` of the mapping holding `addr`, from `/proc/self/smaps`.
+    #[cfg(target_os = "linux")]
+    fn vm_flags(addr: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&addr);
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.trim().to_string());
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn large_buffers_ask_for_huge_pages_small_ones_do_not() {
+        let small = vec![0u8; HUGE_FROM - 1];
+        assert_eq!(advise_huge_pages(&small), None);
+
+        let values: Vec<f32> = (0..HUGE_FROM).map(|i| i as f32).collect();
+        let v = AlignedVec::from_slice(&values);
+        assert_eq!(&v[..], &values[..], "the advice changes no values");
+        let big = vec![0.0f32; 3 * HUGE_PAGE];
+        #[cfg(target_os = "linux")]
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            // A kernel with transparent huge pages takes the advice, whatever
+            // its policy.
+            let pages = advise_huge_pages(&big).expect("the advice is taken");
+            let lo = big.as_ptr() as usize;
+            assert!(lo <= pages.start && pages.end <= lo + size_of_val(&big[..]));
+            assert_eq!(pages.start % HUGE_PAGE, 0);
+            assert!(pages.len() >= 2 * HUGE_PAGE, "{pages:?}");
+            let flags = vm_flags(pages.start).expect("the buffer's mapping");
+            assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags: {flags}");
+        }
     }
 
     #[test]
