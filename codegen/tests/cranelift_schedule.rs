@@ -283,3 +283,73 @@ fn a_column_sum_adds_four_rows_per_load_of_the_output() {
     // in the jammed loop and 6 in the loop over the last rows; 6 in all without.
     assert_eq!(clif.matches(" = fadd").count(), 30, "{clif}");
 }
+
+/// `matmul(a, b)` spelled out in micro ops, in `dtype`.
+fn matmul(dtype: &str) -> String {
+    format!(
+        "input a: {dtype}[M, K]\ninput b: {dtype}[K, N]\n\
+         ab = mul(reindex(a, [M, N, K], [i0, i2]), reindex(b, [M, N, K], [i2, i1]))\n\
+         c = reduce_sum(ab, [2])\noutput c\n"
+    )
+}
+
+#[test]
+fn register_tiles_give_every_cell_the_interpreters_sum() {
+    // Each cell adds its terms in the loop nest's order, whatever tile it is in:
+    // sizes below, at and around the 4 × 8 tile (4 × 4 in f64), ragged reductions.
+    for (m, n) in [(0, 9), (3, 7), (4, 8), (5, 9), (9, 17), (13, 33), (8, 3)] {
+        for k in [0, 1, 5, 16] {
+            for (dtype, d) in [("f32", DType::F32), ("f64", DType::F64)] {
+                check(
+                    &matmul(dtype),
+                    &[(d, vec![m, k]), (d, vec![k, n])],
+                    exact,
+                    k,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_convolution_runs_in_register_tiles_exactly() {
+    // The `tile` pass turns the output channels into the tile's columns and reads
+    // the kernel from a transposed copy; rows are the image's columns.
+    let src = "\
+input x: f32[N, C, H, W]
+input k: f32[O, C, 3, 3]
+xx = reindex(x, [N, O, H, W, C, 3, 3], [i0, i4, i2 + i5 - 1, i3 + i6 - 1])
+kk = reindex(k, [N, O, H, W, C, 3, 3], [i1, i4, i5, i6])
+s = reduce_sum(mul(xx, kk), [4, 5, 6])
+y = reindex(s, [N, O, H, W], [i0, i1, i2, i3, 0, 0, 0])
+output y
+";
+    for (o, w) in [(8, 5), (9, 4), (3, 7), (16, 6)] {
+        check(
+            src,
+            &[
+                (DType::F32, vec![2, 3, 5, w]),
+                (DType::F32, vec![o, 3, 3, 3]),
+            ],
+            exact,
+            27,
+        );
+    }
+}
+
+#[test]
+fn a_matmul_tile_keeps_its_sums_in_vector_registers() {
+    let program = parse(&matmul("f32"));
+    let optimized = cranelift::optimized(&program).expect("optimizes");
+    assert!(optimized.to_string().contains("[tile"), "{optimized}");
+    let clif = cranelift::emit_clif(&optimized, "m", &Options::default()).expect("translates");
+    // 4 rows × 2 vectors of sums in the tile, each cell's lane taken out once.
+    assert_eq!(clif.matches(" = fadd.f32x4").count(), 8, "{clif}");
+    assert_eq!(clif.matches(" = extractlane.f32x4").count(), 32, "{clif}");
+    let scalar = Options {
+        vectorize: false,
+        ..Options::default()
+    };
+    let plain = cranelift::emit_clif(&optimized, "m", &scalar).expect("translates");
+    assert!(!plain.contains("f32x4"), "scalar code ignores the tile");
+}

@@ -42,6 +42,8 @@ use super::runtime::{Linking, MathFn, RuntimeFn};
 use super::vector::{self, Stride, VectorPlan};
 use super::vmath::{self, Inline};
 
+mod tile;
+
 /// Which of the two ABI functions to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Entry {
@@ -119,6 +121,7 @@ pub(crate) fn build(
         lane_offset: 0,
         hoisted: Vec::new(),
         jam: None,
+        wrapping: false,
         fail,
     };
     t.declare_vars()?;
@@ -176,6 +179,11 @@ struct Translator<'f, 'm, M: Module> {
     /// Inside a [jammed](Self::jammed_rows) nest: the row loop's id, the first of
     /// the rows an accumulation adds at once, and how many.
     jam: Option<(usize, IrValue, i64)>,
+    /// While computing a subscript of an access proven in range from `+ - *` alone:
+    /// the arithmetic wraps instead of being checked for overflow. Wrapping
+    /// arithmetic is exact modulo 2^64, and the true value lies in `0..dim`, so the
+    /// wrapped result is the true value.
+    wrapping: bool,
     /// The exit for errors: frees temporaries and returns its argument.
     fail: cranelift_codegen::ir::Block,
 }
@@ -347,6 +355,9 @@ impl<M: Module> Translator<'_, '_, M> {
         let ins_y = y;
         let yv = self.materialize(y);
         let r = match op {
+            IndexOp::Add if self.wrapping => self.b.ins().iadd(xv, yv),
+            IndexOp::Sub if self.wrapping => self.b.ins().isub(xv, yv),
+            IndexOp::Mul if self.wrapping => self.b.ins().imul(xv, yv),
             IndexOp::Add => {
                 let pair = self.b.ins().sadd_overflow(xv, yv);
                 self.overflow_checked(pair)
@@ -764,6 +775,12 @@ impl<M: Module> Translator<'_, '_, M> {
         let Some((outer, inner)) = loops.split_first() else {
             return Ok(());
         };
+        if self.vectorize
+            && inner.first().is_some_and(|c| c.schedule.tile.is_some())
+            && let Some(reductions) = vector::tile_plan(self.p, loops)
+        {
+            return self.tiled(loops, &reductions);
+        }
         if let [c] = inner
             && self.vectorize
             && let Some((dst, src)) = vector::transpose_plan(self.p, outer, c)
@@ -973,7 +990,15 @@ impl<M: Module> Translator<'_, '_, M> {
             if decl.row_local == Some(axis) {
                 continue; // the row being worked on is the only one kept
             }
-            let sv = self.subscript(s)?;
+            let sv = match s {
+                Subscript::Expr(e) if !a.checked && ring_only(e) => {
+                    self.wrapping = true;
+                    let sv = self.index(e);
+                    self.wrapping = false;
+                    sv?
+                }
+                _ => self.subscript(s)?,
+            };
             if a.checked {
                 let ok = self
                     .b
@@ -1660,6 +1685,21 @@ impl<M: Module> Translator<'_, '_, M> {
             }
         })
     }
+}
+
+/// True when `e` is built from sizes, loop indices and literals by `+ - *` alone,
+/// the operations whose wrapping results are exact modulo 2^64.
+fn ring_only(e: &Expr) -> bool {
+    !e.any(&mut |x| {
+        matches!(
+            x,
+            Expr::Dim(..)
+                | Expr::Bin(
+                    IndexOp::Div | IndexOp::Mod | IndexOp::Min | IndexOp::Max,
+                    ..
+                )
+        )
+    })
 }
 
 /// The fill values (and types) of checked loads in `v`.

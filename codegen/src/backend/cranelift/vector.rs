@@ -50,8 +50,10 @@
 //!   move with `r` (the `order` pass's column sums) runs four rows at a time
 //!   ([`jam_plan`]): each output vector is loaded once, combined with the four
 //!   rows' values in row order, and stored once. Exact.
-//! - `parallel` and `tile` are ignored: kernels run on one thread, and register tiles
-//!   are left to a later change.
+//! - `tile` on a nest of [`tile_plan`]: register tiles of 4 rows by 2 vectors of
+//!   columns, each cell's sum in a lane of a vector accumulator (the
+//!   `translate::tile` module). Exact: each cell adds its terms in the nest's order.
+//! - `parallel` is ignored: kernels run on one thread.
 
 use std::collections::HashSet;
 
@@ -278,6 +280,79 @@ pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
         })
         && !reads_target
         && plan(p, c).is_some_and(|plan| plan.reductions.is_empty())
+}
+
+/// A register tile the JIT can run (see [`Schedule::tile`](crate::loops::Schedule)):
+/// the nest `for r { for c [tile] { v = id; for k… { v op= f(r, c, k) }; stmts(v) } }`
+/// of `loops = [r, c, k…]`, with
+///
+/// - `r` carrying nothing and holding no statements of its own;
+/// - the reduction loops' ranges independent of `r` and `c`, so every cell of a
+///   tile runs the same reduction loops;
+/// - the reduction loops holding nothing but the innermost one's updates, one per
+///   carried variable of `c` (sum, max or min), whose values read no carried
+///   variable of `c` and no tensor that `c`'s statements write;
+/// - every load of those values a float, proven in range, and unit stride or
+///   invariant along `c` (data-dependent subscripts excluded).
+///
+/// Returns the reductions in statement order.
+pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, Accum)>> {
+    let [r, c, reduce @ ..] = loops else {
+        return None;
+    };
+    let (innermost, outer) = reduce.split_last()?;
+    let depends = |e: &Expr| {
+        let ix = e.indices();
+        ix.contains(&r.id.0) || ix.contains(&c.id.0)
+    };
+    if c.schedule.tile.is_none()
+        || !r.carried.is_empty()
+        || !r.stmts.is_empty()
+        || depends(&c.start)
+        || depends(&c.end)
+        || reduce.iter().any(|k| depends(&k.start) || depends(&k.end))
+        || !innermost.carried.is_empty()
+        || outer
+            .iter()
+            .any(|k| !k.carried.is_empty() || !k.stmts.is_empty())
+    {
+        return None;
+    }
+    let mut reads = Reads::default();
+    let mut reductions: Vec<(VarId, Accum)> = Vec::new();
+    for s in &innermost.stmts {
+        let Stmt::Update { var, op, value } = s else {
+            return None;
+        };
+        if !matches!(op, Accum::Add | Accum::Max | Accum::Min)
+            || reductions.iter().any(|(v, _)| v == var)
+            || !c.carried.iter().any(|k| k.var == *var)
+        {
+            return None;
+        }
+        reductions.push((*var, *op));
+        collect(value, &mut reads);
+    }
+    if reductions.len() != c.carried.len() || c.carried.iter().any(|k| reads.vars.contains(&k.var))
+    {
+        return None;
+    }
+    let mut written = HashSet::new();
+    for s in &c.stmts {
+        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+            if write {
+                written.insert(a.tensor);
+            }
+        });
+    }
+    let float = |a: &Access| p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
+    reads
+        .loads
+        .iter()
+        .all(|a| {
+            !a.checked && float(a) && !written.contains(&a.tensor) && stride(a, c.id).is_some()
+        })
+        .then_some(reductions)
 }
 
 /// The loads of `l`'s statements that do not move with `l` (no subscript depends on
