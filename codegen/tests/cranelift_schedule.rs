@@ -312,6 +312,29 @@ fn register_tiles_give_every_cell_the_interpreters_sum() {
 }
 
 #[test]
+fn tile_loads_without_a_fixed_step_compute_their_address_each_time() {
+    // `b` read backwards along the reduction: its address moves back a row at a
+    // time, which the carried addresses do not cover, next to `a`'s carried ones.
+    let src = "\
+input a: f32[M, K]
+input b: f32[K, N]
+ab = mul(reindex(a, [M, N, K], [i0, i2]), reindex(b, [M, N, K], [K - 1 - i2, i1]))
+c = reduce_sum(ab, [2])
+output c
+";
+    let optimized = cranelift::optimized(&parse(src)).expect("optimizes");
+    assert!(optimized.to_string().contains("[tile"), "{optimized}");
+    for (m, n, k) in [(4, 8, 3), (9, 17, 5), (5, 3, 0)] {
+        check(
+            src,
+            &[(DType::F32, vec![m, k]), (DType::F32, vec![k, n])],
+            exact,
+            k,
+        );
+    }
+}
+
+#[test]
 fn a_convolution_runs_in_register_tiles_exactly() {
     // The `tile` pass turns the output channels into the tile's columns and reads
     // the kernel from a transposed copy; rows are the image's columns.

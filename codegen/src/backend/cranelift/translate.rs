@@ -122,6 +122,8 @@ pub(crate) fn build(
         hoisted: Vec::new(),
         jam: None,
         wrapping: false,
+        tile_row: None,
+        pointers: Vec::new(),
         fail,
     };
     t.declare_vars()?;
@@ -184,6 +186,11 @@ struct Translator<'f, 'm, M: Module> {
     /// arithmetic is exact modulo 2^64, and the true value lies in `0..dim`, so the
     /// wrapped result is the true value.
     wrapping: bool,
+    /// Inside a register tile's innermost reduction loop: the row of the tile being
+    /// emitted and, per load and row (`None` for loads that do not move with the
+    /// rows), the variable carrying its address from one iteration to the next.
+    tile_row: Option<i64>,
+    pointers: Vec<(Access, Option<i64>, Variable)>,
     /// The exit for errors: frees temporaries and returns its argument.
     fail: cranelift_codegen::ir::Block,
 }
@@ -969,6 +976,14 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// The address of an element and, for a checked access, whether it is in range.
     fn address(&mut self, a: &Access) -> Result<(IrValue, Option<IrValue>), JitError> {
+        if let Some(row) = self.tile_row
+            && let Some(&(.., var)) = self
+                .pointers
+                .iter()
+                .find(|(b, r, _)| b == a && r.is_none_or(|r| r == row))
+        {
+            return Ok((self.b.use_var(var), None));
+        }
         let k = a.tensor.0;
         let Some(decl) = self.p.tensors.get(k) else {
             return self.unsupported(format!("tensor %{k} does not exist"));

@@ -52,7 +52,9 @@
 //!   rows' values in row order, and stored once. Exact.
 //! - `tile` on a nest of [`tile_plan`]: register tiles of 4 rows by 2 vectors of
 //!   columns, each cell's sum in a lane of a vector accumulator (the
-//!   `translate::tile` module). Exact: each cell adds its terms in the nest's order.
+//!   `translate::tile` module); the innermost reduction loop carries the
+//!   addresses of its loads that advance by a fixed step ([`unit_axes`]). Exact:
+//!   each cell adds its terms in the nest's order.
 //! - `parallel` is ignored: kernels run on one thread.
 
 use std::collections::HashSet;
@@ -353,6 +355,25 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
             !a.checked && float(a) && !written.contains(&a.tensor) && stride(a, c.id).is_some()
         })
         .then_some(reductions)
+}
+
+/// The axes whose subscripts in `access` move by one with loop `l` (`l` plus terms
+/// independent of it), when every other subscript is independent of `l`: the
+/// access's address then advances by the same number of bytes every iteration.
+/// `None` otherwise.
+pub(crate) fn unit_axes(access: &Access, l: LoopId) -> Option<Vec<usize>> {
+    let mut axes = Vec::new();
+    for (axis, s) in access.index.iter().enumerate() {
+        let Subscript::Expr(e) = s else {
+            return None;
+        };
+        if is_unit(e, l) {
+            axes.push(axis);
+        } else if mentions(e, l) {
+            return None;
+        }
+    }
+    Some(axes)
 }
 
 /// The loads of `l`'s statements that do not move with `l` (no subscript depends on

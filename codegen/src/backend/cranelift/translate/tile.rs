@@ -27,20 +27,34 @@ use cranelift_codegen::ir::{InstBuilder, Value as IrValue};
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
 
-use crate::loops::{Loop, VarId};
+use crate::loops::{Access, Loop, VarId};
 use crate::uop::Accum;
 
-use super::{JitError, Translator};
+use super::{JitError, Translator, vector};
+
+/// Where a tile is: its row and column loops and its first row and column.
+struct Place {
+    r: usize,
+    c: usize,
+    rt: IrValue,
+    ct: IrValue,
+}
+
+/// A load's address carried through a tile's innermost reduction loop: the load,
+/// its row of the tile (`None` when it does not move with the rows), the variable
+/// and the step in bytes per iteration.
+type Carried = (Access, Option<i64>, Variable, IrValue);
 
 /// Rows of a tile.
 const ROWS: i64 = 4;
 /// Vectors of columns of a tile: 8 f32 columns (4 f64). With `ROWS` it takes 8
 /// accumulators, 2 column vectors and a broadcast row value of the 16 vector
-/// registers of x86-64. Measured (matmul 512³ / conv2d of `uop bench`, ms): 4 × 2
-/// vectors 6.8 / 82, 6 × 2 9.1 / 121, 4 × 3 11.2 / 169 (the larger ones spill).
-/// Multiply-adds are not fused: fused, the same tile ran 7.4 / 70, since the loop
-/// is bound by its loads' address arithmetic rather than by the floating-point
-/// units, so the tile keeps the interpreter's rounding.
+/// registers of x86-64. Measured (matmul 512³ / conv2d of `uop bench`, ms, before
+/// the carried addresses): 4 × 2 vectors 6.8 / 82, 6 × 2 9.1 / 121, 4 × 3
+/// 11.2 / 169 (the larger ones spill). Multiply-adds are not fused: with the
+/// carried addresses the tile runs 5.5 / 47 unfused and 5.9 / 49 fused. On Zen 5
+/// two 128-bit multiplies and two adds issue per cycle, as many flops as two
+/// fused multiply-adds, so the tile keeps the interpreter's rounding at no cost.
 const VECTORS: i64 = 2;
 
 impl<M: Module> Translator<'_, '_, M> {
@@ -112,7 +126,13 @@ impl<M: Module> Translator<'_, '_, M> {
                     .collect(),
             );
         }
-        self.tile_reduction(reduce, &mut |t| {
+        let place = Place {
+            r: r.id.0,
+            c: c.id.0,
+            rt,
+            ct,
+        };
+        self.tile_reduction(&place, reduce, &mut |t| {
             let Some(innermost) = reduce.last() else {
                 return Ok(());
             };
@@ -120,6 +140,7 @@ impl<M: Module> Translator<'_, '_, M> {
             for row in 0..ROWS {
                 let ri = t.b.ins().iadd_imm_s(rt, row);
                 t.loops.insert(r.id.0, ri);
+                t.tile_row = Some(row);
                 for vector in 0..VECTORS {
                     t.lane_offset = vector * i64::from(t.lanes());
                     for (s, (&(_, op), accs)) in
@@ -137,6 +158,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 }
             }
             t.lane_offset = 0;
+            t.tile_row = None;
             Ok(())
         })?;
         // Each cell's result, lane by lane, through the column loop's statements.
@@ -162,9 +184,14 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// The reduction loops of a tile, `body` inside the innermost.
+    /// The reduction loops of a tile, `body` inside the innermost. The loads of
+    /// the innermost loop whose address advances by a fixed step (see
+    /// [`vector::unit_axes`]) get it from a variable set before the loop, one per
+    /// row of the tile for loads that move with the rows, and advanced at the end
+    /// of each iteration: no index arithmetic in the loop.
     fn tile_reduction(
         &mut self,
+        tile: &Place,
         reduce: &[Loop],
         body: &mut dyn FnMut(&mut Self) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
@@ -174,12 +201,76 @@ impl<M: Module> Translator<'_, '_, M> {
         let (start, end) = (self.index(&k.start)?, self.index(&k.end)?);
         let iv = self.b.declare_var(I64);
         self.b.def_var(iv, start);
+        let pointers = if inner.is_empty() {
+            self.loops.insert(k.id.0, start);
+            self.pointers_at(tile, k)?
+        } else {
+            Vec::new()
+        };
         self.scalar_loop(iv, end, |t, i| {
             t.loops.insert(k.id.0, i);
-            t.tile_reduction(inner, body)
+            t.pointers = pointers
+                .iter()
+                .map(|&(ref a, row, var, _)| (a.clone(), row, var))
+                .collect();
+            t.tile_reduction(tile, inner, body)?;
+            t.pointers.clear();
+            for &(_, _, var, step) in &pointers {
+                let p = t.b.use_var(var);
+                let next = t.b.ins().iadd(p, step);
+                t.b.def_var(var, next);
+            }
+            Ok(())
         })?;
         self.loops.remove(&k.id.0);
         Ok(())
+    }
+
+    /// The carried addresses of the loads of `k`'s statements that advance by a
+    /// fixed step with `k`, at the current iteration of `k` (bound in `loops`):
+    /// each load, its row of the tile (`None` when it does not move with the
+    /// rows), the variable holding its address, and the step in bytes.
+    fn pointers_at(&mut self, tile: &Place, k: &Loop) -> Result<Vec<Carried>, JitError> {
+        let mut loads: Vec<Access> = Vec::new();
+        for s in &k.stmts {
+            crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+                if !write && !loads.contains(a) {
+                    loads.push(a.clone());
+                }
+            });
+        }
+        let mut out = Vec::new();
+        for a in loads {
+            let Some(axes) = vector::unit_axes(&a, k.id) else {
+                continue;
+            };
+            let t = a.tensor.0;
+            let decl = &self.p.tensors[t];
+            let (size, row_local) = (decl.dtype.size() as i64, decl.row_local);
+            let mut step = self.b.ins().iconst(self.ptr, 0);
+            for axis in axes.into_iter().filter(|&x| Some(x) != row_local) {
+                let bytes = match self.strides[t][axis] {
+                    None => self.b.ins().iconst(self.ptr, size),
+                    Some(stride) => self.b.ins().imul_imm_s(stride, size),
+                };
+                step = self.b.ins().iadd(step, bytes);
+            }
+            let rows: Vec<Option<i64>> = if crate::pass::access_mentions(&a, tile.r) {
+                (0..ROWS).map(Some).collect()
+            } else {
+                vec![None]
+            };
+            self.loops.insert(tile.c, tile.ct);
+            for row in rows {
+                let ri = self.b.ins().iadd_imm_s(tile.rt, row.unwrap_or(0));
+                self.loops.insert(tile.r, ri);
+                let (addr, _) = self.address(&a)?;
+                let var = self.b.declare_var(self.ptr);
+                self.b.def_var(var, addr);
+                out.push((a.clone(), row, var, step));
+            }
+        }
+        Ok(out)
     }
 
     /// The cells `rows × cols` of the nest one by one, as the untiled loops run them.
