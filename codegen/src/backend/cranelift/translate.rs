@@ -699,11 +699,7 @@ impl<M: Module> Translator<'_, '_, M> {
             for b in blocks {
                 let (l, inner) = (&b.loops[0], &b.loops[1..]);
                 t.loops.insert(l.id.0, i);
-                t.reset(&l.carried);
-                t.nest(inner)?;
-                for s in &l.stmts {
-                    t.stmt(s)?;
-                }
+                t.iteration(l, inner)?;
             }
             Ok(())
         })?;
@@ -812,14 +808,20 @@ impl<M: Module> Translator<'_, '_, M> {
         }
         self.scalar_loop(iv, end, |t, i| {
             t.loops.insert(outer.id.0, i);
-            t.reset(&outer.carried);
-            t.nest(inner)?;
-            for s in &outer.stmts {
-                t.stmt(s)?;
-            }
-            Ok(())
+            t.iteration(outer, inner)
         })?;
         self.loops.remove(&outer.id.0);
+        Ok(())
+    }
+
+    /// One iteration of `l`, its index already bound: its carried variables reset,
+    /// the loops `inner` inside it, then its statements.
+    fn iteration(&mut self, l: &Loop, inner: &[Loop]) -> Result<(), JitError> {
+        self.reset(&l.carried);
+        self.nest(inner)?;
+        for s in &l.stmts {
+            self.stmt(s)?;
+        }
         Ok(())
     }
 

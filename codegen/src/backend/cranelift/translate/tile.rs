@@ -290,12 +290,7 @@ impl<M: Module> Translator<'_, '_, M> {
             t.b.def_var(ci, c_from);
             t.scalar_loop(ci, c_to, |t, j| {
                 t.loops.insert(c.id.0, j);
-                t.reset(&c.carried);
-                t.nest(reduce)?;
-                for s in &c.stmts {
-                    t.stmt(s)?;
-                }
-                Ok(())
+                t.iteration(c, reduce)
             })
         })
     }
