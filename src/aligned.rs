@@ -39,7 +39,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// A fixed-length buffer of `T`s whose first element starts `offset` bytes past a
 /// 64-byte cache line (0 unless made by [`AlignedVec::zeroed_at`]). It is used as
 /// the slice it holds.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct AlignedVec<T> {
     storage: Vec<T>,
     start: usize,
@@ -118,6 +118,14 @@ fn advise_huge_pages<T>(storage: &[T]) -> Option<std::ops::Range<usize>> {
     {
         let _ = pages;
         None
+    }
+}
+
+/// A copy starting where the original does relative to a cache line (a copy of
+/// the storage would start wherever the allocator puts it).
+impl<T: Copy + Default> Clone for AlignedVec<T> {
+    fn clone(&self) -> AlignedVec<T> {
+        AlignedVec::from_slice_at(self, self.as_ptr() as usize % LINE)
     }
 }
 
@@ -206,5 +214,12 @@ mod tests {
         let mut w = v.clone();
         w[3] = -1.0;
         assert_eq!((v[3], w[3]), (3.0, -1.0));
+        // A clone starts as far into a line as its original.
+        for offset in [0, 16, 60] {
+            for len in [1, 1000, 1 << 20] {
+                let v = AlignedVec::<f32>::zeroed_at(len, offset);
+                assert_eq!(v.clone().as_ptr() as usize % LINE, offset, "{len}");
+            }
+        }
     }
 }
