@@ -27,7 +27,7 @@ use cranelift_codegen::ir::{InstBuilder, Value as IrValue};
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
 
-use crate::loops::{Access, Loop, VarId};
+use crate::loops::{Access, Loop, Subscript, VarId};
 use crate::uop::Accum;
 
 use super::{JitError, Translator, vector};
@@ -186,7 +186,8 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// The reduction loops of a tile, `body` inside the innermost. The loads of
     /// the innermost loop whose address advances by a fixed step (see
-    /// [`vector::unit_axes`]) get it from a variable set before the loop, one per
+    /// [`vector::unit_axes`]; proven in range, subscripts of `+ - *` alone) get it
+    /// from a variable set before the loop, one per
     /// row of the tile for loads that move with the rows, and advanced at the end
     /// of each iteration: no index arithmetic in the loop.
     fn tile_reduction(
@@ -241,7 +242,13 @@ impl<M: Module> Translator<'_, '_, M> {
         }
         let mut out = Vec::new();
         for a in loads {
-            let Some(axes) = vector::unit_axes(&a, k.id) else {
+            // Subscripts of `+ - *` alone wrap (see `Translator::wrapping`), so the
+            // address computed here cannot fail, even for a loop that does not run.
+            let ring = a.index.iter().all(|s| match s {
+                Subscript::Expr(e) => super::ring_only(e),
+                Subscript::Value(_) => false,
+            });
+            let Some(axes) = vector::unit_axes(&a, k.id).filter(|_| ring && !a.checked) else {
                 continue;
             };
             let t = a.tensor.0;
