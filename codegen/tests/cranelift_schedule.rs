@@ -312,6 +312,42 @@ fn register_tiles_give_every_cell_the_interpreters_sum() {
 }
 
 #[test]
+fn column_panels_are_packed_when_they_fit_and_read_in_place_when_not() {
+    // A panel holds 2048 steps of one packed load: K = 2048 is packed, 2049 is read
+    // in place; two packed loads (`b` and `d`) share a panel of 1024 steps.
+    for k in [2048, 2049] {
+        check(
+            &matmul("f32"),
+            &[(DType::F32, vec![5, k]), (DType::F32, vec![k, 9])],
+            exact,
+            k,
+        );
+    }
+    let src = "\
+input a: f32[M, K]
+input b: f32[K, N]
+input d: f32[K, N]
+ab = mul(reindex(a, [M, N, K], [i0, i2]), mul(reindex(b, [M, N, K], [i2, i1]), reindex(d, [M, N, K], [i2, i1])))
+c = reduce_sum(ab, [2])
+output c
+";
+    let optimized = cranelift::optimized(&parse(src)).expect("optimizes");
+    assert!(optimized.to_string().contains("[tile"), "{optimized}");
+    for k in [3, 1024, 1025] {
+        check(
+            src,
+            &[
+                (DType::F32, vec![6, k]),
+                (DType::F32, vec![k, 17]),
+                (DType::F32, vec![k, 17]),
+            ],
+            exact,
+            k,
+        );
+    }
+}
+
+#[test]
 fn tile_loads_without_a_fixed_step_compute_their_address_each_time() {
     // `b` read backwards along the reduction: its address moves back a row at a
     // time, which the carried addresses do not cover, next to `a`'s carried ones.

@@ -3,7 +3,7 @@
 //!
 //! Guarantee: results are unchanged. Concretely:
 //! - every index expression (loop ranges, subscripts, index values) is replaced by
-//!   its [`Expr::simplify`] form, which has the same value wherever it is defined;
+//!   its [`Expr::simplify`](crate::index::Expr::simplify) form, which has the same value wherever it is defined;
 //! - a loop running exactly once (`for i in c..c + 1`, literals) is removed: its
 //!   variable becomes the literal `c`, its carried variables move to the enclosing
 //!   level (they were reset once per enclosing iteration anyway) and its statements

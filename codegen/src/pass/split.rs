@@ -1,5 +1,5 @@
 //! Split reductions: an innermost loop that folds values into carried variables
-//! declared outside it is marked [`Schedule::split`], so a backend may keep several
+//! declared outside it is marked [`Schedule::split`](crate::loops::Schedule::split), so a backend may keep several
 //! independent partial results (one per vector lane and accumulator) and combine
 //! them after the loop.
 //!

@@ -1,6 +1,6 @@
 //! Register tiles: a reduction nest `… R C K…` in which one load is unit-stride along
 //! `C` and shared by every `R`, and another is shared by every `C` (matmul's `b[k, j]`
-//! and `a[i, k]`), is marked [`Schedule::tile`] on `C`. A backend then computes a
+//! and `a[i, k]`), is marked [`Schedule::tile`](crate::loops::Schedule::tile) on `C`. A backend then computes a
 //! block of rows × columns at once, its partial results in registers, so each load
 //! of the reduction feeds many multiply-adds instead of one.
 //!

@@ -34,32 +34,32 @@
 //!
 //! - `exp`: `x` clamped to `[-104, 89]` (both ends still overflow to `inf` or
 //!   underflow to 0), `n = round(x log2 e)`, `r = x - n ln2` with ln2 split
-//!   Cody–Waite style into [`LN2_HI`] (15 significant bits, so `n * LN2_HI` is
-//!   exact) and [`LN2_LO`], `exp(r) = 1 + r + r² P(r)` with a degree-4 minimax `P`
-//!   on `|r| <= ln2/2` ([`EXP_P`]), then `* 2^(n/2) * 2^(n - n/2)`: two exact
+//!   Cody–Waite style into `LN2_HI` (15 significant bits, so `n * LN2_HI` is
+//!   exact) and `LN2_LO`, `exp(r) = 1 + r + r² P(r)` with a degree-4 minimax `P`
+//!   on `|r| <= ln2/2` (`EXP_P`), then `* 2^(n/2) * 2^(n - n/2)`: two exact
 //!   power-of-two factors so that results down in the subnormal range are rounded
 //!   once.
 //! - `ln`: subnormals scaled by `2^23` first; `x = 2^e m` with `m` in
 //!   `[sqrt(1/2), sqrt(2))`, `f = m - 1`, `s = f / (2 + f)`,
 //!   `ln(1 + f) = 2 atanh(s) = f - s (f - s² Q(s²))` with a degree-2 minimax `Q`
-//!   ([`LN_Q`]), plus `e ln2` (split as for `exp`).
+//!   (`LN_Q`), plus `e ln2` (split as for `exp`).
 //! - `tanh`: below `|x| = 0.625` the odd polynomial `x + x³ T(x²)` (degree-5
-//!   minimax `T`, [`TANH_T`]), above `sign(x) (1 - 2 / (exp(2|x|) + 1))`, the exponential computed
-//!   as `exp` does on `2|x|` clamped to [`TANH_EXP_MAX`] = 20 (the result is 1 from
+//!   minimax `T`, `TANH_T`), above `sign(x) (1 - 2 / (exp(2|x|) + 1))`, the exponential computed
+//!   as `exp` does on `2|x|` clamped to `TANH_EXP_MAX` = 20 (the result is 1 from
 //!   there), so one power-of-two factor scales it (results bit-identical to calling
 //!   `exp`, about 10% fewer instructions).
 //! - `sigmoid`: `e = exp(-|x|)` never overflows; `1 / (1 + e)` for `x >= 0` and
 //!   `e / (1 + e)` below, which keeps the tiny (even subnormal) values of large
 //!   negative `x`.
 //! - `erf`: below `|x| = 1` the odd polynomial `x (2/sqrt(pi) + x² E(x²))` (degree-5
-//!   minimax `E`, [`ERF_SMALL`], evaluated as `x + x (2/sqrt(pi) - 1 + x² E)`); above, `1 - exp(-x²) H(1/|x|)` where `H`
-//!   (degree 7, [`ERF_LARGE`]) fits `erfc(a) exp(a²)` on `1 <= a <= 4`; `|x|` is
+//!   minimax `E`, `ERF_SMALL`, evaluated as `x + x (2/sqrt(pi) - 1 + x² E)`); above, `1 - exp(-x²) H(1/|x|)` where `H`
+//!   (degree 7, `ERF_LARGE`) fits `erfc(a) exp(a²)` on `1 <= a <= 4`; `|x|` is
 //!   clamped to 4, where erf already rounds to ±1.
 //! - `sin`, `cos`: `k = round(x 2/pi)` and `r = x - k pi/2` in f64 with pi/2 split in
-//!   three ([`PIO2_1`], [`PIO2_2`] with 23 significant bits each, so `k * PIO2_i`
-//!   is exact for `|k| < 2^30`, and [`PIO2_3`]), `r` rounded to an f32 pair `hi + lo`, then
+//!   three (`PIO2_1`, `PIO2_2` with 23 significant bits each, so `k * PIO2_i`
+//!   is exact for `|k| < 2^30`, and `PIO2_3`), `r` rounded to an f32 pair `hi + lo`, then
 //!   `sin r = r + r³ S(r²)` and `cos r = 1 - r²/2 + r⁴ C(r²)` (degree-2 minimax
-//!   `S`, `C`: [`SIN_S`], [`COS_C`]) chosen and negated by the quadrant `k mod 4`.
+//!   `S`, `C`: `SIN_S`, `COS_C`) chosen and negated by the quadrant `k mod 4`.
 //! - `pow`: `|x|^y = 2^(y log2|x|)` evaluated in f64 (`log2` by the atanh series to
 //!   `s^15`, `exp2` by the Taylor series of `e^u` to `u^10`, both far more accurate
 //!   than f32 needs) and rounded to f32 once; then the sign and the special cases
