@@ -194,6 +194,10 @@ fn make_isa(linking: Linking, fast_compile: bool) -> Result<OwnedTargetIsa, Stri
         ("is_pic", pic),
         ("use_colocated_libcalls", "false"),
         ("enable_verifier", verify),
+        // A register tile's packed panel makes a 64 KiB frame: probing it a page at
+        // a time makes a too-small stack hit its guard page instead of skipping it.
+        ("enable_probestack", "true"),
+        ("probestack_strategy", "inline"),
     ] {
         flags.set(name, value).map_err(|e| e.to_string())?;
     }
