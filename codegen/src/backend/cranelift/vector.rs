@@ -292,7 +292,8 @@ pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
 /// - the reduction loops' ranges independent of `r` and `c`, so every cell of a
 ///   tile runs the same reduction loops;
 /// - the reduction loops holding nothing but the innermost one's updates, one per
-///   carried variable of `c` (sum, max or min), whose values read no carried
+///   carried variable of `c` and with its operator (sum, max or min, so the
+///   accumulators start from the variable's reset value), whose values read no carried
 ///   variable of `c` and no tensor that `c`'s statements write;
 /// - every load of those values a float, proven in range, and unit stride or
 ///   invariant along `c` (data-dependent subscripts excluded).
@@ -328,7 +329,7 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
         };
         if !matches!(op, Accum::Add | Accum::Max | Accum::Min)
             || reductions.iter().any(|(v, _)| v == var)
-            || !c.carried.iter().any(|k| k.var == *var)
+            || !c.carried.iter().any(|k| k.var == *var && k.op == *op)
         {
             return None;
         }
