@@ -21,8 +21,9 @@
 //! A buffer of [`HUGE_FROM`] bytes or more also asks Linux for transparent huge
 //! pages (`madvise(MADV_HUGEPAGE)` on its whole 2 MiB pages), as numpy does for
 //! its large arrays: a kernel streaming 64 MB then takes 32 TLB entries instead of
-//! 16 384 page walks, and a 16M sum runs 5–25% faster (docs/decisions.md). Where
-//! huge pages are off or unknown the advice is ignored.
+//! 16 384 page walks, and a 16M sum ran 2–25% faster, depending on the machine's
+//! load (docs/decisions.md). Where huge pages are off or unknown the advice is
+//! ignored.
 
 use std::ops::{Deref, DerefMut};
 
