@@ -79,8 +79,17 @@ struct Panel {
     /// Whether this call's reduction fits the slot (else the loads read in place).
     fits: IrValue,
     loads: Vec<Access>,
+    /// Bytes of one packed load's columns in a reduction step.
+    load_bytes: i64,
     /// Bytes per reduction step: every packed load's columns.
     step: i64,
+}
+
+impl Panel {
+    /// Where packed load `j` starts within a reduction step, in bytes.
+    fn offset(&self, j: usize) -> i64 {
+        j as i64 * self.load_bytes
+    }
 }
 
 impl<M: Module> Translator<'_, '_, M> {
@@ -146,8 +155,8 @@ impl<M: Module> Translator<'_, '_, M> {
         if loads.is_empty() {
             return Ok(None);
         }
-        let size = i64::from(self.ty.bytes());
-        let step = loads.len() as i64 * VECTORS * i64::from(self.lanes()) * size;
+        let load_bytes = VECTORS * i64::from(self.vector_type().bytes());
+        let step = loads.len() as i64 * load_bytes;
         let slot = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             PANEL_BYTES,
@@ -164,6 +173,7 @@ impl<M: Module> Translator<'_, '_, M> {
             slot,
             fits,
             loads,
+            load_bytes,
             step,
         }))
     }
@@ -192,7 +202,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 for v in 0..VECTORS {
                     let at = (v * vector_bytes) as i32;
                     let x = t.b.ins().load(vt, Self::vector_flags(), src, at);
-                    let offset = j as i64 * VECTORS * vector_bytes + v * vector_bytes;
+                    let offset = panel.offset(j) + v * vector_bytes;
                     t.b.ins().store(Self::vector_flags(), x, to, offset as i32);
                 }
             }
@@ -366,8 +376,7 @@ impl<M: Module> Translator<'_, '_, M> {
                     && let Some(j) = panel.loads.iter().position(|p| *p == a)
                 {
                     let base = self.b.ins().stack_addr(self.ptr, panel.slot, 0);
-                    let at = j as i64 * VECTORS * i64::from(self.vector_type().bytes());
-                    let packed = self.b.ins().iadd_imm_s(base, at);
+                    let packed = self.b.ins().iadd_imm_s(base, panel.offset(j));
                     addr = self.b.ins().select(panel.fits, packed, addr);
                     let packed_step = self.b.ins().iconst(self.ptr, panel.step);
                     step = self.b.ins().select(panel.fits, packed_step, step);
