@@ -3,7 +3,8 @@
 //!
 //! - [`rust`]: Rust source, one function per program, for build scripts and `uop emit`.
 //! - [`cranelift`]: machine code, in memory (JIT) or as a relocatable object file with
-//!   a C header.
+//!   a C header. Behind the `cranelift` feature (on by default).
 
+#[cfg(feature = "cranelift")]
 pub mod cranelift;
 pub mod rust;

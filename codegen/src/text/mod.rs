@@ -33,6 +33,7 @@
 //!
 //! Every error is a [`TextError`] pointing at the token or call it is about.
 
+mod apply;
 mod args;
 mod build;
 mod error;
@@ -42,6 +43,7 @@ mod registry;
 mod round_trip;
 mod syntax;
 
+pub use apply::{CallArg, apply_op, is_op, op_signature};
 pub use args::{Args, Attrs, MacroError, Value};
 pub use build::parse_program;
 pub use error::{ErrorKind, TextError};

@@ -1,0 +1,380 @@
+//! Types of node outputs: a [`Call`] is typed by building its uops on a scratch
+//! [`Builder`] whose inputs have the call's input types (so every shape, axis and
+//! dtype rule is the builder's, as in a program); super nodes by the rules of
+//! DESIGN.md §13.2. The builder, the verifier and the interpreter all use these.
+
+use std::collections::HashMap;
+
+use uop_codegen::index::{Expr, is_plain_name};
+use uop_codegen::text::{CallArg, MacroError, Registry, Value, apply_op};
+use uop_codegen::uop::{Builder, DType, NodeId as UopId, Program};
+
+use crate::ir::{Call, CallValue, Graph, ListItem, Node, Op, ValueType};
+
+/// Builds `call` on `builder`, reading `inputs[k]` for the call's input `k`.
+///
+/// Names the call binds (`$i` of a `parallel`) must already be declared as params
+/// of `builder`.
+pub fn apply_call(
+    builder: &mut Builder,
+    registry: &Registry,
+    call: &Call,
+    inputs: &[UopId],
+) -> Result<UopId, MacroError> {
+    let input = |k: usize| {
+        inputs.get(k).copied().ok_or_else(|| {
+            MacroError::new(format!(
+                "{}: argument refers to input {k}, but the node has {}",
+                call.op,
+                inputs.len()
+            ))
+        })
+    };
+    let value = |v: &CallValue| -> Result<CallArg, MacroError> {
+        Ok(match v {
+            CallValue::Input(k) => CallArg::new(Value::Node(input(*k)?)),
+            CallValue::Int(i) => CallArg::new(Value::Int(*i)),
+            CallValue::Float(f) => CallArg::new(Value::Float(*f)),
+            CallValue::Bool(b) => CallArg::new(Value::Bool(*b)),
+            CallValue::Str(s) => CallArg::new(Value::Str(s.clone())),
+            CallValue::Param(p) => CallArg::new(Value::Param(p.clone())),
+            CallValue::List(items) => {
+                let mut exprs = Vec::with_capacity(items.len());
+                let mut nodes = Vec::with_capacity(items.len());
+                for item in items {
+                    match item {
+                        ListItem::Expr(e) => {
+                            exprs.push(e.clone());
+                            nodes.push(None);
+                        }
+                        ListItem::Input(k) => {
+                            let id = input(*k)?;
+                            exprs.push(Expr::name(builder_name(*k)));
+                            nodes.push(Some(id));
+                        }
+                    }
+                }
+                CallArg::list(exprs, nodes)
+            }
+        })
+    };
+    let args = call.args.iter().map(value).collect::<Result<Vec<_>, _>>()?;
+    let attrs = call
+        .attrs
+        .iter()
+        .map(|(n, v)| Ok((n.clone(), value(v)?)))
+        .collect::<Result<Vec<_>, MacroError>>()?;
+    apply_op(builder, registry, &call.op, args, attrs)
+}
+
+/// The name input `k` of a call's scratch program has.
+fn builder_name(k: usize) -> String {
+    format!("_in{k}")
+}
+
+/// A one-call program: inputs of `input_types` (named `_in0`, `_in1`, ...), the
+/// call, its result as the only output; and the result's type in the terms of
+/// `input_types`.
+///
+/// Sizes that are neither integers nor plain names (`H - $kh + 1`) stand in the
+/// program as fresh dimension names, one per distinct expression, and are put
+/// back in the result's type.
+pub fn call_program(
+    dtype: DType,
+    params: &[String],
+    registry: &Registry,
+    call: &Call,
+    input_types: &[ValueType],
+) -> Result<(Program, ValueType), MacroError> {
+    let mut b = Builder::new(dtype);
+    let mut declared: Vec<&str> = Vec::new();
+    for p in params.iter().chain(call.bind.iter().map(|(n, _)| n)) {
+        if !declared.contains(&p.as_str()) {
+            b.param(p)?;
+            declared.push(p);
+        }
+    }
+    let mut fresh: HashMap<Expr, String> = HashMap::new();
+    let mut ids = Vec::with_capacity(input_types.len());
+    for (k, t) in input_types.iter().enumerate() {
+        let dims = t
+            .shape
+            .iter()
+            .map(|d| match d {
+                Expr::Int(v) if *v >= 0 => d.clone(),
+                Expr::Name(n) if is_plain_name(n) => d.clone(),
+                other => {
+                    let n = fresh.len();
+                    Expr::name(
+                        fresh
+                            .entry(other.clone())
+                            .or_insert_with(|| format!("_dim{n}"))
+                            .clone(),
+                    )
+                }
+            })
+            .collect();
+        ids.push(b.input_exprs(&builder_name(k), t.dtype, dims)?);
+    }
+    let out = apply_call(&mut b, registry, call, &ids)?;
+    let back: HashMap<String, Expr> = fresh.into_iter().map(|(e, n)| (n, e)).collect();
+    let shape = b.shape(out).iter().map(|e| substitute(e, &back)).collect();
+    let ty = ValueType::new(b.node(out).dtype, shape);
+    let program = b.combine(&ids, &[out])?;
+    Ok((program, ty))
+}
+
+/// `e` with every name in `map` replaced by its expression.
+pub fn substitute(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
+    match e {
+        Expr::Name(n) => map.get(n).cloned().unwrap_or_else(|| e.clone()),
+        Expr::Neg(a) => Expr::Neg(Box::new(substitute(a, map))),
+        Expr::Bin(op, a, b) => Expr::bin(*op, substitute(a, map), substitute(b, map)),
+        _ => e.clone(),
+    }
+}
+
+/// The output types `node` must have, computed from its inputs and sub-functions
+/// (DESIGN.md §13.2); an error says what does not fit.
+///
+/// Input and Kernel nodes declare their types; they are returned as they are.
+pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, String> {
+    let input_types = node
+        .inputs
+        .iter()
+        .map(|r| {
+            graph
+                .type_of(*r)
+                .cloned()
+                .ok_or_else(|| format!("input {r} does not exist"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let params_of = |input: crate::ir::NodeId| -> Result<Vec<ValueType>, String> {
+        graph
+            .node(input)
+            .map(|n| n.outputs.clone())
+            .ok_or_else(|| format!("interface input {input} does not exist"))
+    };
+    let results_of = |i: &crate::ir::Interface| -> Result<Vec<ValueType>, String> {
+        i.outputs
+            .iter()
+            .map(|s| {
+                graph
+                    .source_type(s)
+                    .ok_or_else(|| format!("interface output {s:?} does not exist"))
+            })
+            .collect()
+    };
+    let same = |what: &str, expected: &[ValueType], found: &[ValueType]| {
+        if expected == found {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: expected ({}), found ({})",
+                list(expected),
+                list(found)
+            ))
+        }
+    };
+    match &node.op {
+        Op::Input { .. } | Op::Kernel(_) => Ok(node.outputs.clone()),
+        Op::Const(t) => Ok(vec![ValueType::new(
+            t.dtype,
+            t.shape.iter().map(|&d| Expr::Int(d as i64)).collect(),
+        )]),
+        Op::Call(call) => {
+            let (_, ty) = call_program(
+                graph.dtype,
+                &graph.params,
+                &graph.registry,
+                call,
+                &input_types,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok(vec![ty])
+        }
+        Op::While { cond, body } => {
+            same(
+                "the condition's parameters",
+                &input_types,
+                &params_of(cond.input)?,
+            )?;
+            same(
+                "the body's parameters",
+                &input_types,
+                &params_of(body.input)?,
+            )?;
+            let c = results_of(cond)?;
+            if c.len() != 1 || !c[0].is_single() {
+                return Err(format!(
+                    "the condition must return one value, found ({})",
+                    list(&c)
+                ));
+            }
+            same(
+                "the body's results (the state)",
+                &input_types,
+                &results_of(body)?,
+            )?;
+            Ok(input_types)
+        }
+        Op::If { then, else_ } => {
+            let branches = [then, else_];
+            selected(
+                &input_types,
+                &branches,
+                "condition",
+                &params_of,
+                &results_of,
+            )
+        }
+        Op::Case { branches } => {
+            let branches: Vec<_> = branches.iter().collect();
+            selected(&input_types, &branches, "selector", &params_of, &results_of)
+        }
+        Op::Parallel { body, .. } => {
+            let params = params_of(body.input)?;
+            let mut expected = vec![ValueType::scalar(DType::I32)];
+            expected.extend(input_types.iter().cloned());
+            same("the body's parameters", &expected, &params)?;
+            let count = match &node.op {
+                Op::Parallel { count, .. } => count.clone(),
+                _ => unreachable!("matched above"),
+            };
+            Ok(results_of(body)?
+                .into_iter()
+                .map(|t| {
+                    let mut shape = vec![count.clone()];
+                    shape.extend(t.shape);
+                    ValueType::new(t.dtype, shape)
+                })
+                .collect())
+        }
+        Op::NoInline { body, .. } => {
+            same(
+                "the function's parameters",
+                &input_types,
+                &params_of(body.input)?,
+            )?;
+            results_of(body)
+        }
+        Op::Chunk { axis, .. } => match input_types.as_slice() {
+            [t] if *axis < t.shape.len() => Ok(vec![t.clone()]),
+            [t] => Err(format!("chunk axis {axis} is not an axis of {t}")),
+            _ => Err(format!(
+                "chunk takes one input, found {}",
+                input_types.len()
+            )),
+        },
+        Op::Sink => Ok(Vec::new()),
+    }
+}
+
+/// Output types of `if` / `case`: the first input is one value, the branches take
+/// the other inputs and share one signature.
+fn selected(
+    input_types: &[ValueType],
+    branches: &[&crate::ir::Interface],
+    what: &str,
+    params_of: &dyn Fn(crate::ir::NodeId) -> Result<Vec<ValueType>, String>,
+    results_of: &dyn Fn(&crate::ir::Interface) -> Result<Vec<ValueType>, String>,
+) -> Result<Vec<ValueType>, String> {
+    let Some((sel, args)) = input_types.split_first() else {
+        return Err(format!("the {what} is missing"));
+    };
+    if !sel.is_single() {
+        return Err(format!("the {what} must be one value, found {sel}"));
+    }
+    let mut out: Option<Vec<ValueType>> = None;
+    for (k, b) in branches.iter().enumerate() {
+        let params = params_of(b.input)?;
+        if params != args {
+            return Err(format!(
+                "branch {k} takes ({}), but the arguments are ({})",
+                list(&params),
+                list(args)
+            ));
+        }
+        let results = results_of(b)?;
+        match &out {
+            None => out = Some(results),
+            Some(first) if *first != results => {
+                return Err(format!(
+                    "branch {k} returns ({}), but branch 0 returns ({})",
+                    list(&results),
+                    list(first)
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    out.ok_or_else(|| "no branches".to_string())
+}
+
+/// Types as a comma-separated list.
+pub fn list(types: &[ValueType]) -> String {
+    types
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::index::parse_expr;
+
+    fn ty(shape: &[&str]) -> ValueType {
+        ValueType::new(
+            DType::F32,
+            shape.iter().map(|s| parse_expr(s).expect("expr")).collect(),
+        )
+    }
+
+    #[test]
+    fn a_call_is_typed_by_the_builder_with_compound_sizes_put_back() {
+        let registry = uop_ops::registry();
+        let call = Call::new(
+            "reduce_sum",
+            vec![
+                CallValue::Input(0),
+                CallValue::List(vec![ListItem::Expr(Expr::Int(1))]),
+            ],
+        );
+        let (_, t) = call_program(
+            DType::F32,
+            &["kh".into()],
+            &registry,
+            &call,
+            &[ty(&["N", "H - $kh + 1"])],
+        )
+        .expect("typed");
+        assert_eq!(t, ty(&["N", "1"]));
+        let call = Call::new("exp", vec![CallValue::Input(0)]);
+        let (_, t) = call_program(
+            DType::F32,
+            &["kh".into()],
+            &registry,
+            &call,
+            &[ty(&["H - $kh + 1"])],
+        )
+        .expect("typed");
+        assert_eq!(t, ty(&["H - $kh + 1"]));
+    }
+
+    #[test]
+    fn macro_ops_are_typed_too() {
+        let registry = uop_ops::registry();
+        let call = Call::new("matmul", vec![CallValue::Input(0), CallValue::Input(1)]);
+        let (_, t) = call_program(
+            DType::F32,
+            &[],
+            &registry,
+            &call,
+            &[ty(&["M", "K"]), ty(&["K", "N"])],
+        )
+        .expect("typed");
+        assert_eq!(t, ty(&["M", "N"]));
+    }
+}

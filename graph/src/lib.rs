@@ -1,0 +1,48 @@
+//! `uop-graph`: the graph layer of uop (DESIGN.md §13–§22).
+//!
+//! A [`Graph`] is a flat list of nodes in execution order (calls of micro and macro
+//! ops, constants, and super nodes — `while`, `case`, `if`, `parallel`, `call` —
+//! whose sub-functions are ordinary nodes of the same list), built from Rust with a
+//! [`GraphBuilder`] or parsed from `.uop` text.
+//!
+//! ```
+//! use uop_graph::GraphBuilder;
+//! use uop_codegen::uop::DType;
+//!
+//! let mut g = GraphBuilder::new(DType::F32);
+//! let x = g.input("x", DType::F32, &["N"])?;
+//! let c = g.input("c", DType::F32, &[])?;
+//! // relu(x) when c != 0, else x
+//! let y = g.if_then_else(
+//!     c,
+//!     &[x],
+//!     |g, p| Ok(vec![g.op("relu", &[p[0]])?.into()]),
+//!     |_, p| Ok(vec![p[0].into()]),
+//! )?;
+//! g.output(y[0]);
+//! let graph = g.finish();
+//! assert_eq!(graph.nodes().last().map(|n| n.op.kind()), Some("if"));
+//! # Ok::<(), uop_graph::BuildError>(())
+//! ```
+
+use std::sync::{Arc, OnceLock};
+
+use uop_codegen::text::Registry;
+
+pub mod builder;
+pub mod infer;
+pub mod ir;
+
+pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
+pub use ir::{
+    Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
+    Source, ValueType,
+};
+
+/// The macro-op library's registry, shared by every graph that does not bring its own.
+pub fn default_registry() -> Arc<Registry> {
+    static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| Arc::new(uop_ops::registry()))
+        .clone()
+}
