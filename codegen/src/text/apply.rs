@@ -156,7 +156,9 @@ mod tests {
             "reindex",
             vec![
                 CallArg::new(Value::Node(x)),
-                CallArg::new(Value::List(vec![Expr::name("dB0")])),
+                CallArg::new(Value::List(vec![
+                    crate::index::parse_expr("dB0").expect("expr"),
+                ])),
                 CallArg::new(Value::List(vec![Expr::Int(0)])),
             ],
             vec![(
