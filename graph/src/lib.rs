@@ -30,10 +30,14 @@ use std::sync::{Arc, OnceLock};
 use uop_codegen::text::Registry;
 
 pub mod builder;
+pub mod hierarchy;
 pub mod infer;
 pub mod ir;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
+pub use hierarchy::{
+    Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
+};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
