@@ -527,7 +527,7 @@ fn contains_all(symbols: &[String], part: &[String]) -> bool {
 }
 
 /// XLA's size-inflation test for one node: its output is larger (in bytes) than the
-/// sum of its inputs. Sizes are monomials over the symbolic dims, each taken as
+/// sum of the inputs it reads (a call's shape sources, `sources=[x]`, are not read). Sizes are monomials over the symbolic dims, each taken as
 /// large (the sizes loops are about): the node inflates when it has one output,
 /// every input's symbolic sizes are among the output's (as multisets), and either
 /// no input has all of the output's symbolic sizes, or the inputs that do have
@@ -542,7 +542,12 @@ pub fn inflates(graph: &Graph, node: &Node) -> bool {
         return false;
     }
     let mut same = 0u128;
-    for r in &node.inputs {
+    for (k, r) in node.inputs.iter().enumerate() {
+        if let Op::Call(c) = &node.op
+            && !reads_data(c, k)
+        {
+            continue;
+        }
         let Some(t) = graph.type_of(*r) else {
             return false;
         };
@@ -555,6 +560,17 @@ pub fn inflates(graph: &Graph, node: &Node) -> bool {
         }
     }
     same < out_coef
+}
+
+/// True when `call` reads input `k`'s elements: as an argument or attribute, or
+/// as a bound `$name`. An input named only inside a list (`sources=[x]`) gives a
+/// shape, not data.
+fn reads_data(call: &Call, k: usize) -> bool {
+    call.args
+        .iter()
+        .chain(call.attrs.iter().map(|(_, v)| v))
+        .any(|v| *v == CallValue::Input(k))
+        || call.bind.iter().any(|(_, b)| *b == k)
 }
 
 /// Step 6: every value read is defined in the reader's sub-function or one
