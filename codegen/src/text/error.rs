@@ -48,7 +48,7 @@ pub struct TextError {
 
 impl TextError {
     /// An error of `kind` with `message` at byte `offset` of `src`.
-    pub(crate) fn new(
+    pub fn new(
         kind: ErrorKind,
         src: &str,
         offset: usize,
@@ -60,7 +60,8 @@ impl TextError {
         }
     }
 
-    pub(crate) fn syntax(src: &str, e: SyntaxError<'_>) -> Self {
+    /// A syntax error of a parser over `src`.
+    pub fn syntax(src: &str, e: SyntaxError<'_>) -> Self {
         TextError {
             kind: ErrorKind::Syntax,
             diagnostic: e.into_diagnostic(src),
