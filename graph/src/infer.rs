@@ -71,7 +71,9 @@ pub fn apply_call_at(
             *a = a.clone().located(s.at, s.name_at, s.items.clone());
         }
     }
-    apply_op_at(builder, registry, &call.op, args, attrs, site.src, site.op_at)
+    apply_op_at(
+        builder, registry, &call.op, args, attrs, site.src, site.op_at,
+    )
 }
 
 /// The op arguments of `call`, reading `inputs[k]` for the call's input `k`.

@@ -32,6 +32,7 @@ use uop_codegen::text::Registry;
 pub mod builder;
 pub mod infer;
 pub mod ir;
+pub mod text;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use ir::{

@@ -53,7 +53,7 @@ pub fn parse_program(src: &str, registry: &Registry) -> Result<Program, TextErro
 }
 
 /// The float type: that of the float inputs (which must agree) or of a `dtype` line; f32 if none.
-fn float_type(src: &str, stmts: &[Stmt]) -> Result<DType, TextError> {
+pub fn float_type(src: &str, stmts: &[Stmt]) -> Result<DType, TextError> {
     let mut chosen: Option<(DType, String)> = None;
     for stmt in stmts {
         let (dtype, at, what) = match stmt {

@@ -48,12 +48,7 @@ pub struct TextError {
 
 impl TextError {
     /// An error of `kind` with `message` at byte `offset` of `src`.
-    pub fn new(
-        kind: ErrorKind,
-        src: &str,
-        offset: usize,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(kind: ErrorKind, src: &str, offset: usize, message: impl Into<String>) -> Self {
         TextError {
             kind,
             diagnostic: Diagnostic::message(src, offset, message),

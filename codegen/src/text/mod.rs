@@ -45,7 +45,7 @@ pub mod syntax;
 
 pub use apply::{CallArg, apply_op, apply_op_at, is_op, op_signature};
 pub use args::{Args, Attrs, MacroError, Value};
-pub use build::{parse_program, suggest};
+pub use build::{float_type, parse_program, suggest};
 pub use error::{ErrorKind, TextError};
 pub use print::print_program;
 pub use registry::{KEYWORDS, MacroFn, MacroOp, MicroOp, Registry, micro_ops};
