@@ -34,6 +34,7 @@ pub mod hierarchy;
 pub mod infer;
 pub mod interp;
 pub mod ir;
+pub mod text;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
