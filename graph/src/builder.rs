@@ -241,6 +241,14 @@ impl GraphBuilder {
 
     /// A call of op `op` (micro or macro) with positional `args` and named `attrs`.
     pub fn call(&mut self, op: &str, args: &[Arg], attrs: &[(&str, Arg)]) -> Result<Ref> {
+        let (call, inputs) = self.call_node(op, args, attrs);
+        self.add(Op::Call(call), inputs)
+    }
+
+    /// The [`Call`] and the node inputs that [`Self::call`] would add (tensors
+    /// deduplicated in order of first use, then the `$names` bound by enclosing
+    /// `parallel` bodies that the call mentions), without adding anything.
+    pub fn call_node(&self, op: &str, args: &[Arg], attrs: &[(&str, Arg)]) -> (Call, Vec<Ref>) {
         let mut inputs: Vec<Ref> = Vec::new();
         let mut input = |r: Ref| match inputs.iter().position(|x| *x == r) {
             Some(k) => k,
@@ -293,7 +301,7 @@ impl GraphBuilder {
                 call.bind.push((p, k));
             }
         }
-        self.add(Op::Call(call), inputs)
+        (call, inputs)
     }
 
     /// A call whose arguments are all tensors.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use uop_codegen::index::{Expr, is_plain_name};
-use uop_codegen::text::{CallArg, MacroError, Registry, Value, apply_op};
+use uop_codegen::text::{CallArg, MacroError, Registry, TextError, Value, apply_op, apply_op_at};
 use uop_codegen::uop::{Builder, DType, NodeId as UopId, Program};
 
 use crate::ir::{Call, CallValue, Graph, ListItem, Node, Op, ValueType};
@@ -21,6 +21,67 @@ pub fn apply_call(
     call: &Call,
     inputs: &[UopId],
 ) -> Result<UopId, MacroError> {
+    let (args, attrs) = call_args(call, inputs)?;
+    apply_op(builder, registry, &call.op, args, attrs)
+}
+
+/// Where a call's arguments were written in source text: one per positional
+/// argument, then one per attribute, in the call's order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArgSpan {
+    /// Offset of the value.
+    pub at: usize,
+    /// Offset of an attribute's name.
+    pub name_at: Option<usize>,
+    /// Spans of a list's items.
+    pub items: Vec<(usize, usize)>,
+}
+
+/// Where a call was written: the source, the op name's offset, the arguments'.
+#[derive(Clone, Copy, Debug)]
+pub struct CallSite<'a> {
+    /// The whole source text.
+    pub src: &'a str,
+    /// Offset of the op's name.
+    pub op_at: usize,
+    /// Positional arguments, then attributes.
+    pub args: &'a [ArgSpan],
+}
+
+/// [`apply_call`] for a call written at `site`: errors are located in the source as
+/// `parse_program`'s are.
+pub fn apply_call_at(
+    builder: &mut Builder,
+    registry: &Registry,
+    call: &Call,
+    inputs: &[UopId],
+    site: CallSite<'_>,
+) -> Result<UopId, TextError> {
+    let (mut args, mut attrs) = call_args(call, inputs).map_err(|e| {
+        TextError::new(
+            uop_codegen::text::ErrorKind::Build,
+            site.src,
+            site.op_at,
+            e.message(),
+        )
+    })?;
+    let mut spans = site.args.iter();
+    for a in args.iter_mut().chain(attrs.iter_mut().map(|(_, a)| a)) {
+        if let Some(s) = spans.next() {
+            *a = a.clone().located(s.at, s.name_at, s.items.clone());
+        }
+    }
+    apply_op_at(
+        builder, registry, &call.op, args, attrs, site.src, site.op_at,
+    )
+}
+
+/// The op arguments of `call`, reading `inputs[k]` for the call's input `k`.
+#[allow(clippy::type_complexity)]
+fn call_args(
+    call: &Call,
+    inputs: &[UopId],
+) -> Result<(Vec<CallArg>, Vec<(String, CallArg)>), MacroError> {
     let input = |k: usize| {
         inputs.get(k).copied().ok_or_else(|| {
             MacroError::new(format!(
@@ -64,7 +125,7 @@ pub fn apply_call(
         .iter()
         .map(|(n, v)| Ok((n.clone(), value(v)?)))
         .collect::<Result<Vec<_>, MacroError>>()?;
-    apply_op(builder, registry, &call.op, args, attrs)
+    Ok((args, attrs))
 }
 
 /// The name input `k` of a call's scratch program has.
@@ -86,6 +147,40 @@ pub fn call_program(
     call: &Call,
     input_types: &[ValueType],
 ) -> Result<(Program, ValueType), MacroError> {
+    let (mut b, ids) = scratch(dtype, params, call, input_types)?;
+    let out = apply_call(&mut b, registry, call, &ids)?;
+    finish_scratch(b, &ids, out, input_types)
+}
+
+/// [`call_program`] for a call written at `site`, with errors located in the source.
+pub fn call_program_at(
+    dtype: DType,
+    params: &[String],
+    registry: &Registry,
+    call: &Call,
+    input_types: &[ValueType],
+    site: CallSite<'_>,
+) -> Result<(Program, ValueType), TextError> {
+    let at = |e: MacroError| {
+        TextError::new(
+            uop_codegen::text::ErrorKind::Build,
+            site.src,
+            site.op_at,
+            format!("{}: {}", call.op, e.message()),
+        )
+    };
+    let (mut b, ids) = scratch(dtype, params, call, input_types).map_err(at)?;
+    let out = apply_call_at(&mut b, registry, call, &ids, site)?;
+    finish_scratch(b, &ids, out, input_types).map_err(at)
+}
+
+/// The scratch builder of a one-call program and its inputs.
+fn scratch(
+    dtype: DType,
+    params: &[String],
+    call: &Call,
+    input_types: &[ValueType],
+) -> Result<(Builder, Vec<UopId>), MacroError> {
     let mut b = Builder::new(dtype);
     let mut declared: Vec<&str> = Vec::new();
     for p in params.iter().chain(call.bind.iter().map(|(n, _)| n)) {
@@ -94,34 +189,57 @@ pub fn call_program(
             declared.push(p);
         }
     }
-    let mut fresh: HashMap<Expr, String> = HashMap::new();
+    let fresh = fresh_dims(input_types);
     let mut ids = Vec::with_capacity(input_types.len());
     for (k, t) in input_types.iter().enumerate() {
         let dims = t
             .shape
             .iter()
-            .map(|d| match d {
-                Expr::Int(v) if *v >= 0 => d.clone(),
-                Expr::Name(n) if is_plain_name(n) => d.clone(),
-                other => {
-                    let n = fresh.len();
-                    Expr::name(
-                        fresh
-                            .entry(other.clone())
-                            .or_insert_with(|| format!("_dim{n}"))
-                            .clone(),
-                    )
-                }
+            .map(|d| match fresh.get(d) {
+                Some(n) => Expr::name(n.clone()),
+                None => d.clone(),
             })
             .collect();
         ids.push(b.input_exprs(&builder_name(k), t.dtype, dims)?);
     }
-    let out = apply_call(&mut b, registry, call, &ids)?;
+    Ok((b, ids))
+}
+
+/// The one-call program of a scratch builder, and its result's type in the terms
+/// of `input_types`.
+fn finish_scratch(
+    b: Builder,
+    ids: &[UopId],
+    out: UopId,
+    input_types: &[ValueType],
+) -> Result<(Program, ValueType), MacroError> {
+    let fresh = fresh_dims(input_types);
     let back: HashMap<String, Expr> = fresh.into_iter().map(|(e, n)| (n, e)).collect();
     let shape = b.shape(out).iter().map(|e| substitute(e, &back)).collect();
     let ty = ValueType::new(b.node(out).dtype, shape);
-    let program = b.combine(&ids, &[out])?;
+    let program = b.combine(ids, &[out])?;
     Ok((program, ty))
+}
+
+/// The fresh dimension names sizes that are neither integers nor plain names get
+/// in a scratch program, in order of first appearance.
+fn fresh_dims(input_types: &[ValueType]) -> HashMap<Expr, String> {
+    let mut fresh: HashMap<Expr, String> = HashMap::new();
+    for t in input_types {
+        for d in &t.shape {
+            match d {
+                Expr::Int(v) if *v >= 0 => {}
+                Expr::Name(n) if is_plain_name(n) => {}
+                other => {
+                    let n = fresh.len();
+                    fresh
+                        .entry(other.clone())
+                        .or_insert_with(|| format!("_dim{n}"));
+                }
+            }
+        }
+    }
+    fresh
 }
 
 /// `e` with every name in `map` replaced by its expression.

@@ -30,10 +30,17 @@ use std::sync::{Arc, OnceLock};
 use uop_codegen::text::Registry;
 
 pub mod builder;
+pub mod hierarchy;
 pub mod infer;
+pub mod interp;
 pub mod ir;
+pub mod text;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
+pub use hierarchy::{
+    Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
+};
+pub use interp::{Run, RunError, RunOptions, Trace, run, run_with};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,

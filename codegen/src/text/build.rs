@@ -53,7 +53,7 @@ pub fn parse_program(src: &str, registry: &Registry) -> Result<Program, TextErro
 }
 
 /// The float type: that of the float inputs (which must agree) or of a `dtype` line; f32 if none.
-fn float_type(src: &str, stmts: &[Stmt]) -> Result<DType, TextError> {
+pub fn float_type(src: &str, stmts: &[Stmt]) -> Result<DType, TextError> {
     let mut chosen: Option<(DType, String)> = None;
     for stmt in stmts {
         let (dtype, at, what) = match stmt {
@@ -450,42 +450,17 @@ impl<'a> Build<'a> {
 
     /// Reports the first positional argument the op did not read.
     fn check_args_read(&self, call: &Call, op: Op<'_>, args: &Args) -> Result<(), TextError> {
-        let Some((i, slot)) = args.first_unused() else {
-            return Ok(());
-        };
-        let name = &call.op.text;
-        let n = args.used_count();
-        let plural = if n == 1 { "" } else { "s" };
-        Err(self.error(
-            ErrorKind::Arguments,
-            slot.at,
-            format!(
-                "{name}: unexpected argument {}: `{name}` takes {n} positional argument{plural} (usage: {})",
-                i + 1,
-                op.signature()
-            ),
-        ))
+        check_args_read(self.src, &call.op.text, &op.signature(), args)
     }
 
     /// Reports the first attribute the op did not read, at the attribute's name.
     fn check_attrs_read(&self, call: &Call, op: Op<'_>, attrs: &Attrs) -> Result<(), TextError> {
-        let Some((attr, slot)) = attrs.first_unused() else {
-            return Ok(());
+        let name_at = |attr: &str| {
+            call.args
+                .iter()
+                .find_map(|a| a.attr.as_ref().filter(|n| n.text == attr).map(|n| n.at))
         };
-        let at = call
-            .args
-            .iter()
-            .find_map(|a| a.attr.as_ref().filter(|n| n.text == attr).map(|n| n.at))
-            .unwrap_or(slot.at);
-        Err(self.error(
-            ErrorKind::Arguments,
-            at,
-            format!(
-                "{}: unknown attribute `{attr}` (usage: {})",
-                call.op.text,
-                op.signature()
-            ),
-        ))
+        check_attrs_read(self.src, &call.op.text, &op.signature(), attrs, &name_at)
     }
 
     /// Positions and words an error from an op call.
@@ -497,60 +472,136 @@ impl<'a> Build<'a> {
         attrs: &Attrs,
         e: MacroError,
     ) -> TextError {
-        let name = &call.op.text;
         let spans: Vec<(usize, usize)> = args
             .slots()
             .iter()
             .chain(attrs.slots())
             .flat_map(|s| s.items.iter().map(|i| (i.at, i.end)))
             .collect();
-        let at =
-            e.at.or_else(|| e.uop.as_ref().and_then(|u| self.locate(u, &spans)))
-                .unwrap_or(call.op.at);
-        let (kind, message) = if e.about_arguments {
-            (
-                ErrorKind::Arguments,
-                format!("{name}: {} (usage: {})", e.message(), op.signature()),
-            )
-        } else {
-            let kind = match (&e.uop, op) {
-                (Some(u), _) => kind_of(u),
-                (None, Op::Macro(_)) => ErrorKind::Macro,
-                (None, Op::Micro(_)) => ErrorKind::Arguments,
-            };
-            let message = match op {
-                // Builder messages already start with the micro op's name.
-                Op::Micro(_) => e.message().to_string(),
-                Op::Macro(_) => format!("{name}: {}", e.message()),
-            };
-            (kind, message)
-        };
-        self.error(kind, at, message)
+        op_error(
+            self.src,
+            &call.op.text,
+            call.op.at,
+            &op.signature(),
+            matches!(op, Op::Macro(_)),
+            &spans,
+            e,
+        )
     }
 
-    /// Where in the given list items an expression error is: builder messages quote
-    /// the offending expression in backticks (`i5`, `$kh`, `dA3`).
+    /// Where in the given list items an expression error is.
     fn locate(&self, e: &UopError, spans: &[(usize, usize)]) -> Option<usize> {
-        let UopError::BadExpr { message, .. } = e else {
-            return None;
-        };
-        let token = message.split('`').nth(1)?;
-        self.locate_token(token, spans)
+        locate(self.src, e, spans)
     }
 
     /// The first whole-token occurrence of `token` within the spans.
     fn locate_token(&self, token: &str, spans: &[(usize, usize)]) -> Option<usize> {
-        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-        spans.iter().find_map(|&(start, end)| {
-            let text = &self.src[start..end];
-            text.match_indices(token).find_map(|(p, _)| {
-                let before = text[..p].chars().next_back();
-                let after = text[p + token.len()..].chars().next();
-                let whole = !before.is_some_and(is_word) && !after.is_some_and(is_word);
-                whole.then_some(start + p)
-            })
-        })
+        locate_token(self.src, token, spans)
     }
+}
+
+/// Reports the first positional argument op `name` did not read.
+pub(crate) fn check_args_read(
+    src: &str,
+    name: &str,
+    signature: &str,
+    args: &Args,
+) -> Result<(), TextError> {
+    let Some((i, slot)) = args.first_unused() else {
+        return Ok(());
+    };
+    let n = args.used_count();
+    let plural = if n == 1 { "" } else { "s" };
+    Err(TextError::new(
+        ErrorKind::Arguments,
+        src,
+        slot.at,
+        format!(
+            "{name}: unexpected argument {}: `{name}` takes {n} positional argument{plural} (usage: {signature})",
+            i + 1,
+        ),
+    ))
+}
+
+/// Reports the first attribute op `name` did not read, at the attribute's name
+/// (`name_at` gives it) or its value.
+pub(crate) fn check_attrs_read(
+    src: &str,
+    name: &str,
+    signature: &str,
+    attrs: &Attrs,
+    name_at: &dyn Fn(&str) -> Option<usize>,
+) -> Result<(), TextError> {
+    let Some((attr, slot)) = attrs.first_unused() else {
+        return Ok(());
+    };
+    let at = name_at(attr).unwrap_or(slot.at);
+    Err(TextError::new(
+        ErrorKind::Arguments,
+        src,
+        at,
+        format!("{name}: unknown attribute `{attr}` (usage: {signature})"),
+    ))
+}
+
+/// Positions and words an error from a call of op `name` written at `op_at`;
+/// `spans` are the list items of its arguments.
+pub(crate) fn op_error(
+    src: &str,
+    name: &str,
+    op_at: usize,
+    signature: &str,
+    is_macro: bool,
+    spans: &[(usize, usize)],
+    e: MacroError,
+) -> TextError {
+    let at =
+        e.at.or_else(|| e.uop.as_ref().and_then(|u| locate(src, u, spans)))
+            .unwrap_or(op_at);
+    let (kind, message) = if e.about_arguments {
+        (
+            ErrorKind::Arguments,
+            format!("{name}: {} (usage: {signature})", e.message()),
+        )
+    } else {
+        let kind = match (&e.uop, is_macro) {
+            (Some(u), _) => kind_of(u),
+            (None, true) => ErrorKind::Macro,
+            (None, false) => ErrorKind::Arguments,
+        };
+        let message = if is_macro {
+            format!("{name}: {}", e.message())
+        } else {
+            // Builder messages already start with the micro op's name.
+            e.message().to_string()
+        };
+        (kind, message)
+    };
+    TextError::new(kind, src, at, message)
+}
+
+/// Where in the given list items an expression error is: builder messages quote
+/// the offending expression in backticks (`i5`, `$kh`, `dA3`).
+fn locate(src: &str, e: &UopError, spans: &[(usize, usize)]) -> Option<usize> {
+    let UopError::BadExpr { message, .. } = e else {
+        return None;
+    };
+    let token = message.split('`').nth(1)?;
+    locate_token(src, token, spans)
+}
+
+/// The first whole-token occurrence of `token` within the spans.
+fn locate_token(src: &str, token: &str, spans: &[(usize, usize)]) -> Option<usize> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    spans.iter().find_map(|&(start, end)| {
+        let text = &src[start..end];
+        text.match_indices(token).find_map(|(p, _)| {
+            let before = text[..p].chars().next_back();
+            let after = text[p + token.len()..].chars().next();
+            let whole = !before.is_some_and(is_word) && !after.is_some_and(is_word);
+            whole.then_some(start + p)
+        })
+    })
 }
 
 /// Gives a new name to generated node names (`t3`) that happen to equal a dimension
@@ -594,7 +645,12 @@ fn kind_of(e: &UopError) -> ErrorKind {
 }
 
 /// The candidate closest to `name` within two edits, for "did you mean" hints.
-fn suggest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+///
+/// ```
+/// use uop_codegen::text::suggest;
+/// assert_eq!(suggest("expp", ["exp", "log"].into_iter()), Some("exp"));
+/// ```
+pub fn suggest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
     candidates
         .map(|c| (edit_distance(name, c), c))
         .filter(|&(d, c)| d <= 2 && d < name.len().max(c.len()) / 2 + 1)

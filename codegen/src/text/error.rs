@@ -48,19 +48,15 @@ pub struct TextError {
 
 impl TextError {
     /// An error of `kind` with `message` at byte `offset` of `src`.
-    pub(crate) fn new(
-        kind: ErrorKind,
-        src: &str,
-        offset: usize,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(kind: ErrorKind, src: &str, offset: usize, message: impl Into<String>) -> Self {
         TextError {
             kind,
             diagnostic: Diagnostic::message(src, offset, message),
         }
     }
 
-    pub(crate) fn syntax(src: &str, e: SyntaxError<'_>) -> Self {
+    /// A syntax error of a parser over `src`.
+    pub fn syntax(src: &str, e: SyntaxError<'_>) -> Self {
         TextError {
             kind: ErrorKind::Syntax,
             diagnostic: e.into_diagnostic(src),

@@ -41,12 +41,12 @@ mod micro;
 mod print;
 mod registry;
 mod round_trip;
-mod syntax;
+pub mod syntax;
 
-pub use apply::{CallArg, apply_op, is_op, op_signature};
+pub use apply::{CallArg, apply_op, apply_op_at, is_op, op_signature};
 pub use args::{Args, Attrs, MacroError, Value};
-pub use build::parse_program;
+pub use build::{float_type, parse_program, suggest};
 pub use error::{ErrorKind, TextError};
 pub use print::print_program;
-pub use registry::{MacroFn, MacroOp, MicroOp, Registry, micro_ops};
+pub use registry::{KEYWORDS, MacroFn, MacroOp, MicroOp, Registry, micro_ops};
 pub use round_trip::check_round_trip;

@@ -54,7 +54,7 @@ pub fn micro_ops() -> Vec<MicroOp> {
 }
 
 /// Words that cannot name an op or a tensor: statement keywords and literals.
-pub(crate) const KEYWORDS: &[&str] = &[
+pub const KEYWORDS: &[&str] = &[
     "param", "input", "output", "assert", "dtype", "inf", "nan", "true", "false",
 ];
 

@@ -1,7 +1,14 @@
 //! The nom parser of `.uop` text: source -> a list of [`Stmt`]s.
 //!
 //! Nothing here knows what a name means or whether an op exists; that is
-//! `build.rs`'s job. Every token keeps its byte offset so that later errors (an
+//! `build.rs`'s job.
+//!
+//! The module is public so that languages built on the same call and value syntax
+//! (the graph text of `uop-graph`, with its `fn` / `while` / ...) can reuse it: a
+//! [`Parser`] reads one [`Stmt`] ([`Parser::statement`]), one op [`Call`]
+//! ([`Parser::call`]), one value ([`Parser::value`]) or one index expression
+//! ([`Parser::item`]), each returning the rest of the input; the free functions
+//! skip blanks and read names. Nothing here knows about graphs. Every token keeps its byte offset so that later errors (an
 //! unknown name, a shape mismatch) can point at it. Index expressions inside
 //! brackets are parsed by the crate's own [`crate::index::expr`].
 
@@ -17,52 +24,82 @@ const MAX_NESTING: usize = 200;
 
 /// A name as written, with its offset.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Name {
+pub struct Name {
+    /// The name.
     pub text: String,
+    /// Byte offset of its first character.
     pub at: usize,
 }
 
 /// An index expression with its source span (`at..end`).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Item {
+pub struct Item {
+    /// The expression.
     pub expr: Expr,
+    /// Byte offset of its first character.
     pub at: usize,
+    /// Byte offset just past it.
     pub end: usize,
 }
 
 /// One line of a program.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Stmt {
+pub enum Stmt {
     /// `dtype f64`: the float type of a program that has no float inputs.
-    Dtype { dtype: DType, at: usize },
+    Dtype {
+        /// The type.
+        dtype: DType,
+        /// Its offset.
+        at: usize,
+    },
     /// `param kh` (several names may be listed).
     Param(Vec<Name>),
     /// `input a: f32[M, K]`; dims are names or non-negative integers.
     Input {
+        /// The input's name.
         name: Name,
+        /// Its element type.
         dtype: DType,
+        /// Offset of the element type.
         dtype_at: usize,
+        /// Each dim with its offset.
         dims: Vec<(Expr, usize)>,
     },
     /// `name = op(...)`.
-    Let { name: Name, call: Call },
+    Let {
+        /// The defined name.
+        name: Name,
+        /// The call.
+        call: Call,
+    },
     /// `output a, b`.
     Output(Vec<Name>),
     /// `assert N == M`.
-    Assert { at: usize, left: Item, right: Item },
+    Assert {
+        /// Offset of `assert`.
+        at: usize,
+        /// The left side.
+        left: Item,
+        /// The right side.
+        right: Item,
+    },
 }
 
 /// `op(arg, ..., attr=value, ...)`.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Call {
+pub struct Call {
+    /// The op's name.
     pub op: Name,
+    /// Arguments and attributes, in the order written.
     pub args: Vec<Arg>,
 }
 
 /// A positional argument (`attr` is `None`) or a named attribute.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Arg {
+pub struct Arg {
+    /// The attribute's name, for `name=value`.
     pub attr: Option<Name>,
+    /// The value.
     pub value: ValueSyntax,
     /// Offset of the value.
     pub at: usize,
@@ -70,21 +107,29 @@ pub(crate) struct Arg {
 
 /// A value as written.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ValueSyntax {
+pub enum ValueSyntax {
+    /// A nested op call.
     Call(Call),
+    /// A name (a tensor, or whatever the language makes of it).
     Name(String),
+    /// An integer literal.
     Int(i64),
+    /// A number with a fraction or exponent, or `inf` / `nan`.
     Float(f64),
+    /// `true` / `false`.
     Bool(bool),
+    /// A `$param` (without the `$`).
     Param(String),
+    /// A `"string"`.
     Str(String),
+    /// A `[list]` of index expressions.
     List(Vec<Item>),
 }
 
 /// Parses a whole program.
-pub(crate) fn parse(src: &str) -> Result<Vec<Stmt>, SyntaxError<'_>> {
+pub fn parse(src: &str) -> Result<Vec<Stmt>, SyntaxError<'_>> {
     check_nesting(src)?;
-    let p = P { src };
+    let p = Parser::new(src);
     let mut stmts = Vec::new();
     let mut rest = skip_blank(src);
     while !rest.is_empty() {
@@ -96,7 +141,8 @@ pub(crate) fn parse(src: &str) -> Result<Vec<Stmt>, SyntaxError<'_>> {
     Ok(stmts)
 }
 
-fn unwrap_err(e: nom::Err<SyntaxError<'_>>) -> SyntaxError<'_> {
+/// The error inside a nom error.
+pub fn unwrap_err(e: nom::Err<SyntaxError<'_>>) -> SyntaxError<'_> {
     match e {
         nom::Err::Error(e) | nom::Err::Failure(e) => e,
         // Only streaming parsers report `Incomplete`; ours are all complete.
@@ -104,13 +150,14 @@ fn unwrap_err(e: nom::Err<SyntaxError<'_>>) -> SyntaxError<'_> {
     }
 }
 
-fn fail<'a, T>(at: &'a str, expected: &'static str) -> PResult<'a, T> {
+/// A hard failure at `at`, expecting `expected`.
+pub fn fail<'a, T>(at: &'a str, expected: &'static str) -> PResult<'a, T> {
     Err(nom::Err::Failure(SyntaxError::new(at, expected)))
 }
 
 /// Turns a recoverable nom error into a hard one: once a construct is recognised,
 /// its errors are final (and keep their position).
-fn cut<T>(r: PResult<'_, T>) -> PResult<'_, T> {
+pub fn cut<T>(r: PResult<'_, T>) -> PResult<'_, T> {
     r.map_err(|e| match e {
         nom::Err::Error(e) => nom::Err::Failure(e),
         other => other,
@@ -120,7 +167,7 @@ fn cut<T>(r: PResult<'_, T>) -> PResult<'_, T> {
 /// Rejects input nested deeper than [`MAX_NESTING`] (brackets, or a run of signs,
 /// each of which the expression parser reads as one more unary level), pointing at
 /// the first level too many.
-fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
+pub fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
     let mut depth = 0usize;
     let mut signs = 0usize;
     let mut in_comment = false;
@@ -161,12 +208,12 @@ fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
 }
 
 /// Spaces and tabs (a statement continues on its line).
-fn sp(i: &str) -> &str {
+pub fn sp(i: &str) -> &str {
     i.trim_start_matches([' ', '\t', '\r'])
 }
 
 /// Whitespace, newlines and comments (inside brackets, and between statements).
-fn skip_blank(mut i: &str) -> &str {
+pub fn skip_blank(mut i: &str) -> &str {
     loop {
         i = i.trim_start();
         match i.strip_prefix('#') {
@@ -191,12 +238,13 @@ fn end_of_statement(i: &str) -> Result<&str, SyntaxError<'_>> {
     }
 }
 
-fn is_ident_char(c: char) -> bool {
+/// `[A-Za-z0-9_]`.
+pub fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*`, as a recoverable parser.
-fn identifier(i: &str) -> PResult<'_, &str> {
+pub fn identifier(i: &str) -> PResult<'_, &str> {
     let starts = i.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
     if !starts {
         return Err(nom::Err::Error(SyntaxError::new(i, "a name")));
@@ -206,7 +254,7 @@ fn identifier(i: &str) -> PResult<'_, &str> {
 }
 
 /// True when `i` starts with `=` but not `==`.
-fn starts_with_assign(i: &str) -> bool {
+pub fn starts_with_assign(i: &str) -> bool {
     i.starts_with('=') && !i.starts_with("==")
 }
 
@@ -220,17 +268,25 @@ fn expect_char<'a>(i: &'a str, c: char, expected: &'static str) -> PResult<'a, (
 const STATEMENT: &str = "a statement (`input`, `param`, `output`, `assert` or `name = op(...)`)";
 const VALUE: &str = "a value (a tensor name, number, $param, [list], \"string\" or op call)";
 
-/// The parser, holding the full source to turn positions into offsets.
-struct P<'s> {
+/// The parser, holding the full source to turn positions into offsets. Its methods
+/// take the remaining input and return what is left after the construct.
+pub struct Parser<'s> {
     src: &'s str,
 }
 
-impl<'s> P<'s> {
-    fn at(&self, rest: &str) -> usize {
+impl<'s> Parser<'s> {
+    /// A parser over `src`; every input given to its methods must be a suffix of `src`.
+    pub fn new(src: &'s str) -> Self {
+        Parser { src }
+    }
+
+    /// The byte offset in the source of the remaining input `rest`.
+    pub fn at(&self, rest: &str) -> usize {
         self.src.len() - rest.len()
     }
 
-    fn name(&self, i: &'s str, expected: &'static str) -> PResult<'s, Name> {
+    /// A name, failing with `expected` if there is none.
+    pub fn name(&self, i: &'s str, expected: &'static str) -> PResult<'s, Name> {
         match identifier(i) {
             Ok((rest, text)) => Ok((
                 rest,
@@ -243,7 +299,8 @@ impl<'s> P<'s> {
         }
     }
 
-    fn statement(&self, i: &'s str) -> PResult<'s, Stmt> {
+    /// One statement of a program (`param`, `input`, `output`, `assert`, `dtype`, `name = op(...)`).
+    pub fn statement(&self, i: &'s str) -> PResult<'s, Stmt> {
         let Ok((after_word, word)) = identifier(i) else {
             return fail(i, STATEMENT);
         };
@@ -282,7 +339,8 @@ impl<'s> P<'s> {
         }
     }
 
-    fn name_list(&self, i: &'s str, expected: &'static str) -> PResult<'s, Vec<Name>> {
+    /// Comma-separated names.
+    pub fn name_list(&self, i: &'s str, expected: &'static str) -> PResult<'s, Vec<Name>> {
         let mut names = Vec::new();
         let mut rest = i;
         loop {
@@ -295,7 +353,8 @@ impl<'s> P<'s> {
         }
     }
 
-    fn dtype(&self, i: &'s str) -> PResult<'s, (DType, usize)> {
+    /// An element type: `f32`, `f64` or `i32`, with its offset.
+    pub fn dtype(&self, i: &'s str) -> PResult<'s, (DType, usize)> {
         const EXPECTED: &str = "an element type: f32, f64 or i32";
         let Ok((rest, word)) = identifier(i) else {
             return fail(i, EXPECTED);
@@ -372,7 +431,7 @@ impl<'s> P<'s> {
     }
 
     /// One index expression, with its span.
-    fn item(&self, i: &'s str) -> PResult<'s, Item> {
+    pub fn item(&self, i: &'s str) -> PResult<'s, Item> {
         let start = skip_blank(i);
         let (rest, e) = cut(expr(start))?;
         Ok((
@@ -393,7 +452,8 @@ impl<'s> P<'s> {
         Ok((rest, Stmt::Let { name, call }))
     }
 
-    fn call(&self, i: &'s str) -> PResult<'s, Call> {
+    /// An op call `name(args...)`.
+    pub fn call(&self, i: &'s str) -> PResult<'s, Call> {
         const EXPECTED: &str = "an op call like `exp(x)`";
         match identifier(i) {
             Ok((rest, _)) if sp(rest).starts_with('(') => self.call_after_check(i),
@@ -427,7 +487,8 @@ impl<'s> P<'s> {
         }
     }
 
-    fn arg(&self, i: &'s str) -> PResult<'s, Arg> {
+    /// One argument of a call: `value` or `attr=value`.
+    pub fn arg(&self, i: &'s str) -> PResult<'s, Arg> {
         if let Ok((rest, word)) = identifier(i) {
             let after = skip_blank(rest);
             if starts_with_assign(after) {
@@ -458,7 +519,8 @@ impl<'s> P<'s> {
         ))
     }
 
-    fn value(&self, i: &'s str) -> PResult<'s, ValueSyntax> {
+    /// One value: a name, number, `$param`, `[list]`, `"string"`, `true` / `false` or a nested call.
+    pub fn value(&self, i: &'s str) -> PResult<'s, ValueSyntax> {
         if i.starts_with('"') {
             return self.string(i);
         }
@@ -505,7 +567,7 @@ impl<'s> P<'s> {
     }
 
     /// The items of a `[...]` list (the `[` is consumed).
-    fn list(&self, i: &'s str) -> PResult<'s, ValueSyntax> {
+    pub fn list(&self, i: &'s str) -> PResult<'s, ValueSyntax> {
         let mut rest = skip_blank(i);
         let mut items = Vec::new();
         loop {
@@ -528,7 +590,7 @@ impl<'s> P<'s> {
 
 /// A scalar literal: `2`, `-0.5`, `1e-5`, `.5`, `inf`, `-inf`, `nan`; `None` if `i`
 /// does not start like one.
-fn number(i: &str) -> Option<PResult<'_, ValueSyntax>> {
+pub fn number(i: &str) -> Option<PResult<'_, ValueSyntax>> {
     let unsigned = i.strip_prefix(['+', '-']).unwrap_or(i);
     let sign_len = i.len() - unsigned.len();
     for word in ["inf", "nan"] {

@@ -1,0 +1,53 @@
+//! The graph text format (DESIGN.md §13.2): [`parse_graph`] and [`print_graph`].
+//!
+//! A `.uop` program is graph text; graph text adds functions and control flow:
+//!
+//! ```text
+//! input x: f32[]
+//! input y: f32[]
+//! fn more(z, i) { return lt(i, 5) }            # parameters typed at the use
+//! fn step(z, i) { return mul(y, z), add(i, 1) } # y comes from the enclosing scope
+//! z5, n = while(more, step, x, 0)              # a literal is a rank-0 constant
+//! fn halve(v: f32[]) { return mul(v, 0.5) }    # a declared type is checked
+//! sel = where(lt(z5, 1), -1, 0)
+//! r = case(sel, [halve], z5)
+//! output r, n
+//! ```
+//!
+//! The grammar as built is in `docs/graph-text.md`. Every error is a
+//! [`TextError`] with the line, column and a caret.
+
+mod build;
+mod calls;
+mod syntax;
+
+use std::sync::Arc;
+
+use uop_codegen::text::{Registry, TextError};
+
+use crate::ir::Graph;
+
+pub use build::GRAPH_KEYWORDS;
+pub use syntax::{FnDef, Param, Stmt, parse};
+
+/// Parses graph text into a graph whose calls name ops of `registry` (micro ops,
+/// and macro ops such as [`uop_ops::registry`]'s).
+///
+/// ```
+/// use uop_graph::text::parse_graph;
+///
+/// let src = "input x: f32[N]\nfn twice(v) { return mul(v, 2) }\ny = twice(exp(x))\noutput y";
+/// let graph = parse_graph(src, uop_graph::default_registry())?;
+/// let kinds: Vec<&str> = graph.nodes().iter().map(|n| n.op.kind()).collect();
+/// assert_eq!(kinds, ["input", "call", "call"]);
+///
+/// let e = parse_graph("input x: f32[N]\ny = twice(x)\noutput y", uop_graph::default_registry())
+///     .unwrap_err();
+/// assert_eq!(e.message(), "unknown op or function `twice`");
+/// assert_eq!(e.line_col(), (2, 5));
+/// # Ok::<(), uop_codegen::text::TextError>(())
+/// ```
+pub fn parse_graph(src: &str, registry: Arc<Registry>) -> Result<Graph, TextError> {
+    let stmts = syntax::parse(src)?;
+    build::build(src, &stmts, registry)
+}
