@@ -32,12 +32,14 @@ use uop_codegen::text::Registry;
 pub mod builder;
 pub mod infer;
 pub mod ir;
+pub mod verify;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
 };
+pub use verify::{Checks, VerifyError, Violation, verify};
 
 /// The macro-op library's registry, shared by every graph that does not bring its own.
 pub fn default_registry() -> Arc<Registry> {
