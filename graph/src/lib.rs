@@ -32,12 +32,19 @@ use uop_codegen::text::Registry;
 pub mod builder;
 pub mod infer;
 pub mod ir;
+pub mod rewrite;
 pub mod verify;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
+};
+pub use rewrite::{
+    ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
+    append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,
+    node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
+    unique_consumer,
 };
 pub use verify::{Checks, VerifyError, Violation, verify};
 
