@@ -42,7 +42,7 @@ pub use ir::{
 };
 pub use rewrite::{
     ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
-    append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,
+    Unrewired, append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,
     node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
     unique_consumer,
 };

@@ -218,6 +218,33 @@ fn names_must_match_the_outputs() {
 }
 
 #[test]
+fn input_and_const_nodes_read_nothing_and_name_each_parameter() {
+    let mut bad_input = input();
+    bad_input.op = Op::Input {
+        names: vec!["x".into()],
+    };
+    let mut konst = Node::new(
+        NodeId(2),
+        Op::Const(uop_codegen::tensor::Tensor::filled(DType::F32, vec![], 1.0)),
+        vec![r(1)],
+        vec![f32s()],
+    );
+    konst.names = vec![None];
+    let g = Graph::from_nodes(
+        DType::F32,
+        uop_graph::Interface {
+            input: NodeId(1),
+            outputs: vec![Source::Ref(r(2))],
+        },
+        vec![bad_input, konst],
+    );
+    assert_eq!(
+        report(&g, Checks::NONE),
+        "%2: const node with inputs\n%1: 1 parameter names for 2 parameters"
+    );
+}
+
+#[test]
 fn nnc_loop_verifies_with_every_flag_but_consts_first() {
     let g = nnc_loop();
     assert_eq!(report(&g, Checks::DEAD | Checks::PARTITIONS), "");

@@ -1,4 +1,4 @@
-//! Scalar constants for phase [B] (build), shared through a cache (seed 001's
+//! Scalar constants for phase \[B\] (build), shared through a cache (seed 001's
 //! `create_const_float_op`, `get_zero_node`, `purge_const_cache`,
 //! `do_prepend_const_node`).
 //!

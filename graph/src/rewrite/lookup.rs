@@ -1,4 +1,4 @@
-//! Look-ups for phase [A] (match): a node of a given kind, a Const's tensor, and the
+//! Look-ups for phase \[A\] (match): a node of a given kind, a Const's tensor, and the
 //! consumer searches of seed 001 (`find_unique_consumer`, `check_single_consumer_all`).
 //!
 //! "Reads" means through [`Node::uses`]: a node's inputs and its interfaces' results,

@@ -1,20 +1,20 @@
 //! Rewrite utilities (DESIGN.md §15, after seed 001's prepare guide): what the
-//! prepare passes use to change a graph while every invariant of [`crate::verify`]
+//! prepare passes use to change a graph while every invariant of [`crate::verify()`]
 //! keeps holding.
 //!
-//! # How a pass rewrites: [A] match, [B] build, [C] apply
+//! # How a pass rewrites: \[A\] match, \[B\] build, \[C\] apply
 //!
-//! - **[A] match** — find the pattern and extract everything the change needs,
+//! - **\[A\] match** — find the pattern and extract everything the change needs,
 //!   with the graph borrowed read-only (`&Graph`): [`node_must_be`], [`const_of`],
 //!   [`unique_consumer`], [`single_consumer_all`]. Nothing has changed yet, so a node
 //!   that does not fit is simply skipped. Before removing nodes, make sure they do not
 //!   feed anything outside the pattern (the consumer searches say so).
-//! - **[B] build** — make the new nodes, wired to existing outputs (or to each
+//! - **\[B\] build** — make the new nodes, wired to existing outputs (or to each
 //!   other): fresh ids from [`Graph::fresh_id`](crate::Graph::fresh_id), or the id of
 //!   a node the pattern removes, which the new node then stands in for. Scalar
 //!   constants come from a [`ConstCache`] (prepended, shared, dropped after prepare).
 //!   Building does not touch the list.
-//! - **[C] apply** — change the graph in one step with a utility that keeps the
+//! - **\[C\] apply** — change the graph in one step with a utility that keeps the
 //!   position and consumer indexes exact: rewire readers with
 //!   [`change_output_refs`] / [`change_multi_output_refs`] (a *bypass*: the node left
 //!   without readers is removed later by `dead`), or splice with [`replace_nodes`],

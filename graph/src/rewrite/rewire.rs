@@ -1,4 +1,4 @@
-//! Phase [C] rewiring (seed 001's `change_output_refs`, `change_multi_output_refs`):
+//! Phase \[C\] rewiring (seed 001's `change_output_refs`, `change_multi_output_refs`):
 //! the nodes reading one node's outputs are made to read other outputs, the consumer
 //! index kept exact.
 //!

@@ -1,11 +1,11 @@
-//! Phase [C] splices (seed 001's `replace_nodes`, `replace_node_with`,
+//! Phase \[C\] splices (seed 001's `replace_nodes`, `replace_node_with`,
 //! `insert_nodes`): nodes removed and inserted in one step, the position and consumer
 //! indexes kept exact.
 //!
 //! Every call checks its arguments before it changes anything, so an error leaves the
 //! graph as it was. After a successful call every reference names an existing,
 //! earlier node and one of its outputs, ids are unique, and the indexes are exact
-//! (types are the caller's: run [`crate::verify`] in tests).
+//! (types are the caller's: run [`crate::verify()`] in tests).
 //!
 //! Cost: O(n − k) to move the list's tail from the splice position k and renumber its
 //! positions (the `Vec` splice itself is that cost), plus O(u · log) for the consumer
