@@ -480,7 +480,7 @@ impl Graph {
     }
 
     /// A graph from a node list, with the indexes built from it. The list is not
-    /// checked: run [`crate::verify`] on the result.
+    /// checked: run [`crate::verify()`] on the result.
     pub fn from_nodes(dtype: DType, interface: Interface, nodes: Vec<Node>) -> Self {
         let next_id = nodes.iter().map(|n| n.id.0).max().unwrap_or(0) + 1;
         let mut g = Graph {

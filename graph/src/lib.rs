@@ -34,7 +34,9 @@ pub mod hierarchy;
 pub mod infer;
 pub mod interp;
 pub mod ir;
+pub mod rewrite;
 pub mod text;
+pub mod verify;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
@@ -45,6 +47,13 @@ pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
 };
+pub use rewrite::{
+    ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
+    Unrewired, append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,
+    node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
+    unique_consumer,
+};
+pub use verify::{Checks, VerifyError, Violation, verify};
 
 /// The macro-op library's registry, shared by every graph that does not bring its own.
 pub fn default_registry() -> Arc<Registry> {
