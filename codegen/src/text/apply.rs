@@ -269,7 +269,10 @@ mod tests {
             "reindex",
             vec![
                 CallArg::new(Value::Node(x)),
-                CallArg::new(Value::List(vec![Expr::name("dB0")])),
+                // `dB0` as the parser reads it: axis 0 of source 1.
+                CallArg::new(Value::List(vec![
+                    crate::index::parse_expr("dB0").expect("a dim reference"),
+                ])),
                 CallArg::new(Value::List(vec![Expr::Int(0)])),
             ],
             vec![(
