@@ -253,13 +253,13 @@ impl Printer<'_> {
                 .is_some_and(|n| matches!(n.op, Op::Input { .. }))
         }) {
             let results: Vec<String> = interface.outputs.iter().map(|s| self.source(s)).collect();
-            let _ = writeln!(self.out, " return {} }}", results.join(", "));
+            let _ = writeln!(self.out, " {} }}", return_line(&results));
         } else {
             self.out.push('\n');
             self.entries(&sub.nodes, depth + 1);
             let results: Vec<String> = interface.outputs.iter().map(|s| self.source(s)).collect();
             self.indent(depth + 1);
-            let _ = writeln!(self.out, "return {}", results.join(", "));
+            let _ = writeln!(self.out, "{}", return_line(&results));
             self.indent(depth);
             self.out.push_str("}\n");
         }
@@ -385,6 +385,15 @@ impl Printer<'_> {
         let mut parts: Vec<String> = c.args.iter().map(value).collect();
         parts.extend(c.attrs.iter().map(|(n, v)| format!("{n}={}", value(v))));
         format!("{}({})", c.op, parts.join(", "))
+    }
+}
+
+/// `return a, b` (or just `return`).
+fn return_line(results: &[String]) -> String {
+    if results.is_empty() {
+        "return".to_string()
+    } else {
+        format!("return {}", results.join(", "))
     }
 }
 
