@@ -147,9 +147,111 @@ pub fn call_program(
     call: &Call,
     input_types: &[ValueType],
 ) -> Result<(Program, ValueType), MacroError> {
-    let (mut b, ids) = scratch(dtype, params, call, input_types)?;
+    call_program_in(dtype, params, registry, call, input_types, &[])
+}
+
+/// [`call_program`] for a call of a graph whose inputs have the dimensions `dims`
+/// (name and size: the name itself for typing, [`graph_dims`]; its value to run):
+/// a dimension the call's lists mention (`reindex(m, [B, N], [i0, 0])`, where only
+/// another input has `N`) is replaced by its size when that is not the name
+/// itself, and is otherwise a dimension of the scratch program too, carried by a
+/// hidden input that no output reads.
+pub fn call_program_in(
+    dtype: DType,
+    params: &[String],
+    registry: &Registry,
+    call: &Call,
+    input_types: &[ValueType],
+    dims: &[(String, Expr)],
+) -> Result<(Program, ValueType), MacroError> {
+    let values: HashMap<String, Expr> = dims
+        .iter()
+        .filter(|(n, e)| *e != Expr::name(n.clone()))
+        .cloned()
+        .collect();
+    let substituted;
+    let call = if values.is_empty() {
+        call
+    } else {
+        substituted = substitute_lists(call, &values);
+        &substituted
+    };
+    let symbolic: Vec<String> = dims
+        .iter()
+        .filter(|(n, _)| !values.contains_key(n))
+        .map(|(n, _)| n.clone())
+        .collect();
+    let (mut b, ids) = scratch(dtype, params, call, input_types, &symbolic)?;
     let out = apply_call(&mut b, registry, call, &ids)?;
     finish_scratch(b, &ids, out, input_types)
+}
+
+/// `call` with the names of `map` replaced in its lists.
+fn substitute_lists(call: &Call, map: &HashMap<String, Expr>) -> Call {
+    let value = |v: &CallValue| match v {
+        CallValue::List(items) => CallValue::List(
+            items
+                .iter()
+                .map(|i| match i {
+                    ListItem::Expr(e) => ListItem::Expr(substitute(e, map)),
+                    other => other.clone(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    Call {
+        op: call.op.clone(),
+        args: call.args.iter().map(value).collect(),
+        attrs: call
+            .attrs
+            .iter()
+            .map(|(n, v)| (n.clone(), value(v)))
+            .collect(),
+        bind: call.bind.clone(),
+    }
+}
+
+/// The dimension names of the graph's inputs, in order of first appearance, each
+/// with itself as its size (for typing with [`call_program_in`]).
+pub fn graph_dims(graph: &Graph) -> Vec<(String, Expr)> {
+    let mut dims: Vec<String> = Vec::new();
+    for t in graph.input_node().map_or(&[][..], |n| &n.outputs) {
+        for d in &t.shape {
+            d.visit(&mut |e| {
+                if let Expr::Name(n) = e
+                    && !dims.contains(n)
+                {
+                    dims.push(n.clone());
+                }
+            });
+        }
+    }
+    dims.into_iter()
+        .map(|n| {
+            let e = Expr::name(n.clone());
+            (n, e)
+        })
+        .collect()
+}
+
+/// The names the lists of a call mention.
+fn list_names(call: &Call) -> Vec<String> {
+    let mut names = Vec::new();
+    for v in call.args.iter().chain(call.attrs.iter().map(|(_, v)| v)) {
+        if let CallValue::List(items) = v {
+            for item in items {
+                if let ListItem::Expr(e) = item {
+                    e.visit(&mut |e| {
+                        if let Expr::Name(n) = e {
+                            names.push(n.clone());
+                        }
+                    });
+                }
+            }
+        }
+    }
+    names
 }
 
 /// [`call_program`] for a call written at `site`, with errors located in the source.
@@ -159,6 +261,7 @@ pub fn call_program_at(
     registry: &Registry,
     call: &Call,
     input_types: &[ValueType],
+    dims: &[(String, Expr)],
     site: CallSite<'_>,
 ) -> Result<(Program, ValueType), TextError> {
     let at = |e: MacroError| {
@@ -169,7 +272,8 @@ pub fn call_program_at(
             format!("{}: {}", call.op, e.message()),
         )
     };
-    let (mut b, ids) = scratch(dtype, params, call, input_types).map_err(at)?;
+    let symbolic: Vec<String> = dims.iter().map(|(n, _)| n.clone()).collect();
+    let (mut b, ids) = scratch(dtype, params, call, input_types, &symbolic).map_err(at)?;
     let out = apply_call_at(&mut b, registry, call, &ids, site)?;
     finish_scratch(b, &ids, out, input_types).map_err(at)
 }
@@ -180,6 +284,7 @@ fn scratch(
     params: &[String],
     call: &Call,
     input_types: &[ValueType],
+    dims: &[String],
 ) -> Result<(Builder, Vec<UopId>), MacroError> {
     let mut b = Builder::new(dtype);
     let mut declared: Vec<&str> = Vec::new();
@@ -192,7 +297,7 @@ fn scratch(
     let fresh = fresh_dims(input_types);
     let mut ids = Vec::with_capacity(input_types.len());
     for (k, t) in input_types.iter().enumerate() {
-        let dims = t
+        let shape = t
             .shape
             .iter()
             .map(|d| match fresh.get(d) {
@@ -200,7 +305,14 @@ fn scratch(
                 None => d.clone(),
             })
             .collect();
-        ids.push(b.input_exprs(&builder_name(k), t.dtype, dims)?);
+        ids.push(b.input_exprs(&builder_name(k), t.dtype, shape)?);
+    }
+    let mut hidden = 0;
+    for n in list_names(call) {
+        if dims.contains(&n) && !b.has_dim(&n) {
+            b.input_exprs(&format!("_dims{hidden}"), DType::I32, vec![Expr::name(n)])?;
+            hidden += 1;
+        }
     }
     Ok((b, ids))
 }
@@ -301,12 +413,13 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
             t.shape.iter().map(|&d| Expr::Int(d as i64)).collect(),
         )]),
         Op::Call(call) => {
-            let (_, ty) = call_program(
+            let (_, ty) = call_program_in(
                 graph.dtype,
                 &graph.params,
                 &graph.registry,
                 call,
                 &input_types,
+                &graph_dims(graph),
             )
             .map_err(|e| e.to_string())?;
             Ok(vec![ty])

@@ -4,7 +4,7 @@
 //! It runs a graph node by node in the order of its definition [`hierarchy`] — so a
 //! loop invariant hoisted out of a body is computed once — every Call through the
 //! uop reference interpreter ([`uop_codegen::interp::run`]) on the one-call program
-//! [`call_program`] builds from the call's *concrete* input types, with the control
+//! [`call_program`](crate::infer::call_program) builds from the call's *concrete* input types, with the control
 //! flow of DESIGN.md §13.2 and §19:
 //!
 //! - `while`: the condition runs before each iteration; the body's results replace the
@@ -28,7 +28,7 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{BindError, DType, InputDecl, Program, bind_inputs, concrete_shape};
 
 use crate::hierarchy::{Entry, HierarchyError, SubFunction, hierarchy};
-use crate::infer::{call_program, list};
+use crate::infer::{call_program_in, list};
 use crate::ir::{Call, Graph, Interface, Node, NodeId, Op, Ref, Source, ValueType};
 
 /// Why a graph could not run.
@@ -397,12 +397,21 @@ impl Machine<'_> {
                         )
                     })
                     .collect();
-                let (program, _) = call_program(
+                // Graph dims the call's lists name (`reindex(m, [B, N], ...)`) take
+                // their values.
+                let dims: Vec<(String, Expr)> = self
+                    .bindings
+                    .names
+                    .iter()
+                    .map(|(n, v)| (n.clone(), Expr::Int(*v)))
+                    .collect();
+                let (program, _) = call_program_in(
                     self.graph.dtype,
                     &self.graph.params,
                     &self.graph.registry,
                     call,
                     &types,
+                    &dims,
                 )
                 .map_err(|err| {
                     node_error(node.id, format!("{} on ({}): {err}", call.op, list(&types)))

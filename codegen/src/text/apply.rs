@@ -269,8 +269,9 @@ mod tests {
             "reindex",
             vec![
                 CallArg::new(Value::Node(x)),
+                // `dB0` as the parser reads it: axis 0 of source 1.
                 CallArg::new(Value::List(vec![
-                    crate::index::parse_expr("dB0").expect("expr"),
+                    crate::index::parse_expr("dB0").expect("a dim reference"),
                 ])),
                 CallArg::new(Value::List(vec![Expr::Int(0)])),
             ],

@@ -194,6 +194,22 @@ impl<'s> B<'s> {
                     "`return` must be the last statement of a function's body"
                 },
             )),
+            Stmt::Bare(call) if super::calls::SPECIAL.contains(&call.op.text.as_str()) => {
+                let results = self.call(g, call, true)?;
+                if !results.is_empty() {
+                    return Err(self.error(
+                        ErrorKind::Arguments,
+                        call.op.at,
+                        format!(
+                            "`{}` gives {} results: name them, `a = {}(...)`",
+                            call.op.text,
+                            results.len(),
+                            call.op.text
+                        ),
+                    ));
+                }
+                Ok(())
+            }
             Stmt::Bare(call) => {
                 if call.op.text != "sink" {
                     return Err(self.error(

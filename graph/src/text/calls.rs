@@ -18,7 +18,7 @@ use super::build::{B, Binding, Entry, Result};
 use super::syntax::{FnDef, Stmt};
 
 /// The words that start a super node, `chunk` or `const` on the right of `=`.
-const SPECIAL: &[&str] = &["while", "case", "if", "parallel", "call", "chunk", "const"];
+pub(super) const SPECIAL: &[&str] = &["while", "case", "if", "parallel", "call", "chunk", "const"];
 
 impl B<'_> {
     /// The values the right side of `=` gives.
@@ -41,7 +41,12 @@ impl B<'_> {
 
     /// A call; `whole` when it is the whole right side of a statement (where super
     /// nodes may be).
-    fn call(&mut self, g: &mut GraphBuilder, c: &CallSyntax, whole: bool) -> Result<Vec<Ref>> {
+    pub(super) fn call(
+        &mut self,
+        g: &mut GraphBuilder,
+        c: &CallSyntax,
+        whole: bool,
+    ) -> Result<Vec<Ref>> {
         let name = c.op.text.as_str();
         if SPECIAL.contains(&name) {
             if !whole {
@@ -197,6 +202,7 @@ impl B<'_> {
                 &graph.registry,
                 &call,
                 &types,
+                &crate::infer::graph_dims(graph),
                 site,
             )
             .err()

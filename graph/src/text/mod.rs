@@ -19,6 +19,7 @@
 
 mod build;
 mod calls;
+mod print;
 mod syntax;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use uop_codegen::text::{Registry, TextError};
 use crate::ir::Graph;
 
 pub use build::GRAPH_KEYWORDS;
+pub use print::print_graph;
 pub use syntax::{FnDef, Param, Stmt, parse};
 
 /// Parses graph text into a graph whose calls name ops of `registry` (micro ops,
@@ -41,10 +43,13 @@ pub use syntax::{FnDef, Param, Stmt, parse};
 /// let kinds: Vec<&str> = graph.nodes().iter().map(|n| n.op.kind()).collect();
 /// assert_eq!(kinds, ["input", "call", "call"]);
 ///
-/// let e = parse_graph("input x: f32[N]\ny = twice(x)\noutput y", uop_graph::default_registry())
-///     .unwrap_err();
-/// assert_eq!(e.message(), "unknown op or function `twice`");
-/// assert_eq!(e.line_col(), (2, 5));
+/// let src = "input x: f32[N]\nfn f(v) { return f(v) }\ny = f(x)\noutput y";
+/// let e = parse_graph(src, uop_graph::default_registry()).unwrap_err();
+/// assert_eq!(
+///     e.message(),
+///     "function `f` calls itself (a function cannot call itself; loop with `while`)"
+/// );
+/// assert_eq!(e.line_col(), (2, 18));
 /// # Ok::<(), uop_codegen::text::TextError>(())
 /// ```
 pub fn parse_graph(src: &str, registry: Arc<Registry>) -> Result<Graph, TextError> {

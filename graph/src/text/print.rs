@@ -1,0 +1,425 @@
+//! Graph -> text: the inverse of `parse_graph`, by the definition hierarchy.
+//!
+//! Each level prints its definitions in execution order. A super node prints its
+//! sub-functions as `fn` definitions just before the statement that uses them;
+//! each body is indented one level deeper than its `fn` line. Names: a value keeps
+//! the name it has when that name is free (not a keyword, op, dimension, or a name
+//! visible where it is defined); otherwise it gets `t<id>` (`t<id>_<k>` for output
+//! k > 0 of a node), made unique with a `_2`, `_3`, ... suffix. A `call` keeps its
+//! function's name; other sub-functions are named after the super node's first
+//! result (`z5_cond`, `z5_body`, `r_then`, `r_branch1`).
+//!
+//! Printing what it parsed writes the same text again: every name the first print
+//! chose is stored in the parsed graph and chosen again.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use uop_codegen::text::{KEYWORDS, is_op};
+use uop_codegen::uop::DType;
+
+use crate::hierarchy::{Entry, hierarchy};
+use crate::ir::{Call, CallValue, Graph, Interface, ListItem, Node, Op, Ref, Source};
+
+use super::build::GRAPH_KEYWORDS;
+
+/// Writes `graph` as graph text. A graph without a valid hierarchy, or with nodes
+/// the text cannot express (kernels), prints as `#` comment lines saying so.
+pub fn print_graph(graph: &Graph) -> String {
+    let h = match hierarchy(graph) {
+        Ok(h) => h,
+        Err(e) => return format!("# this graph cannot be printed: {e}\n"),
+    };
+    let mut p = Printer {
+        graph,
+        out: String::new(),
+        names: HashMap::new(),
+        scopes: vec![HashSet::new()],
+        dims: HashSet::new(),
+        unnamed: 0,
+    };
+    p.header();
+    p.entries(&h.top, 0);
+    let outputs: Vec<String> = graph
+        .interface
+        .outputs
+        .iter()
+        .map(|s| p.source(s))
+        .collect();
+    if !outputs.is_empty() {
+        let _ = writeln!(p.out, "output {}", outputs.join(", "));
+    }
+    p.out
+}
+
+struct Printer<'g> {
+    graph: &'g Graph,
+    out: String,
+    /// The name chosen for each value.
+    names: HashMap<Ref, String>,
+    /// Names defined in each open scope, innermost last.
+    scopes: Vec<HashSet<String>>,
+    dims: HashSet<String>,
+    /// Super nodes without results named so far (their functions are `f1_...`).
+    unnamed: usize,
+}
+
+/// A number as the parser reads it back: always with a fraction or exponent.
+pub(crate) fn number(v: f64) -> String {
+    if v.is_nan() {
+        "nan".to_string()
+    } else {
+        format!("{v:?}")
+    }
+}
+
+impl Printer<'_> {
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn free(&self, name: &str) -> bool {
+        is_ident(name)
+            && !KEYWORDS.contains(&name)
+            && !GRAPH_KEYWORDS.contains(&name)
+            && !is_op(&self.graph.registry, name)
+            && !self.dims.contains(name)
+            && !self.scopes.iter().any(|s| s.contains(name))
+            && !is_index_name(name)
+    }
+
+    /// Defines a name in the innermost scope: `wanted` if free, else `fallback`
+    /// made unique.
+    fn define(&mut self, wanted: Option<&str>, fallback: &str) -> String {
+        let base = match wanted {
+            Some(w) if is_ident(w) => w,
+            _ => fallback,
+        };
+        let name = if self.free(base) {
+            base.to_string()
+        } else {
+            (2..)
+                .map(|k| format!("{base}_{k}"))
+                .find(|c| self.free(c))
+                .unwrap_or_default()
+        };
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.clone());
+        }
+        name
+    }
+
+    /// Names the outputs of `node`.
+    fn name_outputs(&mut self, node: &Node) -> Vec<String> {
+        (0..node.outputs.len())
+            .map(|k| {
+                let fallback = if k == 0 {
+                    format!("t{}", node.id.0)
+                } else {
+                    format!("t{}_{k}", node.id.0)
+                };
+                let name = self.define(node.name(k), &fallback);
+                self.names.insert(node.output(k), name.clone());
+                name
+            })
+            .collect()
+    }
+
+    fn value(&self, r: Ref) -> String {
+        self.names
+            .get(&r)
+            .cloned()
+            .unwrap_or_else(|| format!("t{}", r.node.0))
+    }
+
+    fn source(&self, s: &Source) -> String {
+        match s {
+            Source::Ref(r) => self.value(*r),
+            Source::Scalar(v) => number(*v),
+        }
+    }
+
+    /// `dtype`, `param`, `input` and `assert` lines.
+    fn header(&mut self) {
+        let g = self.graph;
+        let Some(input) = g.input_node() else {
+            return;
+        };
+        let float_input = input.outputs.iter().any(|t| t.dtype.is_float());
+        if !float_input && g.dtype != DType::F32 {
+            let _ = writeln!(self.out, "dtype {}", g.dtype.name());
+        }
+        if !g.params.is_empty() {
+            let _ = writeln!(self.out, "param {}", g.params.join(", "));
+        }
+        for t in &input.outputs {
+            for d in &t.shape {
+                if let uop_codegen::index::Expr::Name(n) = d {
+                    self.dims.insert(n.clone());
+                }
+            }
+        }
+        for (k, t) in input.outputs.iter().enumerate() {
+            let name = self.define(input.name(k), &format!("x{k}"));
+            self.names.insert(input.output(k), name.clone());
+            let _ = writeln!(self.out, "input {name}: {t}");
+        }
+        for (a, b) in &g.assertions {
+            let _ = writeln!(self.out, "assert {a} == {b}");
+        }
+    }
+
+    fn entries(&mut self, entries: &[Entry], depth: usize) {
+        for e in entries {
+            let Some(node) = self.graph.node(e.node) else {
+                continue;
+            };
+            if matches!(node.op, Op::Input { .. }) {
+                continue;
+            }
+            self.definition(node, e, depth);
+        }
+    }
+
+    /// One node: its sub-functions, then its statement.
+    fn definition(&mut self, node: &Node, e: &Entry, depth: usize) {
+        let outs = self.name_outputs(node);
+        let mut fns = Vec::new();
+        let interfaces = node.op.interfaces();
+        let base = match outs.first() {
+            Some(o) => o.clone(),
+            None if interfaces.is_empty() => String::new(),
+            None => {
+                self.unnamed += 1;
+                format!("f{}", self.unnamed)
+            }
+        };
+        for sub in &e.subs {
+            let Some(interface) = interfaces.get(sub.branch) else {
+                continue;
+            };
+            let wanted = match &node.op {
+                Op::NoInline { name, .. } => name.clone(),
+                Op::While { .. } => format!("{base}_{}", ["cond", "body"][sub.branch.min(1)]),
+                Op::If { .. } => format!("{base}_{}", ["then", "else"][sub.branch.min(1)]),
+                Op::Case { .. } => format!("{base}_branch{}", sub.branch),
+                _ => format!("{base}_body"),
+            };
+            let name = self.define(Some(&wanted), &wanted);
+            fns.push(name.clone());
+            self.function(&name, node, sub, interface, depth);
+        }
+        let rhs = self.right_side(node, &fns);
+        self.indent(depth);
+        if outs.is_empty() {
+            let _ = writeln!(self.out, "{rhs}");
+        } else {
+            let _ = writeln!(self.out, "{} = {rhs}", outs.join(", "));
+        }
+    }
+
+    fn function(
+        &mut self,
+        name: &str,
+        owner: &Node,
+        sub: &crate::hierarchy::SubFunction,
+        interface: &Interface,
+        depth: usize,
+    ) {
+        self.scopes.push(HashSet::new());
+        let mut params = Vec::new();
+        if let Some(input) = self.graph.node(sub.input) {
+            for k in 0..input.outputs.len() {
+                if k == 0
+                    && let Op::Parallel { index, .. } = &owner.op
+                {
+                    let p = format!("${index}");
+                    self.names.insert(input.output(0), p.clone());
+                    params.push(p);
+                    continue;
+                }
+                let p = self.define(input.name(k), &format!("p{}_{k}", input.id.0));
+                self.names.insert(input.output(k), p.clone());
+                params.push(p);
+            }
+        }
+        self.indent(depth);
+        let _ = write!(self.out, "fn {name}({}) {{", params.join(", "));
+        if sub.nodes.iter().all(|e| {
+            self.graph
+                .node(e.node)
+                .is_some_and(|n| matches!(n.op, Op::Input { .. }))
+        }) {
+            let results: Vec<String> = interface.outputs.iter().map(|s| self.source(s)).collect();
+            let _ = writeln!(self.out, " {} }}", return_line(&results));
+        } else {
+            self.out.push('\n');
+            self.entries(&sub.nodes, depth + 1);
+            let results: Vec<String> = interface.outputs.iter().map(|s| self.source(s)).collect();
+            self.indent(depth + 1);
+            let _ = writeln!(self.out, "{}", return_line(&results));
+            self.indent(depth);
+            self.out.push_str("}\n");
+        }
+        self.scopes.pop();
+    }
+
+    fn refs(&self, refs: &[Ref]) -> Vec<String> {
+        refs.iter().map(|r| self.value(*r)).collect()
+    }
+
+    fn right_side(&self, node: &Node, fns: &[String]) -> String {
+        let args = |first: Vec<String>, rest: &[Ref]| {
+            let mut all = first;
+            all.extend(self.refs(rest));
+            all.join(", ")
+        };
+        let fname = |k: usize| fns.get(k).cloned().unwrap_or_default();
+        match &node.op {
+            Op::Input { .. } => String::new(),
+            Op::Const(t) if t.shape.is_empty() && t.dtype == self.graph.dtype => {
+                number(t.data.first().copied().unwrap_or(0.0))
+            }
+            Op::Const(t) => {
+                let mut parts = vec![
+                    t.dtype.name().to_string(),
+                    format!(
+                        "[{}]",
+                        t.shape
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ];
+                parts.extend(t.data.iter().map(|v| number(*v)));
+                format!("const({})", parts.join(", "))
+            }
+            Op::Call(c) => self.call(c, &node.inputs),
+            Op::Kernel(k) => format!(
+                "kernel_{}({})  # kernels have no text form yet",
+                k.name,
+                self.refs(&node.inputs).join(", ")
+            ),
+            Op::While { .. } => format!("while({})", args(vec![fname(0), fname(1)], &node.inputs)),
+            Op::If { .. } => format!(
+                "if({})",
+                args(
+                    vec![
+                        node.inputs
+                            .first()
+                            .map(|r| self.value(*r))
+                            .unwrap_or_default(),
+                        fname(0),
+                        fname(1)
+                    ],
+                    node.inputs.get(1..).unwrap_or(&[])
+                )
+            ),
+            Op::Case { .. } => format!(
+                "case({})",
+                args(
+                    vec![
+                        node.inputs
+                            .first()
+                            .map(|r| self.value(*r))
+                            .unwrap_or_default(),
+                        format!("[{}]", fns.join(", "))
+                    ],
+                    node.inputs.get(1..).unwrap_or(&[])
+                )
+            ),
+            Op::Parallel { count, .. } => format!(
+                "parallel({})",
+                args(vec![count_text(count), fname(0)], &node.inputs)
+            ),
+            Op::NoInline { .. } => format!("call({})", args(vec![fname(0)], &node.inputs)),
+            Op::Chunk { axis, size } => {
+                let mut s = format!(
+                    "chunk({}, size={}",
+                    args(vec![], &node.inputs),
+                    count_text(size)
+                );
+                if *axis != 0 {
+                    let _ = write!(s, ", axis={axis}");
+                }
+                s.push(')');
+                s
+            }
+            Op::Sink => format!("sink({})", self.refs(&node.inputs).join(", ")),
+        }
+    }
+
+    fn call(&self, c: &Call, inputs: &[Ref]) -> String {
+        let input = |k: usize| {
+            inputs
+                .get(k)
+                .map_or_else(|| format!("_in{k}"), |r| self.value(*r))
+        };
+        let value = |v: &CallValue| match v {
+            CallValue::Input(k) => input(*k),
+            CallValue::Int(i) => i.to_string(),
+            CallValue::Float(f) => number(*f),
+            CallValue::Bool(b) => b.to_string(),
+            CallValue::Str(s) => format!(
+                "\"{}\"",
+                s.replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n")
+            ),
+            CallValue::Param(p) => format!("${p}"),
+            CallValue::List(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|i| match i {
+                        ListItem::Expr(e) => e.to_string(),
+                        ListItem::Input(k) => input(*k),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let mut parts: Vec<String> = c.args.iter().map(value).collect();
+        parts.extend(c.attrs.iter().map(|(n, v)| format!("{n}={}", value(v))));
+        format!("{}({})", c.op, parts.join(", "))
+    }
+}
+
+/// `return a, b` (or just `return`).
+fn return_line(results: &[String]) -> String {
+    if results.is_empty() {
+        "return".to_string()
+    } else {
+        format!("return {}", results.join(", "))
+    }
+}
+
+fn is_ident(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A size as `parallel` and `chunk` read it: an integer, a name or a `$param`.
+fn count_text(e: &uop_codegen::index::Expr) -> String {
+    e.to_string()
+}
+
+/// Names the index-expression parser reads as loop indices (`i0`) or dims of
+/// sources (`dA0`): a value must not be named so, or a list naming it would change
+/// meaning.
+fn is_index_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    name.strip_prefix('i').is_some_and(digits)
+        || name
+            .strip_prefix('d')
+            .and_then(|r| {
+                r.get(1..)
+                    .filter(|_| r.starts_with(|c: char| c.is_ascii_uppercase()))
+            })
+            .is_some_and(digits)
+}
