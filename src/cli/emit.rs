@@ -60,7 +60,7 @@ pub struct EmitArgs {
 
 /// Runs `uop emit`.
 pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
-    let program = load_program(&args.program)?;
+    let program = load_program(&args.program, "emit")?;
     if args.grad && args.target != Target::Rust {
         return fail("--grad is supported for --target rust only");
     }

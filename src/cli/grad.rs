@@ -40,7 +40,7 @@ pub struct GradArgs {
 
 /// Runs `uop grad`.
 pub fn grad(args: &GradArgs) -> Result<(), CliError> {
-    let program = load_program(&args.program)?;
+    let program = load_program(&args.program, "grad")?;
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     let wanted = wanted_gradients(&program, &args.grads)?;

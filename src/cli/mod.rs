@@ -11,6 +11,7 @@ mod ops;
 mod print;
 mod run;
 mod show;
+mod source;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use uop_codegen::pass::{PassOptions, pipeline};
-use uop_codegen::text::{Registry, parse_program};
+use uop_codegen::text::Registry;
 use uop_codegen::uop::Program;
 
 /// A command failed; the message says why and what to do.
@@ -67,6 +68,11 @@ pub enum Stage {
     Opt,
     /// The gradient program (w.r.t. every float input, every output seeded) and its loop IR.
     Grad,
+    /// A graph as parsed, in the `.uop` text format (a program prints as a graph of calls).
+    Graph,
+    /// The definition hierarchy of a graph: each definition inside the innermost
+    /// function it must be in, loop invariants hoisted.
+    Hierarchy,
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,11 +122,10 @@ pub(crate) fn registry() -> Registry {
     uop_ops::registry()
 }
 
-/// Reads and parses a `.uop` file; errors name the file and show the caret.
-pub(crate) fn load_program(path: &Path) -> Result<Program, CliError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
-    parse_program(&src, &registry()).map_err(|e| CliError(format!("{}: {e}", path.display())))
+/// Reads and parses a `.uop` file that must be a program (not a graph) for
+/// `command`; errors name the file and show the caret.
+pub(crate) fn load_program(path: &Path, command: &str) -> Result<Program, CliError> {
+    source::load_program_only(path, command)
 }
 
 /// Splits a `NAME=VALUE` argument.

@@ -3,10 +3,14 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use uop_codegen::{loops, pass, text::print_program};
 
-use super::{CliError, Stage, grad, load_program, pass_options};
+use uop_graph::text::{parse_graph, print_graph};
+use uop_graph::{Graph, hierarchy, print_hierarchy};
+
+use super::source::{self, Source};
+use super::{CliError, Stage, fail, grad, pass_options};
 
 /// Arguments of `uop print`.
 #[derive(Args, Debug)]
@@ -28,7 +32,10 @@ pub struct PrintArgs {
 /// Runs `uop print`.
 pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     let pass_opts = pass_options(&args.disable_pass)?;
-    let program = load_program(&args.program)?;
+    let program = match source::load(&args.program)? {
+        Source::Graph(g) => return print_graph_stage(args, &g),
+        Source::Program(p) => p,
+    };
     if args.after_each_pass {
         let lowered = loops::lower(&program);
         let trace =
@@ -57,6 +64,40 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
+        Stage::Graph | Stage::Hierarchy => {
+            let src = print_program(&program);
+            let graph = parse_graph(&src, uop_graph::default_registry())
+                .map_err(|e| CliError(format!("the program as a graph: {e}")))?;
+            return print_graph_stage(args, &graph);
+        }
+    }
+    Ok(())
+}
+
+/// `uop print` of a graph: the stages a graph has so far.
+fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
+    if args.after_each_pass {
+        return fail("--after-each-pass: graphs have no optimizer passes yet");
+    }
+    match args.stage {
+        Stage::Uops | Stage::Graph => {
+            let text = print_graph(graph);
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+        }
+        Stage::Hierarchy => {
+            let h = hierarchy(graph).map_err(|e| CliError(e.to_string()))?;
+            print!("{}", print_hierarchy(graph, &h));
+        }
+        other => {
+            return fail(format!(
+                "--stage {}: a graph has the stages `graph` and `hierarchy` (this file has \
+                 control flow; the loop-IR stages are for programs)",
+                other.to_possible_value().map_or("?".into(), |v| v.get_name().to_string())
+            ));
+        }
     }
     Ok(())
 }

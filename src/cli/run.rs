@@ -11,9 +11,11 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
 use uop_codegen::{interp, loops, pass};
 
-use super::{
-    Backend, CliError, fail, int_assignments, load_program, pass_options, path_assignments, show,
-};
+use clap::ValueEnum;
+use uop_graph::Graph;
+
+use super::source::{self, Source};
+use super::{Backend, CliError, fail, int_assignments, pass_options, path_assignments, show};
 use crate::npy::{read_npy, write_npy};
 
 /// Arguments of `uop run`.
@@ -26,9 +28,12 @@ pub struct RunArgs {
     /// Write an output to NAME=FILE.npy; outputs without one are printed.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
-    /// The engine that executes the program (`loops` runs the optimized loop IR).
-    #[arg(long, value_enum, default_value = "loops")]
-    backend: Backend,
+    /// The engine that executes the program: `loops` (the default for programs) runs
+    /// the optimized loop IR; `interp` is the reference interpreter (the oracle).
+    /// Graphs (files with `fn`, `while`, `case`, ...) run on the graph interpreter,
+    /// the default and only engine for them until the graph executor exists.
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
     /// Skip this optimizer pass (repeatable; for the `loops` backend).
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
@@ -77,7 +82,11 @@ impl InputArgs {
 /// Runs `uop run`.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let pass_opts = pass_options(&args.disable_pass)?;
-    let program = load_program(&args.program)?;
+    let program = match source::load(&args.program)? {
+        Source::Program(p) => p,
+        Source::Graph(g) => return run_graph(args, &g),
+    };
+    let backend = args.backend.unwrap_or(Backend::Loops);
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     for unused in program.unused_inputs() {
@@ -86,15 +95,48 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             program.node(unused).name
         );
     }
-    let outputs = execute(&program, &inputs, &params, args.backend, &pass_opts)?;
+    let outputs = execute(&program, &inputs, &params, backend, &pass_opts)?;
 
-    let files: HashMap<String, PathBuf> = path_assignments("--output", &args.outputs)?
-        .into_iter()
-        .collect();
     let names: Vec<&str> = program
         .outputs
         .iter()
         .map(|o| program.node(*o).name.as_str())
+        .collect();
+    write_outputs(&args.outputs, &names, &outputs)
+}
+
+/// Runs a graph on the graph interpreter.
+fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
+    match args.backend {
+        None | Some(Backend::Interp) => {}
+        Some(other) => {
+            return fail(format!(
+                "--backend {}: graphs run on the graph interpreter (`--backend interp`) until \
+                 the graph executor exists",
+                other.to_possible_value().map_or("?".into(), |v| v.get_name().to_string())
+            ));
+        }
+    }
+    if !args.disable_pass.is_empty() {
+        return fail("--disable-pass: graphs have no optimizer passes yet");
+    }
+    let declared = source::declarations(graph);
+    let params = args.source.params(&declared)?;
+    let inputs = args.source.gather(&declared)?;
+    let outputs = uop_graph::run(graph, &inputs, &params).map_err(|e| CliError(e.to_string()))?;
+    let names = source::output_names(graph);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    write_outputs(&args.outputs, &names, &outputs)
+}
+
+/// Writes the outputs named in `--output` arguments and prints the others.
+fn write_outputs(
+    assignments: &[String],
+    names: &[&str],
+    outputs: &[Tensor],
+) -> Result<(), CliError> {
+    let files: HashMap<String, PathBuf> = path_assignments("--output", assignments)?
+        .into_iter()
         .collect();
     for name in files.keys() {
         if !names.contains(&name.as_str()) {
@@ -104,7 +146,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             ));
         }
     }
-    for (name, tensor) in names.iter().zip(&outputs) {
+    for (name, tensor) in names.iter().zip(outputs) {
         match files.get(*name) {
             Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
             None => print!("{}", show::render(name, tensor)),

@@ -35,7 +35,7 @@ pub struct StatsArgs {
 /// Runs `uop stats`.
 pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     let pass_opts = pass_options(&args.disable_pass)?;
-    let program = load_program(&args.program)?;
+    let program = load_program(&args.program, "stats")?;
     let dims = checked_dims(&program, &int_assignments("--dim", &args.dims)?)?;
     let params = checked_params(&program, &int_assignments("--param", &args.params)?)?;
     let lowered = loops::lower(&program);

@@ -1,0 +1,93 @@
+//! What a `.uop` file holds: a program (straight-line micro and macro ops, which
+//! every backend runs) or a graph with functions and control flow (`fn`, `while`,
+//! `case`, `if`, `parallel`, `call`, `chunk`), which runs on the graph interpreter
+//! until the graph executor exists.
+
+use std::path::Path;
+
+use uop_codegen::text::{TextError, parse_program};
+use uop_codegen::uop::{Node, NodeId, Program, Uop};
+use uop_graph::Graph;
+use uop_graph::text::parse_graph;
+
+use super::{CliError, registry};
+
+/// A parsed `.uop` file.
+pub(crate) enum Source {
+    /// A program without control flow.
+    Program(Program),
+    /// A graph.
+    Graph(Graph),
+}
+
+/// Reads and parses a `.uop` file: as a program when it is one, else as a graph.
+/// When neither parses, the error is the one of the parser that read further (so a
+/// mistake in a plain program is reported as before, and one inside a `fn` body by
+/// the graph parser). Errors name the file and show the caret.
+pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    let named = |e: TextError| CliError(format!("{}: {e}", path.display()));
+    let program_error = match parse_program(&src, &registry()) {
+        Ok(p) => return Ok(Source::Program(p)),
+        Err(e) => e,
+    };
+    match parse_graph(&src, uop_graph::default_registry()) {
+        Ok(g) => Ok(Source::Graph(g)),
+        Err(graph_error) if graph_error.offset() > program_error.offset() => {
+            Err(named(graph_error))
+        }
+        Err(_) => Err(named(program_error)),
+    }
+}
+
+/// Reads a file that must be a program (for the commands graphs do not have yet).
+pub(crate) fn load_program_only(path: &Path, command: &str) -> Result<Program, CliError> {
+    match load(path)? {
+        Source::Program(p) => Ok(p),
+        Source::Graph(_) => Err(CliError(format!(
+            "{}: `uop {command}` takes a program without control flow; this file is a graph \
+             (`uop run` and `uop print` take graphs)",
+            path.display()
+        ))),
+    }
+}
+
+/// The graph's inputs and `$params` as a program that declares them and computes
+/// nothing: what reading `--input`, `--dim` and `--param` needs, shared with programs.
+pub(crate) fn declarations(graph: &Graph) -> Program {
+    let mut nodes = Vec::new();
+    if let Some(node) = graph.input_node() {
+        for (k, ty) in node.outputs.iter().enumerate() {
+            nodes.push(Node {
+                name: node.name(k).map_or_else(|| format!("input{k}"), str::to_string),
+                op: Uop::Input,
+                shape: ty.shape.clone(),
+                dtype: ty.dtype,
+            });
+        }
+    }
+    Program {
+        dtype: graph.dtype,
+        params: graph.params.clone(),
+        inputs: (0..nodes.len()).map(NodeId).collect(),
+        nodes,
+        outputs: Vec::new(),
+        assertions: graph.assertions.clone(),
+    }
+}
+
+/// The name of each graph output: the value's name where it has one, else `outK`.
+pub(crate) fn output_names(graph: &Graph) -> Vec<String> {
+    graph
+        .interface
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            s.as_ref()
+                .and_then(|r| graph.node(r.node).and_then(|n| n.name(r.output)))
+                .map_or_else(|| format!("out{k}"), str::to_string)
+        })
+        .collect()
+}

@@ -1,0 +1,173 @@
+//! Graph files (`fn`, `while`, `case`, `parallel`, ...) through the `uop` binary:
+//! `uop run` on the graph interpreter with NNC's numbers, `uop print --stage
+//! graph|hierarchy`, and clear errors for what graphs do not have yet.
+
+use uop::codegen::tensor::Tensor;
+use uop::codegen::uop::DType;
+use uop::npy::read_npy;
+
+mod common;
+use common::{scratch, stderr, stdout, uop, write};
+
+fn scalar(v: f64) -> Tensor {
+    Tensor::new(DType::F32, vec![], vec![v]).expect("rank 0")
+}
+
+/// Runs `file` with scalar inputs and returns each output's single value.
+fn run_scalars(test: &str, file: &str, inputs: &[(&str, f64)], outputs: &[&str]) -> Vec<f64> {
+    let dir = scratch(test);
+    let mut args: Vec<String> = vec!["run".into(), file.into()];
+    for (name, v) in inputs {
+        let path = write(&dir, &format!("{name}.npy"), &scalar(*v));
+        args.extend(["--input".into(), format!("{name}={path}")]);
+    }
+    for name in outputs {
+        let path = dir.join(format!("{name}.npy"));
+        args.extend(["--output".into(), format!("{name}={}", path.display())]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = uop(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    outputs
+        .iter()
+        .map(|name| {
+            let t = read_npy(&dir.join(format!("{name}.npy"))).expect("output written");
+            assert_eq!(t.shape, Vec::<usize>::new());
+            t.data[0]
+        })
+        .collect()
+}
+
+#[test]
+fn the_power_loop_gives_nnc_numbers() {
+    let out = run_scalars(
+        "graph-power",
+        "examples/graphs/power_loop.uop",
+        &[("x", 0.34), ("y", 1.11)],
+        &["out", "n"],
+    );
+    let expected = 0.34f32 * 1.11f32.powi(5);
+    assert!((out[0] - expected as f64).abs() < 1e-6, "{out:?}");
+    assert_eq!(out[1], 5.0);
+}
+
+#[test]
+fn the_piecewise_case_gives_nnc_numbers() {
+    for (x, expected) in [(-1.0, 0.0), (0.76, 0.76), (1.226, 1.113), (2.1, 1.5)] {
+        let out = run_scalars(
+            "graph-piecewise",
+            "examples/graphs/piecewise.uop",
+            &[("x", x)],
+            &["r"],
+        );
+        assert!((out[0] - expected).abs() < 1e-6, "x = {x}: {out:?}");
+    }
+}
+
+#[test]
+fn the_case_inside_a_loop_gives_nnc_numbers() {
+    for (x, expected) in [(1.226, 0.3042375), (0.8, 0.24)] {
+        let out = run_scalars(
+            "graph-piecewise-loop",
+            "examples/graphs/piecewise_loop.uop",
+            &[("x", x)],
+            &["r"],
+        );
+        assert!((out[0] - expected).abs() < 1e-6, "x = {x}: {out:?}");
+    }
+}
+
+#[test]
+fn parallel_rows_run_on_random_inputs_and_print_their_shape() {
+    let o = uop(&[
+        "run",
+        "examples/graphs/rows.uop",
+        "--random",
+        "1",
+        "--dim",
+        "R=2",
+        "--dim",
+        "N=3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("y: f32[2, 3]\n"), "{}", stdout(&o));
+}
+
+#[test]
+fn the_hierarchy_shows_loop_invariants_outside_and_state_inside() {
+    let o = uop(&[
+        "print",
+        "examples/graphs/rows.uop",
+        "--stage",
+        "hierarchy",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    // exp(w) is computed once at the top level; the row reads stay in the body.
+    assert_eq!(lines[1], "%2 = exp(%1.1)");
+    assert!(lines[2].starts_with("%9 = parallel(R, %1)"), "{text}");
+    assert!(lines[3].starts_with("  fn body("), "{text}");
+    assert_eq!(lines[4], "    %4 = reindex(%3.1, [N], [$i, i0])");
+}
+
+#[test]
+fn a_graph_prints_back_as_text_that_parses_to_the_same_text() {
+    let dir = scratch("graph-print");
+    let o = uop(&["print", "examples/graphs/piecewise_loop.uop", "--stage", "graph"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = stdout(&o);
+    assert!(first.contains("= while("), "{first}");
+    let path = dir.join("printed.uop");
+    std::fs::write(&path, &first).expect("write");
+    let o = uop(&["print", path.to_str().expect("utf-8"), "--stage", "graph"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), first);
+}
+
+#[test]
+fn what_graphs_do_not_have_yet_is_a_clear_error() {
+    let o = uop(&[
+        "run",
+        "examples/graphs/power_loop.uop",
+        "--random",
+        "1",
+        "--backend",
+        "cranelift",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("graphs run on the graph interpreter (`--backend interp`)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("a graph has the stages `graph` and `hierarchy`"));
+    let o = uop(&["stats", "examples/graphs/power_loop.uop"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("`uop stats` takes a program without control flow"));
+}
+
+#[test]
+fn an_error_inside_a_function_body_is_shown_at_its_place() {
+    let dir = scratch("graph-error");
+    let path = dir.join("bad.uop");
+    std::fs::write(
+        &path,
+        "input x: f32[]\nfn more(v) { return lt(v, 5) }\nfn step(v) { return mul(v, q) }\ny = while(more, step, x)\noutput y\n",
+    )
+    .expect("write");
+    let o = uop(&["run", path.to_str().expect("utf-8"), "--random", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("unknown name `q`"), "{err}");
+    assert!(err.contains("line 3, column 28"), "{err}");
+}
+
+#[test]
+fn a_program_prints_as_a_graph_of_calls() {
+    let o = uop(&["print", "examples/programs/softmax.uop", "--stage", "hierarchy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("input(%1 x: "), "{}", stdout(&o));
+}
