@@ -533,3 +533,53 @@ output z
     let bits = |t: &Tensor| t.data.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&found[0]), bits(&expected[0]));
 }
+
+#[test]
+fn a_kernel_runs_its_program_and_a_const_gives_its_tensor() {
+    use uop_graph::{Interface, Kernel, Node, ValueType};
+    let registry = uop_ops::registry();
+    let program = parse_program(
+        "input x: f32[N]\ninput w: f32[N]\ny = mul(exp(neg(x)), w)\noutput y\n",
+        &registry,
+    )
+    .expect("parses");
+    let n = || ValueType::new(DType::F32, vec![Expr::name("N")]);
+    let three = ValueType::new(DType::F32, vec![Expr::Int(3)]);
+    let mut input = Node::new(
+        NodeId(1),
+        Op::Input {
+            names: vec!["x".into()],
+        },
+        Vec::new(),
+        vec![n()],
+    );
+    input.names = vec![Some("x".into())];
+    let w = Tensor::new(DType::F32, vec![3], vec![1.0, 2.0, 4.0]).expect("w");
+    let nodes = vec![
+        input,
+        Node::new(NodeId(2), Op::Const(w), Vec::new(), vec![three]),
+        Node::new(
+            NodeId(3),
+            Op::Kernel(Box::new(Kernel {
+                name: "k0".into(),
+                program,
+                members: Vec::new(),
+            })),
+            vec![Ref::new(NodeId(1), 0), Ref::new(NodeId(2), 0)],
+            vec![n()],
+        ),
+    ];
+    let interface = Interface {
+        input: NodeId(1),
+        outputs: vec![Source::Ref(Ref::new(NodeId(3), 0))],
+    };
+    let g = Graph::from_nodes(DType::F32, interface, nodes);
+    let x = Tensor::new(DType::F32, vec![3], vec![0.0, 1.0, -1.0]).expect("x");
+    let r = run(&g, &[x], &no_params()).expect("runs");
+    let round = |v: f64| f64::from(v as f32);
+    let e = |v: f64| round(round((-v).exp()));
+    assert_eq!(
+        r[0].data,
+        [e(0.0), round(e(1.0) * 2.0), round(e(-1.0) * 4.0)]
+    );
+}
