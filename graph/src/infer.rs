@@ -608,4 +608,49 @@ mod tests {
         .expect("typed");
         assert_eq!(t, ty(&["M", "N"]));
     }
+
+    #[test]
+    fn a_call_may_name_dims_of_other_graph_inputs() {
+        let registry = uop_ops::registry();
+        // m: [B, 1] broadcast to [B, N], where only another input has N.
+        let call = Call::new(
+            "reindex",
+            vec![
+                CallValue::Input(0),
+                CallValue::List(vec![
+                    ListItem::Expr(Expr::name("B")),
+                    ListItem::Expr(Expr::name("N")),
+                ]),
+                CallValue::List(vec![
+                    ListItem::Expr(parse_expr("i0").expect("expr")),
+                    ListItem::Expr(Expr::Int(0)),
+                ]),
+            ],
+        );
+        let symbolic = |n: &str| (n.to_string(), Expr::name(n));
+        let (_, t) = call_program_in(
+            DType::F32,
+            &[],
+            &registry,
+            &call,
+            &[ty(&["B", "1"])],
+            &[symbolic("B"), symbolic("N")],
+        )
+        .expect("typed");
+        assert_eq!(t, ty(&["B", "N"]));
+        // Without the graph's dims, N is unknown.
+        assert!(call_program(DType::F32, &[], &registry, &call, &[ty(&["B", "1"])]).is_err());
+        // With values (as the interpreter runs it), the sizes are the values.
+        let (program, t) = call_program_in(
+            DType::F32,
+            &[],
+            &registry,
+            &call,
+            &[ty(&["2", "1"])],
+            &[("B".into(), Expr::Int(2)), ("N".into(), Expr::Int(3))],
+        )
+        .expect("typed");
+        assert_eq!(t, ty(&["2", "3"]));
+        assert_eq!(program.inputs.len(), 1);
+    }
 }

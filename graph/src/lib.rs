@@ -3,7 +3,8 @@
 //! A [`Graph`] is a flat list of nodes in execution order (calls of micro and macro
 //! ops, constants, and super nodes — `while`, `case`, `if`, `parallel`, `call` —
 //! whose sub-functions are ordinary nodes of the same list), built from Rust with a
-//! [`GraphBuilder`] or parsed from `.uop` text.
+//! [`GraphBuilder`] or parsed from `.uop` text ([`text::parse_graph`], printed back by
+//! [`text::print_graph`]); [`random`] generates graphs for property tests.
 //!
 //! ```
 //! use uop_graph::GraphBuilder;
@@ -34,6 +35,7 @@ pub mod hierarchy;
 pub mod infer;
 pub mod interp;
 pub mod ir;
+pub mod random;
 pub mod rewrite;
 pub mod text;
 pub mod verify;

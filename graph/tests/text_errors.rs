@@ -71,6 +71,17 @@ fn names_ops_and_functions_must_exist() {
 }
 
 #[test]
+fn errors_inside_a_sub_function_point_into_its_body() {
+    check(
+        "fn c(v) { return lt(v, 1) }\nfn b(v) {\n  w = expp(v)\n  return w\n}\ny = while(c, b, s)\noutput y",
+        ErrorKind::UnknownOp,
+        "unknown op or function `expp` (did you mean `exp`?)",
+        5,
+        7,
+    );
+}
+
+#[test]
 fn a_function_cannot_call_itself() {
     check(
         "fn f(v) { return f(v) }\ny = f(x)\noutput y",

@@ -177,3 +177,36 @@ fn a_super_node_without_results_is_a_statement() {
         "input x: f32[N]\nfn nothing(v) { return }\ncall(nothing, x)\noutput x\n"
     );
 }
+
+#[test]
+fn nested_parallel_indices_of_one_name_print_apart() {
+    use uop_codegen::index::Expr;
+    use uop_graph::{Arg, GraphBuilder, Item};
+    // Both bodies call their index `i` (as the builder allows): the inner one prints
+    // as `$i_2`, and its calls follow.
+    let mut b = GraphBuilder::new(DType::F32);
+    let x = b.input("x", DType::F32, &["N"]).expect("input");
+    let row = |name: &str| Arg::List(vec![Item::Expr(Expr::Param(name.into()) * Expr::Int(2))]);
+    let out = b
+        .parallel(Expr::Int(2), "i", &[x], |g, p| {
+            let v = p[0];
+            let inner = g.parallel(Expr::Int(3), "i", &[v], |g, q| {
+                let r = g.call("reindex", &[q[0].into(), Arg::List(vec![]), row("i")], &[])?;
+                Ok(vec![r.into()])
+            })?;
+            Ok(vec![inner[0].into()])
+        })
+        .expect("builds");
+    b.output(out[0]);
+    let g = b.finish();
+    let text = print_graph(&g);
+    assert!(text.contains("($i_2, "), "{text}");
+    assert!(text.contains("[$i_2 * 2]"), "{text}");
+    let parsed = parse(&text);
+    assert_eq!(print_graph(&parsed), text);
+    let input = Tensor::new(DType::F32, vec![5], vec![1.0, 2.0, 3.0, 4.0, 5.0]).expect("tensor");
+    let expected = run(&g, std::slice::from_ref(&input), &HashMap::new()).expect("runs");
+    let found = run(&parsed, &[input], &HashMap::new()).expect("runs");
+    assert_eq!(found[0].data, expected[0].data);
+    assert_eq!(found[0].data, vec![1.0, 3.0, 5.0, 1.0, 3.0, 5.0]);
+}

@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use uop_codegen::index::Expr;
 use uop_codegen::text::{KEYWORDS, is_op};
 use uop_codegen::uop::DType;
 
@@ -37,6 +38,7 @@ pub fn print_graph(graph: &Graph) -> String {
         scopes: vec![HashSet::new()],
         dims: HashSet::new(),
         unnamed: 0,
+        indices: Vec::new(),
     };
     p.header();
     p.entries(&h.top, 0);
@@ -62,6 +64,8 @@ struct Printer<'g> {
     dims: HashSet<String>,
     /// Super nodes without results named so far (their functions are `f1_...`).
     unnamed: usize,
+    /// Index names of the enclosing `parallel` bodies (without `$`).
+    indices: Vec<String>,
 }
 
 /// A number as the parser reads it back: always with a fraction or exponent.
@@ -156,7 +160,7 @@ impl Printer<'_> {
         }
         for t in &input.outputs {
             for d in &t.shape {
-                if let uop_codegen::index::Expr::Name(n) = d {
+                if let Expr::Name(n) = d {
                     self.dims.insert(n.clone());
                 }
             }
@@ -230,14 +234,29 @@ impl Printer<'_> {
     ) {
         self.scopes.push(HashSet::new());
         let mut params = Vec::new();
+        let mut pushed_index = None;
         if let Some(input) = self.graph.node(sub.input) {
             for k in 0..input.outputs.len() {
                 if k == 0
                     && let Op::Parallel { index, .. } = &owner.op
                 {
-                    let p = format!("${index}");
-                    self.names.insert(input.output(0), p.clone());
-                    params.push(p);
+                    // Distinct from the enclosing bodies' indices and the graph's
+                    // params, so that `$name` means one thing in the body.
+                    let taken = |n: &str| {
+                        self.indices.iter().any(|i| i == n)
+                            || self.graph.params.iter().any(|p| p == n)
+                    };
+                    let name = if taken(index) {
+                        (2..)
+                            .map(|k| format!("{index}_{k}"))
+                            .find(|c| !taken(c))
+                            .unwrap_or_default()
+                    } else {
+                        index.clone()
+                    };
+                    self.names.insert(input.output(0), format!("${name}"));
+                    params.push(format!("${name}"));
+                    pushed_index = Some(name);
                     continue;
                 }
                 let p = self.define(input.name(k), &format!("p{}_{k}", input.id.0));
@@ -245,6 +264,8 @@ impl Printer<'_> {
                 params.push(p);
             }
         }
+        let has_index = pushed_index.is_some();
+        self.indices.extend(pushed_index);
         self.indent(depth);
         let _ = write!(self.out, "fn {name}({}) {{", params.join(", "));
         if sub.nodes.iter().all(|e| {
@@ -262,6 +283,9 @@ impl Printer<'_> {
             let _ = writeln!(self.out, "{}", return_line(&results));
             self.indent(depth);
             self.out.push_str("}\n");
+        }
+        if has_index {
+            self.indices.pop();
         }
         self.scopes.pop();
     }
@@ -358,6 +382,16 @@ impl Printer<'_> {
                 .get(k)
                 .map_or_else(|| format!("_in{k}"), |r| self.value(*r))
         };
+        // A `$name` bound to a `parallel` index is written with the index's printed name.
+        let renamed: HashMap<String, String> = c
+            .bind
+            .iter()
+            .filter_map(|(p, k)| {
+                let printed = self.names.get(inputs.get(*k)?)?.strip_prefix('$')?;
+                (printed != p).then(|| (p.clone(), printed.to_string()))
+            })
+            .collect();
+        let expr = |e: &Expr| rename_params(e, &renamed).to_string();
         let value = |v: &CallValue| match v {
             CallValue::Input(k) => input(*k),
             CallValue::Int(i) => i.to_string(),
@@ -369,13 +403,13 @@ impl Printer<'_> {
                     .replace('"', "\\\"")
                     .replace('\n', "\\n")
             ),
-            CallValue::Param(p) => format!("${p}"),
+            CallValue::Param(p) => format!("${}", renamed.get(p).unwrap_or(p)),
             CallValue::List(items) => format!(
                 "[{}]",
                 items
                     .iter()
                     .map(|i| match i {
-                        ListItem::Expr(e) => e.to_string(),
+                        ListItem::Expr(e) => expr(e),
                         ListItem::Input(k) => input(*k),
                     })
                     .collect::<Vec<_>>()
@@ -404,8 +438,18 @@ fn is_ident(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `e` with the `$params` of `map` renamed.
+fn rename_params(e: &Expr, map: &HashMap<String, String>) -> Expr {
+    match e {
+        Expr::Param(p) => Expr::Param(map.get(p).unwrap_or(p).clone()),
+        Expr::Neg(a) => Expr::Neg(Box::new(rename_params(a, map))),
+        Expr::Bin(op, a, b) => Expr::bin(*op, rename_params(a, map), rename_params(b, map)),
+        other => other.clone(),
+    }
+}
+
 /// A size as `parallel` and `chunk` read it: an integer, a name or a `$param`.
-fn count_text(e: &uop_codegen::index::Expr) -> String {
+fn count_text(e: &Expr) -> String {
     e.to_string()
 }
 
