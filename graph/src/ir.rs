@@ -588,7 +588,6 @@ impl Graph {
 
     /// Recomputes the consumer entries that `node`'s uses contribute, after its
     /// inputs or interfaces changed from `old_uses`.
-    #[allow(dead_code)] // the rewrite utilities use it
     pub(crate) fn update_uses(&mut self, node: NodeId, old_uses: &[Ref]) {
         for r in old_uses {
             if let Some(set) = self.consumers.get_mut(&r.node) {
