@@ -557,7 +557,7 @@ fn refs(r: &[Ref]) -> String {
 }
 
 /// One definition line (without indentation).
-fn definition(n: &Node) -> String {
+pub(crate) fn definition(n: &Node) -> String {
     let lhs = match n.outputs.len() {
         0 => String::new(),
         k => {
