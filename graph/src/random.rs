@@ -1,17 +1,46 @@
 //! Random graphs for property tests (DESIGN.md §22), and a shrinker that reduces a
 //! failing graph to a small `.uop` reproducer.
 //!
-//! [`random_graph`] builds, from a seed, a graph with sub-functions and nested super
-//! nodes (`while`, `if`, `case`, `parallel`, `call`), closures over enclosing scopes,
-//! `chunk`, shared values (a value read several times) and dead values (read by no
-//! output). The same seed gives the same graph. Values are of two types, `f32[N]` and
-//! `f32[]` (plus `f32[1]` from reductions, used as conditions); every `while` counts
-//! its iterations in a scalar state that its condition bounds, so every generated
-//! graph terminates.
+//! # The generator
 //!
-//! [`shrink`] takes a graph a predicate fails on and repeatedly drops outputs,
-//! redirects an output to an input of its producer and removes dead nodes, while the
-//! predicate still fails; [`reproducer`] prints the result as graph text.
+//! [`random_graph`] builds, from a seed, a graph through the [`GraphBuilder`], as a
+//! user would; the same seed gives the same graph. The graph has inputs `x: f32[N]`,
+//! `s: f32[]` and sometimes `y: f32[N]`, then a scope of statements, then one to
+//! [`RandomOptions::outputs`] outputs (visible values, sometimes the number 0.5). Each
+//! scope (the top level, each body) has up to [`RandomOptions::statements`]
+//! statements, each one of:
+//!
+//! - an element-wise call (`neg`, `abs`, `tanh`, `sin`; `add`, `mul`, `sub` of two
+//!   values of one type or of a value and 0.25), or an earlier element-wise call
+//!   again on the same values: a **shared sub-expression**;
+//! - `reduce_sum` of a vector, or, inside a `parallel` body, **element `$k` of a
+//!   vector** (`reindex(v, [], [$k])`, binding the innermost body's index);
+//! - a scalar constant, or a **`chunk`**: the first of a vector, each later one of the
+//!   previous chunk, at most four (so the §20 partition rules hold);
+//! - below [`RandomOptions::depth`], a super node whose bodies are scopes of their own:
+//!   `while` (a counter state bounded by its condition, which may also read a closure,
+//!   plus up to two more states), `if` over a visible scalar, `case` with one to three
+//!   branches over a selector `where(lt(v, t), k0, k1)` whose numbers are in range
+//!   and include `-1` (**pass-through**) when the results have the arguments' types,
+//!   `parallel` over 2, 3 or `N` (index `$k1`, `$k2`, ... by depth), and `call` of a
+//!   function `unit0`..`unit2`.
+//!
+//! Operands are visible values: half the time from the innermost scope, otherwise from
+//! any open scope — **closures** over the enclosing functions at every depth. Values
+//! a body defines but does not return are **dead values** inside the body, some of
+//! them reading parameters of enclosing functions (kept in place by containment,
+//! [`crate::scope`]); values the outputs do not need are dead at the top level.
+//!
+//! So every generated graph verifies, has a hierarchy, prints and runs (N = 3 for
+//! the counts, which are at most 3); `graph/tests/random_graphs.rs` checks it for
+//! hundreds of seeds and counts each construct above.
+//!
+//! # Shrinking
+//!
+//! [`shrink`] takes a graph a predicate fails on and repeatedly removes what no output
+//! needs, drops or redirects outputs and removes single unread nodes, while the
+//! predicate still fails; [`reproducer`] writes the result as a `.uop` file that
+//! `parse_graph` and the CLI read (see its documentation).
 
 use uop_codegen::index::Expr;
 use uop_codegen::uop::DType;

@@ -1,8 +1,9 @@
 //! Scopes: the one locality analysis of the graph layer (DESIGN.md §16). Which
 //! sub-functions each node is *local to*, and whether the graph's list is consistent
-//! with them. [`crate::hierarchy`] places nodes by it and [`crate::verify`] reports its
-//! violations, so "the verifier accepts the graph's locality" and "the graph has a
-//! definition hierarchy" are the same statement.
+//! with them. [`hierarchy`](crate::hierarchy()) places nodes by it and
+//! [`verify`](crate::verify()) reports its violations, so "the verifier accepts the
+//! graph's locality" and "the graph has a definition hierarchy" are the same
+//! statement.
 //!
 //! # The rules
 //!

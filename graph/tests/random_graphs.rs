@@ -305,3 +305,49 @@ output w
     let parsed = parse_graph(&text, default_registry()).expect("a .uop file the CLI reads");
     assert_eq!(parsed.len(), 1);
 }
+
+#[test]
+fn the_verifier_and_the_hierarchy_agree_on_randomly_rewired_graphs() {
+    // Rewire one input of a random node to a random earlier value of the same type:
+    // the graph stays well formed and well typed, but values may now cross scopes.
+    // The verifier must then report exactly the hierarchy's locality violations.
+    let mut rng = uop_graph::random::Rng::new(7);
+    let (mut broken, mut fine) = (0, 0);
+    for seed in 0..150 {
+        let g = graph(seed);
+        for _ in 0..4 {
+            let mut nodes = g.nodes().to_vec();
+            let p = rng.below(nodes.len());
+            if nodes[p].inputs.is_empty() {
+                continue;
+            }
+            let k = rng.below(nodes[p].inputs.len());
+            let want = g.type_of(nodes[p].inputs[k]).cloned();
+            let candidates: Vec<uop_graph::Ref> = nodes[..p]
+                .iter()
+                .flat_map(|n| (0..n.outputs.len()).map(|o| n.output(o)))
+                .filter(|r| g.type_of(*r).cloned() == want)
+                .collect();
+            if candidates.is_empty() {
+                continue;
+            }
+            nodes[p].inputs[k] = candidates[rng.below(candidates.len())];
+            let mut g2 = Graph::from_nodes(g.dtype, g.interface.clone(), nodes);
+            g2.params = g.params.clone();
+            let verified = verify(&g2, Checks::NONE);
+            match hierarchy(&g2) {
+                Ok(_) => {
+                    fine += 1;
+                    assert!(verified.is_ok(), "seed {seed}: {}", verified.unwrap_err());
+                }
+                Err(uop_graph::HierarchyError::Locality { violations }) => {
+                    broken += 1;
+                    let found = verified.expect_err("the verifier must reject it too");
+                    assert_eq!(found.violations, violations, "seed {seed}");
+                }
+                Err(e) => panic!("seed {seed}: {e}"),
+            }
+        }
+    }
+    assert!(broken >= 50 && fine >= 50, "{broken} broken, {fine} fine");
+}
