@@ -4,12 +4,17 @@
 //!
 //! 1. **Sub-functions** are numbered per super node in [`Op::interfaces`] order
 //!    (`while`: condition 0, body 1; `if`: then 0, else 1; `case`: branch k).
-//! 2. **Locality:** a node that depends, through any path, on a sub-function's Input
-//!    node is local to that sub-function. While tracing sub-function f, a super node
-//!    depends on its sub-functions' outputs too, except f's own owner (a function
-//!    cannot be owned by something local to itself: the seed's caveat).
-//! 3. **Order of super nodes:** a super node local to f comes before f's owner; a
-//!    cycle in that order is an error naming the super nodes.
+//! 2. **Locality** is [`crate::scope`]'s analysis, the one the verifier checks: a node
+//!    that depends, through any path of uses, on a sub-function's Input node is local
+//!    to that sub-function; a super node depends on its sub-functions' results too,
+//!    except that it is never local to its own sub-functions (the seed's caveat); and
+//!    a super node **contains** its bodies: it is local to every sub-function that a
+//!    node inside one of its own sub-functions is local to (other than those nested
+//!    in it), whether or not a result needs that node. A graph the analysis rejects
+//!    has no hierarchy ([`HierarchyError::Locality`], the verifier's messages).
+//! 3. **Order of super nodes:** the list order. Everything local to `f` comes before
+//!    `f`'s owner (the analysis requires it), so a super node local to `f` comes
+//!    before `f`'s owner and the order is acyclic by construction.
 //! 4. **Placement:** each node goes to the minimal (innermost) sub-function among its
 //!    constraints by that order, the top level if it has none. So everything that
 //!    does not depend on a loop's state is computed once, outside the loop.
@@ -20,33 +25,22 @@
 //!    innermost `while` body that holds every use.
 //! 6. **Check:** every value a node reads (and every value a sub-function returns) is
 //!    visible where it is read: defined in the same sub-function or an enclosing one.
+//!    The analysis guarantees it (it is checked again after the memory guard).
 //!
 //! A super node owns its sub-functions; a sub-function owns the nodes placed in it
 //! and its Input node (as its parameter list). Each level lists its nodes in
 //! execution order (list position); see `docs/graph-hierarchy.md`.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use thiserror::Error;
 use uop_codegen::index::Expr;
 
 use crate::ir::{Call, CallValue, Graph, ListItem, Node, NodeId, Op, Ref, Source, ValueType};
-
-/// One sub-function: branch `branch` of super node `super_node`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SubId {
-    /// The owner.
-    pub super_node: NodeId,
-    /// Which of its sub-functions, numbered as [`Op::interfaces`].
-    pub branch: usize,
-}
-
-impl std::fmt::Display for SubId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sub-function {} of {}", self.branch, self.super_node)
-    }
-}
+pub use crate::scope::SubId;
+use crate::scope::{ScopeError, scopes};
+use crate::verify::Violation;
 
 /// A definition: a node, with the sub-functions it owns when it is a super node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,50 +109,23 @@ impl Hierarchy {
 /// Why a graph has no valid definition hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum HierarchyError {
-    /// A reference or interface names a node that is not in the graph, or an
-    /// interface's input is not an Input node of its own.
-    #[error("{node}: {message}")]
+    /// The list cannot be traced: an id is 0 or repeated, a reference names a missing
+    /// or later value, an interface does not name an Input node of its own, or an
+    /// Input node belongs to no interface ([`ScopeError::Malformed`]).
+    #[error("{}", messages(.violations))]
     Malformed {
-        /// The node whose reference or interface is wrong.
-        node: NodeId,
-        /// What is wrong.
-        message: String,
+        /// What is wrong, each naming its nodes.
+        violations: Vec<Violation>,
     },
-    /// A super node reads a value that depends on the parameters of one of its own
-    /// sub-functions.
-    #[error(
-        "{node} reads {value}, which depends on the parameters of its own sub-function {branch}"
-    )]
-    OwnParameters {
-        /// The super node.
-        node: NodeId,
-        /// The value it reads.
-        value: NodeId,
-        /// The sub-function.
-        branch: usize,
+    /// The locality rules are broken ([`ScopeError::Locality`]; the messages are the
+    /// verifier's).
+    #[error("{}", messages(.violations))]
+    Locality {
+        /// What is wrong, each naming its nodes.
+        violations: Vec<Violation>,
     },
-    /// The locality constraints order super nodes in a cycle.
-    #[error("the locality constraints are cyclic among super nodes {}", ids(.nodes))]
-    Cycle {
-        /// The super nodes on or behind the cycle.
-        nodes: Vec<NodeId>,
-    },
-    /// A node depends on the parameters of two sub-functions of one super node.
-    #[error(
-        "{node} depends on the parameters of sub-functions {first} and {second} of {super_node}"
-    )]
-    Siblings {
-        /// The node.
-        node: NodeId,
-        /// The super node.
-        super_node: NodeId,
-        /// One sub-function.
-        first: usize,
-        /// The other.
-        second: usize,
-    },
-    /// A node reads a value that is not visible where the node is placed (it depends
-    /// on sub-functions that do not nest).
+    /// A node reads a value that is not visible where the node is placed. The scope
+    /// analysis rules this out; it is checked again after the memory guard.
     #[error("{node} reads {value}, which is not visible where {node} is placed ({place})")]
     NotVisible {
         /// The reading node (or the super node whose sub-function returns the value).
@@ -170,12 +137,21 @@ pub enum HierarchyError {
     },
 }
 
-fn ids(nodes: &[NodeId]) -> String {
-    nodes
+impl From<ScopeError> for HierarchyError {
+    fn from(e: ScopeError) -> Self {
+        match e {
+            ScopeError::Malformed(violations) => HierarchyError::Malformed { violations },
+            ScopeError::Locality(violations) => HierarchyError::Locality { violations },
+        }
+    }
+}
+
+fn messages(violations: &[Violation]) -> String {
+    violations
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("; ")
 }
 
 fn place_name(scope: Option<SubId>) -> String {
@@ -188,95 +164,14 @@ fn place_name(scope: Option<SubId>) -> String {
 /// The definition hierarchy of `graph` (see the module documentation).
 pub fn hierarchy(graph: &Graph) -> Result<Hierarchy, HierarchyError> {
     let top_input = graph.interface.input;
-    match graph.node(top_input).map(|n| &n.op) {
-        Some(Op::Input { .. }) => {}
-        _ => {
-            return Err(HierarchyError::Malformed {
-                node: top_input,
-                message: "the graph's interface input is not an Input node".into(),
-            });
-        }
-    }
-    // 1. Sub-functions, by Input node.
-    let mut subs: Vec<(SubId, NodeId)> = Vec::new();
-    let mut by_input: HashMap<NodeId, SubId> = HashMap::new();
-    for n in graph.nodes() {
-        for r in n.uses() {
-            if graph.node(r.node).is_none() {
-                return Err(HierarchyError::Malformed {
-                    node: n.id,
-                    message: format!("reads {r}, which is not in the graph"),
-                });
-            }
-        }
-        for (k, i) in n.op.interfaces().into_iter().enumerate() {
-            let sub = SubId {
-                super_node: n.id,
-                branch: k,
-            };
-            if !matches!(graph.node(i.input).map(|n| &n.op), Some(Op::Input { .. })) {
-                return Err(HierarchyError::Malformed {
-                    node: n.id,
-                    message: format!("sub-function {k}'s input {} is not an Input node", i.input),
-                });
-            }
-            if i.input == top_input || by_input.insert(i.input, sub).is_some() {
-                return Err(HierarchyError::Malformed {
-                    node: n.id,
-                    message: format!(
-                        "sub-function {k}'s input {} is the input of another interface",
-                        i.input
-                    ),
-                });
-            }
-            subs.push((sub, i.input));
-        }
-    }
-    // 2. Locality constraints.
-    let mut constraints: HashMap<NodeId, Vec<SubId>> = HashMap::new();
-    for &(sub, input) in &subs {
-        let owner = sub.super_node;
-        let mut seen: HashSet<NodeId> = HashSet::from([input]);
-        let mut queue = VecDeque::from([input]);
-        while let Some(u) = queue.pop_front() {
-            for v in graph.consumers(u) {
-                if v == owner {
-                    let reads_directly = graph
-                        .node(owner)
-                        .is_some_and(|o| o.inputs.iter().any(|r| r.node == u));
-                    if reads_directly {
-                        return Err(HierarchyError::OwnParameters {
-                            node: owner,
-                            value: u,
-                            branch: sub.branch,
-                        });
-                    }
-                    continue;
-                }
-                if seen.insert(v) {
-                    constraints.entry(v).or_default().push(sub);
-                    queue.push_back(v);
-                }
-            }
-        }
-    }
-    // 3. Order of super nodes: v before owner(f) when v is local to f.
-    let order = order_super_nodes(graph, &constraints)?;
-    // 4. Placement in the minimal sub-function.
+    // 1.-4. Sub-functions, locality, order and placement.
+    let scopes = scopes(graph)?;
     let mut placement: HashMap<NodeId, Option<SubId>> = HashMap::new();
     placement.insert(top_input, None);
-    for &(sub, input) in &subs {
-        placement.insert(input, Some(sub));
-    }
     for n in graph.nodes() {
-        if placement.contains_key(&n.id) {
-            continue;
+        if n.id != top_input {
+            placement.insert(n.id, scopes.place(n.id));
         }
-        let place = match constraints.get(&n.id) {
-            None => None,
-            Some(cs) => Some(minimal(n.id, cs, &order)?),
-        };
-        placement.insert(n.id, place);
     }
     // 5. The memory guard.
     sink_inflating(graph, &mut placement);
@@ -290,7 +185,7 @@ pub fn hierarchy(graph: &Graph) -> Result<Hierarchy, HierarchyError> {
     // The tree.
     let mut children: HashMap<Option<SubId>, Vec<NodeId>> = HashMap::new();
     for n in graph.nodes() {
-        if n.id == top_input || by_input.contains_key(&n.id) {
+        if n.id == top_input || scopes.sub_of_input(n.id).is_some() {
             continue;
         }
         children.entry(h.placement[&n.id]).or_default().push(n.id);
@@ -335,84 +230,6 @@ fn entries(
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// A total order of the super nodes (rank by id) in which a super node local to
-/// sub-function f comes before f's owner; ties broken by list position.
-fn order_super_nodes(
-    graph: &Graph,
-    constraints: &HashMap<NodeId, Vec<SubId>>,
-) -> Result<HashMap<NodeId, usize>, HierarchyError> {
-    let supers: Vec<NodeId> = graph
-        .nodes()
-        .iter()
-        .filter(|n| n.op.is_super())
-        .map(|n| n.id)
-        .collect();
-    let mut after: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
-    let mut indegree: HashMap<NodeId, usize> = supers.iter().map(|&s| (s, 0)).collect();
-    for &s in &supers {
-        let mut owners: Vec<NodeId> = constraints
-            .get(&s)
-            .map(|cs| cs.iter().map(|c| c.super_node).collect())
-            .unwrap_or_default();
-        owners.sort();
-        owners.dedup();
-        for o in owners {
-            after.entry(s).or_default().push(o);
-            *indegree.entry(o).or_default() += 1;
-        }
-    }
-    // Kahn's algorithm, always taking the ready super node earliest in the list.
-    let pos = |id: NodeId| graph.position(id).unwrap_or(usize::MAX);
-    let mut ready: BTreeMap<usize, NodeId> = supers
-        .iter()
-        .filter(|s| indegree[*s] == 0)
-        .map(|&s| (pos(s), s))
-        .collect();
-    let mut order = HashMap::new();
-    while let Some((_, s)) = ready.pop_first() {
-        order.insert(s, order.len());
-        for &o in after.get(&s).map(Vec::as_slice).unwrap_or_default() {
-            let d = indegree.get_mut(&o).expect("every owner is a super node");
-            *d -= 1;
-            if *d == 0 {
-                ready.insert(pos(o), o);
-            }
-        }
-    }
-    if order.len() < supers.len() {
-        let nodes = supers
-            .into_iter()
-            .filter(|s| !order.contains_key(s))
-            .collect();
-        return Err(HierarchyError::Cycle { nodes });
-    }
-    Ok(order)
-}
-
-/// The minimal sub-function among `node`'s constraints: the one whose owner comes
-/// first in the order.
-fn minimal(
-    node: NodeId,
-    constraints: &[SubId],
-    order: &HashMap<NodeId, usize>,
-) -> Result<SubId, HierarchyError> {
-    let mut best = constraints[0];
-    for &c in &constraints[1..] {
-        if c.super_node == best.super_node && c.branch != best.branch {
-            return Err(HierarchyError::Siblings {
-                node,
-                super_node: c.super_node,
-                first: best.branch.min(c.branch),
-                second: best.branch.max(c.branch),
-            });
-        }
-        if order[&c.super_node] < order[&best.super_node] {
-            best = c;
-        }
-    }
-    Ok(best)
 }
 
 /// The places where `node`'s value is read: the placement of each node reading it
@@ -740,7 +557,7 @@ fn refs(r: &[Ref]) -> String {
 }
 
 /// One definition line (without indentation).
-fn definition(n: &Node) -> String {
+pub(crate) fn definition(n: &Node) -> String {
     let lhs = match n.outputs.len() {
         0 => String::new(),
         k => {

@@ -37,6 +37,7 @@ pub mod interp;
 pub mod ir;
 pub mod random;
 pub mod rewrite;
+pub mod scope;
 pub mod text;
 pub mod verify;
 
@@ -55,6 +56,7 @@ pub use rewrite::{
     node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
     unique_consumer,
 };
+pub use scope::{ScopeError, Scopes, scopes};
 pub use verify::{Checks, VerifyError, Violation, verify};
 
 /// The macro-op library's registry, shared by every graph that does not bring its own.

@@ -1,24 +1,56 @@
 //! Random graphs for property tests (DESIGN.md §22), and a shrinker that reduces a
 //! failing graph to a small `.uop` reproducer.
 //!
-//! [`random_graph`] builds, from a seed, a graph with sub-functions and nested super
-//! nodes (`while`, `if`, `case`, `parallel`, `call`), closures over enclosing scopes,
-//! `chunk`, shared values (a value read several times) and dead values (read by no
-//! output). The same seed gives the same graph. Values are of two types, `f32[N]` and
-//! `f32[]` (plus `f32[1]` from reductions, used as conditions); every `while` counts
-//! its iterations in a scalar state that its condition bounds, so every generated
-//! graph terminates.
+//! # The generator
 //!
-//! [`shrink`] takes a graph a predicate fails on and repeatedly drops outputs,
-//! redirects an output to an input of its producer and removes dead nodes, while the
-//! predicate still fails; [`reproducer`] prints the result as graph text.
+//! [`random_graph`] builds, from a seed, a graph through the [`GraphBuilder`], as a
+//! user would; the same seed gives the same graph. The graph has inputs `x: f32[N]`,
+//! `s: f32[]` and sometimes `y: f32[N]`, then a scope of statements, then one to
+//! [`RandomOptions::outputs`] outputs (visible values, sometimes the number 0.5). Each
+//! scope (the top level, each body) has up to [`RandomOptions::statements`]
+//! statements, each one of:
+//!
+//! - an element-wise call (`neg`, `abs`, `tanh`, `sin`; `add`, `mul`, `sub` of two
+//!   values of one type or of a value and 0.25), or an earlier element-wise call
+//!   again on the same values: a **shared sub-expression**;
+//! - `reduce_sum` of a vector, or, inside a `parallel` body, **element `$k` of a
+//!   vector** (`reindex(v, [], [$k])`, binding the innermost body's index);
+//! - a scalar constant, or a **`chunk`**: the first of a vector, each later one of the
+//!   previous chunk, at most four (so the §20 partition rules hold);
+//! - below [`RandomOptions::depth`], a super node whose bodies are scopes of their own:
+//!   `while` (a counter state bounded by its condition, which may also read a closure,
+//!   plus up to two more states), `if` over a visible scalar, `case` with one to three
+//!   branches over a selector `where(lt(v, t), k0, k1)` whose numbers are in range
+//!   and include `-1` (**pass-through**) when the results have the arguments' types,
+//!   `parallel` over 2, 3 or `N` (index `$k1`, `$k2`, ... by depth), and `call` of a
+//!   function `unit0`..`unit2`.
+//!
+//! Operands are visible values: half the time from the innermost scope, otherwise from
+//! any open scope — **closures** over the enclosing functions at every depth. Values
+//! a body defines but does not return are **dead values** inside the body, some of
+//! them reading parameters of enclosing functions (kept in place by containment,
+//! [`crate::scope`]); values the outputs do not need are dead at the top level.
+//!
+//! So every generated graph verifies, has a hierarchy, prints and runs (N = 3 for
+//! the counts, which are at most 3); `graph/tests/random_graphs.rs` checks it for
+//! hundreds of seeds and counts each construct above.
+//!
+//! # Shrinking
+//!
+//! [`shrink`] takes a graph a predicate fails on and repeatedly removes what no output
+//! needs, drops or redirects outputs and removes single unread nodes, while the
+//! predicate still fails; [`reproducer`] writes the result as a `.uop` file that
+//! `parse_graph` and the CLI read (see its documentation).
 
 use uop_codegen::index::Expr;
 use uop_codegen::uop::DType;
 
 use crate::builder::{Arg, BuildError, GraphBuilder};
-use crate::ir::{Graph, Interface, NodeId, Op, Ref, Source, ValueType};
-use crate::text::print_graph;
+use crate::ir::{Graph, Interface, Op, Ref, Source, ValueType};
+
+mod shrink;
+
+pub use shrink::{reproducer, shrink, without_dead};
 
 /// A small deterministic generator (SplitMix64).
 #[derive(Clone, Debug)]
@@ -90,6 +122,9 @@ pub fn random_graph(seed: u64, options: &RandomOptions) -> Result<Graph, BuildEr
         options: *options,
         scopes: Vec::new(),
         index: Vec::new(),
+        chunks: 0,
+        last_chunk: None,
+        exprs: Vec::new(),
     };
     let x = g.input("x", DType::F32, &["N"])?;
     let s = g.input("s", DType::F32, &[])?;
@@ -104,12 +139,16 @@ pub fn random_graph(seed: u64, options: &RandomOptions) -> Result<Graph, BuildEr
         if maker.rng.chance(10) {
             g.output(Source::Scalar(0.5));
         } else {
-            let v = maker.any(&g);
+            let v = maker.any();
             g.output(v);
         }
     }
     Ok(g.finish())
 }
+
+/// The most Chunk nodes a generated graph has (the §20 limit checked by
+/// [`crate::Checks::PARTITIONS`]).
+const MAX_CHUNKS: usize = 4;
 
 /// The generator's state: the values visible in each open scope.
 struct Gen {
@@ -118,6 +157,13 @@ struct Gen {
     scopes: Vec<Vec<Ref>>,
     /// `$name`s of the enclosing `parallel` bodies.
     index: Vec<String>,
+    /// Chunk nodes made so far, and the last one: a new chunk reads it, so each
+    /// chunk is downstream of the previous one.
+    chunks: usize,
+    last_chunk: Option<Ref>,
+    /// The element-wise calls made so far (op, inputs), to repeat as shared
+    /// sub-expressions.
+    exprs: Vec<(&'static str, Vec<Ref>)>,
 }
 
 type R<T> = Result<T, BuildError>;
@@ -131,6 +177,8 @@ fn scalar() -> ValueType {
 }
 
 impl Gen {
+    /// Every value visible where the generator is: the open scopes' values, from the
+    /// top level inwards (closures over every enclosing scope).
     fn visible(&self) -> Vec<Ref> {
         self.scopes.iter().flatten().copied().collect()
     }
@@ -141,43 +189,22 @@ impl Gen {
         }
     }
 
-    /// The values a statement may read: the innermost scope's and the top level's.
-    /// (A value of an enclosing function read by a statement no result needs would
-    /// tie two functions together where no super node does; see the property test.)
-    /// Results and arguments of super nodes may read every visible value.
-    fn pool(&self, all: bool) -> Vec<Ref> {
-        if all || self.scopes.len() <= 1 {
-            return self.visible();
-        }
-        let mut pool = self.scopes[0].clone();
-        pool.extend(self.scopes.last().into_iter().flatten());
-        pool
-    }
-
-    /// A value a statement may read, preferring the innermost scope.
-    fn any(&mut self, _g: &GraphBuilder) -> Ref {
+    /// A visible value, preferring the innermost scope (its parameters and
+    /// definitions); otherwise one of any enclosing scope.
+    fn any(&mut self) -> Ref {
         let inner = self.scopes.last().cloned().unwrap_or_default();
-        let pool = if !inner.is_empty() && self.rng.chance(60) {
+        let pool = if !inner.is_empty() && self.rng.chance(50) {
             inner
         } else {
-            self.pool(false)
+            self.visible()
         };
         *self.rng.pick(&pool)
     }
 
-    /// A value of type `t` a statement may read (made from one if there is none).
-    fn of_type(&mut self, g: &mut GraphBuilder, t: &ValueType) -> R<Ref> {
-        self.typed(g, t, false)
-    }
-
-    /// A visible value of type `t`, for a result or an argument of a super node.
-    fn of_type_any(&mut self, g: &mut GraphBuilder, t: &ValueType) -> R<Ref> {
-        self.typed(g, t, true)
-    }
-
-    fn typed(&mut self, g: &mut GraphBuilder, t: &ValueType, all: bool) -> R<Ref> {
+    /// A visible value of type `t` (made from one if there is none).
+    fn typed(&mut self, g: &mut GraphBuilder, t: &ValueType) -> R<Ref> {
         let pool: Vec<Ref> = self
-            .pool(all)
+            .visible()
             .into_iter()
             .filter(|r| g.type_of(*r).is_ok_and(|u| u == t))
             .collect();
@@ -187,8 +214,13 @@ impl Gen {
         if *t == scalar() {
             return Ok(g.scalar(self.rng.below(5) as f64 * 0.5 - 1.0));
         }
+        if *t != vector() {
+            return Err(BuildError::new(format!(
+                "no value of type {t} to make one from"
+            )));
+        }
         // A vector from a visible vector (there is always `x`).
-        let v = self.typed(g, &vector(), all)?;
+        let v = self.typed(g, &vector())?;
         g.op("neg", &[v])
     }
 
@@ -200,38 +232,67 @@ impl Gen {
         Ok(())
     }
 
+    /// An element-wise call, recorded for [`Self::repeat`].
+    fn elementwise(&mut self, g: &mut GraphBuilder, op: &'static str, args: &[Ref]) -> R<()> {
+        let r = g.op(op, args)?;
+        self.exprs.push((op, args.to_vec()));
+        self.add(r);
+        Ok(())
+    }
+
+    /// A shared sub-expression: an earlier element-wise call again, on the same
+    /// values (when they are all visible here). False when there is none.
+    fn repeat(&mut self, g: &mut GraphBuilder) -> R<bool> {
+        let visible = self.visible();
+        let candidates: Vec<(&'static str, Vec<Ref>)> = self
+            .exprs
+            .iter()
+            .filter(|(_, args)| args.iter().all(|a| visible.contains(a)))
+            .cloned()
+            .collect();
+        if candidates.is_empty() {
+            return Ok(false);
+        }
+        let (op, args) = self.rng.pick(&candidates).clone();
+        let r = g.op(op, &args)?;
+        self.add(r);
+        Ok(true)
+    }
+
     fn statement(&mut self, g: &mut GraphBuilder, depth: usize) -> R<()> {
         let nested = depth < self.options.depth;
         let choice = self.rng.below(if nested { 12 } else { 6 });
         match choice {
             0..=1 => {
-                let x = self.any(g);
-                let op = *self.rng.pick(&["neg", "abs", "tanh", "sin"]);
-                if g.type_of(x)?.dtype != DType::F32 {
+                if self.rng.chance(25) && self.repeat(g)? {
                     return Ok(());
                 }
-                let r = g.op(op, &[x])?;
-                self.add(r);
+                let x = self.any();
+                let op = *self.rng.pick(&["neg", "abs", "tanh", "sin"]);
+                self.elementwise(g, op, &[x])?;
             }
             2..=3 => {
-                let a = self.any(g);
+                let a = self.any();
                 let op = *self.rng.pick(&["add", "mul", "sub"]);
-                if g.type_of(a)?.dtype != DType::F32 {
-                    return Ok(());
-                }
-                let r = if self.rng.chance(30) {
-                    g.call(op, &[a.into(), Arg::Float(0.25)], &[])?
+                if self.rng.chance(30) {
+                    let r = g.call(op, &[a.into(), Arg::Float(0.25)], &[])?;
+                    self.add(r);
                 } else {
                     let t = g.type_of(a)?.clone();
-                    let b = self.of_type(g, &t)?;
-                    g.op(op, &[a, b])?
-                };
-                self.add(r);
+                    // A value of a's type: `[count]` results of `parallel` pair
+                    // with themselves only.
+                    let b = if t == scalar() || t == vector() {
+                        self.typed(g, &t)?
+                    } else {
+                        a
+                    };
+                    self.elementwise(g, op, &[a, b])?;
+                }
             }
             4 => {
-                let v = self.of_type(g, &vector())?;
+                let v = self.typed(g, &vector())?;
                 let r = if !self.index.is_empty() && self.rng.chance(50) {
-                    // Row `$i` of a vector, through an index expression.
+                    // Element `$k` of a vector, through an index expression.
                     let i = self.index.last().cloned().unwrap_or_default();
                     let at = Expr::Param(i);
                     g.call(
@@ -249,14 +310,11 @@ impl Gen {
                 self.add(r);
             }
             5 => {
-                let v = self.of_type(g, &vector())?;
-                if self.rng.chance(30) && self.index.is_empty() {
-                    let r = g.chunk(v, Expr::Int(2))?;
-                    self.add(r);
-                } else {
-                    let r = g.scalar(self.rng.below(7) as f64 - 3.0);
-                    self.add(r);
+                if self.rng.chance(40) && self.index.is_empty() && self.chunk(g)? {
+                    return Ok(());
                 }
+                let r = g.scalar(self.rng.below(7) as f64 - 3.0);
+                self.add(r);
             }
             6..=7 => self.while_loop(g, depth)?,
             8 => self.branches(g, depth)?,
@@ -264,6 +322,24 @@ impl Gen {
             _ => self.no_inline(g, depth)?,
         }
         Ok(())
+    }
+
+    /// A Chunk node: the first of a visible vector, each later one of the previous
+    /// chunk (when it is visible here), at most [`MAX_CHUNKS`]. False when none fits.
+    fn chunk(&mut self, g: &mut GraphBuilder) -> R<bool> {
+        if self.chunks >= MAX_CHUNKS {
+            return Ok(false);
+        }
+        let x = match self.last_chunk {
+            None => self.typed(g, &vector())?,
+            Some(c) if self.visible().contains(&c) => c,
+            Some(_) => return Ok(false),
+        };
+        let r = g.chunk(x, Expr::Int(2))?;
+        self.chunks += 1;
+        self.last_chunk = Some(r);
+        self.add(r);
+        Ok(true)
     }
 
     /// A body: statements over `params` (and the enclosing scopes), returning values
@@ -284,7 +360,7 @@ impl Gen {
                     if *t == scalar() && self.rng.chance(10) {
                         Ok(Source::Scalar(1.5))
                     } else {
-                        self.of_type_any(g, t).map(Source::Ref)
+                        self.typed(g, t).map(Source::Ref)
                     }
                 })
                 .collect()
@@ -306,7 +382,7 @@ impl Gen {
     }
 
     fn args(&mut self, g: &mut GraphBuilder, types: &[ValueType]) -> R<Vec<Ref>> {
-        types.iter().map(|t| self.of_type_any(g, t)).collect()
+        types.iter().map(|t| self.typed(g, t)).collect()
     }
 
     fn sub(
@@ -357,7 +433,7 @@ impl Gen {
         let names = self.names(types.len());
         let trips = 1 + self.rng.below(3);
         let use_closure = self.rng.chance(50);
-        let closure = self.any(g);
+        let closure = self.any();
         let cond = g.sub_function(
             names.clone(),
             types.clone(),
@@ -393,17 +469,28 @@ impl Gen {
         Ok(())
     }
 
-    /// `if` or `case` over a selector made from a visible value.
+    /// `if` over a visible scalar, or `case` over a selector in range: the branches'
+    /// numbers, and `-1` (the arguments passed through) when the results have the
+    /// arguments' types.
     fn branches(&mut self, g: &mut GraphBuilder, depth: usize) -> R<()> {
-        let sel = self.of_type(g, &scalar())?;
         let n_args = 1 + self.rng.below(2);
         let types = self.types(n_args);
         let args = self.args(g, &types)?;
-        let n_results = 1 + self.rng.below(2);
-        let results = self.types(n_results);
-        let names = self.names(types.len());
         let case = self.rng.chance(50);
         let branches = if case { 1 + self.rng.below(3) } else { 2 };
+        let pass_through = case && self.rng.chance(60);
+        let results = if pass_through {
+            types.clone()
+        } else {
+            let n = 1 + self.rng.below(2);
+            self.types(n)
+        };
+        let sel = if case {
+            self.selector(g, branches, pass_through)?
+        } else {
+            self.typed(g, &scalar())?
+        };
+        let names = self.names(types.len());
         let mut subs = Vec::new();
         for _ in 0..branches {
             subs.push(self.sub(g, names.clone(), types.clone(), &results, depth, None)?);
@@ -421,6 +508,23 @@ impl Gen {
             self.add(r);
         }
         Ok(())
+    }
+
+    /// `where(lt(v, t), k0, k1)` over a visible scalar `v`: `k0`, `k1` among the
+    /// branch numbers, and `-1` when `pass_through`.
+    fn selector(&mut self, g: &mut GraphBuilder, branches: usize, pass_through: bool) -> R<Ref> {
+        let v = self.typed(g, &scalar())?;
+        let low = if pass_through { -1 } else { 0 };
+        let choices: Vec<f64> = (low..branches as i64).map(|k| k as f64).collect();
+        let k0 = *self.rng.pick(&choices);
+        let k1 = *self.rng.pick(&choices);
+        let t = *self.rng.pick(&[-0.5, 0.0, 0.5]);
+        let below = g.call("lt", &[v.into(), Arg::Float(t)], &[])?;
+        g.call(
+            "where",
+            &[below.into(), Arg::Float(k0), Arg::Float(k1)],
+            &[],
+        )
     }
 
     fn parallel(&mut self, g: &mut GraphBuilder, depth: usize) -> R<()> {
@@ -461,99 +565,4 @@ impl Gen {
         }
         Ok(())
     }
-}
-
-/// Reduces `graph`, on which `fails` holds, to a smaller graph on which it still
-/// holds: drops outputs, redirects an output to an input of the node producing it,
-/// and removes every node no output needs, for as long as one of these keeps the
-/// failure.
-pub fn shrink(graph: &Graph, fails: &dyn Fn(&Graph) -> bool) -> Graph {
-    let mut best = without_dead(graph);
-    if !fails(&best) {
-        best = graph.clone();
-    }
-    loop {
-        let mut progress = false;
-        for candidate in smaller(&best) {
-            let candidate = without_dead(&candidate);
-            let smaller = candidate.len() < best.len()
-                || candidate.interface.outputs.len() < best.interface.outputs.len();
-            if smaller && fails(&candidate) {
-                best = candidate;
-                progress = true;
-                break;
-            }
-        }
-        if !progress {
-            return best;
-        }
-    }
-}
-
-/// The graph text of a shrunk failing graph, with a header saying what failed.
-pub fn reproducer(graph: &Graph, fails: &dyn Fn(&Graph) -> bool, what: &str) -> String {
-    let small = shrink(graph, fails);
-    format!("# {what}\n{}", print_graph(&small))
-}
-
-/// One-step reductions of `graph`.
-fn smaller(graph: &Graph) -> Vec<Graph> {
-    let outputs = &graph.interface.outputs;
-    let mut out = Vec::new();
-    if outputs.len() > 1 {
-        for k in 0..outputs.len() {
-            let mut g = graph.clone();
-            g.interface.outputs.remove(k);
-            out.push(g);
-        }
-    }
-    for (k, output) in outputs.iter().enumerate() {
-        let Source::Ref(r) = *output else {
-            continue;
-        };
-        let Some(node) = graph.node(r.node) else {
-            continue;
-        };
-        for input in node.inputs.clone() {
-            let mut g = graph.clone();
-            g.interface.outputs[k] = Source::Ref(input);
-            out.push(g);
-        }
-    }
-    out
-}
-
-/// `graph` without the nodes no output needs (a kept super node keeps its
-/// sub-functions' Input nodes and what its sub-functions return).
-pub fn without_dead(graph: &Graph) -> Graph {
-    let mut live: std::collections::HashSet<NodeId> = std::collections::HashSet::new();
-    live.insert(graph.interface.input);
-    let mut work: Vec<NodeId> = graph
-        .interface
-        .outputs
-        .iter()
-        .filter_map(Source::as_ref)
-        .map(|r| r.node)
-        .collect();
-    while let Some(id) = work.pop() {
-        if !live.insert(id) {
-            continue;
-        }
-        let Some(n) = graph.node(id) else {
-            continue;
-        };
-        work.extend(n.uses().iter().map(|r| r.node));
-        work.extend(n.op.interfaces().iter().map(|i| i.input));
-    }
-    let nodes = graph
-        .nodes()
-        .iter()
-        .filter(|n| live.contains(&n.id))
-        .cloned()
-        .collect();
-    let mut g = Graph::from_nodes(graph.dtype, graph.interface.clone(), nodes);
-    g.params = graph.params.clone();
-    g.assertions = graph.assertions.clone();
-    g.registry = graph.registry.clone();
-    g
 }

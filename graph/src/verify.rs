@@ -18,18 +18,19 @@
 //! - every interface (the graph's own included) names an existing Input node that no
 //!   other interface names, and every Input node is named by exactly one interface;
 //! - the graph's outputs name existing values;
-//! - the locality constraints of §16 are acyclic, see [`locality`](self#locality).
+//! - the locality constraints of §16 hold (and are acyclic), see [`locality`](self#locality).
 //!
 //! With [`Checks`] flags: [`Checks::DEAD`], [`Checks::CONSTS_FIRST`],
 //! [`Checks::PARTITIONS`] (see each).
 //!
 //! # Locality
 //!
-//! A node that depends (through any path of uses) on a sub-function's Input node is
-//! local to that sub-function; a super node does not depend on its own sub-functions
-//! (the caveat of seed 003: it reads their results from outside, every other super
-//! node depends on its sub-functions' results like on inputs). The verifier computes
-//! each node's set of constraints in one forward pass and requires:
+//! The locality rules are those of [`crate::scope`], the one analysis the
+//! [`hierarchy`](crate::hierarchy()) is built on: a node that depends (through any
+//! path of uses) on a sub-function's Input node is local to it; a super node is not
+//! local to its own sub-functions (the caveat of seed 003) but is local to whatever the
+//! nodes inside its sub-functions are local to (containment: it contains its bodies,
+//! dead values included). The verifier reports every violation of [`crate::scope`]:
 //! - a sub-function's Input node comes before its super node;
 //! - a super node reads values local to its sub-function `k` only through `k`'s
 //!   results (not as an input, nor from another of its sub-functions);
@@ -41,15 +42,15 @@
 //! - a node's constraints are nested: every sub-function it is local to encloses the
 //!   innermost one (the one whose super node comes first), so the node has a place.
 //!
-//! The tracing is done here, privately (`verify/locality.rs`), from the list alone.
+//! So on a graph whose other invariants hold, `verify` finds no locality violation
+//! exactly when [`hierarchy`](crate::hierarchy()) returns a hierarchy.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use crate::infer::{expected_types, list};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source};
-
-mod locality;
+use crate::scope::{ScopeError, scopes, sub_function_name};
 
 /// Optional checks of [`verify`], combinable with `|`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -161,8 +162,12 @@ pub fn verify(graph: &Graph, checks: Checks) -> Result<(), VerifyError> {
     v.graph_outputs();
     v.types();
     if v.structure_ok() {
-        let found = locality::check(graph, &v.first);
-        v.out.extend(found);
+        // The scope analysis the hierarchy is built on (`scope.rs`). A `Malformed`
+        // answer repeats what the structural checks above reported, so it cannot
+        // occur here; it is reported all the same rather than hidden.
+        if let Err(ScopeError::Locality(found) | ScopeError::Malformed(found)) = scopes(graph) {
+            v.out.extend(found);
+        }
     }
     if checks.contains(Checks::DEAD) {
         v.dead();
@@ -229,22 +234,6 @@ fn join(ids: &[NodeId]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// How a super node's sub-function `k` is called in messages, e.g.
-/// `sub-function 1 (body) of while %9`.
-pub(crate) fn sub_function_name(node: &Node, k: usize) -> String {
-    let what = match &node.op {
-        Op::While { .. } => ["condition", "body"].get(k).copied().unwrap_or("?"),
-        Op::If { .. } => ["then", "else"].get(k).copied().unwrap_or("?"),
-        Op::Case { .. } => "branch",
-        _ => "body",
-    };
-    format!(
-        "sub-function {k} ({what}) of {} {}",
-        node.op.kind(),
-        node.id
-    )
 }
 
 struct Verifier<'g> {
