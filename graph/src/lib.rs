@@ -35,6 +35,7 @@ pub mod hierarchy;
 pub mod infer;
 pub mod interp;
 pub mod ir;
+pub mod kernels;
 pub mod random;
 pub mod rewrite;
 pub mod text;
@@ -44,6 +45,7 @@ pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };
+pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_kernels};
 pub use interp::{Run, RunError, RunOptions, Trace, run, run_with};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
