@@ -43,7 +43,12 @@ fn inputs(graph: &Graph, dims: &[(&str, usize)], seed: u64) -> Vec<Tensor> {
 
 fn bits(ts: &[Tensor]) -> Vec<(Vec<usize>, Vec<u64>)> {
     ts.iter()
-        .map(|t| (t.shape.clone(), t.data.iter().map(|v| v.to_bits()).collect()))
+        .map(|t| {
+            (
+                t.shape.clone(),
+                t.data.iter().map(|v| v.to_bits()).collect(),
+            )
+        })
         .collect()
 }
 
@@ -154,11 +159,21 @@ fn the_transformer_block_forms_eleven_kernels() {
     assert_eq!(kernel_count(&fused), 11, "{}", report.table());
     let classes: Vec<OpClass> = report.kernels.iter().map(|k| k.class).collect();
     use OpClass::{Contraction as C, Reduction as R};
-    assert_eq!(classes, [R, C, C, C, C, R, C, C, R, C, C], "{}", report.table());
+    assert_eq!(
+        classes,
+        [R, C, C, C, C, R, C, C, R, C, C],
+        "{}",
+        report.table()
+    );
     // The causal mask (two iotas and a comparison) is recomputed in q·kᵀ's kernel.
     let scores = &report.kernels[4];
     let ops: Vec<&str> = scores.members.iter().map(|(_, op)| op.as_str()).collect();
-    assert_eq!(ops, ["matmul", "mul", "iota", "iota", "le", "where"], "{}", report.table());
+    assert_eq!(
+        ops,
+        ["matmul", "mul", "iota", "iota", "le", "where"],
+        "{}",
+        report.table()
+    );
 }
 
 #[test]
@@ -219,8 +234,15 @@ fn a_cheap_value_read_by_two_kernels_is_recomputed_in_both() {
     // exp(x) is recomputed inside the one kernel, and as a graph output it also
     // gets a kernel of its own.
     assert_eq!(kernel_count(&fused), 2, "{}", report.table());
-    assert_eq!(report.kernels[0].summary(), format!("kernel k0 = {{{} exp}}", e.node));
-    assert!(report.kernels[1].recomputed.contains(&e.node), "{}", report.table());
+    assert_eq!(
+        report.kernels[0].summary(),
+        format!("kernel k0 = {{{} exp}}", e.node)
+    );
+    assert!(
+        report.kernels[1].recomputed.contains(&e.node),
+        "{}",
+        report.table()
+    );
     // Without recomputation exp(x) is one kernel the other reads.
     let options = KernelOptions {
         recompute: false,
@@ -251,7 +273,10 @@ output r
     let summaries: Vec<String> = report.kernels.iter().map(|k| k.summary()).collect();
     assert_eq!(
         summaries,
-        ["kernel k0 = {%2 matmul, %3 exp}", "kernel k1 = {%4 matmul, %5 add}"],
+        [
+            "kernel k0 = {%2 matmul, %3 exp}",
+            "kernel k1 = {%4 matmul, %5 add}"
+        ],
         "{}",
         report.table()
     );
@@ -291,7 +316,10 @@ fn parallel_bodies_keep_calls_that_bind_the_index() {
 fn the_example_graphs_give_the_same_numbers() {
     for (src, dims) in [
         (include_str!("../../examples/graphs/piecewise.uop"), vec![]),
-        (include_str!("../../examples/graphs/piecewise_loop.uop"), vec![]),
+        (
+            include_str!("../../examples/graphs/piecewise_loop.uop"),
+            vec![],
+        ),
         (include_str!("../../examples/graphs/power_loop.uop"), vec![]),
     ] {
         let g = parse(src);
@@ -348,4 +376,65 @@ fn random_graphs_compute_the_same_bits_after_kernel_formation() {
     eprintln!("{checked} random graphs, {kernels} kernels: same bits");
     assert!(checked >= 150, "only {checked} graphs ran");
     assert!(kernels >= checked, "{kernels} kernels in {checked} graphs");
+}
+
+#[test]
+fn a_graph_without_a_hierarchy_is_an_error_naming_the_node() {
+    use uop_graph::{Call, CallValue, Interface, Node, NodeId, Ref, Source, ValueType};
+    let ty = ValueType::scalar(DType::F32);
+    let nodes = vec![
+        Node::new(
+            NodeId(1),
+            Op::Input {
+                names: vec!["x".into()],
+            },
+            Vec::new(),
+            vec![ty.clone()],
+        ),
+        Node::new(
+            NodeId(2),
+            Op::Call(Call::new("exp", vec![CallValue::Input(0)])),
+            vec![Ref::new(NodeId(9), 0)],
+            vec![ty],
+        ),
+    ];
+    let interface = Interface {
+        input: NodeId(1),
+        outputs: vec![Source::Ref(Ref::new(NodeId(2), 0))],
+    };
+    let g = Graph::from_nodes(DType::F32, interface, nodes);
+    let err = form_kernels(&g, &KernelOptions::default()).expect_err("no hierarchy");
+    assert!(err.to_string().starts_with("%2: "), "{err}");
+}
+
+#[test]
+#[ignore = "prints the reference graphs' reports for docs/graph-kernels.md"]
+fn print_reference_reports() {
+    for (name, src) in [
+        ("mlp", include_str!("../../examples/graphs/mlp.uop")),
+        (
+            "layernorm",
+            include_str!("../../examples/graphs/layernorm.uop"),
+        ),
+        (
+            "conv_block",
+            include_str!("../../examples/graphs/conv_block.uop"),
+        ),
+        (
+            "transformer_block",
+            include_str!("../../examples/graphs/transformer_block.uop"),
+        ),
+    ] {
+        let g = parse(src);
+        let (fused, report) = form_kernels(&g, &KernelOptions::default()).expect("forms");
+        let calls = g
+            .nodes()
+            .iter()
+            .filter(|n| matches!(n.op, Op::Call(_)))
+            .count();
+        println!("## {name}: {calls} calls\n{}", report.table());
+        if name == "mlp" {
+            println!("{}", print_kernels(&fused));
+        }
+    }
 }

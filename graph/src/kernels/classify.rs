@@ -69,7 +69,8 @@ pub fn classify_program(program: &Program) -> OpClass {
             }
             Uop::Reindex { .. } | Uop::Iota { .. } | Uop::Select { .. } => OpClass::Reindex,
             Uop::Reduce { op, x, .. } => {
-                if matches!(op, ReduceOp::Sum | ReduceOp::Mean) && is_product_of_reindexes(program, *x)
+                if matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+                    && is_product_of_reindexes(program, *x)
                 {
                     OpClass::Contraction
                 } else {
@@ -92,8 +93,10 @@ pub fn classify_program(program: &Program) -> OpClass {
 /// True when node `x` of `program` is `mul(a, b)` with `a` and `b` two different
 /// `reindex` nodes.
 fn is_product_of_reindexes(program: &Program, x: uop_codegen::uop::NodeId) -> bool {
-    let is_reindex =
-        |o: &Operand| o.node().is_some_and(|n| matches!(program.node(n).op, Uop::Reindex { .. }));
+    let is_reindex = |o: &Operand| {
+        o.node()
+            .is_some_and(|n| matches!(program.node(n).op, Uop::Reindex { .. }))
+    };
     match &program.node(x).op {
         Uop::Binary {
             op: BinaryOp::Mul,
@@ -167,7 +170,13 @@ mod tests {
         // A broadcasting add reindexes its smaller operand.
         assert_eq!(class_of("add", &[&["M", "N"], &["N"]]), OpClass::Reindex);
         assert_eq!(class_of("softmax", &[&["M", "N"]]), OpClass::Reduction);
-        assert_eq!(class_of("matmul", &[&["M", "K"], &["K", "N"]]), OpClass::Contraction);
-        assert_eq!(class_of("linear", &[&["M", "K"], &["N", "K"]]), OpClass::Contraction);
+        assert_eq!(
+            class_of("matmul", &[&["M", "K"], &["K", "N"]]),
+            OpClass::Contraction
+        );
+        assert_eq!(
+            class_of("linear", &[&["M", "K"], &["N", "K"]]),
+            OpClass::Contraction
+        );
     }
 }

@@ -267,7 +267,8 @@ fn plan_scope(
         });
     }
     // Cheap values read by something other than a group of this scope get a kernel.
-    let mut cheap_in_order: Vec<NodeId> = ids.iter().copied().filter(|i| cheap.contains(i)).collect();
+    let mut cheap_in_order: Vec<NodeId> =
+        ids.iter().copied().filter(|i| cheap.contains(i)).collect();
     cheap_in_order.sort_by_key(|m| pos(*m));
     for &c in &cheap_in_order {
         let read_elsewhere = graph_outputs.contains(&c)

@@ -215,14 +215,12 @@ pub fn form_kernels(
             _ => None,
         })
         .collect();
-    let mut next_id = graph.next_id;
     let mut counter = 0usize;
     let mut moved: HashMap<NodeId, Ref> = HashMap::new();
     let mut built = Vec::new();
-    for group in plan.groups.iter().take(limit) {
+    for (next_id, group) in (graph.next_id..).zip(plan.groups.iter().take(limit)) {
         let b = program::build(graph, group)?;
         let id = NodeId(next_id);
-        next_id += 1;
         let name = loop {
             let n = format!("k{counter}");
             counter += 1;
@@ -265,7 +263,12 @@ pub fn form_kernels(
             name: name.clone(),
             scope: group.scope,
             class: group.class,
-            members: group.members.iter().copied().zip(ops.iter().cloned()).collect(),
+            members: group
+                .members
+                .iter()
+                .copied()
+                .zip(ops.iter().cloned())
+                .collect(),
             recomputed: group
                 .members
                 .iter()
@@ -289,10 +292,7 @@ pub fn form_kernels(
         );
         for (m, k) in &b.outputs {
             if node.names[*k].is_none() {
-                node.names[*k] = graph
-                    .node(*m)
-                    .and_then(|n| n.name(0))
-                    .map(str::to_string);
+                node.names[*k] = graph.node(*m).and_then(|n| n.name(0)).map(str::to_string);
             }
         }
         nodes.push((group, b.outputs, node));
@@ -398,7 +398,9 @@ pub fn print_kernels(graph: &Graph) -> String {
     for n in graph.nodes() {
         let Op::Kernel(k) = &n.op else { continue };
         let _ = writeln!(out, "{}", kernel_summary(k));
-        let outs: Vec<String> = (0..n.outputs.len()).map(|o| n.output(o).to_string()).collect();
+        let outs: Vec<String> = (0..n.outputs.len())
+            .map(|o| n.output(o).to_string())
+            .collect();
         let ins: Vec<String> = n.inputs.iter().map(ToString::to_string).collect();
         let gives: Vec<String> = k
             .program

@@ -77,12 +77,14 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
                     .find(|&k| n.outputs[k].shape.iter().any(|d| *d == Expr::name(&name)))
                     .map(|k| n.output(k))
             });
-            let source = source.ok_or_else(|| {
-                err(*m, format!("no graph input declares the dimension {name}"))
-            })?;
-            types.push(graph.type_of(source).cloned().unwrap_or_else(|| {
-                ValueType::scalar(graph.dtype)
-            }));
+            let source = source
+                .ok_or_else(|| err(*m, format!("no graph input declares the dimension {name}")))?;
+            types.push(
+                graph
+                    .type_of(source)
+                    .cloned()
+                    .unwrap_or_else(|| ValueType::scalar(graph.dtype)),
+            );
             inputs.push(source);
         }
     }
@@ -112,7 +114,10 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
     for m in &group.members {
         let Some(node) = graph.node(*m) else { continue };
         let Op::Call(call) = &node.op else {
-            return Err(err(*m, format!("a {} node cannot be fused", node.op.kind())));
+            return Err(err(
+                *m,
+                format!("a {} node cannot be fused", node.op.kind()),
+            ));
         };
         let mut operands: Vec<UopId> = Vec::with_capacity(node.inputs.len());
         for r in &node.inputs {
@@ -120,7 +125,9 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
                 Some(v) if members.contains(&r.node) => Some(*v),
                 _ => inputs.iter().position(|i| i == r).map(|k| input_ids[k]),
             };
-            operands.push(v.ok_or_else(|| err(*m, format!("reads {r}, which the kernel does not have")))?);
+            operands.push(
+                v.ok_or_else(|| err(*m, format!("reads {r}, which the kernel does not have")))?,
+            );
         }
         let v = apply_call(&mut b, &graph.registry, call, &operands)
             .map_err(|e| err(*m, format!("{}: {e}", call.op)))?;
