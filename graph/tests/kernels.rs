@@ -332,7 +332,12 @@ fn random_graphs_compute_the_same_bits_after_kernel_formation() {
     let options = RandomOptions::default();
     let mut checked = 0;
     let mut kernels = 0;
-    for seed in 0..300 {
+    // UOP_KERNEL_SEEDS=5000 for a local sweep.
+    let seeds: u64 = std::env::var("UOP_KERNEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    for seed in 0..seeds {
         let g = random_graph(seed, &options).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         if hierarchy(&g).is_err() {
             continue; // the generator's known hierarchy gap
