@@ -236,7 +236,7 @@ pub fn graph_dims(graph: &Graph) -> Vec<(String, Expr)> {
 }
 
 /// The names the lists of a call mention.
-fn list_names(call: &Call) -> Vec<String> {
+pub(crate) fn list_names(call: &Call) -> Vec<String> {
     let mut names = Vec::new();
     for v in call.args.iter().chain(call.attrs.iter().map(|(_, v)| v)) {
         if let CallValue::List(items) = v {
@@ -335,7 +335,7 @@ fn finish_scratch(
 
 /// The fresh dimension names sizes that are neither integers nor plain names get
 /// in a scratch program, in order of first appearance.
-fn fresh_dims(input_types: &[ValueType]) -> HashMap<Expr, String> {
+pub(crate) fn fresh_dims(input_types: &[ValueType]) -> HashMap<Expr, String> {
     let mut fresh: HashMap<Expr, String> = HashMap::new();
     for t in input_types {
         for d in &t.shape {

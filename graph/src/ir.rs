@@ -195,6 +195,8 @@ pub struct Kernel {
     pub program: Program,
     /// The nodes it was formed from (ids of the removed calls).
     pub members: Vec<NodeId>,
+    /// The op of each member, in the order of `members` (for printing).
+    pub ops: Vec<String>,
 }
 
 /// What a node computes.

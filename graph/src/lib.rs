@@ -4,7 +4,8 @@
 //! ops, constants, and super nodes — `while`, `case`, `if`, `parallel`, `call` —
 //! whose sub-functions are ordinary nodes of the same list), built from Rust with a
 //! [`GraphBuilder`] or parsed from `.uop` text ([`text::parse_graph`], printed back by
-//! [`text::print_graph`]); [`random`] generates graphs for property tests.
+//! [`text::print_graph`]); [`random`] generates graphs for property tests;
+//! [`kernels::form_kernels`] groups a graph's calls into fused kernels.
 //!
 //! ```
 //! use uop_graph::GraphBuilder;
@@ -35,6 +36,7 @@ pub mod hierarchy;
 pub mod infer;
 pub mod interp;
 pub mod ir;
+pub mod kernels;
 pub mod random;
 pub mod rewrite;
 pub mod scope;
@@ -50,6 +52,7 @@ pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
 };
+pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_kernels};
 pub use rewrite::{
     ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
     Unrewired, append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,

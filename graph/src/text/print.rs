@@ -323,9 +323,10 @@ impl Printer<'_> {
             }
             Op::Call(c) => self.call(c, &node.inputs),
             Op::Kernel(k) => format!(
-                "kernel_{}({})  # kernels have no text form yet",
+                "kernel_{}({})  # {}; kernels have no text form yet",
                 k.name,
-                self.refs(&node.inputs).join(", ")
+                self.refs(&node.inputs).join(", "),
+                crate::kernels::kernel_summary(k)
             ),
             Op::While { .. } => format!("while({})", args(vec![fname(0), fname(1)], &node.inputs)),
             Op::If { .. } => format!(

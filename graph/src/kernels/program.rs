@@ -1,0 +1,195 @@
+//! Phase \[B\] of kernel formation: a group's fused uop program, built by applying
+//! its members' calls, in list order, onto one [`Builder`] whose inputs are the
+//! kernel's inputs (typed as in the graph; sizes that are neither integers nor plain
+//! names stand as fresh dimension names, as `infer` does for one call), then cut out
+//! with [`Builder::combine`]. The graph is only read.
+
+use std::collections::{HashMap, HashSet};
+
+use uop_codegen::index::{Expr, equal_sizes};
+use uop_codegen::uop::{Builder, NodeId as UopId, Program};
+
+use crate::infer::{apply_call, fresh_dims, graph_dims, list_names, substitute};
+use crate::ir::{Graph, NodeId, Op, Ref, ValueType};
+
+use super::KernelError;
+use super::group::GroupPlan;
+
+/// A group's program and how the kernel node is wired.
+#[derive(Clone, Debug)]
+pub(crate) struct Built {
+    /// The fused program: inputs are `inputs`, outputs are the kernel's outputs.
+    pub program: Program,
+    /// What the kernel reads, in order (in terms of the original graph).
+    pub inputs: Vec<Ref>,
+    /// For each value the kernel gives (`GroupPlan::outputs`, in order): the member and
+    /// the kernel output it is (two members may be one output when a call returns its
+    /// operand unchanged).
+    pub outputs: Vec<(NodeId, usize)>,
+    /// The type of each kernel output.
+    pub types: Vec<ValueType>,
+}
+
+/// Builds the program of `group`.
+pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelError> {
+    let at = group.anchor;
+    let err = |node: NodeId, message: String| KernelError::Node { node, message };
+    let members: HashSet<NodeId> = group.members.iter().copied().collect();
+    // The kernel's inputs: every value a member reads from outside, in order.
+    let mut inputs: Vec<Ref> = Vec::new();
+    for m in &group.members {
+        let node = graph
+            .node(*m)
+            .ok_or_else(|| err(*m, "the node is not in the graph".into()))?;
+        for r in &node.inputs {
+            if !members.contains(&r.node) && !inputs.contains(r) {
+                inputs.push(*r);
+            }
+        }
+    }
+    let mut types: Vec<ValueType> = inputs
+        .iter()
+        .map(|r| {
+            graph
+                .type_of(*r)
+                .cloned()
+                .ok_or_else(|| err(at, format!("input {r} does not exist")))
+        })
+        .collect::<Result<_, _>>()?;
+    // A dimension a member's lists name (`reindex(m, [B, N], ...)`) that no input
+    // declares comes from the graph input that declares it.
+    let dims: Vec<String> = graph_dims(graph).into_iter().map(|(n, _)| n).collect();
+    let declared = |types: &[ValueType], name: &str| {
+        types
+            .iter()
+            .any(|t| t.shape.iter().any(|d| *d == Expr::name(name)))
+    };
+    for m in &group.members {
+        let Some(Op::Call(call)) = graph.node(*m).map(|n| &n.op) else {
+            continue;
+        };
+        for name in list_names(call) {
+            if !dims.contains(&name) || declared(&types, &name) {
+                continue;
+            }
+            let source = graph.input_node().and_then(|n| {
+                (0..n.outputs.len())
+                    .find(|&k| n.outputs[k].shape.iter().any(|d| *d == Expr::name(&name)))
+                    .map(|k| n.output(k))
+            });
+            let source = source
+                .ok_or_else(|| err(*m, format!("no graph input declares the dimension {name}")))?;
+            types.push(
+                graph
+                    .type_of(source)
+                    .cloned()
+                    .unwrap_or_else(|| ValueType::scalar(graph.dtype)),
+            );
+            inputs.push(source);
+        }
+    }
+    // The builder, its params and inputs.
+    let mut b = Builder::new(graph.dtype);
+    for p in &graph.params {
+        b.param(p).map_err(|e| err(at, e.to_string()))?;
+    }
+    let fresh = fresh_dims(&types);
+    let mut input_ids: Vec<UopId> = Vec::with_capacity(inputs.len());
+    for (k, t) in types.iter().enumerate() {
+        let shape = t
+            .shape
+            .iter()
+            .map(|d| match fresh.get(d) {
+                Some(n) => Expr::name(n.clone()),
+                None => d.clone(),
+            })
+            .collect();
+        let id = b
+            .input_exprs(&format!("in{k}"), t.dtype, shape)
+            .map_err(|e| err(at, format!("kernel input {k} ({}): {e}", inputs[k])))?;
+        input_ids.push(id);
+    }
+    // The members' calls, in list order.
+    let mut values: HashMap<NodeId, UopId> = HashMap::new();
+    for m in &group.members {
+        let Some(node) = graph.node(*m) else { continue };
+        let Op::Call(call) = &node.op else {
+            return Err(err(
+                *m,
+                format!("a {} node cannot be fused", node.op.kind()),
+            ));
+        };
+        let mut operands: Vec<UopId> = Vec::with_capacity(node.inputs.len());
+        for r in &node.inputs {
+            let v = match values.get(&r.node) {
+                Some(v) if members.contains(&r.node) => Some(*v),
+                _ => inputs.iter().position(|i| i == r).map(|k| input_ids[k]),
+            };
+            operands.push(
+                v.ok_or_else(|| err(*m, format!("reads {r}, which the kernel does not have")))?,
+            );
+        }
+        let v = apply_call(&mut b, &graph.registry, call, &operands)
+            .map_err(|e| err(*m, format!("{}: {e}", call.op)))?;
+        values.insert(*m, v);
+    }
+    // Readable names: the value of member %4 is `v4`.
+    let mut named: HashSet<UopId> = input_ids.iter().copied().collect();
+    for m in &group.members {
+        if let Some(&v) = values.get(m)
+            && named.insert(v)
+        {
+            let _ = b.set_name(v, &format!("v{}", m.0));
+        }
+    }
+    // The outputs, each uop node once.
+    let mut out_ids: Vec<UopId> = Vec::new();
+    let mut outputs: Vec<(NodeId, usize)> = Vec::new();
+    let mut out_types: Vec<ValueType> = Vec::new();
+    let back: HashMap<String, Expr> = fresh.into_iter().map(|(e, n)| (n, e)).collect();
+    for m in &group.outputs {
+        let v = *values
+            .get(m)
+            .ok_or_else(|| err(*m, "an output is not a member".into()))?;
+        let expected = graph
+            .type_of(Ref::new(*m, 0))
+            .cloned()
+            .ok_or_else(|| err(*m, "the node has no output".into()))?;
+        let found = ValueType::new(
+            b.node(v).dtype,
+            b.shape(v).iter().map(|e| substitute(e, &back)).collect(),
+        );
+        let same = found.dtype == expected.dtype
+            && found.shape.len() == expected.shape.len()
+            && found
+                .shape
+                .iter()
+                .zip(&expected.shape)
+                .all(|(a, e)| a == e || equal_sizes(a, e));
+        if !same {
+            return Err(KernelError::Type {
+                node: *m,
+                expected: expected.to_string(),
+                found: found.to_string(),
+            });
+        }
+        let k = match out_ids.iter().position(|o| *o == v) {
+            Some(k) => k,
+            None => {
+                out_ids.push(v);
+                out_types.push(expected);
+                out_ids.len() - 1
+            }
+        };
+        outputs.push((*m, k));
+    }
+    let program = b
+        .combine(&input_ids, &out_ids)
+        .map_err(|e| err(at, format!("kernel program: {e}")))?;
+    Ok(Built {
+        program,
+        inputs,
+        outputs,
+        types: out_types,
+    })
+}
