@@ -577,7 +577,12 @@ pub(crate) fn definition(n: &Node) -> String {
                 .map_or_else(|| format!("{:?}", t.shape), ToString::to_string,)
         ),
         Op::Call(c) => call_text(c, &n.inputs),
-        Op::Kernel(k) => format!("kernel {}({})", k.name, refs(&n.inputs)),
+        Op::Kernel(k) => format!(
+            "kernel {}({})  # {}",
+            k.name,
+            refs(&n.inputs),
+            crate::kernels::kernel_summary(k)
+        ),
         Op::While { .. } => format!("while({})", refs(&n.inputs)),
         Op::Case { .. } => format!("case({})", refs(&n.inputs)),
         Op::If { .. } => format!("if({})", refs(&n.inputs)),
