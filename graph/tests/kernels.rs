@@ -411,35 +411,3 @@ fn a_graph_without_a_hierarchy_is_an_error_naming_the_node() {
     let err = form_kernels(&g, &KernelOptions::default()).expect_err("no hierarchy");
     assert!(err.to_string().starts_with("%2: "), "{err}");
 }
-
-#[test]
-#[ignore = "prints the reference graphs' reports for docs/graph-kernels.md"]
-fn print_reference_reports() {
-    for (name, src) in [
-        ("mlp", include_str!("../../examples/graphs/mlp.uop")),
-        (
-            "layernorm",
-            include_str!("../../examples/graphs/layernorm.uop"),
-        ),
-        (
-            "conv_block",
-            include_str!("../../examples/graphs/conv_block.uop"),
-        ),
-        (
-            "transformer_block",
-            include_str!("../../examples/graphs/transformer_block.uop"),
-        ),
-    ] {
-        let g = parse(src);
-        let (fused, report) = form_kernels(&g, &KernelOptions::default()).expect("forms");
-        let calls = g
-            .nodes()
-            .iter()
-            .filter(|n| matches!(n.op, Op::Call(_)))
-            .count();
-        println!("## {name}: {calls} calls\n{}", report.table());
-        if name == "mlp" {
-            println!("{}", print_kernels(&fused));
-        }
-    }
-}
