@@ -25,7 +25,11 @@ fn generated_code_is_clippy_clean() {
     std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
     std::fs::write(
         dir.join("Cargo.toml"),
-        "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+        format!(
+            "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("runtime")
+        ),
     )
     .expect("manifest");
     std::fs::write(dir.join("src/lib.rs"), "pub mod proven;\npub mod full;\n").expect("lib");

@@ -33,6 +33,12 @@ impl<'a, T> Shared<'a, T> {
         self.ptr
     }
 
+    /// The first element, to write through.
+    #[inline(always)]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+
     /// Element `at`.
     ///
     /// # Safety
