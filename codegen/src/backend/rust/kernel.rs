@@ -1294,16 +1294,22 @@ impl Gen<'_> {
         for (k, b) in blocks.iter().enumerate() {
             let (outer, inner) = (&b.loops[0], &b.loops[1..]);
             let m = outer.id.0;
-            if uses_index(&b.loops, m) {
+            let mut body: Vec<TokenStream> =
+                outer.carried.iter().map(|c| self.carried(c)).collect();
+            body.push(self.nest(inner)?);
+            body.push(self.stmts(&outer.stmts)?);
+            let body = quote!(#(#body)*);
+            // Decided on the code, not the IR: a block whose only use of the index
+            // went into a row kept per thread does not mention it.
+            let im = ident(&format!("i{m}"));
+            if mentions(&body, &im) {
                 used = true;
                 if k > 0 {
-                    let (im, i) = (ident(&format!("i{m}")), ident(&format!("i{n}")));
+                    let i = ident(&format!("i{n}"));
                     bodies.push(quote!(let #im = #i;));
                 }
             }
-            bodies.extend(outer.carried.iter().map(|c| self.carried(c)));
-            bodies.push(self.nest(inner)?);
-            bodies.push(self.stmts(&outer.stmts)?);
+            bodies.push(body);
         }
         let i = ident(&format!("{}i{n}", if used { "" } else { "_" }));
         let rows = self
@@ -3314,6 +3320,15 @@ fn elementwise_math(l: &Loop) -> bool {
         reads_target |= !write && a.tensor == access.tensor;
     });
     l.carried.is_empty() && !access.checked && math(value) && !reads_target
+}
+
+/// Whether `tokens` (nested groups included) mention `name`.
+fn mentions(tokens: &TokenStream, name: &Ident) -> bool {
+    tokens.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == *name,
+        proc_macro2::TokenTree::Group(g) => mentions(&g.stream(), name),
+        _ => false,
+    })
 }
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
