@@ -246,7 +246,8 @@ mod tests {
 
     #[test]
     fn starts_on_a_line_or_at_the_asked_offset() {
-        for len in [0, 1, 17, 1 << 20] {
+        let large = if cfg!(miri) { 1 << 10 } else { 1 << 20 };
+        for len in [0, 1, 17, large] {
             assert_eq!(AlignedVec::<f32>::zeroed(len).as_ptr() as usize % LINE, 0);
             assert_eq!(AlignedVec::<f64>::zeroed(len).as_ptr() as usize % LINE, 0);
             assert_eq!(AlignedVec::<u8>::zeroed(len).as_ptr() as usize % LINE, 0);
@@ -292,6 +293,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "calls madvise and allocates megabytes")]
     fn large_buffers_ask_for_huge_pages_small_ones_do_not() {
         let small = vec![0u8; HUGE_FROM - 1];
         assert_eq!(advise_huge_pages(&small), None);
@@ -316,6 +318,7 @@ mod tests {
 
     #[test]
     fn holds_the_values_it_was_made_from() {
+        let large = if cfg!(miri) { 1 << 10 } else { 1 << 20 };
         let values: Vec<f32> = (0..100).map(|i| i as f32).collect();
         let v = AlignedVec::from_slice_at(&values, 16);
         assert_eq!(&v[..], &values[..]);
@@ -324,7 +327,7 @@ mod tests {
         assert_eq!((v[3], w[3]), (3.0, -1.0));
         // A clone starts as far into a line as its original.
         for offset in [0, 16, 60] {
-            for len in [1, 1000, 1 << 20] {
+            for len in [1, 1000, large] {
                 let v = AlignedVec::<f32>::zeroed_at(len, offset);
                 assert_eq!(v.clone().as_ptr() as usize % LINE, offset, "{len}");
             }

@@ -36,8 +36,9 @@ fn barrier_rounds(count: usize, rounds: usize) {
 #[test]
 fn every_part_runs_once_and_the_barrier_holds() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let calls = if cfg!(miri) { 2 } else { 50 };
     for count in [1, 2, 3, 4, 7] {
-        for _ in 0..50 {
+        for _ in 0..calls {
             barrier_rounds(count, 20);
         }
     }
@@ -49,7 +50,7 @@ fn concurrent_and_nested_calls_each_get_all_their_parts() {
     std::thread::scope(|s| {
         for caller in 0..4 {
             s.spawn(move || {
-                for call in 0..200 {
+                for call in 0..if cfg!(miri) { 10 } else { 200 } {
                     let count = 1 + (caller + call) % 4;
                     let sum = AtomicUsize::new(0);
                     rt::run_parts(count, |part| {
@@ -74,14 +75,14 @@ fn concurrent_and_nested_calls_each_get_all_their_parts() {
 #[test]
 fn in_parts_writes_every_element_once_whatever_the_thread_count() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let n = 1_i64 << 18;
+    let n = if cfg!(miri) { 1_i64 << 16 } else { 1 << 18 };
     for threads in [1, 2, 3, 8, 0] {
         rt::set_threads(threads);
         assert!(rt::threads() >= 1);
         if threads > 0 {
             assert_eq!(rt::threads(), threads);
         }
-        for _ in 0..20 {
+        for _ in 0..if cfg!(miri) { 1 } else { 20 } {
             let mut y = vec![0_u32; n as usize];
             let shared = rt::Shared::new(&mut y);
             rt::in_parts(&[&[n]], |part| {

@@ -131,7 +131,7 @@ struct Gen<'a> {
     /// The target constants (`FMA`, `LANES`, `MR`, `NR`, `KC`) the loops use.
     consts: RefCell<BTreeSet<&'static str>>,
     /// Some block has a parallel loop or one folded in pieces: the loops run on
-    /// every thread of a [`Part`](super::prelude) at once, serial blocks on the
+    /// every thread of a [`Part`](uop_runtime::Part) at once, serial blocks on the
     /// first thread only.
     threaded: bool,
     /// Inside a tile's reduction: loads read from the tile's packed panel instead,
@@ -1118,6 +1118,9 @@ impl Gen<'_> {
         let code = code?;
         Ok(if !self.threaded {
             code
+        } else if parallel && *self.unsafe_used.borrow() {
+            // Already one block (`unsafe { .. }`, see `group_code`).
+            quote!(#code part.wait();)
         } else if parallel {
             quote!({ #code } part.wait();)
         } else {

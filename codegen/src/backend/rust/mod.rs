@@ -1,5 +1,6 @@
 //! The Rust backend: optimized loop programs as plain Rust source that depends on
-//! nothing but `core` and `std` (DESIGN.md §8).
+//! the small std-only crate `uop-runtime` (DESIGN.md §8, §12), or with
+//! [`RustOptions::standalone`] on nothing but `core` and `std`.
 //!
 //! A [`RustModule`] collects named kernels and writes one file. For each kernel
 //! `NAME` the file has:
@@ -13,8 +14,10 @@
 //!   and `pub struct NameShapes { pub y: [usize; R], ... }` (with `y_len()`), so a
 //!   caller can allocate the outputs;
 //!
-//! and the file has, once, `pub enum KernelError` and the small helpers the kernels
-//! use (floor division, NaN-propagating max, `erf`, ...).
+//! and the file has, once, `use uop_runtime as rt;` and `pub use rt::KernelError;`:
+//! everything else the kernels call (checks, the worker pool, floor division,
+//! NaN-propagating max, `erf`, ...) is the runtime's `rt::...`. In standalone mode
+//! the runtime's own source files follow the kernels as `mod rt { ... }`.
 //!
 //! The code reads like the printed loop IR: one `for` per loop with the IR's index
 //! names (`i0`, `i1`, ...), carried variables as `let mut v0`, index arithmetic in
@@ -44,10 +47,10 @@
 //! (std has none) and agrees with the interpreter's to a few ulps.
 //!
 //! In f32 programs `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`, `cos` and `pow`
-//! call the branch-free functions of [`vmath`], emitted into the file as
-//! `mod vmath` (only those used): polynomials after range reduction, no libm call,
-//! so loops over them vectorize. Their distance to the interpreter's correctly
-//! rounded value, measured over the whole f32 range (`tests/vmath_ulp.rs`):
+//! call the branch-free functions of [`vmath`] (the runtime's, `rt::vmath::exp_f32`):
+//! polynomials after range reduction, no libm call, so loops over them vectorize.
+//! Their distance to the interpreter's correctly rounded value, measured over the
+//! whole f32 range (`runtime/tests/vmath_ulp.rs`):
 //!
 //! | function  | max ulp | domain                                       |
 //! |-----------|---------|----------------------------------------------|

@@ -182,173 +182,166 @@ unsafe fn conv2d_loops<
     w: i64,
     o: i64,
 ) {
-    {
-        unsafe {
-            let (i15_lo, i15_hi) = part.range(0, c);
-            for i15 in i15_lo..i15_hi {
-                for i16 in 0..3_i64 {
-                    let (i17, i18) = (0, 0);
-                    let (i17_rows, i18_cols) = (
-                        (3_i64 - i17) as usize,
-                        (o - i18) as usize,
-                    );
-                    rt::transpose_block_f32(
-                        k.as_ptr().add((((i18 * c + i15) * 3 + i16) * 3 + i17) as usize),
-                        (9 * c) as usize,
-                        k_t
-                            .as_mut_ptr()
-                            .add((((i15 * 3 + i16) * 3 + i17) * o + i18) as usize),
-                        o as usize,
-                        i17_rows,
-                        i18_cols,
-                        VEC,
-                    );
-                }
+    unsafe {
+        let (i15_lo, i15_hi) = part.range(0, c);
+        for i15 in i15_lo..i15_hi {
+            for i16 in 0..3_i64 {
+                let (i17, i18) = (0, 0);
+                let (i17_rows, i18_cols) = ((3_i64 - i17) as usize, (o - i18) as usize);
+                rt::transpose_block_f32(
+                    k.as_ptr().add((((i18 * c + i15) * 3 + i16) * 3 + i17) as usize),
+                    (9 * c) as usize,
+                    k_t
+                        .as_mut_ptr()
+                        .add((((i15 * 3 + i16) * 3 + i17) * o + i18) as usize),
+                    o as usize,
+                    i17_rows,
+                    i18_cols,
+                    VEC,
+                );
             }
         }
     }
     part.wait();
-    {
-        unsafe {
-            let (i7_lo, i7_hi) = part.range(0, n);
-            for i7 in i7_lo..i7_hi {
-                for i8 in 0..c {
-                    for i9 in 0..h + 2 {
-                        let i10_first = {
-                            let i10 = 0;
-                            (i10
-                                + rt::line_phase(
-                                    x_pad.as_ptr(),
-                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                                ))
-                                .min(w + 2)
-                        };
-                        for i10 in 0..i10_first {
-                            *x_pad
-                                .get_unchecked_mut(
-                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                                ) = 0.0;
-                        }
-                        for i10 in i10_first..w + 2 {
-                            *x_pad
-                                .get_unchecked_mut(
-                                    ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                                ) = 0.0;
-                        }
+    unsafe {
+        let (i7_lo, i7_hi) = part.range(0, n);
+        for i7 in i7_lo..i7_hi {
+            for i8 in 0..c {
+                for i9 in 0..h + 2 {
+                    let i10_first = {
+                        let i10 = 0;
+                        (i10
+                            + rt::line_phase(
+                                x_pad.as_ptr(),
+                                ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                            ))
+                            .min(w + 2)
+                    };
+                    for i10 in 0..i10_first {
+                        *x_pad
+                            .get_unchecked_mut(
+                                ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                            ) = 0.0;
+                    }
+                    for i10 in i10_first..w + 2 {
+                        *x_pad
+                            .get_unchecked_mut(
+                                ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                            ) = 0.0;
                     }
                 }
-                let i11 = i7;
-                for i12 in 0..c {
-                    for i13 in 0..h {
-                        let i14_first = {
-                            let i14 = 0;
-                            (i14
-                                + rt::line_phase(
-                                    x_pad.as_ptr(),
-                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
-                                ))
-                                .min(w)
-                        };
-                        for i14 in 0..i14_first {
-                            *x_pad
-                                .get_unchecked_mut(
-                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
-                                ) = *x
-                                .get_unchecked(
-                                    (((i11 * c + i12) * h + i13) * w + i14) as usize,
-                                );
-                        }
-                        for i14 in i14_first..w {
-                            *x_pad
-                                .get_unchecked_mut(
-                                    ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
-                                ) = *x
-                                .get_unchecked(
-                                    (((i11 * c + i12) * h + i13) * w + i14) as usize,
-                                );
-                        }
+            }
+            let i11 = i7;
+            for i12 in 0..c {
+                for i13 in 0..h {
+                    let i14_first = {
+                        let i14 = 0;
+                        (i14
+                            + rt::line_phase(
+                                x_pad.as_ptr(),
+                                ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                            ))
+                            .min(w)
+                    };
+                    for i14 in 0..i14_first {
+                        *x_pad
+                            .get_unchecked_mut(
+                                ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                            ) = *x
+                            .get_unchecked(
+                                (((i11 * c + i12) * h + i13) * w + i14) as usize,
+                            );
+                    }
+                    for i14 in i14_first..w {
+                        *x_pad
+                            .get_unchecked_mut(
+                                ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                            ) = *x
+                            .get_unchecked(
+                                (((i11 * c + i12) * h + i13) * w + i14) as usize,
+                            );
                     }
                 }
-                let i0 = i7;
-                for i2 in 0..h {
-                    if w >= MR as i64 && o >= NR as i64 {
-                        for i1_start in (0..o).step_by(NR) {
-                            let i1_tile = i1_start.min(o - NR as i64);
-                            for i3_start in (0..w).step_by(MR) {
-                                let i3_tile = i3_start.min(w - MR as i64);
-                                let mut v0_tile = [[0.0_f32; NR]; MR];
-                                for i4 in 0..c {
-                                    for i5 in 0..3_i64 {
-                                        for i6 in 0..3_i64 {
-                                            for row in 0..MR {
-                                                let i3 = i3_tile + row as i64;
-                                                for col in 0..NR {
-                                                    let i1 = i1_tile + col as i64;
-                                                    let mut v0 = v0_tile[row][col];
-                                                    v0 = rt::mul_add_f32(
-                                                        FMA,
-                                                        *x_pad
-                                                            .get_unchecked(
-                                                                ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
-                                                            ),
-                                                        *k_t
-                                                            .get_unchecked(
-                                                                (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
-                                                            ),
-                                                        v0,
-                                                    );
-                                                    v0_tile[row][col] = v0;
-                                                }
+            }
+            let i0 = i7;
+            for i2 in 0..h {
+                if w >= MR as i64 && o >= NR as i64 {
+                    for i1_start in (0..o).step_by(NR) {
+                        let i1_tile = i1_start.min(o - NR as i64);
+                        for i3_start in (0..w).step_by(MR) {
+                            let i3_tile = i3_start.min(w - MR as i64);
+                            let mut v0_tile = [[0.0_f32; NR]; MR];
+                            for i4 in 0..c {
+                                for i5 in 0..3_i64 {
+                                    for i6 in 0..3_i64 {
+                                        for row in 0..MR {
+                                            let i3 = i3_tile + row as i64;
+                                            for col in 0..NR {
+                                                let i1 = i1_tile + col as i64;
+                                                let mut v0 = v0_tile[row][col];
+                                                v0 = rt::mul_add_f32(
+                                                    FMA,
+                                                    *x_pad
+                                                        .get_unchecked(
+                                                            ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
+                                                        ),
+                                                    *k_t
+                                                        .get_unchecked(
+                                                            (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
+                                                        ),
+                                                    v0,
+                                                );
+                                                v0_tile[row][col] = v0;
                                             }
                                         }
                                     }
                                 }
-                                for row in 0..MR {
-                                    let i3 = i3_tile + row as i64;
-                                    if i3 < i3_start {
+                            }
+                            for row in 0..MR {
+                                let i3 = i3_tile + row as i64;
+                                if i3 < i3_start {
+                                    continue;
+                                }
+                                for col in 0..NR {
+                                    let i1 = i1_tile + col as i64;
+                                    if i1 < i1_start {
                                         continue;
                                     }
-                                    for col in 0..NR {
-                                        let i1 = i1_tile + col as i64;
-                                        if i1 < i1_start {
-                                            continue;
-                                        }
-                                        let v0 = v0_tile[row][col];
-                                        *y
-                                            .get_unchecked_mut(
-                                                (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                            ) = v0;
-                                    }
+                                    let v0 = v0_tile[row][col];
+                                    *y
+                                        .get_unchecked_mut(
+                                            (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                        ) = v0;
                                 }
                             }
                         }
-                    } else {
-                        for i3 in 0..w {
-                            for i1 in 0..o {
-                                let mut v0 = 0.0_f32;
-                                for i4 in 0..c {
-                                    for i5 in 0..3_i64 {
-                                        for i6 in 0..3_i64 {
-                                            v0 = rt::mul_add_f32(
-                                                FMA,
-                                                *x_pad
-                                                    .get_unchecked(
-                                                        ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
-                                                    ),
-                                                *k_t
-                                                    .get_unchecked(
-                                                        (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
-                                                    ),
-                                                v0,
-                                            );
-                                        }
+                    }
+                } else {
+                    for i3 in 0..w {
+                        for i1 in 0..o {
+                            let mut v0 = 0.0_f32;
+                            for i4 in 0..c {
+                                for i5 in 0..3_i64 {
+                                    for i6 in 0..3_i64 {
+                                        v0 = rt::mul_add_f32(
+                                            FMA,
+                                            *x_pad
+                                                .get_unchecked(
+                                                    ((i4 * (h + 2) + i2 + i5) * (w + 2) + i3 + i6) as usize,
+                                                ),
+                                            *k_t
+                                                .get_unchecked(
+                                                    (((i4 * 3 + i5) * 3 + i6) * o + i1) as usize,
+                                                ),
+                                            v0,
+                                        );
                                     }
                                 }
-                                *y
-                                    .get_unchecked_mut(
-                                        (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                    ) = v0;
                             }
+                            *y
+                                .get_unchecked_mut(
+                                    (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                ) = v0;
                         }
                     }
                 }

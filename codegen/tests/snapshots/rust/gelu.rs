@@ -97,59 +97,19 @@ unsafe fn gelu_loops<const FMA: bool, const LANES: usize>(
     y: rt::Shared<'_, f32>,
     n: i64,
 ) {
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, n);
-            let (i0_start, i0_end) = (i0_lo, i0_hi);
-            let i0_first = {
-                let i0 = i0_start;
-                (i0 + rt::line_phase(y.as_ptr(), i0 as usize)).min(i0_end)
-            };
-            let i0_main = i0_first + (i0_end - i0_first) / LANES as i64 * LANES as i64;
-            for i0_chunk in (i0_first..i0_main).step_by(LANES) {
-                let mut values = [0.0_f32; LANES];
-                for (lane, value) in values.iter_mut().enumerate() {
-                    let i0 = i0_chunk + lane as i64;
-                    *value = rt::mul_add_f32(
-                        FMA,
-                        *x.get_unchecked(i0 as usize),
-                        0.8,
-                        0.1,
-                    )
-                        * rt::vmath::sigmoid_f32(
-                            FMA,
-                            rt::mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)
-                                * rt::mul_add_f32(
-                                    FMA,
-                                    rt::mul_add_f32(
-                                        FMA,
-                                        *x.get_unchecked(i0 as usize),
-                                        0.8,
-                                        0.1,
-                                    )
-                                        * rt::mul_add_f32(
-                                            FMA,
-                                            *x.get_unchecked(i0 as usize),
-                                            0.8,
-                                            0.1,
-                                        ),
-                                    0.044715,
-                                    1.0,
-                                ) * 1.5957692,
-                        );
-                }
-                for (lane, value) in values.into_iter().enumerate() {
-                    let i0 = i0_chunk + lane as i64;
-                    *y.get_unchecked_mut(i0 as usize) = value;
-                }
-            }
-            for i0 in (i0_start..i0_first).chain(i0_main..i0_end) {
-                *y.get_unchecked_mut(i0 as usize) = rt::mul_add_f32(
-                    FMA,
-                    *x.get_unchecked(i0 as usize),
-                    0.8,
-                    0.1,
-                )
+    unsafe {
+        let (i0_lo, i0_hi) = part.range(0, n);
+        let (i0_start, i0_end) = (i0_lo, i0_hi);
+        let i0_first = {
+            let i0 = i0_start;
+            (i0 + rt::line_phase(y.as_ptr(), i0 as usize)).min(i0_end)
+        };
+        let i0_main = i0_first + (i0_end - i0_first) / LANES as i64 * LANES as i64;
+        for i0_chunk in (i0_first..i0_main).step_by(LANES) {
+            let mut values = [0.0_f32; LANES];
+            for (lane, value) in values.iter_mut().enumerate() {
+                let i0 = i0_chunk + lane as i64;
+                *value = rt::mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)
                     * rt::vmath::sigmoid_f32(
                         FMA,
                         rt::mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)
@@ -172,6 +132,34 @@ unsafe fn gelu_loops<const FMA: bool, const LANES: usize>(
                             ) * 1.5957692,
                     );
             }
+            for (lane, value) in values.into_iter().enumerate() {
+                let i0 = i0_chunk + lane as i64;
+                *y.get_unchecked_mut(i0 as usize) = value;
+            }
+        }
+        for i0 in (i0_start..i0_first).chain(i0_main..i0_end) {
+            *y.get_unchecked_mut(i0 as usize) = rt::mul_add_f32(
+                FMA,
+                *x.get_unchecked(i0 as usize),
+                0.8,
+                0.1,
+            )
+                * rt::vmath::sigmoid_f32(
+                    FMA,
+                    rt::mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)
+                        * rt::mul_add_f32(
+                            FMA,
+                            rt::mul_add_f32(FMA, *x.get_unchecked(i0 as usize), 0.8, 0.1)
+                                * rt::mul_add_f32(
+                                    FMA,
+                                    *x.get_unchecked(i0 as usize),
+                                    0.8,
+                                    0.1,
+                                ),
+                            0.044715,
+                            1.0,
+                        ) * 1.5957692,
+                );
         }
     }
     part.wait();

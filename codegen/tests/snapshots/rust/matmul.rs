@@ -133,80 +133,77 @@ unsafe fn matmul_loops<
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, m);
-            if (i0_hi - i0_lo) >= MR as i64 && n >= NR as i64 {
-                for i2_block in (0..k).step_by(KC) {
-                    let i2_end = (i2_block + KC as i64).min(k);
-                    for i1_start in (0..n).step_by(NR) {
-                        let i1_tile = i1_start.min(n - NR as i64);
+    unsafe {
+        let (i0_lo, i0_hi) = part.range(0, m);
+        if (i0_hi - i0_lo) >= MR as i64 && n >= NR as i64 {
+            for i2_block in (0..k).step_by(KC) {
+                let i2_end = (i2_block + KC as i64).min(k);
+                for i1_start in (0..n).step_by(NR) {
+                    let i1_tile = i1_start.min(n - NR as i64);
+                    let mut i1_at = 0_i64;
+                    for i2 in i2_block..i2_end {
+                        for col in 0..NR {
+                            let i1 = i1_tile + col as i64;
+                            *i1_panel.get_unchecked_mut((i1_at + col as i64) as usize) = *b
+                                .get_unchecked((i2 * n + i1) as usize);
+                        }
+                        i1_at += NR as i64;
+                    }
+                    let i1_packed: &[f32] = i1_panel;
+                    for i0_start in (i0_lo..i0_hi).step_by(MR) {
+                        let i0_tile = i0_start.min(i0_hi - MR as i64);
+                        let mut v0_tile = [[0.0_f32; NR]; MR];
                         let mut i1_at = 0_i64;
                         for i2 in i2_block..i2_end {
-                            for col in 0..NR {
-                                let i1 = i1_tile + col as i64;
-                                *i1_panel
-                                    .get_unchecked_mut((i1_at + col as i64) as usize) = *b
-                                    .get_unchecked((i2 * n + i1) as usize);
+                            for row in 0..MR {
+                                let i0 = i0_tile + row as i64;
+                                for col in 0..NR {
+                                    let mut v0 = v0_tile[row][col];
+                                    v0 = rt::mul_add_f32(
+                                        FMA,
+                                        *a.get_unchecked((i0 * k + i2) as usize),
+                                        *i1_packed.get_unchecked((i1_at + col as i64) as usize),
+                                        v0,
+                                    );
+                                    v0_tile[row][col] = v0;
+                                }
                             }
                             i1_at += NR as i64;
                         }
-                        let i1_packed: &[f32] = i1_panel;
-                        for i0_start in (i0_lo..i0_hi).step_by(MR) {
-                            let i0_tile = i0_start.min(i0_hi - MR as i64);
-                            let mut v0_tile = [[0.0_f32; NR]; MR];
-                            let mut i1_at = 0_i64;
-                            for i2 in i2_block..i2_end {
-                                for row in 0..MR {
-                                    let i0 = i0_tile + row as i64;
-                                    for col in 0..NR {
-                                        let mut v0 = v0_tile[row][col];
-                                        v0 = rt::mul_add_f32(
-                                            FMA,
-                                            *a.get_unchecked((i0 * k + i2) as usize),
-                                            *i1_packed.get_unchecked((i1_at + col as i64) as usize),
-                                            v0,
-                                        );
-                                        v0_tile[row][col] = v0;
-                                    }
-                                }
-                                i1_at += NR as i64;
+                        for row in 0..MR {
+                            let i0 = i0_tile + row as i64;
+                            if i0 < i0_start {
+                                continue;
                             }
-                            for row in 0..MR {
-                                let i0 = i0_tile + row as i64;
-                                if i0 < i0_start {
+                            for col in 0..NR {
+                                let i1 = i1_tile + col as i64;
+                                if i1 < i1_start {
                                     continue;
                                 }
-                                for col in 0..NR {
-                                    let i1 = i1_tile + col as i64;
-                                    if i1 < i1_start {
-                                        continue;
-                                    }
-                                    let v0 = v0_tile[row][col];
-                                    if i2_block == 0 {
-                                        *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
-                                    } else {
-                                        *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
-                                    }
+                                let v0 = v0_tile[row][col];
+                                if i2_block == 0 {
+                                    *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+                                } else {
+                                    *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
                                 }
                             }
                         }
                     }
                 }
-            } else {
-                for i0 in i0_lo..i0_hi {
-                    for i1 in 0..n {
-                        let mut v0 = 0.0_f32;
-                        for i2 in 0..k {
-                            v0 = rt::mul_add_f32(
-                                FMA,
-                                *a.get_unchecked((i0 * k + i2) as usize),
-                                *b.get_unchecked((i2 * n + i1) as usize),
-                                v0,
-                            );
-                        }
-                        *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+            }
+        } else {
+            for i0 in i0_lo..i0_hi {
+                for i1 in 0..n {
+                    let mut v0 = 0.0_f32;
+                    for i2 in 0..k {
+                        v0 = rt::mul_add_f32(
+                            FMA,
+                            *a.get_unchecked((i0 * k + i2) as usize),
+                            *b.get_unchecked((i2 * n + i1) as usize),
+                            v0,
+                        );
                     }
+                    *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
                 }
             }
         }

@@ -157,60 +157,56 @@ unsafe fn pool_params_loops<const LANES: usize>(
     m: i64,
     k: i64,
 ) {
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, rt::floor_div(n, k));
-            for i0 in i0_lo..i0_hi {
-                let mut v0 = f32::NEG_INFINITY;
-                let i1_main = k / LANES as i64 * LANES as i64;
-                let mut v0_lanes = [f32::NEG_INFINITY; LANES];
-                for i1_chunk in (0..i1_main).step_by(LANES) {
-                    for lane in 0..LANES {
-                        let i1 = i1_chunk + lane as i64;
-                        let mut v0 = v0_lanes[lane];
-                        v0 = rt::maximum_f32(
-                            v0,
-                            rt::offset([i0 * k + i1], [n])
-                                .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
-                        );
-                        v0_lanes[lane] = v0;
-                    }
-                }
-                let mut half = LANES / 2;
-                while half > 0 {
-                    for lane in 0..half {
-                        let mut v0 = v0_lanes[lane];
-                        v0 = rt::maximum_f32(v0, v0_lanes[lane + half]);
-                        v0_lanes[lane] = v0;
-                    }
-                    half /= 2;
-                }
-                v0 = rt::maximum_f32(v0, v0_lanes[0]);
-                for i1 in i1_main..k {
+    unsafe {
+        let (i0_lo, i0_hi) = part.range(0, rt::floor_div(n, k));
+        for i0 in i0_lo..i0_hi {
+            let mut v0 = f32::NEG_INFINITY;
+            let i1_main = k / LANES as i64 * LANES as i64;
+            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+            for i1_chunk in (0..i1_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i1 = i1_chunk + lane as i64;
+                    let mut v0 = v0_lanes[lane];
                     v0 = rt::maximum_f32(
                         v0,
                         rt::offset([i0 * k + i1], [n])
                             .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
                     );
+                    v0_lanes[lane] = v0;
                 }
-                *p.get_unchecked_mut(i0 as usize) = v0;
             }
+            let mut half = LANES / 2;
+            while half > 0 {
+                for lane in 0..half {
+                    let mut v0 = v0_lanes[lane];
+                    v0 = rt::maximum_f32(v0, v0_lanes[lane + half]);
+                    v0_lanes[lane] = v0;
+                }
+                half /= 2;
+            }
+            v0 = rt::maximum_f32(v0, v0_lanes[0]);
+            for i1 in i1_main..k {
+                v0 = rt::maximum_f32(
+                    v0,
+                    rt::offset([i0 * k + i1], [n])
+                        .map_or(f32::NEG_INFINITY, |at| *x.get_unchecked(at)),
+                );
+            }
+            *p.get_unchecked_mut(i0 as usize) = v0;
         }
     }
     part.wait();
-    {
-        unsafe {
-            let (i4_lo, i4_hi) = part.range(0, 4_i64);
-            let i4_first = {
-                let i4 = i4_lo;
-                (i4 + rt::line_phase(h.as_ptr(), i4 as usize)).min(i4_hi)
-            };
-            for i4 in i4_lo..i4_first {
-                *h.get_unchecked_mut(i4 as usize) = 0.0;
-            }
-            for i4 in i4_first..i4_hi {
-                *h.get_unchecked_mut(i4 as usize) = 0.0;
-            }
+    unsafe {
+        let (i4_lo, i4_hi) = part.range(0, 4_i64);
+        let i4_first = {
+            let i4 = i4_lo;
+            (i4 + rt::line_phase(h.as_ptr(), i4 as usize)).min(i4_hi)
+        };
+        for i4 in i4_lo..i4_first {
+            *h.get_unchecked_mut(i4 as usize) = 0.0;
+        }
+        for i4 in i4_first..i4_hi {
+            *h.get_unchecked_mut(i4 as usize) = 0.0;
         }
     }
     part.wait();

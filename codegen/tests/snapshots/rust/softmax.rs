@@ -108,88 +108,82 @@ unsafe fn softmax_loops<const FMA: bool, const LANES: usize>(
     b: i64,
     n: i64,
 ) {
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, b);
-            let mut m: [f32; 1] = [0.0; 1];
-            let mut s: [f32; 1] = [0.0; 1];
-            for i0 in i0_lo..i0_hi {
-                let mut v0 = f32::NEG_INFINITY;
-                let i1_main = n / LANES as i64 * LANES as i64;
-                let mut v0_lanes = [f32::NEG_INFINITY; LANES];
-                for i1_chunk in (0..i1_main).step_by(LANES) {
-                    for lane in 0..LANES {
-                        let i1 = i1_chunk + lane as i64;
-                        let mut v0 = v0_lanes[lane];
-                        v0 = rt::maximum_f32(
-                            v0,
-                            *x.get_unchecked((i0 * n + i1) as usize),
-                        );
-                        v0_lanes[lane] = v0;
-                    }
-                }
-                let mut half = LANES / 2;
-                while half > 0 {
-                    for lane in 0..half {
-                        let mut v0 = v0_lanes[lane];
-                        v0 = rt::maximum_f32(v0, v0_lanes[lane + half]);
-                        v0_lanes[lane] = v0;
-                    }
-                    half /= 2;
-                }
-                v0 = rt::maximum_f32(v0, v0_lanes[0]);
-                for i1 in i1_main..n {
+    unsafe {
+        let (i0_lo, i0_hi) = part.range(0, b);
+        let mut m: [f32; 1] = [0.0; 1];
+        let mut s: [f32; 1] = [0.0; 1];
+        for i0 in i0_lo..i0_hi {
+            let mut v0 = f32::NEG_INFINITY;
+            let i1_main = n / LANES as i64 * LANES as i64;
+            let mut v0_lanes = [f32::NEG_INFINITY; LANES];
+            for i1_chunk in (0..i1_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i1 = i1_chunk + lane as i64;
+                    let mut v0 = v0_lanes[lane];
                     v0 = rt::maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
+                    v0_lanes[lane] = v0;
                 }
-                *m.get_unchecked_mut(0) = v0;
-                let i2 = i0;
-                let mut v1 = 0.0_f32;
-                let i3_main = n / LANES as i64 * LANES as i64;
-                let mut v1_lanes = [0.0_f32; LANES];
-                for i3_chunk in (0..i3_main).step_by(LANES) {
-                    for lane in 0..LANES {
-                        let i3 = i3_chunk + lane as i64;
-                        let mut v1 = v1_lanes[lane];
-                        *e.get_unchecked_mut(i3 as usize) = rt::vmath::exp_f32(
-                            FMA,
-                            *x.get_unchecked((i2 * n + i3) as usize)
-                                - *m.get_unchecked(0),
-                        );
-                        v1 += *e.get_unchecked(i3 as usize);
-                        v1_lanes[lane] = v1;
-                    }
+            }
+            let mut half = LANES / 2;
+            while half > 0 {
+                for lane in 0..half {
+                    let mut v0 = v0_lanes[lane];
+                    v0 = rt::maximum_f32(v0, v0_lanes[lane + half]);
+                    v0_lanes[lane] = v0;
                 }
-                let mut half = LANES / 2;
-                while half > 0 {
-                    for lane in 0..half {
-                        let mut v1 = v1_lanes[lane];
-                        v1 += v1_lanes[lane + half];
-                        v1_lanes[lane] = v1;
-                    }
-                    half /= 2;
-                }
-                v1 += v1_lanes[0];
-                for i3 in i3_main..n {
+                half /= 2;
+            }
+            v0 = rt::maximum_f32(v0, v0_lanes[0]);
+            for i1 in i1_main..n {
+                v0 = rt::maximum_f32(v0, *x.get_unchecked((i0 * n + i1) as usize));
+            }
+            *m.get_unchecked_mut(0) = v0;
+            let i2 = i0;
+            let mut v1 = 0.0_f32;
+            let i3_main = n / LANES as i64 * LANES as i64;
+            let mut v1_lanes = [0.0_f32; LANES];
+            for i3_chunk in (0..i3_main).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i3 = i3_chunk + lane as i64;
+                    let mut v1 = v1_lanes[lane];
                     *e.get_unchecked_mut(i3 as usize) = rt::vmath::exp_f32(
                         FMA,
                         *x.get_unchecked((i2 * n + i3) as usize) - *m.get_unchecked(0),
                     );
                     v1 += *e.get_unchecked(i3 as usize);
+                    v1_lanes[lane] = v1;
                 }
-                *s.get_unchecked_mut(0) = v1;
-                let i10 = i0;
-                let i11_first = {
-                    let i11 = 0;
-                    (i11 + rt::line_phase(y.as_ptr(), (i10 * n + i11) as usize)).min(n)
-                };
-                for i11 in 0..i11_first {
-                    *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
-                        .get_unchecked(i11 as usize) / *s.get_unchecked(0);
+            }
+            let mut half = LANES / 2;
+            while half > 0 {
+                for lane in 0..half {
+                    let mut v1 = v1_lanes[lane];
+                    v1 += v1_lanes[lane + half];
+                    v1_lanes[lane] = v1;
                 }
-                for i11 in i11_first..n {
-                    *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
-                        .get_unchecked(i11 as usize) / *s.get_unchecked(0);
-                }
+                half /= 2;
+            }
+            v1 += v1_lanes[0];
+            for i3 in i3_main..n {
+                *e.get_unchecked_mut(i3 as usize) = rt::vmath::exp_f32(
+                    FMA,
+                    *x.get_unchecked((i2 * n + i3) as usize) - *m.get_unchecked(0),
+                );
+                v1 += *e.get_unchecked(i3 as usize);
+            }
+            *s.get_unchecked_mut(0) = v1;
+            let i10 = i0;
+            let i11_first = {
+                let i11 = 0;
+                (i11 + rt::line_phase(y.as_ptr(), (i10 * n + i11) as usize)).min(n)
+            };
+            for i11 in 0..i11_first {
+                *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
+                    .get_unchecked(i11 as usize) / *s.get_unchecked(0);
+            }
+            for i11 in i11_first..n {
+                *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
+                    .get_unchecked(i11 as usize) / *s.get_unchecked(0);
             }
         }
     }

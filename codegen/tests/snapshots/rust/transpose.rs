@@ -95,21 +95,19 @@ unsafe fn transpose_loops<const VEC: usize>(
     r: i64,
     c: i64,
 ) {
-    {
-        unsafe {
-            let (i0_lo, i0_hi) = part.range(0, c);
-            let (i0, i1) = (i0_lo, 0);
-            let (i0_rows, i1_cols) = ((i0_hi - i0) as usize, (r - i1) as usize);
-            rt::transpose_block_f32(
-                x.as_ptr().add((i1 * c + i0) as usize),
-                c as usize,
-                y.as_mut_ptr().add((i0 * r + i1) as usize),
-                r as usize,
-                i0_rows,
-                i1_cols,
-                VEC,
-            );
-        }
+    unsafe {
+        let (i0_lo, i0_hi) = part.range(0, c);
+        let (i0, i1) = (i0_lo, 0);
+        let (i0_rows, i1_cols) = ((i0_hi - i0) as usize, (r - i1) as usize);
+        rt::transpose_block_f32(
+            x.as_ptr().add((i1 * c + i0) as usize),
+            c as usize,
+            y.as_mut_ptr().add((i0 * r + i1) as usize),
+            r as usize,
+            i0_rows,
+            i1_cols,
+            VEC,
+        );
     }
     part.wait();
 }
