@@ -38,7 +38,11 @@ fn buffers_and_the_pool_give_back_what_they_take() {
     rt::set_threads(4);
     rt::run_parts(4, |part| part.wait());
     let before = LIVE.load(Ordering::SeqCst);
-    let (rounds, large) = if cfg!(miri) { (10, 1 << 12) } else { (200, 1 << 21) };
+    let (rounds, large) = if cfg!(miri) {
+        (10, 1 << 12)
+    } else {
+        (200, 1 << 21)
+    };
     for round in 0..rounds {
         let len = [0, 1, 100, 5000, large][round % 5];
         let mut v = rt::AlignedVec::<f32>::zeroed_at(len, round % 64);
