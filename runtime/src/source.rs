@@ -33,8 +33,9 @@ pub fn standalone_module() -> String {
          /// mode so that this file needs nothing but core and std: the error type, the\n\
          /// checks, the aligned buffer, the worker pool ([`rt::set_threads`]), CPU\n\
          /// detection, the vectorizable math and the loop helpers its kernels call.\n\
+         /// Public, so that its user can call `kernels::rt::set_threads`.\n\
          #[allow(dead_code, unused_imports)]\n\
-         mod rt {{\n",
+         pub mod rt {{\n",
         env!("CARGO_PKG_VERSION")
     ));
     let mut first = true;
