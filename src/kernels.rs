@@ -37,3 +37,7 @@
 //! ```
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+
+/// The thread count of every kernel (the runtime's, shared by all kernel files of
+/// the process): see [`uop_runtime::set_threads`].
+pub use uop_runtime::{set_threads, threads};

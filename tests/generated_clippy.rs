@@ -1,5 +1,5 @@
 //! Clippy on generated code: the prebuilt kernels (`kernels/*.uop`, forward and
-//! gradient, f32 and f64, proven and fully checked) as the modules of a scratch
+//! gradient, f32 and f64, proven, fully checked and standalone) as the modules of a scratch
 //! library, with `-D warnings`. Slow and needs clippy, so it runs on request:
 //! `cargo test --release --test generated_clippy -- --ignored`.
 
@@ -21,16 +21,32 @@ fn generated_code_is_clippy_clean() {
     full.add_dir(root.join("kernels"), &[DType::F32, DType::F64])
         .expect("prebuilt programs");
 
+    let mut standalone = Kernels::with_registry(uop::ops::registry()).standalone(true);
+    standalone
+        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .expect("prebuilt programs");
+
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_clippy");
     std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
     std::fs::write(
         dir.join("Cargo.toml"),
-        "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[workspace]\n",
+        format!(
+            "[package]\nname = \"uop_clippy\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("runtime")
+        ),
     )
     .expect("manifest");
-    std::fs::write(dir.join("src/lib.rs"), "pub mod proven;\npub mod full;\n").expect("lib");
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub mod proven;\npub mod full;\npub mod standalone;\n",
+    )
+    .expect("lib");
     proven.write_to(&dir.join("src/proven.rs")).expect("proven");
     full.write_to(&dir.join("src/full.rs")).expect("full");
+    standalone
+        .write_to(&dir.join("src/standalone.rs"))
+        .expect("standalone");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args(["clippy", "--offline", "--quiet", "--", "-D", "warnings"])

@@ -1,7 +1,8 @@
 //! The build-time API: what a crate's `build.rs` calls to turn micro-op programs into
 //! Rust kernels in `OUT_DIR` (DESIGN.md §8). The crate then `include!`s the file;
-//! nothing of the compiler is linked into it, and the generated code needs only
-//! `core` and `std`.
+//! nothing of the compiler is linked into it: the generated code needs the small
+//! crate `uop-runtime` (a dependency of the crate, imported as `rt`), or with
+//! [`Kernels::standalone`] only `core` and `std`.
 //!
 //! ```no_run
 //! // build.rs (with uop-codegen as a build-dependency)
@@ -123,6 +124,13 @@ impl Kernels {
     /// [`Checks::Proven`].
     pub fn checks(mut self, checks: Checks) -> Self {
         self.module.set_checks(checks);
+        self
+    }
+
+    /// Standalone mode: the file holds a copy of the runtime (`mod rt`) instead
+    /// of importing the crate `uop-runtime`, so the crate needs no dependency.
+    pub fn standalone(mut self, standalone: bool) -> Self {
+        self.module.set_standalone(standalone);
         self
     }
 

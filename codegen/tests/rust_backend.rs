@@ -134,7 +134,7 @@ fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
 fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
     let src = emit("matmul", &parse(MATMUL), &RustOptions::default()).expect("emits");
     // One panel per thread, allocated by the kernel and passed to the loops.
-    assert!(src.contains("let mut i1_panel = Lines::<f32>::zeroed("));
+    assert!(src.contains("let mut i1_panel: rt::AlignedVec<f32> = rt::AlignedVec::zeroed("));
     assert!(src.contains("i1_panel: &mut [f32]"));
     assert!(
         !src.contains("Vec<f32> = vec!"),
@@ -151,7 +151,7 @@ fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
         "whole rows per piece, a count fixed by the sizes"
     );
     assert!(
-        src.contains(".range_in_steps(0, n, 64, line_phase(columns.as_ptr(), 0))"),
+        src.contains(".range_in_steps(0, n, 64, rt::line_phase(columns.as_ptr(), 0))"),
         "each thread its own columns, cut where a cache line starts"
     );
     check_snapshot("sums.rs", &src);
@@ -210,10 +210,11 @@ fn kernel_names_must_be_snake_case_identifiers() {
         m.add("softmax", &p),
         Err(EmitError::NameClash { .. })
     ));
-    assert!(matches!(
-        m.add("offset", &p),
-        Err(EmitError::NameClash { .. })
-    ));
+    // The runtime's names are `rt::...`: only `rt` itself is taken.
+    for free in ["offset", "threads", "set_threads"] {
+        m.add(free, &p).expect("a runtime function's name is free");
+    }
+    assert!(matches!(m.add("rt", &p), Err(EmitError::NameClash { .. })));
 }
 
 #[test]
@@ -224,12 +225,22 @@ fn one_file_holds_the_error_type_once_for_many_kernels() {
         .expect("adds");
     k.add_text("conv2d", CONV2D).expect("adds");
     let src = k.source().expect("emits");
-    assert_eq!(src.matches("pub enum KernelError").count(), 1);
-    assert_eq!(src.matches("fn maximum_f32(").count(), 1);
+    // The runtime's, imported once.
+    assert_eq!(src.matches("use uop_runtime as rt;").count(), 1);
+    assert_eq!(src.matches("pub use rt::KernelError;").count(), 1);
+    assert!(!src.contains("pub enum KernelError"));
+    assert!(!src.contains("fn maximum_f32("));
+    assert!(src.contains("rt::maximum_f32("));
+    assert_eq!(k.names(), ["softmax", "softmax_f64", "conv2d"]);
+    // Standalone: the runtime's own source, once, at the end.
+    let standalone = k.standalone(true).source().expect("emits");
+    assert!(!standalone.contains("use uop_runtime"));
+    assert_eq!(standalone.matches("pub enum KernelError").count(), 1);
+    assert_eq!(standalone.matches("fn maximum_f32(").count(), 1);
+    assert!(standalone.ends_with("}\n"));
     assert!(src.contains(
         "pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"
     ));
-    assert_eq!(k.names(), ["softmax", "softmax_f64", "conv2d"]);
 }
 
 #[test]

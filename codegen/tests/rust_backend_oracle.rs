@@ -195,8 +195,13 @@ fn driver(entries: &[Entry]) -> String {
 
 fn write_crate(dir: &Path, modules: &[(&str, String)], main: &str) {
     std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
-    let manifest = "[package]\nname = \"uop_rust_fuzz\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
-                    publish = false\n\n[workspace]\n\n[profile.release]\ndebug = false\n";
+    // The generated code calls the runtime crate, as a user's crate would.
+    let runtime = concat!(env!("CARGO_MANIFEST_DIR"), "/../runtime");
+    let manifest = format!(
+        "[package]\nname = \"uop_rust_fuzz\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[dependencies]\nuop-runtime = {{ path = {runtime:?} }}\n\n\
+         [workspace]\n\n[profile.release]\ndebug = false\n"
+    );
     // The kernels live in a library (as public modules, as a user's crate would
     // export them) with warnings denied; the test driver is the binary.
     let mut lib_rs = String::from("#![deny(warnings)]\n");
@@ -208,7 +213,7 @@ fn write_crate(dir: &Path, modules: &[(&str, String)], main: &str) {
     }
     main_rs.push_str(main);
     write_if_changed(&dir.join("src/lib.rs"), &lib_rs);
-    write_if_changed(&dir.join("Cargo.toml"), manifest);
+    write_if_changed(&dir.join("Cargo.toml"), &manifest);
     write_if_changed(&dir.join("src/main.rs"), &main_rs);
 }
 

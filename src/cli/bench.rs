@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 
 use super::{CliError, fail};
-use crate::aligned::{AlignedVec, LINE};
 use crate::bench::{self, Measure, Reps, Workload};
+use uop_runtime::{AlignedVec, LINE};
 
 /// Which generated code `uop bench` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

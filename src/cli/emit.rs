@@ -1,8 +1,9 @@
 //! `uop emit`: generates code for a backend target. Each target is one arm of the
 //! match in [`emit`]:
 //!
-//! - `rust`: Rust source (the build-time backend): a kernel function, its shapes
-//!   function and `KernelError`, depending on nothing but core and std.
+//! - `rust`: Rust source (the build-time backend): a kernel function and its shapes
+//!   function, calling the crate `uop-runtime` (`use uop_runtime as rt;`), or with
+//!   `--standalone` a copy of it (`mod rt`), depending on nothing but core and std.
 //! - `object`: a relocatable object file for this machine (Cranelift) defining the C
 //!   functions `NAME` and `NAME_shapes` (link with `-lm`); needs `-o`.
 //! - `header`: the C header declaring them, with the argument layout.
@@ -24,8 +25,8 @@ use super::{CliError, fail, load_program};
 /// What `uop emit` generates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Target {
-    /// Rust source: a kernel function, its shapes function and `KernelError`,
-    /// depending on nothing but core and std.
+    /// Rust source: a kernel function and its shapes function, calling the crate
+    /// `uop-runtime` (or, with `--standalone`, a copy of it in the file).
     Rust,
     /// A relocatable object file (Cranelift, this machine's ISA).
     Object,
@@ -52,6 +53,10 @@ pub struct EmitArgs {
     /// Emit only safe indexing, no `unsafe` (Rust target).
     #[arg(long)]
     full_checks: bool,
+    /// Copy the runtime's sources into the file as `mod rt` instead of importing
+    /// the crate `uop-runtime`, so that it needs only core and std (Rust target).
+    #[arg(long)]
+    standalone: bool,
     /// Emit the gradient kernel instead (Rust target): with respect to every
     /// float input, every float output seeded; named `NAME_grad` by default.
     #[arg(long)]
@@ -63,6 +68,9 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     let program = load_program(&args.program, "emit")?;
     if args.grad && args.target != Target::Rust {
         return fail("--grad is supported for --target rust only");
+    }
+    if args.standalone && args.target != Target::Rust {
+        return fail("--standalone is supported for --target rust only");
     }
     let name = match &args.name {
         Some(n) => n.clone(),
@@ -79,7 +87,9 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             };
             let at =
                 |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
-            let options = RustOptions::default().checks(checks);
+            let options = RustOptions::default()
+                .checks(checks)
+                .standalone(args.standalone);
             if args.grad {
                 let grad = gradient(&program, &full_gradient_spec(&program)).map_err(|e| at(&e))?;
                 let mut module = RustModule::new(options);

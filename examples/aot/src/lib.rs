@@ -101,8 +101,10 @@ struct Linked {
     output_ranks: &'static [usize],
 }
 
+/// The number of elements of a shape, `None` beyond what the kernels' `i64`
+/// index arithmetic takes.
 fn elements(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    uop_runtime::elements(shape)
 }
 
 fn check(code: i32) -> Result<(), Error> {

@@ -1,5 +1,6 @@
 //! Calls a kernel generated at build time (see `build.rs` and `ops/rms_norm.uop`).
-//! The binary links nothing of uop: `kernels` is plain Rust written into OUT_DIR.
+//! The binary links nothing of the compiler: `kernels` is plain Rust written into
+//! OUT_DIR, calling the small runtime crate `uop-runtime`.
 
 // A binary uses only some of the generated items (the f64 variant, the shapes
 // struct's methods), so dead-code warnings are silenced for this module only.

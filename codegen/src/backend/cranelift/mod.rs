@@ -23,8 +23,8 @@
 //!   interpreter's semantics; `vector` decides which innermost loops use `f32x4`;
 //! - [`abi`]: the C ABI of every kernel, its return codes, the C header;
 //! - `vmath` (private): `exp log tanh sigmoid erf` as inline f32 / `f32x4` code for
-//!   f32 programs, bit-identical to the Rust backend's
-//!   [`vmath`](crate::backend::rust::vmath);
+//!   f32 programs, bit-identical to the runtime's [`vmath`](uop_runtime::vmath),
+//!   which Rust kernels call;
 //! - [`runtime`]: the math, allocation and zeroing functions kernels call;
 //! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
 //!   ([`emit_object`], [`emit_clif`]).

@@ -1,8 +1,8 @@
 //! Inline f32 math for f32 programs: `exp`, `log`, `tanh`, `sigmoid` and `erf` as
 //! straight-line CLIF, on an `f32` or on the four lanes of an `f32x4`.
 //!
-//! Each function is a port of its counterpart in the Rust backend's
-//! [`vmath`](crate::backend::rust::vmath) module: the same range reduction, the same
+//! Each function is a port of its counterpart in the runtime's
+//! [`vmath`](uop_runtime::vmath) module, which Rust kernels call: the same range reduction, the same
 //! constants, the same operations in the same order (comparisons and selects where
 //! the Rust code has `if`; each of its `madd`s a fused multiply-add when the host has
 //! FMA, as `cranelift-native` detects it, and a multiply and an add otherwise), so a
@@ -21,14 +21,14 @@
 //! runtime's f64 functions for them, lane by lane in vector loops. f64 programs call
 //! the runtime for every function, as the interpreter computes them.
 
-use crate::backend::rust::vmath::{
-    ERF_C0_MINUS_1, ERF_LARGE, ERF_SMALL, EXP_P, LN_Q, LN2_HI, LN2_LO, ROUND_F32, SIGN_F32,
-    TANH_SMALL, TANH_T,
-};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F32, F32X4, I32, I32X4};
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
+use uop_runtime::vmath::{
+    ERF_C0_MINUS_1, ERF_LARGE, ERF_SMALL, EXP_P, LN_Q, LN2_HI, LN2_LO, ROUND_F32, SIGN_F32,
+    TANH_SMALL, TANH_T,
+};
 
 use crate::uop::UnaryOp;
 
@@ -61,7 +61,7 @@ impl Inline {
     }
 }
 
-// The constants are the Rust backend's own (`backend::rust::vmath`), so both
+// The constants are the runtime's own (`uop_runtime::vmath`), so both
 // backends evaluate the very same polynomials.
 
 /// Emits `f(x)` for an `f32` or `f32x4` value `x`; returns a value of the same type.

@@ -24,7 +24,7 @@ use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 use crate::pass::{access_mentions, value_mentions};
 
 use super::names::{Scope, camel};
-use super::prelude::{Helper, Helpers, RESERVED, helper_name};
+use super::runtime::{Helper, RESERVED, path};
 use super::{Checks, EmitError};
 
 /// What the emitter needs of one kernel.
@@ -123,7 +123,6 @@ struct Gen<'a> {
     unsafe_used: RefCell<bool>,
     /// Dims (`N`) and params (`$kh`) the function being generated mentions.
     used: RefCell<BTreeSet<String>>,
-    helpers: RefCell<Helpers>,
     /// Entry-evaluated size expressions that are not a literal, dim or param, in order.
     sizes: Vec<Expr>,
     /// Whether schedule annotations are honored (tiles, split reductions); only
@@ -132,7 +131,7 @@ struct Gen<'a> {
     /// The target constants (`FMA`, `LANES`, `MR`, `NR`, `KC`) the loops use.
     consts: RefCell<BTreeSet<&'static str>>,
     /// Some block has a parallel loop or one folded in pieces: the loops run on
-    /// every thread of a [`Part`](super::prelude) at once, serial blocks on the
+    /// every thread of a [`Part`](uop_runtime::Part) at once, serial blocks on the
     /// first thread only.
     threaded: bool,
     /// Inside a tile's reduction: loads read from the tile's packed panel instead,
@@ -180,12 +179,8 @@ const PIECE: i64 = 1 << 15;
 /// output row) they rarely write the same cache line in every outer iteration.
 const SHARE_STEP: i64 = 64;
 
-/// Emits one kernel's items, recording the helpers it needs in `helpers`.
-pub(super) fn emit(
-    k: &KernelSource,
-    checks: Checks,
-    helpers: &mut Helpers,
-) -> Result<TokenStream, EmitError> {
+/// Emits one kernel's items.
+pub(super) fn emit(k: &KernelSource, checks: Checks) -> Result<TokenStream, EmitError> {
     let p = &k.loops;
     let is32 = match p.dtype {
         DType::F32 => true,
@@ -248,7 +243,6 @@ pub(super) fn emit(
         params,
         unsafe_used: RefCell::new(false),
         used: RefCell::new(BTreeSet::new()),
-        helpers: RefCell::new(Helpers::default()),
         sizes: Vec::new(),
         scheduled: checks == Checks::Proven,
         consts: RefCell::new(BTreeSet::new()),
@@ -260,11 +254,7 @@ pub(super) fn emit(
     };
     g.sizes = g.entry_sizes();
     let mut scope_for_locals = scope;
-    let out = g.items(k, &mut scope_for_locals)?;
-    for h in g.helpers.borrow().iter() {
-        helpers.need(h);
-    }
-    Ok(out)
+    g.items(k, &mut scope_for_locals)
 }
 
 impl Gen<'_> {
@@ -273,9 +263,9 @@ impl Gen<'_> {
         quote!(#n)
     }
 
-    fn need(&self, h: Helper) -> Ident {
-        self.helpers.borrow_mut().need(h);
-        helper_name(h)
+    /// The runtime's `h`, as generated code names it (`rt::check_len`).
+    fn need(&self, h: Helper) -> TokenStream {
+        path(h)
     }
 
     fn unsupported(&self, message: impl Into<String>) -> EmitError {
@@ -606,8 +596,8 @@ impl Gen<'_> {
         })
     }
 
-    /// A call of the f32 function `name` of the emitted `mod vmath` (see
-    /// `backend::rust::vmath`), which LLVM inlines and vectorizes. Its multiply-adds
+    /// A call of the f32 function `name` of the runtime's `vmath`
+    /// (`rt::vmath::exp_f32`), which LLVM inlines and vectorizes. Its multiply-adds
     /// are fused in the per-CPU copies with FMA (argument `FMA`); unscheduled kernels,
     /// compiled for the baseline target only, pass `false`.
     fn vmath_call(
@@ -622,12 +612,12 @@ impl Gen<'_> {
         }
         let call = if name == "pow_f32" {
             // Evaluated in f64, far beyond f32's precision: one instance.
-            quote!(vmath::#f(#(#ts),*))
+            quote!(#f(#(#ts),*))
         } else if self.scheduled {
             self.consts.borrow_mut().insert("FMA");
-            quote!(vmath::#f(FMA, #(#ts),*))
+            quote!(#f(FMA, #(#ts),*))
         } else {
-            quote!(vmath::#f(false, #(#ts),*))
+            quote!(#f(false, #(#ts),*))
         };
         Ok((call, Prec::Postfix))
     }
@@ -1119,9 +1109,8 @@ impl Gen<'_> {
             let n = l.id.0;
             let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
             let step = lit(&format!("{SHARE_STEP}"));
-            let f = self.need(Helper::RangeInSteps);
             let phase = self.line_phase(b, l)?;
-            take_inner = quote!(let (#lo, #hi) = part.#f(#start, #end, #step, #phase););
+            take_inner = quote!(let (#lo, #hi) = part.range_in_steps(#start, #end, #step, #phase););
             *self.share.borrow_mut() = Some((n, quote!(#lo), quote!(#hi)));
         }
         let code = self.group_code(blocks, depth == Some(0), take_inner);
@@ -1129,6 +1118,9 @@ impl Gen<'_> {
         let code = code?;
         Ok(if !self.threaded {
             code
+        } else if parallel && *self.unsafe_used.borrow() {
+            // Already one block (`unsafe { .. }`, see `group_code`).
+            quote!(#code part.wait();)
         } else if parallel {
             quote!({ #code } part.wait();)
         } else {
@@ -1305,16 +1297,22 @@ impl Gen<'_> {
         for (k, b) in blocks.iter().enumerate() {
             let (outer, inner) = (&b.loops[0], &b.loops[1..]);
             let m = outer.id.0;
-            if uses_index(&b.loops, m) {
+            let mut body: Vec<TokenStream> =
+                outer.carried.iter().map(|c| self.carried(c)).collect();
+            body.push(self.nest(inner)?);
+            body.push(self.stmts(&outer.stmts)?);
+            let body = quote!(#(#body)*);
+            // Decided on the code, not the IR: a block whose only use of the index
+            // went into a row kept per thread does not mention it.
+            let im = ident(&format!("i{m}"));
+            if mentions(&body, &im) {
                 used = true;
                 if k > 0 {
-                    let (im, i) = (ident(&format!("i{m}")), ident(&format!("i{n}")));
+                    let i = ident(&format!("i{n}"));
                     bodies.push(quote!(let #im = #i;));
                 }
             }
-            bodies.extend(outer.carried.iter().map(|c| self.carried(c)));
-            bodies.push(self.nest(inner)?);
-            bodies.push(self.stmts(&outer.stmts)?);
+            bodies.push(body);
         }
         let i = ident(&format!("{}i{n}", if used { "" } else { "_" }));
         let rows = self
@@ -1506,13 +1504,12 @@ impl Gen<'_> {
         let (rows, cols) = (ident(&format!("i{r}_rows")), ident(&format!("i{c}_cols")));
         let pointer = |a: &Access, write: bool| {
             let x = &self.tensors[a.tensor.0];
-            let base = if self.threaded && self.tensor_kind(a.tensor) != TensorKind::Input {
-                quote!(#x.ptr)
-            } else if write {
-                quote!(#x.as_mut_ptr())
-            } else {
-                quote!(#x.as_ptr())
-            };
+            let base =
+                if write || (self.threaded && self.tensor_kind(a.tensor) != TensorKind::Input) {
+                    quote!(#x.as_mut_ptr())
+                } else {
+                    quote!(#x.as_ptr())
+                };
             let at = self.offset_unchecked(a)?;
             Ok::<_, EmitError>(quote!(#base.add(#at)))
         };
@@ -2707,9 +2704,9 @@ impl Gen<'_> {
         let mut share = Vec::new();
         let mut allocs = Vec::new();
         let shared = if self.threaded {
-            self.need(Helper::Parts);
             let shared = self.need(Helper::Shared);
-            params.push(quote!(part: Part<'_>));
+            let part = self.need(Helper::Part);
+            params.push(quote!(part: #part<'_>));
             args.push(quote!(part));
             forward.push(quote!(part));
             Some(shared)
@@ -2737,7 +2734,7 @@ impl Gen<'_> {
                 _ if row_len.is_some() => {
                     // Each thread its own row.
                     let lines = self.need(Helper::Lines);
-                    allocs.push(quote!(let mut #id = #lines::<#e>::zeroed(#row_len).expect("a row fits in memory");));
+                    allocs.push(quote!(let mut #id: #lines<#e> = #lines::zeroed(#row_len);));
                     params.push(quote!(#id: &mut [#e]));
                     args.push(quote!(&mut #id));
                 }
@@ -2830,7 +2827,7 @@ impl Gen<'_> {
             };
             let lines = self.need(Helper::Lines);
             allocs.push(quote! {
-                let mut #name = #lines::<#t>::zeroed(#len as usize * #cells).expect("a panel fits in memory");
+                let mut #name: #lines<#t> = #lines::zeroed(#len as usize * #cells);
             });
             params.push(quote!(#name: &mut [#t]));
             args.push(quote!(&mut #name));
@@ -3326,6 +3323,15 @@ fn elementwise_math(l: &Loop) -> bool {
         reads_target |= !write && a.tensor == access.tensor;
     });
     l.carried.is_empty() && !access.checked && math(value) && !reads_target
+}
+
+/// Whether `tokens` (nested groups included) mention `name`.
+fn mentions(tokens: &TokenStream, name: &Ident) -> bool {
+    tokens.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == *name,
+        proc_macro2::TokenTree::Group(g) => mentions(&g.stream(), name),
+        _ => false,
+    })
 }
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).

@@ -1,5 +1,6 @@
 //! The Rust backend: optimized loop programs as plain Rust source that depends on
-//! nothing but `core` and `std` (DESIGN.md §8).
+//! the small std-only crate `uop-runtime` (DESIGN.md §8, §12), or with
+//! [`RustOptions::standalone`] on nothing but `core` and `std`.
 //!
 //! A [`RustModule`] collects named kernels and writes one file. For each kernel
 //! `NAME` the file has:
@@ -13,8 +14,10 @@
 //!   and `pub struct NameShapes { pub y: [usize; R], ... }` (with `y_len()`), so a
 //!   caller can allocate the outputs;
 //!
-//! and the file has, once, `pub enum KernelError` and the small helpers the kernels
-//! use (floor division, NaN-propagating max, `erf`, ...).
+//! and the file has, once, `use uop_runtime as rt;` and `pub use rt::KernelError;`:
+//! everything else the kernels call (checks, the worker pool, floor division,
+//! NaN-propagating max, `erf`, ...) is the runtime's `rt::...`. In standalone mode
+//! the runtime's own source files follow the kernels as `mod rt { ... }`.
 //!
 //! The code reads like the printed loop IR: one `for` per loop with the IR's index
 //! names (`i0`, `i1`, ...), carried variables as `let mut v0`, index arithmetic in
@@ -44,10 +47,10 @@
 //! (std has none) and agrees with the interpreter's to a few ulps.
 //!
 //! In f32 programs `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`, `cos` and `pow`
-//! call the branch-free functions of [`vmath`], emitted into the file as
-//! `mod vmath` (only those used): polynomials after range reduction, no libm call,
-//! so loops over them vectorize. Their distance to the interpreter's correctly
-//! rounded value, measured over the whole f32 range (`tests/vmath_ulp.rs`):
+//! call the branch-free functions of [`vmath`] (the runtime's, `rt::vmath::exp_f32`):
+//! polynomials after range reduction, no libm call, so loops over them vectorize.
+//! Their distance to the interpreter's correctly rounded value, measured over the
+//! whole f32 range (`runtime/tests/vmath_ulp.rs`):
 //!
 //! | function  | max ulp | domain                                       |
 //! |-----------|---------|----------------------------------------------|
@@ -84,8 +87,10 @@
 
 mod kernel;
 mod names;
-mod prelude;
-pub mod vmath;
+mod runtime;
+
+/// The vectorizable f32 math generated kernels call, now in the runtime.
+pub use uop_runtime::vmath;
 
 use std::collections::HashSet;
 
@@ -98,7 +103,6 @@ use crate::text::print_program;
 use crate::uop::Program;
 
 use kernel::KernelSource;
-use prelude::Helpers;
 
 /// How much checking generated accesses keep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -118,12 +122,22 @@ pub struct RustOptions {
     pub checks: Checks,
     /// Passes to skip when optimizing programs added with [`RustModule::add`].
     pub passes: PassOptions,
+    /// Copy the runtime's sources into the file as `mod rt` (standalone mode),
+    /// instead of importing the crate `uop-runtime`: the file then needs only
+    /// core and std.
+    pub standalone: bool,
 }
 
 impl RustOptions {
     /// These options with `checks`.
     pub fn checks(mut self, checks: Checks) -> Self {
         self.checks = checks;
+        self
+    }
+
+    /// These options with standalone mode on or off (see [`RustOptions::standalone`]).
+    pub fn standalone(mut self, standalone: bool) -> Self {
+        self.standalone = standalone;
         self
     }
 }
@@ -178,13 +192,18 @@ impl RustModule {
         RustModule {
             options,
             kernels: Vec::new(),
-            taken: prelude::RESERVED.iter().map(|s| s.to_string()).collect(),
+            taken: runtime::RESERVED.iter().map(|s| s.to_string()).collect(),
         }
     }
 
     /// Changes how accesses are checked, for every kernel of the module.
     pub fn set_checks(&mut self, checks: Checks) {
         self.options.checks = checks;
+    }
+
+    /// Turns standalone mode on or off (see [`RustOptions::standalone`]).
+    pub fn set_standalone(&mut self, standalone: bool) {
+        self.options.standalone = standalone;
     }
 
     /// Adds `program` as the kernel `name`: lowers it, optimizes it with the
@@ -263,32 +282,44 @@ impl RustModule {
 
     /// The formatted source of the whole file.
     pub fn source(&self) -> Result<String, EmitError> {
-        let mut helpers = Helpers::default();
         let mut items = Vec::new();
         for k in &self.kernels {
-            items.push(kernel::emit(k, self.options.checks, &mut helpers)?);
+            items.push(kernel::emit(k, self.options.checks)?);
         }
-        let prelude = helpers.tokens();
+        let imports = runtime::imports(self.options.standalone);
         let tokens = quote! {
-            #prelude
+            #imports
             #(#items)*
         };
         let file: syn::File = syn::parse2(tokens).map_err(|e| EmitError::Syntax(e.to_string()))?;
-        let mut out = String::from(HEADER);
+        let mut out = String::from(if self.options.standalone {
+            HEADER_STANDALONE
+        } else {
+            HEADER
+        });
         out.push_str(&blank_lines_between_items(&prettyplease::unparse(&file)));
+        if self.options.standalone {
+            out.push('\n');
+            out.push_str(&runtime::standalone_module());
+        }
         Ok(out)
     }
 }
 
 /// The formatter puts top-level items right after each other; a blank line after
-/// each item's closing brace reads like hand-written code. Inside `mod vmath`, a
-/// documented item after another one gets a blank line too.
+/// each item's closing brace, and after the imports, reads like hand-written code.
+/// Inside an `impl`, a documented item after another one gets a blank line too.
 fn blank_lines_between_items(src: &str) -> String {
     let mut out = String::with_capacity(src.len() + src.len() / 20);
     let mut previous_closed_item = false;
     let mut previous_nested_end = false;
+    let mut previous_import = false;
     for line in src.lines() {
-        if previous_closed_item && !line.is_empty() && !line.starts_with([' ', '}', ')']) {
+        let import = line.starts_with("use ") || line.starts_with("pub use ");
+        if (previous_closed_item || (previous_import && !import))
+            && !line.is_empty()
+            && !line.starts_with([' ', '}', ')'])
+        {
             out.push('\n');
         }
         if previous_nested_end && line.starts_with("    ///") {
@@ -297,6 +328,7 @@ fn blank_lines_between_items(src: &str) -> String {
         out.push_str(line);
         out.push('\n');
         previous_closed_item = line == "}";
+        previous_import = import && line.ends_with(';');
         previous_nested_end = line == "    }"
             || (line.starts_with("    ") && !line.starts_with("     ") && line.ends_with(';'));
     }
@@ -305,7 +337,15 @@ fn blank_lines_between_items(src: &str) -> String {
 
 const HEADER: &str = "\
 // @generated by uop-codegen from micro-op programs; do not edit (change the programs).
-// Needs only core and std. Include it in a module of its own, e.g.
+// Needs the crate `uop-runtime` (imported as `rt`). Include it in a module of its own, e.g.
+//     mod kernels { include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\")); }
+
+";
+
+const HEADER_STANDALONE: &str = "\
+// @generated by uop-codegen from micro-op programs; do not edit (change the programs).
+// Standalone: needs only core and std; the runtime its kernels call is `mod rt`
+// at the end. Include it in a module of its own, e.g.
 //     mod kernels { include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\")); }
 
 ";

@@ -1,10 +1,10 @@
-//! Accuracy of the vectorizable f32 math of the Rust backend
-//! (`uop_codegen::backend::rust::vmath`): the distance in ulps to the f64
+//! Accuracy of the vectorizable f32 math generated kernels call
+//! (`uop_runtime::vmath`): the distance in ulps to the f64
 //! reference the interpreter computes, rounded to f32, over the whole f32 range.
 //!
 //! The CI tests sweep every 4093rd bit pattern of the 2^32 (about a million
 //! inputs per function, both signs, every exponent, NaNs and infinities among
-//! them); `exhaustive_*` (ignored, `cargo test --release -p uop-codegen --test
+//! them); `exhaustive_*` (ignored, `cargo test --release -p uop-runtime --test
 //! vmath_ulp -- --ignored`) try every f32. `pow` has two arguments: it is tested on
 //! a dense sample of pairs and on its special cases.
 //!
@@ -14,7 +14,7 @@
 //! an FMA host). Here `mul_add` is a library call, which computes the same fused
 //! result as the instruction, only slower.
 
-use uop_codegen::backend::rust::vmath;
+use uop_runtime::vmath;
 
 /// The distance between two f32 in representable steps; NaN matches NaN only, and
 /// zeros must agree in sign.
@@ -120,7 +120,7 @@ mod fused {
         ($($name:ident: $f:ident),* $(,)?) => {$(
             #[cfg_attr(target_arch = "x86_64", target_feature(enable = "fma"))]
             pub unsafe fn $name(x: f32) -> f32 {
-                uop_codegen::backend::rust::vmath::$f(true, x)
+                uop_runtime::vmath::$f(true, x)
             }
         )*};
     }

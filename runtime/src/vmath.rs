@@ -2,11 +2,11 @@
 //! `pow` as straight-line Rust that LLVM auto-vectorizes inside a plain
 //! `for i in 0..n { y[i] = f(x[i]) }` loop.
 //!
-//! The Rust backend emits these functions verbatim (with the constants and helpers
-//! they use) into generated kernels of f32 programs, inside a private `mod vmath`:
-//! this file is the single source of what is tested and what is emitted. f64
-//! programs keep calling std's functions (and an emitted `erf_f64`), which are the
-//! interpreter's own.
+//! Generated kernels of f32 programs call these functions (`rt::vmath::exp_f32`),
+//! and the Cranelift backend emits the same algorithms with the same constants
+//! inline: this file is the single source of what is tested and what runs. f64
+//! programs keep calling std's functions (and [`erf_f64`](super::erf_f64)), which
+//! are the interpreter's own.
 //!
 //! # Rules the code follows
 //!
@@ -72,7 +72,7 @@
 //!
 //! # Accuracy
 //!
-//! Measured, for both instances, by `codegen/tests/vmath_ulp.rs` against the f64 reference (std / libm
+//! Measured, for both instances, by `runtime/tests/vmath_ulp.rs` against the f64 reference (std / libm
 //! in f64, as the interpreter computes) rounded to f32, as the distance in f32
 //! steps (ulps); the exhaustive sweep over all 2^32 inputs is an ignored test of
 //! the same file. Special values (NaN, ±inf, ±0, overflow, underflow into and
@@ -90,24 +90,24 @@
 //! | `pow`     | 1       | all f32 `x`, `y`                                          |
 
 /// Sign bit of an f32.
-pub(crate) const SIGN_F32: u32 = 0x8000_0000;
+pub const SIGN_F32: u32 = 0x8000_0000;
 
 /// `1.5 * 2^23`: adding it to an f32 below `2^22` in magnitude rounds to an
 /// integer, left in the low mantissa bits.
-pub(crate) const ROUND_F32: f32 = 12_582_912.0;
+pub const ROUND_F32: f32 = 12_582_912.0;
 
 /// `1.5 * 2^52`: the f64 rounding constant.
 const ROUND_F64: f64 = 6_755_399_441_055_744.0;
 
 /// High part of ln 2 (`0x3f317200`): 15 significant bits, so `n * LN2_HI` is exact
 /// for `|n| < 2^9`.
-pub(crate) const LN2_HI: f32 = 0.693_145_75;
+pub const LN2_HI: f32 = 0.693_145_75;
 
 /// `ln 2 - LN2_HI`, rounded to f32.
-pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+pub const LN2_LO: f32 = 1.428_606_8e-6;
 
 /// `exp(r) ~ 1 + r + r² (P0 + P1 r + P2 r² + P3 r³ + P4 r⁴)` on `|r| <= ln2/2`.
-pub(crate) const EXP_P: [f32; 5] = [
+pub const EXP_P: [f32; 5] = [
     0.499_999_94,
     0.166_665_21,
     0.041_668_39,
@@ -116,17 +116,17 @@ pub(crate) const EXP_P: [f32; 5] = [
 ];
 
 /// `2 atanh(s) ~ 2s + s z (Q0 + Q1 z + Q2 z²)`, `z = s²`, `|s| <= 0.1716`.
-pub(crate) const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
+pub const LN_Q: [f32; 3] = [0.666_667_76, 0.399_775_27, 0.298_721_52];
 
 /// Below this `|x|`, `tanh` is the odd polynomial.
-pub(crate) const TANH_SMALL: f32 = 0.625;
+pub const TANH_SMALL: f32 = 0.625;
 
 /// The largest `2|x|` whose exponential `tanh` computes: `1 - 2 / (e^20 + 1)` already
 /// rounds to 1.
-pub(crate) const TANH_EXP_MAX: f32 = 20.0;
+pub const TANH_EXP_MAX: f32 = 20.0;
 
 /// `tanh(x) ~ x + x z (T0 + ... + T5 z⁵)`, `z = x²`, `|x| <= 0.625`.
-pub(crate) const TANH_T: [f32; 6] = [
+pub const TANH_T: [f32; 6] = [
     -0.333_333_3,
     0.133_332_06,
     -0.053_946_763,
@@ -136,7 +136,7 @@ pub(crate) const TANH_T: [f32; 6] = [
 ];
 
 /// `erf(x) ~ x (2/sqrt(pi) + z (E0 + ... + E5 z⁵))`, `z = x²`, `|x| <= 1`.
-pub(crate) const ERF_SMALL: [f32; 6] = [
+pub const ERF_SMALL: [f32; 6] = [
     -0.376_126_3,
     0.112_836_175,
     -0.026_854_916,
@@ -146,10 +146,10 @@ pub(crate) const ERF_SMALL: [f32; 6] = [
 ];
 
 /// `2/sqrt(pi) - 1`.
-pub(crate) const ERF_C0_MINUS_1: f32 = 0.128_379_17;
+pub const ERF_C0_MINUS_1: f32 = 0.128_379_17;
 
 /// `erfc(a) exp(a²) ~ H0 + H1 t + ... + H7 t⁷`, `t = 1/a`, `1 <= a <= 4`.
-pub(crate) const ERF_LARGE: [f32; 8] = [
+pub const ERF_LARGE: [f32; 8] = [
     0.000_201_098_05,
     0.559_095_44,
     0.046_020_426,
@@ -384,10 +384,14 @@ fn log2_f64(a: f64) -> f64 {
     let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff).wrapping_add(0x3fe6_a09e_667f_3bcd));
     let s = (m - 1.0) / (m + 1.0);
     let z = s * s;
-    let p = 1.0 / 3.0
-        + z * (1.0 / 5.0
-            + z * (1.0 / 7.0
-                + z * (1.0 / 9.0 + z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0))))));
+    // Horner's scheme, innermost term first (as `exp2_f64`).
+    let p = 1.0 / 15.0;
+    let p = 1.0 / 13.0 + z * p;
+    let p = 1.0 / 11.0 + z * p;
+    let p = 1.0 / 9.0 + z * p;
+    let p = 1.0 / 7.0 + z * p;
+    let p = 1.0 / 5.0 + z * p;
+    let p = 1.0 / 3.0 + z * p;
     let two_over_ln2 = 2.0 * core::f64::consts::LOG2_E;
     e + s * two_over_ln2 * (1.0 + z * p)
 }
@@ -402,16 +406,20 @@ fn exp2_f64(t: f64) -> f64 {
     let rt = t + ROUND_F64;
     let k = rt - ROUND_F64;
     let u = (t - k) * core::f64::consts::LN_2;
-    let p = 1.0
-        + u * (1.0
-            + u * (1.0 / 2.0
-                + u * (1.0 / 6.0
-                    + u * (1.0 / 24.0
-                        + u * (1.0 / 120.0
-                            + u * (1.0 / 720.0
-                                + u * (1.0 / 5040.0
-                                    + u * (1.0 / 40320.0
-                                        + u * (1.0 / 362_880.0 + u * (1.0 / 3_628_800.0))))))))));
+    // Horner's scheme, innermost term first: the same operations in the same order
+    // as `1 + u (1 + u (1/2 + ... + u (1/9! + u / 10!)))` written nested (which
+    // rustfmt takes minutes to lay out).
+    let p = 1.0 / 3_628_800.0;
+    let p = 1.0 / 362_880.0 + u * p;
+    let p = 1.0 / 40320.0 + u * p;
+    let p = 1.0 / 5040.0 + u * p;
+    let p = 1.0 / 720.0 + u * p;
+    let p = 1.0 / 120.0 + u * p;
+    let p = 1.0 / 24.0 + u * p;
+    let p = 1.0 / 6.0 + u * p;
+    let p = 1.0 / 2.0 + u * p;
+    let p = 1.0 + u * p;
+    let p = 1.0 + u * p;
     let ki = (rt.to_bits() as i64).wrapping_sub(ROUND_F64.to_bits() as i64);
     p * f64::from_bits((ki.wrapping_add(1023) as u64) << 52)
 }
