@@ -327,9 +327,19 @@ fn kernels(graph: &Graph) -> usize {
 /// Runs the pipeline on `graph` as `options` say; returns the prepared graph and what
 /// each pass did.
 pub fn prepare(graph: Graph, options: &PrepareOptions) -> Result<(Graph, Report), PrepareError> {
-    PIPELINE.check_names(options.disabled.iter().map(String::as_str))?;
+    prepare_with(PIPELINE, graph, options)
+}
+
+/// [`prepare`] with another list of passes (tests put a pass in on purpose).
+pub fn prepare_with(
+    passes: PassList<Pass>,
+    graph: Graph,
+    options: &PrepareOptions,
+) -> Result<(Graph, Report), PrepareError> {
+    let list = passes;
+    list.check_names(options.disabled.iter().map(String::as_str))?;
     if let PrintAfter::Named(names) = &options.print_after {
-        PIPELINE.check_names(names.iter().map(String::as_str))?;
+        list.check_names(names.iter().map(String::as_str))?;
     }
     let mut graph = graph;
     if options.verify {
@@ -338,7 +348,7 @@ pub fn prepare(graph: Graph, options: &PrepareOptions) -> Result<(Graph, Report)
     let mut budget = Budget::new(options.rewrite_limit);
     let mut checks = Checks::NONE;
     let mut report = Report::default();
-    for pass in PIPELINE.passes() {
+    for pass in list.passes() {
         let (nodes_before, kernels_before) = (graph.len(), kernels(&graph));
         let mut entry = PassReport {
             name: pass.name,
