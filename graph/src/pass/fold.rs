@@ -23,8 +23,10 @@ use crate::rewrite::{const_of, replace_nodes};
 /// computes it, or `None` when it needs run-time values or fails.
 pub fn evaluate_call(graph: &Graph, call: &Call, inputs: &[Tensor]) -> Option<Tensor> {
     let types: Vec<ValueType> = inputs.iter().map(concrete_type).collect();
-    let (program, _) =
-        call_program(graph.dtype, &graph.params, &graph.registry, call, &types).ok()?;
+    // Only the names the call binds to its (constant) inputs are known: a call that
+    // reads another `$param` does not build, and is not evaluated.
+    let bound: Vec<String> = call.bind.iter().map(|(n, _)| n.clone()).collect();
+    let (program, _) = call_program(graph.dtype, &bound, &graph.registry, call, &types).ok()?;
     let mut params: HashMap<String, i64> = HashMap::new();
     for (name, k) in &call.bind {
         let t = inputs.get(*k)?;

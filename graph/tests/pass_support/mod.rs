@@ -42,7 +42,10 @@ pub fn prepared(g: &Graph, options: &PrepareOptions) -> (Graph, Report) {
         }
     }
     if let Err(e) = verify(&after, checks) {
-        panic!("the prepared graph does not verify:\n{e}\n{}", print_graph(&after));
+        panic!(
+            "the prepared graph does not verify:\n{e}\n{}",
+            print_graph(&after)
+        );
     }
     (after, report)
 }
@@ -128,7 +131,11 @@ pub fn assert_same_results(a: &Graph, b: &Graph) {
         match same_results(a, b, seed) {
             Ok(true) => {}
             Ok(false) => panic!("the graph does not run:\n{}", print_graph(a)),
-            Err(e) => panic!("{e}\n--- before\n{}--- after\n{}", print_graph(a), print_graph(b)),
+            Err(e) => panic!(
+                "{e}\n--- before\n{}--- after\n{}",
+                print_graph(a),
+                print_graph(b)
+            ),
         }
     }
 }
