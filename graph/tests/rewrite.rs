@@ -849,7 +849,7 @@ fn move_nodes_moves_consts_to_the_front_keeping_ids_and_refuses_to_break_referen
         move_nodes(&mut g, Some(c.node), &[m.node]),
         Err(RewriteError::BadReference {
             node: m.node,
-            read: c
+            read: a
         })
     );
     assert_eq!(
