@@ -95,12 +95,7 @@ fn parallel_rows_run_on_random_inputs_and_print_their_shape() {
 
 #[test]
 fn the_hierarchy_shows_loop_invariants_outside_and_state_inside() {
-    let o = uop(&[
-        "print",
-        "examples/graphs/rows.uop",
-        "--stage",
-        "hierarchy",
-    ]);
+    let o = uop(&["print", "examples/graphs/rows.uop", "--stage", "hierarchy"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
@@ -114,7 +109,12 @@ fn the_hierarchy_shows_loop_invariants_outside_and_state_inside() {
 #[test]
 fn a_graph_prints_back_as_text_that_parses_to_the_same_text() {
     let dir = scratch("graph-print");
-    let o = uop(&["print", "examples/graphs/piecewise_loop.uop", "--stage", "graph"]);
+    let o = uop(&[
+        "print",
+        "examples/graphs/piecewise_loop.uop",
+        "--stage",
+        "graph",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let first = stdout(&o);
     assert!(first.contains("= while("), "{first}");
@@ -143,7 +143,7 @@ fn what_graphs_do_not_have_yet_is_a_clear_error() {
     );
     let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("a graph has the stages `graph` and `hierarchy`"));
+    assert!(stderr(&o).contains("a graph has the stages `graph`, `hierarchy` and `prepared`"));
     let o = uop(&["stats", "examples/graphs/power_loop.uop"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("`uop stats` takes a program without control flow"));
@@ -167,7 +167,168 @@ fn an_error_inside_a_function_body_is_shown_at_its_place() {
 
 #[test]
 fn a_program_prints_as_a_graph_of_calls() {
-    let o = uop(&["print", "examples/programs/softmax.uop", "--stage", "hierarchy"]);
+    let o = uop(&[
+        "print",
+        "examples/programs/softmax.uop",
+        "--stage",
+        "hierarchy",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("input(%1 x: "), "{}", stdout(&o));
+}
+
+/// A graph with something for each prepare pass.
+const PREPARE_ME: &str = "\
+input x: f32[N]
+a = mul(x, 1)
+c = const(f32, [2], 1.0, 2.0)
+s = reduce_sum(exp(c), [0])
+b = exp(a)
+d = exp(x)
+fn th(v) { return mul(v, s) }
+fn el(v) { return neg(v) }
+r = if(1, th, el, add(b, d))
+unused = tanh(x)
+output r
+";
+
+const PREPARED: &str = "\
+input x: f32[N]
+s = const(f32, [1], 10.107337951660156)
+b = exp(x)
+t9 = add(b, b)
+t11 = mul(t9, s)
+output t11
+";
+
+#[test]
+fn print_stage_prepared_shows_the_graph_after_the_prepare_passes() {
+    let dir = scratch("graph-prepared");
+    let path = dir.join("g.uop");
+    std::fs::write(&path, PREPARE_ME).expect("written");
+    let file = path.to_str().expect("utf-8");
+    let o = uop(&["print", file, "--stage", "prepared", "--verify"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), PREPARED);
+    // The same graph after each pass, then the result.
+    let o = uop(&["print", file, "--stage", "prepared", "--print-after", "all"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("# ")).collect();
+    assert_eq!(headers.len(), 6, "{out}");
+    assert!(headers[0].starts_with("# after pass simplify: "));
+    assert!(headers[4].starts_with("# after pass consts: "));
+    assert_eq!(headers[5], "# prepared");
+    assert!(out.ends_with(PREPARED));
+    let o = uop(&[
+        "print",
+        file,
+        "--stage",
+        "prepared",
+        "--print-after",
+        "fold",
+    ]);
+    let out = stdout(&o);
+    assert!(out.starts_with("# after pass fold: "), "{out}");
+    assert!(
+        out.contains("unused = tanh(x)"),
+        "dead has not run after fold: {out}"
+    );
+}
+
+#[test]
+fn time_passes_prints_a_table_and_disable_pass_and_rewrite_limit_change_the_result() {
+    let dir = scratch("graph-prepared-flags");
+    let path = dir.join("g.uop");
+    std::fs::write(&path, PREPARE_ME).expect("written");
+    let file = path.to_str().expect("utf-8");
+    let o = uop(&["print", file, "--stage", "prepared", "--time-passes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stderr(&o);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 7, "{table}");
+    for word in ["pass", "wall ms", "nodes", "kernels", "changed"] {
+        assert!(lines[0].contains(word), "{table}");
+    }
+    assert!(
+        lines[4].starts_with("dead") && lines[4].contains("yes"),
+        "{table}"
+    );
+    assert!(lines[4].contains("15 -> 5"), "{table}");
+    // Without `dead`, the bypassed nodes stay.
+    let o = uop(&[
+        "print",
+        file,
+        "--stage",
+        "prepared",
+        "--disable-pass",
+        "dead",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("unused = tanh(x)"));
+    // No rewrite at all: the graph as parsed.
+    let o = uop(&[
+        "print",
+        file,
+        "--stage",
+        "prepared",
+        "--rewrite-limit",
+        "0",
+        "--verify",
+    ]);
+    let parsed = uop(&["print", file, "--stage", "graph"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), stdout(&parsed));
+    // One rewrite: only `mul(x, 1)` bypassed.
+    let o = uop(&["print", file, "--stage", "prepared", "--rewrite-limit", "1"]);
+    assert!(stdout(&o).contains("b = exp(x)") && stdout(&o).contains("a = mul(x, 1)"));
+}
+
+#[test]
+fn prepare_flags_name_graph_passes() {
+    let o = uop(&[
+        "print",
+        "examples/graphs/power_loop.uop",
+        "--stage",
+        "prepared",
+        "--disable-pass",
+        "fuse",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, consts)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = uop(&[
+        "print",
+        "examples/graphs/power_loop.uop",
+        "--stage",
+        "prepared",
+        "--print-after",
+        "kernels",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--print-after kernels: there is no graph pass"));
+    let o = uop(&[
+        "print",
+        "examples/graphs/power_loop.uop",
+        "--stage",
+        "graph",
+        "--time-passes",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--time-passes applies to --stage prepared"));
+    // A program is a graph too.
+    let o = uop(&[
+        "print",
+        "examples/programs/softmax.uop",
+        "--stage",
+        "prepared",
+        "--verify",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("input "), "{}", stdout(&o));
 }

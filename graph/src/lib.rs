@@ -37,6 +37,7 @@ pub mod infer;
 pub mod interp;
 pub mod ir;
 pub mod kernels;
+pub mod pass;
 pub mod random;
 pub mod rewrite;
 pub mod scope;
@@ -56,7 +57,7 @@ pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_
 pub use rewrite::{
     ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
     Unrewired, append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,
-    node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
+    move_nodes, node_must_be, prepend_const, replace_node_with, replace_nodes, single_consumer_all,
     unique_consumer,
 };
 pub use scope::{ScopeError, Scopes, scopes};

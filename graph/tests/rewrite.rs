@@ -8,7 +8,7 @@ use uop_graph::rewrite::{CACHE_SIZE, Unrewired};
 use uop_graph::{
     Call, CallValue, Checks, ConstCache, ConsumerFlags, Graph, GraphBuilder, Kind, KindFilter,
     Node, NodeId, Op, OutputMap, OutputTarget, Reader, Ref, RewriteError, Source, append_nodes,
-    change_multi_output_refs, change_output_refs, const_of, insert_nodes, node_must_be,
+    change_multi_output_refs, change_output_refs, const_of, insert_nodes, move_nodes, node_must_be,
     replace_node_with, replace_nodes, single_consumer_all, unique_consumer, verify,
 };
 
@@ -816,4 +816,56 @@ fn append_nodes_puts_a_sink_at_the_end() {
     assert_eq!(verify(&g, Checks::DEAD), Ok(()));
     assert_eq!(ids(&g), [1, 2, 3, 4, 5, s.0]);
     assert_eq!(g.consumers(NodeId(4)), [NodeId(5), s]);
+}
+
+// ---------------------------------------------------------------- moving
+
+#[test]
+fn move_nodes_moves_consts_to_the_front_keeping_ids_and_refuses_to_break_references() {
+    let mut b = GraphBuilder::new(DType::F32);
+    let x = b.input("x", DType::F32, &["N"]).unwrap();
+    let a = b.op("exp", &[x]).unwrap();
+    let c = b.scalar(2.0);
+    let m = b.op("mul", &[a, c]).unwrap();
+    b.output(m);
+    let mut g = b.finish();
+    checked(&g);
+    assert_eq!(ids(&g), [1, 2, 3, 4]);
+    // A Const reads nothing: it may move before its readers.
+    move_nodes(&mut g, Some(a.node), &[c.node]).unwrap();
+    checked(&g);
+    assert_eq!(ids(&g), [1, 3, 2, 4]);
+    assert_eq!(inputs(&g, m.node), vec![a, c]);
+    // `exp` cannot move after its reader, nor `mul` before what it reads.
+    let before = ids(&g);
+    assert_eq!(
+        move_nodes(&mut g, None, &[a.node]),
+        Err(RewriteError::BadReference {
+            node: m.node,
+            read: a
+        })
+    );
+    assert_eq!(
+        move_nodes(&mut g, Some(c.node), &[m.node]),
+        Err(RewriteError::BadReference {
+            node: m.node,
+            read: a
+        })
+    );
+    assert_eq!(
+        move_nodes(&mut g, Some(a.node), &[a.node]),
+        Err(RewriteError::MovedAnchor(a.node))
+    );
+    assert_eq!(
+        move_nodes(&mut g, None, &[m.node, a.node]),
+        Err(RewriteError::OutOfOrder {
+            node: a.node,
+            previous: m.node
+        })
+    );
+    assert_eq!(ids(&g), before, "errors leave the graph as it was");
+    checked(&g);
+    // Moving to the end (the last node, already there) is a no-op that verifies.
+    move_nodes(&mut g, None, &[m.node]).unwrap();
+    assert_eq!(ids(&g), before);
 }

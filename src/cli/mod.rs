@@ -73,6 +73,8 @@ pub enum Stage {
     /// The definition hierarchy of a graph: each definition inside the innermost
     /// function it must be in, loop invariants hoisted.
     Hierarchy,
+    /// A graph after the prepare passes (simplify, fold, cse, dead, consts).
+    Prepared,
 }
 
 #[derive(Subcommand, Debug)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use uop_codegen::{loops, pass, text::print_program};
 
+use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
 use uop_graph::text::{parse_graph, print_graph};
 use uop_graph::{Graph, hierarchy, print_hierarchy};
 
@@ -24,17 +25,39 @@ pub struct PrintArgs {
     /// `# after pass NAME: WHAT IT DOES` header line.
     #[arg(long, conflicts_with = "stage")]
     after_each_pass: bool,
-    /// Skip this optimizer pass (repeatable).
+    /// Skip this optimizer pass (repeatable); with `--stage prepared`, a graph pass.
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
+    /// With `--stage prepared`: print the graph after this graph pass too, or after
+    /// every pass with `all` (repeatable).
+    #[arg(long = "print-after", value_name = "NAME|all")]
+    print_after: Vec<String>,
+    /// With `--stage prepared`: print a table of the graph passes (wall time, nodes
+    /// and kernels before and after, changed or not) on stderr.
+    #[arg(long)]
+    time_passes: bool,
+    /// With `--stage prepared`: stop after N rewrites in total (to bisect a rewrite).
+    #[arg(long, value_name = "N")]
+    rewrite_limit: Option<usize>,
+    /// With `--stage prepared`: verify the graph before the passes and after every
+    /// pass that changed it.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Runs `uop print`.
 pub fn print(args: &PrintArgs) -> Result<(), CliError> {
-    let pass_opts = pass_options(&args.disable_pass)?;
     let program = match source::load(&args.program)? {
         Source::Graph(g) => return print_graph_stage(args, &g),
         Source::Program(p) => p,
+    };
+    if args.stage != Stage::Prepared {
+        prepare_flags_unused(args)?;
+    }
+    let pass_opts = if args.stage == Stage::Prepared {
+        pass::PassOptions::default()
+    } else {
+        pass_options(&args.disable_pass)?
     };
     if args.after_each_pass {
         let lowered = loops::lower(&program);
@@ -64,7 +87,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
-        Stage::Graph | Stage::Hierarchy => {
+        Stage::Graph | Stage::Hierarchy | Stage::Prepared => {
             let src = print_program(&program);
             let graph = parse_graph(&src, uop_graph::default_registry())
                 .map_err(|e| CliError(format!("the program as a graph: {e}")))?;
@@ -78,6 +101,13 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
 fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.after_each_pass {
         return fail("--after-each-pass: graphs have no optimizer passes yet");
+    }
+    if args.stage == Stage::Prepared {
+        return print_prepared(args, graph);
+    }
+    prepare_flags_unused(args)?;
+    if !args.disable_pass.is_empty() {
+        return fail("--disable-pass: a graph has passes only at --stage prepared");
     }
     match args.stage {
         Stage::Uops | Stage::Graph => {
@@ -93,11 +123,85 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         }
         other => {
             return fail(format!(
-                "--stage {}: a graph has the stages `graph` and `hierarchy` (this file has \
-                 control flow; the loop-IR stages are for programs)",
-                other.to_possible_value().map_or("?".into(), |v| v.get_name().to_string())
+                "--stage {}: a graph has the stages `graph`, `hierarchy` and `prepared` (this \
+                 file has control flow; the loop-IR stages are for programs)",
+                other
+                    .to_possible_value()
+                    .map_or("?".into(), |v| v.get_name().to_string())
             ));
         }
+    }
+    Ok(())
+}
+
+/// An error when a flag of `--stage prepared` is given at another stage.
+fn prepare_flags_unused(args: &PrintArgs) -> Result<(), CliError> {
+    let given = [
+        (!args.print_after.is_empty(), "--print-after"),
+        (args.time_passes, "--time-passes"),
+        (args.rewrite_limit.is_some(), "--rewrite-limit"),
+        (args.verify, "--verify"),
+    ];
+    match given.iter().find(|(on, _)| *on) {
+        Some((_, flag)) => fail(format!("{flag} applies to --stage prepared")),
+        None => Ok(()),
+    }
+}
+
+/// `uop print --stage prepared`: the graph after the prepare passes, with the graphs
+/// after the passes `--print-after` names before it, and the `--time-passes` table on
+/// stderr.
+fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
+    let graph_passes = || pass_names().join(", ");
+    for name in &args.disable_pass {
+        if !pass_names().contains(&name.as_str()) {
+            return fail(format!(
+                "--disable-pass {name}: there is no graph pass `{name}` (graph passes: {})",
+                graph_passes()
+            ));
+        }
+    }
+    let print_after = if args.print_after.iter().any(|n| n == "all") {
+        PrintAfter::All
+    } else if args.print_after.is_empty() {
+        PrintAfter::None
+    } else {
+        for name in &args.print_after {
+            if !pass_names().contains(&name.as_str()) {
+                return fail(format!(
+                    "--print-after {name}: there is no graph pass `{name}` (graph passes: {}, \
+                     or all)",
+                    graph_passes()
+                ));
+            }
+        }
+        PrintAfter::Named(args.print_after.clone())
+    };
+    let options = PrepareOptions {
+        disabled: args.disable_pass.clone(),
+        print_after,
+        time_passes: args.time_passes,
+        rewrite_limit: args.rewrite_limit,
+        verify: args.verify,
+        ..PrepareOptions::default()
+    };
+    let (prepared, report) =
+        prepare(graph.clone(), &options).map_err(|e| CliError(e.to_string()))?;
+    for (name, text) in &report.printed {
+        let doc = pipeline()
+            .iter()
+            .find(|p| p.name == *name)
+            .map_or("", |p| p.doc);
+        println!("# after pass {name}: {doc}");
+        print!("{text}");
+        println!();
+    }
+    if !report.printed.is_empty() {
+        println!("# prepared");
+    }
+    print!("{}", print_graph(&prepared));
+    if args.time_passes {
+        eprint!("{}", report.table());
     }
     Ok(())
 }

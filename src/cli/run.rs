@@ -113,7 +113,9 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
             return fail(format!(
                 "--backend {}: graphs run on the graph interpreter (`--backend interp`) until \
                  the graph executor exists",
-                other.to_possible_value().map_or("?".into(), |v| v.get_name().to_string())
+                other
+                    .to_possible_value()
+                    .map_or("?".into(), |v| v.get_name().to_string())
             ));
         }
     }

@@ -60,7 +60,9 @@ pub(crate) fn declarations(graph: &Graph) -> Program {
     if let Some(node) = graph.input_node() {
         for (k, ty) in node.outputs.iter().enumerate() {
             nodes.push(Node {
-                name: node.name(k).map_or_else(|| format!("input{k}"), str::to_string),
+                name: node
+                    .name(k)
+                    .map_or_else(|| format!("input{k}"), str::to_string),
                 op: Uop::Input,
                 shape: ty.shape.clone(),
                 dtype: ty.dtype,

@@ -57,6 +57,7 @@ mod cleanup;
 mod dce;
 mod deps;
 mod fuse;
+mod list;
 mod order;
 mod pad;
 mod parallel;
@@ -80,6 +81,7 @@ pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
+pub use list::{Named, PassList};
 pub use order::order;
 pub use pad::pad;
 pub use parallel::parallel;
@@ -108,7 +110,13 @@ const DCE: Pass = Pass {
     run: dce,
 };
 
-const PIPELINE: &[Pass] = &[
+impl Named for Pass {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+const PIPELINE: PassList<Pass> = PassList::new(&[
     DCE,
     Pass {
         name: "fuse",
@@ -170,11 +178,11 @@ const PIPELINE: &[Pass] = &[
               what the others write, and marks temporaries one row of which is enough",
         run: rows,
     },
-];
+]);
 
 /// The passes in the order [`optimize`] runs them (a pass may appear twice).
 pub fn pipeline() -> &'static [Pass] {
-    PIPELINE
+    PIPELINE.passes()
 }
 
 /// Which passes to skip.
@@ -197,17 +205,6 @@ pub enum PassError {
     },
 }
 
-/// The pipeline's names, each once, in order.
-fn pass_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = Vec::new();
-    for p in PIPELINE {
-        if !names.contains(&p.name) {
-            names.push(p.name);
-        }
-    }
-    names
-}
-
 /// Runs the pipeline on `p`, skipping the disabled passes.
 pub fn optimize(p: &LoopProgram, opts: &PassOptions) -> Result<LoopProgram, PassError> {
     let trace = optimize_traced(p, opts)?;
@@ -223,18 +220,9 @@ pub fn optimize_traced(
     p: &LoopProgram,
     opts: &PassOptions,
 ) -> Result<Vec<(&'static str, LoopProgram)>, PassError> {
-    let names = pass_names();
-    if let Some(bad) = opts.disabled.iter().find(|d| !names.contains(&d.as_str())) {
-        return Err(PassError::UnknownPass {
-            name: bad.clone(),
-            valid: names.join(", "),
-        });
-    }
+    PIPELINE.check_names(opts.disabled.iter().map(String::as_str))?;
     let mut trace: Vec<(&'static str, LoopProgram)> = Vec::new();
-    for pass in PIPELINE {
-        if opts.disabled.iter().any(|d| d == pass.name) {
-            continue;
-        }
+    for pass in PIPELINE.enabled(&opts.disabled) {
         let current = trace.last().map_or(p, |(_, prog)| prog);
         let next = (pass.run)(current);
         trace.push((pass.name, next));

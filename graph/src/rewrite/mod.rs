@@ -18,7 +18,8 @@
 //!   position and consumer indexes exact: rewire readers with
 //!   [`change_output_refs`] / [`change_multi_output_refs`] (a *bypass*: the node left
 //!   without readers is removed later by `dead`), or splice with [`replace_nodes`],
-//!   [`replace_node_with`], [`insert_nodes`] (a *pattern replacement*). Insert new
+//!   [`replace_node_with`], [`insert_nodes`] (a *pattern replacement*), or move
+//!   nodes with [`move_nodes`]. Insert new
 //!   nodes before rewiring readers to them. Each utility checks its arguments and
 //!   returns a [`RewriteError`] instead of breaking the graph.
 //!
@@ -85,7 +86,7 @@ pub use lookup::{
     ConsumerFlags, KindFilter, const_of, node_must_be, single_consumer_all, unique_consumer,
 };
 pub use rewire::{OutputMap, OutputTarget, change_multi_output_refs, change_output_refs};
-pub use splice::{append_nodes, insert_nodes, replace_node_with, replace_nodes};
+pub use splice::{append_nodes, insert_nodes, move_nodes, replace_node_with, replace_nodes};
 
 /// Something that reads a value: a node, or one of the graph's outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -145,6 +146,9 @@ pub enum RewriteError {
         /// The node listed before it.
         previous: NodeId,
     },
+    /// `move_nodes` was asked to move nodes before one of the nodes it moves.
+    #[error("{0} is both a node to move and the node to move before")]
+    MovedAnchor(NodeId),
     /// `replace_nodes` with nothing to remove.
     #[error("no node to remove")]
     NothingToRemove,

@@ -115,6 +115,102 @@ pub fn append_nodes(graph: &mut Graph, added: Vec<Node>) -> Result<usize, Rewrit
     Ok(n)
 }
 
+/// Moves the nodes `moved` (listed in list order, each once) to just before `before`
+/// (the end of the list when `None`), keeping their order and ids (seed 001's
+/// "const nodes are brought to the front of the list"; a branch body moved past the
+/// values its parameters are replaced by). `before` must not be among `moved`.
+///
+/// Errors (the graph unchanged): a node missing, the list out of order, `before`
+/// among `moved`, a moved node that would read something not before it, or a node
+/// that would read a moved node not before it. Uses do not change, so the consumer
+/// index stays as it is; positions are renumbered over the span that moved. O(n).
+pub fn move_nodes(
+    graph: &mut Graph,
+    before: Option<NodeId>,
+    moved: &[NodeId],
+) -> Result<(), RewriteError> {
+    let mut positions = Vec::with_capacity(moved.len());
+    for (k, &id) in moved.iter().enumerate() {
+        let p = graph.position(id).ok_or(RewriteError::Missing(id))?;
+        if let Some(&prev) = positions.last()
+            && p <= prev
+        {
+            return Err(RewriteError::OutOfOrder {
+                node: id,
+                previous: moved[k - 1],
+            });
+        }
+        positions.push(p);
+    }
+    let target = match before {
+        None => graph.len(),
+        Some(b) => graph.position(b).ok_or(RewriteError::Missing(b))?,
+    };
+    if let Some(b) = before
+        && moved.contains(&b)
+    {
+        return Err(RewriteError::MovedAnchor(b));
+    }
+    let (Some(&lo), Some(&hi)) = (positions.first(), positions.last()) else {
+        return Ok(());
+    };
+    // The span that changes: from the first moved node or the target, to the last
+    // moved node or the target.
+    let start = lo.min(target);
+    let end = (hi + 1).max(target);
+    let is_moved: HashSet<usize> = positions.iter().copied().collect();
+    let mut order: Vec<usize> = Vec::with_capacity(end - start);
+    for p in start..end {
+        if p == target {
+            order.extend(positions.iter().copied());
+        }
+        if !is_moved.contains(&p) {
+            order.push(p);
+        }
+    }
+    if target == end {
+        order.extend(positions.iter().copied());
+    }
+    // New position of every node in the span.
+    let new_pos: HashMap<NodeId, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| (graph.nodes[p].id, start + k))
+        .collect();
+    let at = |id: NodeId| new_pos.get(&id).copied().or_else(|| graph.position(id));
+    for &p in &positions {
+        let n = &graph.nodes[p];
+        let me = new_pos[&n.id];
+        for r in n.uses() {
+            if at(r.node).is_none_or(|q| q >= me) {
+                return Err(RewriteError::BadReference {
+                    node: n.id,
+                    read: r,
+                });
+            }
+        }
+        for reader in graph.consumers(n.id) {
+            if at(reader).is_none_or(|q| q <= me) {
+                return Err(RewriteError::BadReference {
+                    node: reader,
+                    read: Ref::new(n.id, 0),
+                });
+            }
+        }
+    }
+    let span: Vec<Node> = graph.nodes.drain(start..end).collect();
+    let mut slots: Vec<Option<Node>> = span.into_iter().map(Some).collect();
+    let reordered: Vec<Node> = order
+        .iter()
+        .filter_map(|&p| slots[p - start].take())
+        .collect();
+    graph.nodes.splice(start..start, reordered);
+    for p in start..end {
+        graph.position.insert(graph.nodes[p].id, p);
+    }
+    Ok(())
+}
+
 /// Removes the nodes at `removed` (ascending positions, the first, if any, at `at`)
 /// and inserts `added` at `at`, after checking that the result keeps every
 /// reference valid.
