@@ -143,7 +143,10 @@ fn what_graphs_do_not_have_yet_is_a_clear_error() {
     );
     let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("a graph has the stages `graph`, `hierarchy` and `prepared`"));
+    assert!(
+        stderr(&o)
+            .contains("a graph has the stages `graph`, `hierarchy`, `prepared` and `kernels`")
+    );
     let o = uop(&["stats", "examples/graphs/power_loop.uop"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("`uop stats` takes a program without control flow"));
@@ -195,10 +198,8 @@ output r
 const PREPARED: &str = "\
 input x: f32[N]
 s = const(f32, [1], 10.107337951660156)
-b = exp(x)
-t9 = add(b, b)
-t11 = mul(t9, s)
-output t11
+t16 = kernel_k0(x, s)  # kernel k0 = {%6 exp, %9 add, %11 mul}; kernels have no text form yet
+output t16
 ";
 
 #[test]
@@ -215,10 +216,11 @@ fn print_stage_prepared_shows_the_graph_after_the_prepare_passes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(headers.len(), 6, "{out}");
+    assert_eq!(headers.len(), 7, "{out}");
     assert!(headers[0].starts_with("# after pass simplify: "));
-    assert!(headers[4].starts_with("# after pass consts: "));
-    assert_eq!(headers[5], "# prepared");
+    assert!(headers[4].starts_with("# after pass kernels: "));
+    assert!(headers[5].starts_with("# after pass consts: "));
+    assert_eq!(headers[6], "# prepared");
     assert!(out.ends_with(PREPARED));
     let o = uop(&[
         "print",
@@ -246,7 +248,7 @@ fn time_passes_prints_a_table_and_disable_pass_and_rewrite_limit_change_the_resu
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stderr(&o);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 7, "{table}");
+    assert_eq!(lines.len(), 8, "{table}");
     for word in ["pass", "wall ms", "nodes", "kernels", "changed"] {
         assert!(lines[0].contains(word), "{table}");
     }
@@ -297,7 +299,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, consts)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts)"
         ),
         "{}",
         stderr(&o)
@@ -308,10 +310,10 @@ fn prepare_flags_name_graph_passes() {
         "--stage",
         "prepared",
         "--print-after",
-        "kernels",
+        "memory",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--print-after kernels: there is no graph pass"));
+    assert!(stderr(&o).contains("--print-after memory: there is no graph pass"));
     let o = uop(&[
         "print",
         "examples/graphs/power_loop.uop",
@@ -331,4 +333,21 @@ fn prepare_flags_name_graph_passes() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("input "), "{}", stdout(&o));
+}
+
+#[test]
+fn print_stage_kernels_lists_each_kernel_with_its_members_and_program() {
+    let o = uop(&["print", "examples/graphs/mlp.uop", "--stage", "kernels"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("kernel ")).collect();
+    assert_eq!(
+        headers,
+        [
+            "kernel k0 = {%2 matmul, %3 add, %4 relu}",
+            "kernel k1 = {%5 matmul, %6 add, %7 relu}",
+            "kernel k2 = {%8 matmul, %9 add, %10 relu}",
+        ]
+    );
+    assert!(out.contains("  v4 = maximum(v3, 0.0)\n"), "{out}");
 }

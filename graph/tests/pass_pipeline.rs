@@ -42,19 +42,39 @@ output w, n
 
 #[test]
 fn the_pipeline_is_in_the_documented_order_and_every_pass_says_what_it_guarantees() {
-    assert_eq!(pass_names(), ["simplify", "fold", "cse", "dead", "consts"]);
+    assert_eq!(
+        pass_names(),
+        ["simplify", "fold", "cse", "dead", "kernels", "consts"]
+    );
     assert!(pipeline().iter().all(|p| p.doc.len() > 20));
     assert_eq!(pipeline()[3].establishes, Checks::DEAD);
-    assert_eq!(pipeline()[4].establishes, Checks::CONSTS_FIRST);
+    assert_eq!(pipeline()[5].establishes, Checks::CONSTS_FIRST);
 }
 
 #[test]
 fn the_whole_pipeline_prepares_a_graph_that_computes_the_same() {
     let g = parse(RICH);
+    // With kernels: the same results, every call in a kernel.
+    let (fused, report) = prepared(
+        &g,
+        &PrepareOptions {
+            verify: true,
+            ..PrepareOptions::default()
+        },
+    );
+    assert_same_results(&g, &fused);
+    assert_eq!(report.pass("kernels").map(|p| p.rewrites), Some(4));
+    assert!(
+        fused.nodes().iter().all(|n| !matches!(n.op, Op::Call(_))),
+        "{}",
+        print_graph(&fused)
+    );
+    // Without kernels the prepared graph still prints as text: the other passes' work.
     let (after, report) = prepared(
         &g,
         &PrepareOptions {
             verify: true,
+            disabled: vec!["kernels".into()],
             ..PrepareOptions::default()
         },
     );
@@ -91,6 +111,7 @@ output w, n
             ("fold", 2),
             ("cse", 2),
             ("dead", 8),
+            ("kernels", 0),
             ("consts", 2)
         ]
     );
@@ -107,10 +128,10 @@ fn unknown_pass_names_are_errors_listing_the_graph_passes() {
     let err = prepare(g.clone(), &options).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, consts"
+        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts"
     );
     let options = PrepareOptions {
-        print_after: PrintAfter::Named(vec!["kernels".into()]),
+        print_after: PrintAfter::Named(vec!["memory".into()]),
         ..PrepareOptions::default()
     };
     assert!(matches!(
@@ -136,6 +157,7 @@ fn disabled_passes_are_reported_and_class_flags_skip_passes_with_nothing_to_do()
             ("fold", Status::Ran),
             ("cse", Status::Disabled),
             ("dead", Status::Ran),
+            ("kernels", Status::Ran),
             ("consts", Status::Skipped),
         ]
     );
@@ -176,11 +198,11 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         ..PrepareOptions::default()
     };
     let (_, all) = prepare(g, &options).unwrap();
-    assert_eq!(all.printed.len(), 5);
-    assert_eq!(all.printed[4].1, print_graph(&after));
+    assert_eq!(all.printed.len(), 6);
+    assert_eq!(all.printed[5].1, print_graph(&after));
     let table = report.table();
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 7, "{table}");
+    assert_eq!(lines.len(), 8, "{table}");
     assert!(
         lines[0].starts_with("pass")
             && lines[0].contains("nodes")
@@ -191,7 +213,7 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         lines[4].starts_with("dead") && lines[4].contains("yes"),
         "{table}"
     );
-    assert!(lines[6].starts_with("total"));
+    assert!(lines[7].starts_with("total"));
     assert!(
         report
             .passes

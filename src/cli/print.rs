@@ -7,7 +7,8 @@ use clap::{Args, ValueEnum};
 use uop_codegen::{loops, pass, text::print_program};
 
 use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
-use uop_graph::text::{parse_graph, print_graph};
+use uop_graph::print_kernels;
+use uop_graph::text::print_graph;
 use uop_graph::{Graph, hierarchy, print_hierarchy};
 
 use super::source::{self, Source};
@@ -87,10 +88,10 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
-        Stage::Graph | Stage::Hierarchy | Stage::Prepared => {
-            let src = print_program(&program);
-            let graph = parse_graph(&src, uop_graph::default_registry())
-                .map_err(|e| CliError(format!("the program as a graph: {e}")))?;
+        Stage::Graph | Stage::Hierarchy | Stage::Prepared | Stage::Kernels => {
+            // The file itself as a graph: its macro-op calls stay calls (the `kernels`
+            // pass groups them by what they compute).
+            let graph = source::load_graph(&args.program)?;
             return print_graph_stage(args, &graph);
         }
     }
@@ -102,7 +103,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.after_each_pass {
         return fail("--after-each-pass: graphs have no optimizer passes yet");
     }
-    if args.stage == Stage::Prepared {
+    if matches!(args.stage, Stage::Prepared | Stage::Kernels) {
         return print_prepared(args, graph);
     }
     prepare_flags_unused(args)?;
@@ -123,7 +124,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         }
         other => {
             return fail(format!(
-                "--stage {}: a graph has the stages `graph`, `hierarchy` and `prepared` (this \
+                "--stage {}: a graph has the stages `graph`, `hierarchy`, `prepared` and `kernels` (this \
                  file has control flow; the loop-IR stages are for programs)",
                 other
                     .to_possible_value()
@@ -143,12 +144,12 @@ fn prepare_flags_unused(args: &PrintArgs) -> Result<(), CliError> {
         (args.verify, "--verify"),
     ];
     match given.iter().find(|(on, _)| *on) {
-        Some((_, flag)) => fail(format!("{flag} applies to --stage prepared")),
+        Some((_, flag)) => fail(format!("{flag} applies to --stage prepared or kernels")),
         None => Ok(()),
     }
 }
 
-/// `uop print --stage prepared`: the graph after the prepare passes, with the graphs
+/// `uop print --stage prepared` (or `kernels`): the graph (or its kernels) after the prepare passes, with the graphs
 /// after the passes `--print-after` names before it, and the `--time-passes` table on
 /// stderr.
 fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
@@ -199,7 +200,11 @@ fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if !report.printed.is_empty() {
         println!("# prepared");
     }
-    print!("{}", print_graph(&prepared));
+    if args.stage == Stage::Kernels {
+        print!("{}", print_kernels(&prepared));
+    } else {
+        print!("{}", print_graph(&prepared));
+    }
     if args.time_passes {
         eprint!("{}", report.table());
     }

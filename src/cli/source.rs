@@ -41,6 +41,14 @@ pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
     }
 }
 
+/// Reads a file as a graph (a program is a graph of calls; its macro ops stay calls).
+pub(crate) fn load_graph(path: &Path) -> Result<Graph, CliError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    parse_graph(&src, uop_graph::default_registry())
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
 /// Reads a file that must be a program (for the commands graphs do not have yet).
 pub(crate) fn load_program_only(path: &Path, command: &str) -> Result<Program, CliError> {
     match load(path)? {

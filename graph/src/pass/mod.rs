@@ -7,8 +7,8 @@
 //! | 2 | `fold` | no Call whose inputs are all Consts and whose output has at most `fold_budget` elements |
 //! | 3 | `cse` | no two identical Calls on identical inputs in one scope, no two identical Consts |
 //! | 4 | `dead` | no dead node ([`Checks::DEAD`]) |
-//! | – | `kernels` | (a later issue: calls grouped into Kernel nodes) |
-//! | 5 | `consts` | every Const before every other node ([`Checks::CONSTS_FIRST`]) |
+//! | 5 | `kernels` | the calls of each scope grouped into fused Kernel nodes (`docs/graph-kernels.md`) |
+//! | 6 | `consts` | every Const before every other node ([`Checks::CONSTS_FIRST`]) |
 //! | – | `loops` | (a later issue: graph-looping partitions, §20) |
 //! | – | `memory` | (a later issue: the memory plan) |
 //!
@@ -48,7 +48,12 @@
 //! use uop_graph::default_registry;
 //!
 //! let g = parse_graph("input x: f32[N]\ny = exp(add(mul(x, 1), 0))\noutput y\n", default_registry())?;
-//! let options = PrepareOptions { verify: true, ..PrepareOptions::default() };
+//! // Without `kernels`, the result still has a text form.
+//! let options = PrepareOptions {
+//!     verify: true,
+//!     disabled: vec!["kernels".into()],
+//!     ..PrepareOptions::default()
+//! };
 //! let (prepared, report) = prepare(g, &options)?;
 //! assert_eq!(print_graph(&prepared), "input x: f32[N]\ny = exp(x)\noutput y\n");
 //! assert_eq!(report.pass("simplify").map(|p| p.rewrites), Some(2));
@@ -60,6 +65,7 @@ mod consts;
 mod cse;
 mod dead;
 mod fold;
+mod kernels;
 mod report;
 mod simplify;
 
@@ -77,6 +83,7 @@ pub use consts::consts;
 pub use cse::cse;
 pub use dead::dead;
 pub use fold::{evaluate_call, fold};
+pub use kernels::kernels;
 pub use report::{PassReport, Report, Status};
 pub use simplify::simplify;
 
@@ -157,6 +164,15 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         classes: Classes::Any,
         establishes: Checks::DEAD,
         run: dead,
+    },
+    Pass {
+        name: "kernels",
+        doc: "groups the calls of each scope into fused Kernel nodes, each one uop program \
+              (element-wise and reindex ops fuse with anything, reductions with producers \
+              and element-wise consumers, contractions take element-wise epilogues)",
+        classes: Classes::Kinds(&[Kind::Call]),
+        establishes: Checks::NONE,
+        run: kernels,
     },
     Pass {
         name: "consts",
@@ -277,6 +293,11 @@ impl Budget {
         true
     }
 
+    /// Rewrites still allowed (`None`: unlimited).
+    pub fn remaining(&self) -> Option<usize> {
+        self.limit.map(|l| l.saturating_sub(self.done))
+    }
+
     /// Rewrites done so far.
     pub fn done(&self) -> usize {
         self.done
@@ -316,7 +337,7 @@ pub enum PrepareError {
 }
 
 /// Number of Kernel nodes.
-fn kernels(graph: &Graph) -> usize {
+fn kernel_count(graph: &Graph) -> usize {
     graph
         .nodes()
         .iter()
@@ -349,7 +370,7 @@ pub fn prepare_with(
     let mut checks = Checks::NONE;
     let mut report = Report::default();
     for pass in list.passes() {
-        let (nodes_before, kernels_before) = (graph.len(), kernels(&graph));
+        let (nodes_before, kernels_before) = (graph.len(), kernel_count(&graph));
         let mut entry = PassReport {
             name: pass.name,
             status: Status::Disabled,
@@ -387,7 +408,7 @@ pub fn prepare_with(
             checks |= pass.establishes;
         }
         entry.nodes_after = graph.len();
-        entry.kernels_after = kernels(&graph);
+        entry.kernels_after = kernel_count(&graph);
         if options.verify && entry.changed {
             verify(&graph, checks).map_err(|error| PrepareError::Verify {
                 pass: pass.name,

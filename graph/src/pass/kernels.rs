@@ -1,0 +1,29 @@
+//! `kernels`: the calls of each scope grouped into fused `Kernel` nodes (DESIGN.md §17),
+//! by [`crate::kernels::form_kernels`]; the rules and the reference graphs' counts are
+//! in `docs/graph-kernels.md`. Each kernel formed is one rewrite.
+
+use super::{Budget, PrepareOptions};
+use crate::ir::Graph;
+use crate::kernels::{KernelOptions, form_kernels};
+
+/// The pass (module docs).
+pub fn kernels(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+    let options = KernelOptions {
+        // The loop counts are for reports (`uop print --stage kernels`), not for prepare.
+        count_loops: false,
+        rewrite_limit: budget.remaining(),
+        ..KernelOptions::default()
+    };
+    let (fused, report) = form_kernels(graph, &options).map_err(|e| e.to_string())?;
+    for _ in 0..report.rewrites {
+        if !budget.spend() {
+            return Err(format!(
+                "formed {} kernels with a budget of {:?}",
+                report.rewrites,
+                budget.remaining()
+            ));
+        }
+    }
+    *graph = fused;
+    Ok(())
+}
