@@ -297,14 +297,7 @@ fn scratch(
     let fresh = fresh_dims(input_types);
     let mut ids = Vec::with_capacity(input_types.len());
     for (k, t) in input_types.iter().enumerate() {
-        let shape = t
-            .shape
-            .iter()
-            .map(|d| match fresh.get(d) {
-                Some(n) => Expr::name(n.clone()),
-                None => d.clone(),
-            })
-            .collect();
+        let shape = with_fresh_names(&t.shape, &fresh);
         ids.push(b.input_exprs(&builder_name(k), t.dtype, shape)?);
     }
     let mut hidden = 0;
@@ -352,6 +345,17 @@ pub(crate) fn fresh_dims(input_types: &[ValueType]) -> HashMap<Expr, String> {
         }
     }
     fresh
+}
+
+/// A shape with the fresh names of `fresh` in place of the sizes they stand for.
+pub(crate) fn with_fresh_names(shape: &[Expr], fresh: &HashMap<Expr, String>) -> Vec<Expr> {
+    shape
+        .iter()
+        .map(|d| match fresh.get(d) {
+            Some(n) => Expr::name(n.clone()),
+            None => d.clone(),
+        })
+        .collect()
 }
 
 /// `e` with every name in `map` replaced by its expression.

@@ -7,7 +7,7 @@
 //! position of each id, and the consumers of each node (Hexagon NN's `noderefhash`,
 //! here an exact map). The verifier checks that they agree with the list.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -541,6 +541,16 @@ impl Graph {
             Source::Ref(r) => self.type_of(*r).cloned(),
             Source::Scalar(_) => Some(ValueType::scalar(self.dtype)),
         }
+    }
+
+    /// The nodes the graph's outputs read.
+    pub fn output_nodes(&self) -> HashSet<NodeId> {
+        self.interface
+            .outputs
+            .iter()
+            .filter_map(Source::as_ref)
+            .map(|r| r.node)
+            .collect()
     }
 
     /// The graph's Input node.

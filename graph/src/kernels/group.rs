@@ -36,7 +36,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::hierarchy::{Entry, Hierarchy, SubId};
-use crate::ir::{Flags, Graph, NodeId, Op, Source};
+use crate::ir::{Flags, Graph, NodeId, Op};
 
 use super::classify::{OpClass, classify};
 use super::{KernelError, KernelOptions};
@@ -118,13 +118,7 @@ fn plan_scope(
     plan: &mut Plan,
 ) -> Result<(), KernelError> {
     let pos = |id: NodeId| graph.position(id).unwrap_or(usize::MAX);
-    let graph_outputs: HashSet<NodeId> = graph
-        .interface
-        .outputs
-        .iter()
-        .filter_map(Source::as_ref)
-        .map(|r| r.node)
-        .collect();
+    let graph_outputs: HashSet<NodeId> = graph.output_nodes();
     // The calls that may go into kernels, with their classes.
     let mut eligible: HashMap<NodeId, OpClass> = HashMap::new();
     for &id in ids {

@@ -56,7 +56,7 @@ use thiserror::Error;
 use uop_codegen::pass::{PassOptions, optimize};
 
 use crate::hierarchy::{HierarchyError, SubId, hierarchy};
-use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref, Source};
+use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
 use crate::rewrite::{
     RewriteError, append_nodes, change_multi_output_refs, insert_nodes, replace_nodes,
 };
@@ -330,13 +330,7 @@ pub fn form_kernels(
         report.rewrites += 1;
     }
     // Cheap values nothing reads any more.
-    let outputs: HashSet<NodeId> = g
-        .interface
-        .outputs
-        .iter()
-        .filter_map(Source::as_ref)
-        .map(|r| r.node)
-        .collect();
+    let outputs: HashSet<NodeId> = g.output_nodes();
     let mut unread: HashSet<NodeId> = HashSet::new();
     let mut cheap = plan.cheap.clone();
     cheap.sort_by_key(|c| std::cmp::Reverse(g.position(*c)));

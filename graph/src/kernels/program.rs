@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use uop_codegen::index::{Expr, equal_sizes};
 use uop_codegen::uop::{Builder, NodeId as UopId, Program};
 
-use crate::infer::{apply_call, fresh_dims, graph_dims, list_names, substitute};
+use crate::infer::{apply_call, fresh_dims, graph_dims, list_names, substitute, with_fresh_names};
 use crate::ir::{Graph, NodeId, Op, Ref, ValueType};
 
 use super::KernelError;
@@ -96,14 +96,7 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
     let fresh = fresh_dims(&types);
     let mut input_ids: Vec<UopId> = Vec::with_capacity(inputs.len());
     for (k, t) in types.iter().enumerate() {
-        let shape = t
-            .shape
-            .iter()
-            .map(|d| match fresh.get(d) {
-                Some(n) => Expr::name(n.clone()),
-                None => d.clone(),
-            })
-            .collect();
+        let shape = with_fresh_names(&t.shape, &fresh);
         let id = b
             .input_exprs(&format!("in{k}"), t.dtype, shape)
             .map_err(|e| err(at, format!("kernel input {k} ({}): {e}", inputs[k])))?;

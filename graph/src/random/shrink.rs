@@ -224,13 +224,7 @@ fn rebuilt(graph: &Graph, nodes: Vec<crate::ir::Node>) -> Graph {
 pub fn without_dead(graph: &Graph) -> Graph {
     let mut live: HashSet<NodeId> = HashSet::new();
     live.insert(graph.interface.input);
-    let mut work: Vec<NodeId> = graph
-        .interface
-        .outputs
-        .iter()
-        .filter_map(Source::as_ref)
-        .map(|r| r.node)
-        .collect();
+    let mut work: Vec<NodeId> = graph.output_nodes().into_iter().collect();
     while let Some(id) = work.pop() {
         if !live.insert(id) {
             continue;
