@@ -64,10 +64,10 @@
 //! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
 //! save a loop header, not a temporary.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::index::Expr;
-use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript};
+use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript, TensorId};
 
 use super::cleanup::remove_loops_running_once;
 use super::deps::BlockDeps;
@@ -83,51 +83,239 @@ pub fn fuse(p: &LoopProgram) -> LoopProgram {
     for b in &mut blocks {
         remove_loops_running_once(b);
     }
-    while let Some((at, removed, fused)) = find_merge(&blocks, &groups) {
-        blocks[at] = fused;
-        blocks.remove(removed);
+    let mut state = State::new(blocks);
+    while let Some((i, j, plan)) = state.find_merge(&groups) {
+        state.apply(i, j, plan);
     }
     LoopProgram {
-        blocks,
+        blocks: state.into_blocks(),
         ..p.clone()
     }
 }
 
-/// The first legal merge: where the fused block goes, which block disappears, and the
-/// fused block. Merges are tried by [`Tier`], and within a tier with `j` smallest,
-/// then `i` nearest.
-fn find_merge(blocks: &[Block], groups: &ShapeGroups) -> Option<(usize, usize, Block)> {
-    let deps: Vec<BlockDeps> = blocks.iter().map(BlockDeps::of).collect();
-    for tier in [
-        Tier::RelatedEqual,
-        Tier::UnrelatedEqual,
-        Tier::RelatedPrefix,
-    ] {
-        for j in 1..blocks.len() {
-            for i in (0..j).rev() {
-                let equal = blocks[i].loops.len() == blocks[j].loops.len();
-                let related = deps[i].conflicts(&deps[j]);
-                let wanted = match tier {
-                    Tier::RelatedEqual => equal && related,
-                    Tier::UnrelatedEqual => equal && !related,
-                    Tier::RelatedPrefix => !equal && related,
-                };
-                if !wanted {
-                    continue;
-                }
-                let between = &deps[i + 1..j];
-                let left = between.iter().all(|k| !deps[j].conflicts(k));
-                let right = between.iter().all(|k| !deps[i].conflicts(k));
-                if !left && !right {
-                    continue;
-                }
-                if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
-                    return Some(if left { (i, j, fused) } else { (j, i, fused) });
+/// A block with what the search asks of it again and again, kept up to date across
+/// merges instead of recomputed.
+struct Node {
+    block: Block,
+    /// Unique among all nodes ever made: a merged block is a new node.
+    uid: usize,
+    deps: BlockDeps,
+    accesses: Vec<AccessAt>,
+    /// Positions in `accesses` by tensor.
+    by_tensor: HashMap<TensorId, Vec<usize>>,
+}
+
+impl Node {
+    fn new(block: Block, uid: usize) -> Self {
+        let accesses = block_accesses(&block);
+        let mut node = Node {
+            block,
+            uid,
+            deps: BlockDeps::default(),
+            accesses: Vec::new(),
+            by_tensor: HashMap::new(),
+        };
+        node.add_accesses(accesses);
+        node
+    }
+
+    fn add_accesses(&mut self, accesses: Vec<AccessAt>) {
+        for a in accesses {
+            let set = if a.write {
+                &mut self.deps.writes
+            } else {
+                &mut self.deps.reads
+            };
+            set.insert(a.access.tensor);
+            self.by_tensor
+                .entry(a.access.tensor)
+                .or_default()
+                .push(self.accesses.len());
+            self.accesses.push(a);
+        }
+    }
+
+    /// Pairs of accesses (`self`'s, one of `ys`) to the same tensor, one a write.
+    fn conflicting<'a>(&'a self, ys: &'a [AccessAt]) -> Vec<(&'a AccessAt, &'a AccessAt)> {
+        let mut out = Vec::new();
+        for y in ys {
+            for &k in self.by_tensor.get(&y.access.tensor).into_iter().flatten() {
+                let x = &self.accesses[k];
+                if x.write || y.write {
+                    out.push((x, y));
                 }
             }
         }
+        out
     }
-    None
+}
+
+/// The blocks being fused, in slots that keep their order: a merge fills one slot of
+/// the pair and empties the other, so slot numbers never shift.
+///
+/// Cost: the search visits pairs in the order of the module docs' rules, but after a
+/// merge it resumes at the merged pair's earlier slot instead of the first block (no
+/// pair wholly before it changed), skips pairs whose blocks already failed to fuse,
+/// and keeps dependencies and accesses per block, extended by the merged-in block
+/// only. A chain of `n` element-wise nests fuses in O(n log n); programs whose nests
+/// mostly cannot fuse still pay O(n^2) pair visits per tier.
+struct State {
+    nodes: Vec<Option<Node>>,
+    alive: BTreeSet<usize>,
+    next_uid: usize,
+    /// Pairs of nodes (by uid) that [`plan_pair`] rejected.
+    failed: HashSet<(usize, usize)>,
+    /// Per tier, the first slot whose pairs must still be visited.
+    resume: [usize; 3],
+}
+
+impl State {
+    fn new(blocks: Vec<Block>) -> Self {
+        let n = blocks.len();
+        State {
+            nodes: blocks
+                .into_iter()
+                .enumerate()
+                .map(|(k, b)| Some(Node::new(b, k)))
+                .collect(),
+            alive: (0..n).collect(),
+            next_uid: n,
+            failed: HashSet::new(),
+            resume: [0; 3],
+        }
+    }
+
+    fn node(&self, slot: usize) -> &Node {
+        self.nodes[slot].as_ref().expect("alive slots hold a node")
+    }
+
+    fn into_blocks(self) -> Vec<Block> {
+        self.nodes.into_iter().flatten().map(|n| n.block).collect()
+    }
+
+    /// The first legal merge `(i, j, plan)`: tried by [`Tier`], and within a tier
+    /// with `j` smallest, then `i` nearest.
+    fn find_merge(&mut self, groups: &ShapeGroups) -> Option<(usize, usize, Plan)> {
+        const TIERS: [Tier; 3] = [
+            Tier::RelatedEqual,
+            Tier::UnrelatedEqual,
+            Tier::RelatedPrefix,
+        ];
+        for (t, tier) in TIERS.into_iter().enumerate() {
+            let mut from = self.resume[t];
+            while let Some(&j) = self.alive.range(from..).next() {
+                if let Some(found) = self.merge_into(j, tier, groups) {
+                    return Some(found);
+                }
+                from = j + 1;
+            }
+            self.resume[t] = usize::MAX;
+        }
+        None
+    }
+
+    /// The nearest legal partner `i < j` of block `j` in `tier`.
+    fn merge_into(
+        &mut self,
+        j: usize,
+        tier: Tier,
+        groups: &ShapeGroups,
+    ) -> Option<(usize, usize, Plan)> {
+        let is: Vec<usize> = self.alive.range(..j).rev().copied().collect();
+        // No block in (i, j) conflicts with `j`: true until `i` passes one that does.
+        let mut left = true;
+        for i in is {
+            let (ni, nj) = (self.node(i), self.node(j));
+            let equal = ni.block.loops.len() == nj.block.loops.len();
+            let related = ni.deps.conflicts(&nj.deps);
+            let wanted = match tier {
+                Tier::RelatedEqual => equal && related,
+                Tier::UnrelatedEqual => equal && !related,
+                Tier::RelatedPrefix => !equal && related,
+            };
+            let left_here = left;
+            left &= !related;
+            if !wanted || self.failed.contains(&(ni.uid, nj.uid)) {
+                continue;
+            }
+            let right = left_here
+                || self
+                    .alive
+                    .range(i + 1..j)
+                    .all(|&k| !ni.deps.conflicts(&self.node(k).deps));
+            if !left_here && !right {
+                continue;
+            }
+            match plan_pair(ni, nj, groups) {
+                Some(plan) => {
+                    return Some((
+                        i,
+                        j,
+                        Plan {
+                            left: left_here,
+                            ..plan
+                        },
+                    ));
+                }
+                None => {
+                    let key = (ni.uid, nj.uid);
+                    self.failed.insert(key);
+                }
+            }
+        }
+        None
+    }
+
+    /// Merges `j` into `i` (at `i`'s slot when `plan.left`, else at `j`'s).
+    fn apply(&mut self, i: usize, j: usize, plan: Plan) {
+        let a = self.nodes[i].take().expect("alive");
+        let b = self.nodes[j].take().expect("alive");
+        let (at, gone) = if plan.left { (i, j) } else { (j, i) };
+        self.alive.remove(&gone);
+        let merged = apply_plan(a, b, &plan, self.next_uid);
+        self.next_uid += 1;
+        self.nodes[at] = Some(merged);
+        for r in &mut self.resume {
+            *r = (*r).min(i);
+        }
+    }
+}
+
+/// How two blocks fuse: loop orders and the renaming of the later block's loops.
+struct Plan {
+    order_a: Vec<usize>,
+    order_b: Vec<usize>,
+    rename: HashMap<usize, usize>,
+    /// The fused block takes the earlier block's place (else the later one's).
+    left: bool,
+}
+
+/// `a` and `b` as one node: `a`'s accesses are kept (its statements do not change),
+/// `b`'s renamed ones are appended behind `a`'s statements of the same level.
+fn apply_plan(a: Node, b: Node, plan: &Plan, uid: usize) -> Node {
+    let counts: Vec<usize> = levels(&a.block).iter().map(|(_, s)| s.len()).collect();
+    let mut b2 = permute(b.block, &plan.order_b);
+    rename_loops(&mut b2, &|id| plan.rename.get(&id).copied());
+    let mut b_accesses = block_accesses(&b2);
+    for x in &mut b_accesses {
+        x.stmt += counts.get(x.level).copied().unwrap_or(0);
+    }
+    let Node {
+        block,
+        deps,
+        accesses,
+        by_tensor,
+        ..
+    } = a;
+    let mut node = Node {
+        block: merge(permute(block, &plan.order_a), b2),
+        uid,
+        deps,
+        accesses,
+        by_tensor,
+    };
+    node.add_accesses(b_accesses);
+    node
 }
 
 /// The kinds of merges, in the order they are tried. Greedy merging cannot undo a
@@ -169,44 +357,44 @@ fn same_range(a: &Loop, b: &Loop, groups: &ShapeGroups) -> bool {
     groups.same(&a.start, &b.start) && groups.same(&a.end, &b.end)
 }
 
-/// Pairs of accesses, one from each list, to the same tensor with at least one write.
-fn conflicting<'a>(xs: &'a [AccessAt], ys: &'a [AccessAt]) -> Vec<(&'a AccessAt, &'a AccessAt)> {
-    let mut out = Vec::new();
-    for x in xs {
-        for y in ys {
-            if x.access.tensor == y.access.tensor && (x.write || y.write) {
-                out.push((x, y));
-            }
-        }
-    }
-    out
-}
-
-/// `a` (earlier) and `b` (later) as one block, if that is legal.
-fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
+/// How `a` (earlier) and `b` (later) fuse into one block, if that is legal
+/// (`left` is set by the caller).
+fn plan_pair(a: &Node, b: &Node, groups: &ShapeGroups) -> Option<Plan> {
     let pairing = pair_loops(a, b, groups)?;
-    let (seg_a, seg_b) = (segments(a), segments(b));
+    let (seg_a, seg_b) = (segments(&a.block), segments(&b.block));
     // Try keeping `a`'s relative loop order within each reordered stretch, then `b`'s.
     for by_b in [false, true] {
         let Some((order_a, order_b)) = place(&pairing, &seg_a, &seg_b, by_b) else {
             continue;
         };
         let is_identity = |order: &[usize]| order.iter().enumerate().all(|(d, &from)| d == from);
-        if (!is_identity(&order_a) && !reorder_ok(a, &order_a))
-            || (!is_identity(&order_b) && !reorder_ok(b, &order_b))
+        if (!is_identity(&order_a) && !reorder_ok(&a.block, &order_a))
+            || (!is_identity(&order_b) && !reorder_ok(&b.block, &order_b))
         {
             continue;
         }
-        let a2 = permute(a, &order_a);
-        let mut b2 = permute(b, &order_b);
         let rename: HashMap<usize, usize> = pairing
             .iter()
-            .map(|&(pa, pb)| (b.loops[pb].id.0, a.loops[pa].id.0))
+            .map(|&(pa, pb)| (b.block.loops[pb].id.0, a.block.loops[pa].id.0))
             .collect();
+        // Only `b`'s subscripts change (renamed loops); `a`'s statements stay.
+        let mut b2 = permute(b.block.clone(), &order_b);
         rename_loops(&mut b2, &|id| rename.get(&id).copied());
-        let merged = merge(a2.clone(), b2.clone());
-        if cross_ok(&a2, &b2, &merged) {
-            return Some(merged);
+        let merged_ids: Vec<usize> = (0..a.block.loops.len().max(b2.loops.len()))
+            .filter_map(|d| {
+                order_a
+                    .get(d)
+                    .map(|&from| a.block.loops[from].id.0)
+                    .or_else(|| b2.loops.get(d).map(|l| l.id.0))
+            })
+            .collect();
+        if cross_ok(a, &block_accesses(&b2), &merged_ids) {
+            return Some(Plan {
+                order_a,
+                order_b,
+                rename,
+                left: true,
+            });
         }
     }
     None
@@ -214,7 +402,8 @@ fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
 
 /// Pairs `(position in a, position in b)` of loops with equal ranges, one for each
 /// loop of the shallower nest, pinned by the conflicting accesses first.
-fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
+fn pair_loops(na_: &Node, nb_: &Node, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
+    let (a, b) = (&na_.block, &nb_.block);
     let (na, nb) = (a.loops.len(), b.loops.len());
     let pos_a: HashMap<usize, usize> = a
         .loops
@@ -230,8 +419,7 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
         .collect();
     let mut of_b: Vec<Option<usize>> = vec![None; nb];
     let mut used_a = vec![false; na];
-    let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
-    for (x, y) in conflicting(&acc_a, &acc_b) {
+    for (x, y) in na_.conflicting(&nb_.accesses) {
         if x.access.index.len() != y.access.index.len() {
             continue;
         }
@@ -355,15 +543,20 @@ fn place(
 
 /// `block` with the loop headers (id and range) reordered: the loop at old position
 /// `order[d]` moves to `d`. Carried variables and statements stay at their depth.
-fn permute(block: &Block, order: &[usize]) -> Block {
-    let mut out = block.clone();
-    for (d, &from) in order.iter().enumerate() {
-        let src = &block.loops[from];
-        out.loops[d].id = src.id;
-        out.loops[d].start = src.start.clone();
-        out.loops[d].end = src.end.clone();
+fn permute(mut block: Block, order: &[usize]) -> Block {
+    let headers: Vec<_> = order
+        .iter()
+        .map(|&from| {
+            let src = &block.loops[from];
+            (src.id, src.start.clone(), src.end.clone())
+        })
+        .collect();
+    for (l, (id, start, end)) in block.loops.iter_mut().zip(headers) {
+        l.id = id;
+        l.start = start;
+        l.end = end;
     }
-    out
+    block
 }
 
 /// Whether reordering `block`'s loops by `order` (within segments) keeps its meaning.
@@ -464,21 +657,17 @@ fn pinned_loops(x: &AccessAt, y: &AccessAt) -> HashSet<usize> {
         .collect()
 }
 
-/// The cross-dependence rule between the (reordered, renamed) blocks `a` then `b`,
-/// to be merged into `merged`.
-fn cross_ok(a: &Block, b: &Block, merged: &Block) -> bool {
-    let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
-    for (x, y) in conflicting(&acc_a, &acc_b) {
+/// The cross-dependence rule between block `a` and the accesses of the reordered,
+/// renamed block `b` after it, merged into a nest with the loops `merged_ids`.
+fn cross_ok(a: &Node, acc_b: &[AccessAt], merged_ids: &[usize]) -> bool {
+    for (x, y) in a.conflicting(acc_b) {
         if x.level < y.level || !identical(&x.access.index, &y.access.index) {
             return false;
         }
         // `y.level <= x.level`, and `x` sits inside `a`'s loops, so every loop
         // enclosing `y` is one of the merged nest's.
         let pinned = pinned_loops(x, y);
-        if merged.loops[..y.level]
-            .iter()
-            .any(|l| !pinned.contains(&l.id.0))
-        {
+        if merged_ids[..y.level].iter().any(|id| !pinned.contains(id)) {
             return false;
         }
     }
@@ -497,26 +686,23 @@ fn identical(x: &[Subscript], y: &[Subscript]) -> bool {
 /// inside them; at each depth `a`'s carried variables and statements come before
 /// `b`'s.
 fn merge(a: Block, b: Block) -> Block {
-    let depth = a.loops.len().max(b.loops.len());
-    let mut out = Block {
-        loops: (0..depth)
-            .filter_map(|d| a.loops.get(d).or_else(|| b.loops.get(d)))
-            .map(|l| Loop {
-                carried: Vec::new(),
-                stmts: Vec::new(),
-                ..l.clone()
-            })
-            .collect(),
-        carried: Vec::new(),
-        stmts: Vec::new(),
-    };
-    for part in [a, b] {
-        for (l, from) in out.loops.iter_mut().zip(part.loops) {
-            l.carried.extend(from.carried);
-            l.stmts.extend(from.stmts);
-        }
-        out.carried.extend(part.carried);
-        out.stmts.extend(part.stmts);
+    // `a`'s lists stay where they are (no copy of a large block), `b`'s follow them.
+    let mut out = a;
+    for l in b.loops.iter().skip(out.loops.len()) {
+        out.loops.push(Loop {
+            id: l.id,
+            start: l.start.clone(),
+            end: l.end.clone(),
+            carried: Vec::new(),
+            stmts: Vec::new(),
+            schedule: l.schedule.clone(),
+        });
     }
+    for (l, from) in out.loops.iter_mut().zip(b.loops) {
+        l.carried.extend(from.carried);
+        l.stmts.extend(from.stmts);
+    }
+    out.carried.extend(b.carried);
+    out.stmts.extend(b.stmts);
     out
 }

@@ -223,23 +223,67 @@ pub fn optimize_traced(
     p: &LoopProgram,
     opts: &PassOptions,
 ) -> Result<Vec<(&'static str, LoopProgram)>, PassError> {
-    let names = pass_names();
-    if let Some(bad) = opts.disabled.iter().find(|d| !names.contains(&d.as_str())) {
-        return Err(PassError::UnknownPass {
-            name: bad.clone(),
-            valid: names.join(", "),
-        });
-    }
+    check_options(opts)?;
     let mut trace: Vec<(&'static str, LoopProgram)> = Vec::new();
-    for pass in PIPELINE {
-        if opts.disabled.iter().any(|d| d == pass.name) {
-            continue;
-        }
+    for pass in enabled(opts) {
         let current = trace.last().map_or(p, |(_, prog)| prog);
         let next = (pass.run)(current);
         trace.push((pass.name, next));
     }
     Ok(trace)
+}
+
+/// What one pass of [`optimize_timed`] cost and left.
+#[derive(Clone, Copy, Debug)]
+pub struct PassTime {
+    /// The pass's name.
+    pub name: &'static str,
+    /// Wall time the pass took.
+    pub time: std::time::Duration,
+    /// Blocks in the program after the pass.
+    pub blocks: usize,
+    /// Statements in the program after the pass (all levels of all blocks).
+    pub stmts: usize,
+}
+
+/// Runs the pipeline on `p` like [`optimize`], timing each pass that ran.
+pub fn optimize_timed(
+    p: &LoopProgram,
+    opts: &PassOptions,
+) -> Result<(LoopProgram, Vec<PassTime>), PassError> {
+    check_options(opts)?;
+    let mut current = p.clone();
+    let mut times = Vec::new();
+    for pass in enabled(opts) {
+        let start = std::time::Instant::now();
+        current = (pass.run)(&current);
+        times.push(PassTime {
+            name: pass.name,
+            time: start.elapsed(),
+            blocks: current.blocks.len(),
+            stmts: current.blocks.iter().map(walk::stmt_count).sum(),
+        });
+    }
+    Ok((current, times))
+}
+
+/// An error for the first disabled name that is not a pass.
+fn check_options(opts: &PassOptions) -> Result<(), PassError> {
+    let names = pass_names();
+    match opts.disabled.iter().find(|d| !names.contains(&d.as_str())) {
+        Some(bad) => Err(PassError::UnknownPass {
+            name: bad.clone(),
+            valid: names.join(", "),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The pipeline's passes that `opts` does not disable, in order.
+fn enabled(opts: &PassOptions) -> impl Iterator<Item = &'static Pass> + '_ {
+    PIPELINE
+        .iter()
+        .filter(|pass| !opts.disabled.iter().any(|d| d == pass.name))
 }
 
 /// Size measures of a loop program, for reports and tests.
