@@ -83,9 +83,9 @@ pub fn fuse(p: &LoopProgram) -> LoopProgram {
     for b in &mut blocks {
         remove_loops_running_once(b);
     }
-    let mut state = State::new(blocks);
+    let mut state = State::new(blocks, &groups);
     while let Some((i, j, plan)) = state.find_merge(&groups) {
-        state.apply(i, j, plan);
+        state.apply(i, j, plan, &groups);
     }
     LoopProgram {
         blocks: state.into_blocks(),
@@ -103,12 +103,16 @@ struct Node {
     accesses: Vec<AccessAt>,
     /// Positions in `accesses` by tensor.
     by_tensor: HashMap<TensorId, Vec<usize>>,
+    /// The canonical ranges of the loops, sorted: nests of equal depth fuse only
+    /// when these are equal (every loop pairs with one of the same range).
+    ranges: Vec<(Expr, Expr)>,
 }
 
 impl Node {
-    fn new(block: Block, uid: usize) -> Self {
+    fn new(block: Block, uid: usize, groups: &ShapeGroups) -> Self {
         let accesses = block_accesses(&block);
         let mut node = Node {
+            ranges: ranges(&block, groups),
             block,
             uid,
             deps: BlockDeps::default(),
@@ -153,36 +157,72 @@ impl Node {
 /// The blocks being fused, in slots that keep their order: a merge fills one slot of
 /// the pair and empties the other, so slot numbers never shift.
 ///
-/// Cost: the search visits pairs in the order of the module docs' rules, but after a
-/// merge it resumes at the merged pair's earlier slot instead of the first block (no
-/// pair wholly before it changed), skips pairs whose blocks already failed to fuse,
-/// and keeps dependencies and accesses per block, extended by the merged-in block
-/// only. A chain of `n` element-wise nests fuses in O(n log n); programs whose nests
-/// mostly cannot fuse still pay O(n^2) pair visits per tier.
+/// Cost: the search finds the same merges in the same order as visiting every pair
+/// after every merge would, but visits only pairs that a merge can have changed.
+/// Related pairs (tiers 1 and 3) are found through the blocks touching each tensor;
+/// after a merge only the blocks related to the merged block, or to a block related
+/// to the one that disappeared, are visited again (no other pair's blocks,
+/// dependencies or blocks between changed). Unrelated pairs (tier 2) are found among
+/// the blocks with the same loop ranges, resuming at the merged pair's earlier slot.
+/// Dependencies and accesses are kept per block and extended by the merged-in block
+/// only; a tensor only the merged block touches is dropped from its dependencies.
+/// Pairs whose blocks failed to fuse are not tried again. A chain of `n` element-wise
+/// nests, or `n` independent ones, fuses in O(n log n).
 struct State {
     nodes: Vec<Option<Node>>,
     alive: BTreeSet<usize>,
     next_uid: usize,
     /// Pairs of nodes (by uid) that [`plan_pair`] rejected.
     failed: HashSet<(usize, usize)>,
-    /// Per tier, the first slot whose pairs must still be visited.
-    resume: [usize; 3],
+    /// Per tensor, the slots of the blocks touching it, and of those writing it.
+    touching: HashMap<TensorId, BTreeSet<usize>>,
+    writing: HashMap<TensorId, BTreeSet<usize>>,
+    /// Slots by the loop ranges of their block (canonical, in order).
+    by_ranges: HashMap<Vec<(Expr, Expr)>, BTreeSet<usize>>,
+    /// Blocks to visit again as `j` in the related tiers (1 and 3).
+    dirty: [BTreeSet<usize>; 2],
+    /// The first slot to visit again as `j` in the unrelated tier (2).
+    resume: usize,
 }
 
 impl State {
-    fn new(blocks: Vec<Block>) -> Self {
+    fn new(blocks: Vec<Block>, groups: &ShapeGroups) -> Self {
         let n = blocks.len();
-        State {
-            nodes: blocks
-                .into_iter()
-                .enumerate()
-                .map(|(k, b)| Some(Node::new(b, k)))
-                .collect(),
+        let mut state = State {
+            nodes: Vec::with_capacity(n),
             alive: (0..n).collect(),
             next_uid: n,
             failed: HashSet::new(),
-            resume: [0; 3],
+            touching: HashMap::new(),
+            writing: HashMap::new(),
+            by_ranges: HashMap::new(),
+            dirty: [(0..n).collect(), (0..n).collect()],
+            resume: 0,
+        };
+        for (k, b) in blocks.into_iter().enumerate() {
+            let node = Node::new(b, k, groups);
+            state.index(k, &node, true);
+            state.nodes.push(Some(node));
         }
+        state
+    }
+
+    /// Adds (or removes) `slot` to the indexes of the tensors and ranges of `node`.
+    fn index(&mut self, slot: usize, node: &Node, add: bool) {
+        let edit = |set: &mut BTreeSet<usize>| {
+            if add {
+                set.insert(slot);
+            } else {
+                set.remove(&slot);
+            }
+        };
+        for t in node.deps.reads.iter().chain(&node.deps.writes) {
+            edit(self.touching.entry(*t).or_default());
+        }
+        for t in &node.deps.writes {
+            edit(self.writing.entry(*t).or_default());
+        }
+        edit(self.by_ranges.entry(node.ranges.clone()).or_default());
     }
 
     fn node(&self, slot: usize) -> &Node {
@@ -193,23 +233,41 @@ impl State {
         self.nodes.into_iter().flatten().map(|n| n.block).collect()
     }
 
+    /// The slots of the blocks related to the block at `slot` (one of them writes
+    /// what the other touches), other than itself.
+    fn related(&self, slot: usize) -> BTreeSet<usize> {
+        let deps = &self.node(slot).deps;
+        let mut out = BTreeSet::new();
+        for t in &deps.writes {
+            out.extend(self.touching.get(t).into_iter().flatten());
+        }
+        for t in &deps.reads {
+            out.extend(self.writing.get(t).into_iter().flatten());
+        }
+        out.remove(&slot);
+        out
+    }
+
     /// The first legal merge `(i, j, plan)`: tried by [`Tier`], and within a tier
     /// with `j` smallest, then `i` nearest.
     fn find_merge(&mut self, groups: &ShapeGroups) -> Option<(usize, usize, Plan)> {
-        const TIERS: [Tier; 3] = [
-            Tier::RelatedEqual,
-            Tier::UnrelatedEqual,
-            Tier::RelatedPrefix,
-        ];
-        for (t, tier) in TIERS.into_iter().enumerate() {
-            let mut from = self.resume[t];
-            while let Some(&j) = self.alive.range(from..).next() {
-                if let Some(found) = self.merge_into(j, tier, groups) {
-                    return Some(found);
-                }
-                from = j + 1;
+        while let Some(&j) = self.dirty[0].first() {
+            if let Some(found) = self.merge_into(j, Tier::RelatedEqual, groups) {
+                return Some(found);
             }
-            self.resume[t] = usize::MAX;
+            self.dirty[0].remove(&j);
+        }
+        while let Some(&j) = self.alive.range(self.resume..).next() {
+            if let Some(found) = self.merge_into(j, Tier::UnrelatedEqual, groups) {
+                return Some(found);
+            }
+            self.resume = j + 1;
+        }
+        while let Some(&j) = self.dirty[1].first() {
+            if let Some(found) = self.merge_into(j, Tier::RelatedPrefix, groups) {
+                return Some(found);
+            }
+            self.dirty[1].remove(&j);
         }
         None
     }
@@ -221,42 +279,46 @@ impl State {
         tier: Tier,
         groups: &ShapeGroups,
     ) -> Option<(usize, usize, Plan)> {
-        let is: Vec<usize> = self.alive.range(..j).rev().copied().collect();
-        // No block in (i, j) conflicts with `j`: true until `i` passes one that does.
-        let mut left = true;
-        for i in is {
+        if !self.alive.contains(&j) {
+            return None;
+        }
+        let related: Vec<usize> = self.related(j).range(..j).rev().copied().collect();
+        // Left merges need no block between conflicting with `j`: only the nearest
+        // related block and the blocks after it qualify.
+        let nearest = related.first().copied();
+        let candidates: Vec<usize> = match tier {
+            Tier::RelatedEqual | Tier::RelatedPrefix => related,
+            Tier::UnrelatedEqual => {
+                let same = &self.by_ranges[&self.node(j).ranges];
+                let related: HashSet<usize> = related.into_iter().collect();
+                same.range(..j)
+                    .rev()
+                    .copied()
+                    .filter(|i| !related.contains(i))
+                    .collect()
+            }
+        };
+        for i in candidates {
             let (ni, nj) = (self.node(i), self.node(j));
             let equal = ni.block.loops.len() == nj.block.loops.len();
-            let related = ni.deps.conflicts(&nj.deps);
             let wanted = match tier {
-                Tier::RelatedEqual => equal && related,
-                Tier::UnrelatedEqual => equal && !related,
-                Tier::RelatedPrefix => !equal && related,
+                Tier::RelatedEqual | Tier::UnrelatedEqual => equal && ni.ranges == nj.ranges,
+                Tier::RelatedPrefix => !equal,
             };
-            let left_here = left;
-            left &= !related;
             if !wanted || self.failed.contains(&(ni.uid, nj.uid)) {
                 continue;
             }
-            let right = left_here
+            let left = nearest.is_none_or(|k| i >= k);
+            let right = left
                 || self
                     .alive
                     .range(i + 1..j)
                     .all(|&k| !ni.deps.conflicts(&self.node(k).deps));
-            if !left_here && !right {
+            if !right {
                 continue;
             }
             match plan_pair(ni, nj, groups) {
-                Some(plan) => {
-                    return Some((
-                        i,
-                        j,
-                        Plan {
-                            left: left_here,
-                            ..plan
-                        },
-                    ));
-                }
+                Some(plan) => return Some((i, j, Plan { left, ..plan })),
                 None => {
                     let key = (ni.uid, nj.uid);
                     self.failed.insert(key);
@@ -266,19 +328,59 @@ impl State {
         None
     }
 
-    /// Merges `j` into `i` (at `i`'s slot when `plan.left`, else at `j`'s).
-    fn apply(&mut self, i: usize, j: usize, plan: Plan) {
+    /// Merges `j` into `i` (at `i`'s slot when `plan.left`, else at `j`'s), and
+    /// marks what the merge may have made fusable.
+    fn apply(&mut self, i: usize, j: usize, plan: Plan, groups: &ShapeGroups) {
+        let (at, gone) = if plan.left { (i, j) } else { (j, i) };
+        // Pairs the disappearing block sat between may now be legal.
+        let mut again: BTreeSet<usize> = BTreeSet::new();
+        for k in self.related(gone) {
+            if k != at {
+                again.extend(self.related(k));
+            }
+        }
         let a = self.nodes[i].take().expect("alive");
         let b = self.nodes[j].take().expect("alive");
-        let (at, gone) = if plan.left { (i, j) } else { (j, i) };
+        self.index(i, &a, false);
+        self.index(j, &b, false);
         self.alive.remove(&gone);
-        let merged = apply_plan(a, b, &plan, self.next_uid);
+        let mut merged = apply_plan(a, b, &plan, self.next_uid, groups);
         self.next_uid += 1;
-        self.nodes[at] = Some(merged);
-        for r in &mut self.resume {
-            *r = (*r).min(i);
+        // A tensor no other block touches cannot relate the merged block to any.
+        let private: Vec<TensorId> = merged
+            .deps
+            .reads
+            .iter()
+            .chain(&merged.deps.writes)
+            .copied()
+            .filter(|t| self.touching.get(t).is_none_or(BTreeSet::is_empty))
+            .collect();
+        for t in private {
+            merged.deps.reads.remove(&t);
+            merged.deps.writes.remove(&t);
         }
+        self.index(at, &merged, true);
+        self.nodes[at] = Some(merged);
+        again.insert(at);
+        again.extend(self.related(at));
+        again.remove(&gone);
+        for d in &mut self.dirty {
+            d.remove(&gone);
+            d.extend(again.iter().copied());
+        }
+        self.resume = self.resume.min(i);
     }
+}
+
+/// The sorted canonical `(start, end)` of `block`'s loops.
+fn ranges(block: &Block, groups: &ShapeGroups) -> Vec<(Expr, Expr)> {
+    let mut out: Vec<(Expr, Expr)> = block
+        .loops
+        .iter()
+        .map(|l| (groups.canonical(&l.start), groups.canonical(&l.end)))
+        .collect();
+    out.sort();
+    out
 }
 
 /// How two blocks fuse: loop orders and the renaming of the later block's loops.
@@ -292,7 +394,7 @@ struct Plan {
 
 /// `a` and `b` as one node: `a`'s accesses are kept (its statements do not change),
 /// `b`'s renamed ones are appended behind `a`'s statements of the same level.
-fn apply_plan(a: Node, b: Node, plan: &Plan, uid: usize) -> Node {
+fn apply_plan(a: Node, b: Node, plan: &Plan, uid: usize, groups: &ShapeGroups) -> Node {
     let counts: Vec<usize> = levels(&a.block).iter().map(|(_, s)| s.len()).collect();
     let mut b2 = permute(b.block, &plan.order_b);
     rename_loops(&mut b2, &|id| plan.rename.get(&id).copied());
@@ -307,8 +409,10 @@ fn apply_plan(a: Node, b: Node, plan: &Plan, uid: usize) -> Node {
         by_tensor,
         ..
     } = a;
+    let block = merge(permute(block, &plan.order_a), b2);
     let mut node = Node {
-        block: merge(permute(block, &plan.order_a), b2),
+        ranges: ranges(&block, groups),
+        block,
         uid,
         deps,
         accesses,
@@ -695,7 +799,7 @@ fn merge(a: Block, b: Block) -> Block {
             end: l.end.clone(),
             carried: Vec::new(),
             stmts: Vec::new(),
-            schedule: l.schedule.clone(),
+            schedule: l.schedule,
         });
     }
     for (l, from) in out.loops.iter_mut().zip(b.loops) {
