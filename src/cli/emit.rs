@@ -19,6 +19,7 @@ use uop_codegen::backend::rust::{self, Checks, RustModule, RustOptions};
 use uop_codegen::build::{full_gradient_spec, gradient_doc};
 use uop_codegen::grad::gradient;
 
+use super::output::OutputFiles;
 use super::{CliError, fail, load_program};
 
 /// What `uop emit` generates.
@@ -114,8 +115,11 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         }
     };
     match &args.output {
-        Some(path) => std::fs::write(path, bytes)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display()))),
+        Some(path) => {
+            let mut writer = OutputFiles::default();
+            writer.add("-o", path, bytes);
+            writer.commit()
+        }
         None => {
             print!("{}", String::from_utf8_lossy(&bytes));
             Ok(())

@@ -11,10 +11,11 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
 use uop_codegen::{interp, loops, pass};
 
+use super::output::OutputFiles;
 use super::{
     Backend, CliError, fail, int_assignments, load_program, pass_options, path_assignments, show,
 };
-use crate::npy::{read_npy, write_npy};
+use crate::npy::{read_npy, write_npy_bytes};
 
 /// Arguments of `uop run`.
 #[derive(Args, Debug)]
@@ -104,12 +105,21 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             ));
         }
     }
+    let mut writer = OutputFiles::default();
+    let mut printed = String::new();
     for (name, tensor) in names.iter().zip(&outputs) {
         match files.get(*name) {
-            Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
-            None => print!("{}", show::render(name, tensor)),
+            Some(path) => writer.add(
+                format!("--output {name}"),
+                path,
+                write_npy_bytes(&path.display().to_string(), tensor)
+                    .map_err(|e| CliError(e.to_string()))?,
+            ),
+            None => printed.push_str(&show::render(name, tensor)),
         }
     }
+    writer.commit()?;
+    print!("{printed}");
     Ok(())
 }
 
