@@ -65,6 +65,9 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     if args.grad && args.target != Target::Rust {
         return fail("--grad is supported for --target rust only");
     }
+    if args.full_checks && args.target != Target::Rust {
+        return fail("--full-checks is supported for --target rust only");
+    }
     let name = match &args.name {
         Some(n) => n.clone(),
         None if args.grad => format!("{}_grad", default_name(&args.program)),

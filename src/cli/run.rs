@@ -181,7 +181,29 @@ fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, Cli
     }
     // Sizes of named dims: from --dim, then from the files given.
     let mut dims: HashMap<String, (i64, String)> = HashMap::new();
+    let declared: Vec<&str> = program
+        .inputs
+        .iter()
+        .flat_map(|i| &program.node(*i).shape)
+        .filter_map(|d| match d {
+            Expr::Name(n) => Some(n.as_str()),
+            _ => None,
+        })
+        .collect();
     for (name, v) in int_assignments("--dim", &args.dims)? {
+        if !declared.contains(&name.as_str()) {
+            let mut all = declared.clone();
+            all.sort_unstable();
+            all.dedup();
+            return fail(format!(
+                "--dim {name}: the program has no dimension `{name}` (it has: {})",
+                if all.is_empty() {
+                    "none".to_string()
+                } else {
+                    all.join(", ")
+                }
+            ));
+        }
         if v < 0 {
             return fail(format!("--dim {name}={v}: a size cannot be negative"));
         }

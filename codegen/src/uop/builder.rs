@@ -517,11 +517,17 @@ impl Builder {
         let mut sorted = axes.to_vec();
         sorted.sort_unstable();
         for (k, &axis) in sorted.iter().enumerate() {
-            if axis >= rank || (k > 0 && sorted[k - 1] == axis) {
+            if axis >= rank {
                 return Err(UopError::BadAxis {
                     op: name,
                     axis: axis as i64,
                     rank,
+                });
+            }
+            if k > 0 && sorted[k - 1] == axis {
+                return Err(UopError::RepeatedAxis {
+                    op: name,
+                    axis: axis as i64,
                 });
             }
         }
