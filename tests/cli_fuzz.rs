@@ -233,3 +233,38 @@ fn an_unknown_pass_name_is_a_clear_error_everywhere() {
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn fuzz_max_nodes_is_capped_with_a_message() {
+    for bad in ["0", "257", "100000000"] {
+        let o = uop(&["fuzz", "--self", "--cases", "1", "--max-nodes", bad]);
+        assert_eq!(o.status.code(), Some(2), "--max-nodes {bad}");
+        assert!(
+            stderr(&o).contains("random programs have 1 to 256 uops"),
+            "--max-nodes {bad}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn stats_time_prints_one_row_per_stage_and_pass() {
+    let o = uop(&["stats", MATMUL, "--time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("stage"))
+        .collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let mut want = vec!["stage", "parse", "lower"];
+    want.extend(pipeline().iter().map(|_| "pass"));
+    want.push("total");
+    assert_eq!(names, want, "{out}");
+    for p in pipeline() {
+        assert!(out.contains(&format!("pass {}", p.name)), "{out}");
+    }
+}

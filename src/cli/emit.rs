@@ -20,6 +20,7 @@ use uop_codegen::backend::rust::{self, Checks, RustModule, RustOptions};
 use uop_codegen::build::{full_gradient_spec, gradient_doc};
 use uop_codegen::grad::gradient;
 
+use super::output::OutputFiles;
 use super::{CliError, fail, load_program};
 
 /// What `uop emit` generates.
@@ -71,6 +72,9 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     }
     if args.standalone && args.target != Target::Rust {
         return fail("--standalone is supported for --target rust only");
+    }
+    if args.full_checks && args.target != Target::Rust {
+        return fail("--full-checks is supported for --target rust only");
     }
     let name = match &args.name {
         Some(n) => n.clone(),
@@ -124,8 +128,11 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         }
     };
     match &args.output {
-        Some(path) => std::fs::write(path, bytes)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display()))),
+        Some(path) => {
+            let mut writer = OutputFiles::default();
+            writer.add("-o", path, bytes);
+            writer.commit()
+        }
         None => {
             print!("{}", String::from_utf8_lossy(&bytes));
             Ok(())

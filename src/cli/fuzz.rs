@@ -76,12 +76,32 @@ pub struct FuzzArgs {
     /// Seed of the first program; program k uses seed S + k.
     #[arg(long, default_value_t = 0, value_name = "S")]
     seed: u64,
-    /// Roughly how many uops each program has.
-    #[arg(long, value_name = "K", default_value_t = GenConfig::default().max_nodes)]
+    /// Roughly how many uops each program has (1 to 256).
+    #[arg(long, value_name = "K", default_value_t = GenConfig::default().max_nodes,
+          value_parser = max_nodes)]
     max_nodes: usize,
     /// Skip this optimizer pass, alone and in the pipeline (repeatable).
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
+}
+
+/// The largest `--max-nodes`: every random program is run on every path and a failure
+/// is shrunk, so bigger programs only make a run take very long without finding more.
+pub const MAX_NODES: usize = 256;
+
+/// Parses `--max-nodes`: an integer from 1 to [`MAX_NODES`].
+fn max_nodes(arg: &str) -> Result<usize, String> {
+    let n: usize = arg
+        .parse()
+        .map_err(|_| format!("`{arg}` is not a whole number"))?;
+    if (1..=MAX_NODES).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} is out of range: random programs have 1 to {MAX_NODES} uops (larger \
+             ones take very long to check and to shrink)"
+        ))
+    }
 }
 
 /// Runs `uop fuzz`.

@@ -15,9 +15,10 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{NodeId, Program};
 
+use super::output::OutputFiles;
 use super::run::{InputArgs, execute, listing};
 use super::{Backend, CliError, fail, load_program, path_assignments, show, split_assignment};
-use crate::npy::{read_npy, write_npy};
+use crate::npy::{read_npy, write_npy_bytes};
 
 /// Arguments of `uop grad`.
 #[derive(Args, Debug)]
@@ -77,12 +78,21 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
         args.backend,
         &PassOptions::default(),
     )?;
-    for ((_, file), (tensor, out)) in wanted.iter().zip(result.iter().zip(&g.program.outputs)) {
+    let mut writer = OutputFiles::default();
+    let mut printed = String::new();
+    for ((input, file), (tensor, out)) in wanted.iter().zip(result.iter().zip(&g.program.outputs)) {
         match file {
-            Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
-            None => print!("{}", show::render(&g.program.node(*out).name, tensor)),
+            Some(path) => writer.add(
+                format!("--grad {}", program.node(*input).name),
+                path,
+                write_npy_bytes(&path.display().to_string(), tensor)
+                    .map_err(|e| CliError(e.to_string()))?,
+            ),
+            None => printed.push_str(&show::render(&g.program.node(*out).name, tensor)),
         }
     }
+    writer.commit()?;
+    print!("{printed}");
     Ok(())
 }
 

@@ -8,6 +8,7 @@ mod emit;
 mod fuzz;
 mod grad;
 mod ops;
+mod output;
 mod print;
 mod run;
 mod show;
@@ -144,9 +145,25 @@ pub(crate) fn split_assignment<'a>(
     }
 }
 
-/// Parses `NAME=INT` arguments (for `--param` and `--dim`).
+/// An error when a name is given twice to one flag (`--param p=2 --param p=3`):
+/// which value was meant is not for uop to guess.
+fn once_each<T>(flag: &str, list: Vec<(String, T)>) -> Result<Vec<(String, T)>, CliError> {
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in &list {
+        if !seen.insert(name.as_str()) {
+            return fail(format!(
+                "{flag} {name} is given more than once: give each name once"
+            ));
+        }
+    }
+    Ok(list)
+}
+
+/// Parses `NAME=INT` arguments (for `--param` and `--dim`); a name given twice is an
+/// error.
 pub(crate) fn int_assignments(flag: &str, args: &[String]) -> Result<Vec<(String, i64)>, CliError> {
-    args.iter()
+    let list = args
+        .iter()
         .map(|a| {
             let (name, value) = split_assignment(flag, a)?;
             let v = value
@@ -154,20 +171,24 @@ pub(crate) fn int_assignments(flag: &str, args: &[String]) -> Result<Vec<(String
                 .map_err(|_| CliError(format!("{flag} {name}: `{value}` is not an integer")))?;
             Ok((name.trim_start_matches('$').to_string(), v))
         })
-        .collect()
+        .collect::<Result<Vec<_>, CliError>>()?;
+    once_each(flag, list)
 }
 
-/// Parses `NAME=FILE` arguments (for `--input` and `--output`).
+/// Parses `NAME=FILE` arguments (for `--input` and `--output`); a name given twice is
+/// an error.
 pub(crate) fn path_assignments(
     flag: &str,
     args: &[String],
 ) -> Result<Vec<(String, PathBuf)>, CliError> {
-    args.iter()
+    let list = args
+        .iter()
         .map(|a| {
             let (name, value) = split_assignment(flag, a)?;
             Ok((name.to_string(), PathBuf::from(value)))
         })
-        .collect()
+        .collect::<Result<Vec<_>, CliError>>()?;
+    once_each(flag, list)
 }
 
 /// The pass options of `--disable-pass` arguments; an unknown name is an error

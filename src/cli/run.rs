@@ -14,9 +14,10 @@ use uop_codegen::{interp, loops, pass};
 use clap::ValueEnum;
 use uop_graph::Graph;
 
+use super::output::OutputFiles;
 use super::source::{self, Source};
 use super::{Backend, CliError, fail, int_assignments, pass_options, path_assignments, show};
-use crate::npy::{read_npy, write_npy};
+use crate::npy::{read_npy, write_npy_bytes};
 
 /// Arguments of `uop run`.
 #[derive(Args, Debug)]
@@ -148,12 +149,21 @@ fn write_outputs(
             ));
         }
     }
+    let mut writer = OutputFiles::default();
+    let mut printed = String::new();
     for (name, tensor) in names.iter().zip(outputs) {
         match files.get(*name) {
-            Some(path) => write_npy(path, tensor).map_err(|e| CliError(e.to_string()))?,
-            None => print!("{}", show::render(name, tensor)),
+            Some(path) => writer.add(
+                format!("--output {name}"),
+                path,
+                write_npy_bytes(&path.display().to_string(), tensor)
+                    .map_err(|e| CliError(e.to_string()))?,
+            ),
+            None => printed.push_str(&show::render(name, tensor)),
         }
     }
+    writer.commit()?;
+    print!("{printed}");
     Ok(())
 }
 
@@ -215,7 +225,29 @@ fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, Cli
     }
     // Sizes of named dims: from --dim, then from the files given.
     let mut dims: HashMap<String, (i64, String)> = HashMap::new();
+    let declared: Vec<&str> = program
+        .inputs
+        .iter()
+        .flat_map(|i| &program.node(*i).shape)
+        .filter_map(|d| match d {
+            Expr::Name(n) => Some(n.as_str()),
+            _ => None,
+        })
+        .collect();
     for (name, v) in int_assignments("--dim", &args.dims)? {
+        if !declared.contains(&name.as_str()) {
+            let mut all = declared.clone();
+            all.sort_unstable();
+            all.dedup();
+            return fail(format!(
+                "--dim {name}: the program has no dimension `{name}` (it has: {})",
+                if all.is_empty() {
+                    "none".to_string()
+                } else {
+                    all.join(", ")
+                }
+            ));
+        }
         if v < 0 {
             return fail(format!("--dim {name}={v}: a size cannot be negative"));
         }

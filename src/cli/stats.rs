@@ -4,11 +4,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use uop_codegen::index::Expr;
 use uop_codegen::loops::{self, LoopProgram, TensorKind};
-use uop_codegen::pass::{self, Stats};
+use uop_codegen::pass::{self, PassTime, Stats};
 use uop_codegen::uop::Program;
 
 use super::{CliError, fail, int_assignments, load_program, pass_options};
@@ -30,16 +31,25 @@ pub struct StatsArgs {
     /// Skip this optimizer pass (repeatable).
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
+    /// Also print how long parsing, lowering and each pass took (wall time, milliseconds),
+    /// with the blocks and statements each pass left.
+    #[arg(long)]
+    time: bool,
 }
 
 /// Runs `uop stats`.
 pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     let pass_opts = pass_options(&args.disable_pass)?;
+    let start = Instant::now();
     let program = load_program(&args.program, "stats")?;
+    let parse_time = start.elapsed();
     let dims = checked_dims(&program, &int_assignments("--dim", &args.dims)?)?;
     let params = checked_params(&program, &int_assignments("--param", &args.params)?)?;
+    let start = Instant::now();
     let lowered = loops::lower(&program);
-    let optimized = pass::optimize(&lowered, &pass_opts).map_err(|e| CliError(e.to_string()))?;
+    let lower_time = start.elapsed();
+    let (optimized, times) =
+        pass::optimize_timed(&lowered, &pass_opts).map_err(|e| CliError(e.to_string()))?;
     let before = pass::stats(&lowered, &dims, &params);
     let after = pass::stats(&optimized, &dims, &params);
     if args.json {
@@ -52,7 +62,47 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             println!("(temp bytes need {})", flags.join(" "));
         }
     }
+    if args.time {
+        print!("{}", time_table(parse_time, lower_time, &times));
+    }
     Ok(())
+}
+
+/// Milliseconds with two decimals.
+fn millis(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
+/// One row per stage and pass: wall time, then the blocks and statements it left.
+fn time_table(parse: Duration, lower: Duration, passes: &[PassTime]) -> String {
+    let total: Duration = parse + lower + passes.iter().map(|p| p.time).sum::<Duration>();
+    let mut rows = vec![
+        [
+            "stage".to_string(),
+            "ms".into(),
+            "blocks".into(),
+            "stmts".into(),
+        ],
+        ["parse".into(), millis(parse), String::new(), String::new()],
+        ["lower".into(), millis(lower), String::new(), String::new()],
+    ];
+    for p in passes {
+        rows.push([
+            format!("pass {}", p.name),
+            millis(p.time),
+            p.blocks.to_string(),
+            p.stmts.to_string(),
+        ]);
+    }
+    rows.push(["total".into(), millis(total), String::new(), String::new()]);
+    let width = |c: usize| rows.iter().map(|r| r[c].len()).max().unwrap_or(0);
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
+    let mut out = String::new();
+    for [name, ms, blocks, stmts] in &rows {
+        let line = format!("{name:<w0$}  {ms:>w1$}  {blocks:>w2$}  {stmts:>w3$}");
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
 }
 
 /// `--dim` values, each naming a dimension of the program's inputs.

@@ -23,6 +23,12 @@ use super::eval::{floor_div, floor_mod};
 /// simplification stays linear-ish in the size of its input.
 const MAX_PRODUCT_TERMS: usize = 64;
 
+/// Above this many expression nodes (summed over the terms' atoms) a product of two
+/// sums is not multiplied out either: a sum whose terms share a large opaque atom
+/// (itself a product kept whole) would repeat that atom in every term, and repeated
+/// products would grow the tree exponentially (`(i0 + ... + i14)^15`).
+const MAX_PRODUCT_NODES: usize = 4096;
+
 impl Expr {
     /// The canonical simplified form of this expression.
     ///
@@ -204,7 +210,9 @@ impl Poly {
         if let Some(k) = other.as_constant() {
             return self.scale(k);
         }
-        if self.0.len() * other.0.len() > MAX_PRODUCT_TERMS {
+        if self.0.len() * other.0.len() > MAX_PRODUCT_TERMS
+            || self.nodes() * other.0.len() + other.nodes() * self.0.len() > MAX_PRODUCT_NODES
+        {
             return None;
         }
         let mut terms: BTreeMap<Monomial, i64> = BTreeMap::new();
@@ -217,6 +225,19 @@ impl Poly {
         }
         terms.retain(|_, c| *c != 0);
         Some(Poly(terms))
+    }
+
+    /// The expression nodes of the atoms of all terms (a measure of the tree size).
+    fn nodes(&self) -> usize {
+        self.0
+            .keys()
+            .flat_map(|m| &m.0)
+            .map(|a| {
+                let mut n = 0;
+                a.0.visit(&mut |_| n += 1);
+                n
+            })
+            .sum()
     }
 
     /// Splits `self` into `k * quotient + remainder`, where every coefficient of the

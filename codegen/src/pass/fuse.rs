@@ -64,10 +64,10 @@
 //! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
 //! save a loop header, not a temporary.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::index::Expr;
-use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript};
+use crate::loops::{Block, Loop, LoopProgram, Stmt, Subscript, TensorId};
 
 use super::cleanup::remove_loops_running_once;
 use super::deps::BlockDeps;
@@ -83,51 +83,343 @@ pub fn fuse(p: &LoopProgram) -> LoopProgram {
     for b in &mut blocks {
         remove_loops_running_once(b);
     }
-    while let Some((at, removed, fused)) = find_merge(&blocks, &groups) {
-        blocks[at] = fused;
-        blocks.remove(removed);
+    let mut state = State::new(blocks, &groups);
+    while let Some((i, j, plan)) = state.find_merge(&groups) {
+        state.apply(i, j, plan, &groups);
     }
     LoopProgram {
-        blocks,
+        blocks: state.into_blocks(),
         ..p.clone()
     }
 }
 
-/// The first legal merge: where the fused block goes, which block disappears, and the
-/// fused block. Merges are tried by [`Tier`], and within a tier with `j` smallest,
-/// then `i` nearest.
-fn find_merge(blocks: &[Block], groups: &ShapeGroups) -> Option<(usize, usize, Block)> {
-    let deps: Vec<BlockDeps> = blocks.iter().map(BlockDeps::of).collect();
-    for tier in [
-        Tier::RelatedEqual,
-        Tier::UnrelatedEqual,
-        Tier::RelatedPrefix,
-    ] {
-        for j in 1..blocks.len() {
-            for i in (0..j).rev() {
-                let equal = blocks[i].loops.len() == blocks[j].loops.len();
-                let related = deps[i].conflicts(&deps[j]);
-                let wanted = match tier {
-                    Tier::RelatedEqual => equal && related,
-                    Tier::UnrelatedEqual => equal && !related,
-                    Tier::RelatedPrefix => !equal && related,
-                };
-                if !wanted {
-                    continue;
-                }
-                let between = &deps[i + 1..j];
-                let left = between.iter().all(|k| !deps[j].conflicts(k));
-                let right = between.iter().all(|k| !deps[i].conflicts(k));
-                if !left && !right {
-                    continue;
-                }
-                if let Some(fused) = fuse_pair(&blocks[i], &blocks[j], groups) {
-                    return Some(if left { (i, j, fused) } else { (j, i, fused) });
+/// A block with what the search asks of it again and again, kept up to date across
+/// merges instead of recomputed.
+struct Node {
+    block: Block,
+    /// Unique among all nodes ever made: a merged block is a new node.
+    uid: usize,
+    deps: BlockDeps,
+    accesses: Vec<AccessAt>,
+    /// Positions in `accesses` by tensor.
+    by_tensor: HashMap<TensorId, Vec<usize>>,
+    /// The canonical ranges of the loops, sorted: nests of equal depth fuse only
+    /// when these are equal (every loop pairs with one of the same range).
+    ranges: Vec<(Expr, Expr)>,
+}
+
+impl Node {
+    fn new(block: Block, uid: usize, groups: &ShapeGroups) -> Self {
+        let accesses = block_accesses(&block);
+        let mut node = Node {
+            ranges: ranges(&block, groups),
+            block,
+            uid,
+            deps: BlockDeps::default(),
+            accesses: Vec::new(),
+            by_tensor: HashMap::new(),
+        };
+        node.add_accesses(accesses);
+        node
+    }
+
+    fn add_accesses(&mut self, accesses: Vec<AccessAt>) {
+        for a in accesses {
+            let set = if a.write {
+                &mut self.deps.writes
+            } else {
+                &mut self.deps.reads
+            };
+            set.insert(a.access.tensor);
+            self.by_tensor
+                .entry(a.access.tensor)
+                .or_default()
+                .push(self.accesses.len());
+            self.accesses.push(a);
+        }
+    }
+
+    /// Pairs of accesses (`self`'s, one of `ys`) to the same tensor, one a write.
+    fn conflicting<'a>(&'a self, ys: &'a [AccessAt]) -> Vec<(&'a AccessAt, &'a AccessAt)> {
+        let mut out = Vec::new();
+        for y in ys {
+            for &k in self.by_tensor.get(&y.access.tensor).into_iter().flatten() {
+                let x = &self.accesses[k];
+                if x.write || y.write {
+                    out.push((x, y));
                 }
             }
         }
+        out
     }
-    None
+}
+
+/// The blocks being fused, in slots that keep their order: a merge fills one slot of
+/// the pair and empties the other, so slot numbers never shift.
+///
+/// Cost: the search finds the same merges in the same order as visiting every pair
+/// after every merge would, but visits only pairs that a merge can have changed.
+/// Related pairs (tiers 1 and 3) are found through the blocks touching each tensor;
+/// after a merge only the blocks related to the merged block, or to a block related
+/// to the one that disappeared, are visited again (no other pair's blocks,
+/// dependencies or blocks between changed). Unrelated pairs (tier 2) are found among
+/// the blocks with the same loop ranges, resuming at the merged pair's earlier slot.
+/// Dependencies and accesses are kept per block and extended by the merged-in block
+/// only; a tensor only the merged block touches is dropped from its dependencies.
+/// Pairs whose blocks failed to fuse are not tried again. A chain of `n` element-wise
+/// nests, or `n` independent ones, fuses in O(n log n).
+struct State {
+    nodes: Vec<Option<Node>>,
+    alive: BTreeSet<usize>,
+    next_uid: usize,
+    /// Pairs of nodes (by uid) that [`plan_pair`] rejected.
+    failed: HashSet<(usize, usize)>,
+    /// Per tensor, the slots of the blocks touching it, and of those writing it.
+    touching: HashMap<TensorId, BTreeSet<usize>>,
+    writing: HashMap<TensorId, BTreeSet<usize>>,
+    /// Slots by the loop ranges of their block (canonical, in order).
+    by_ranges: HashMap<Vec<(Expr, Expr)>, BTreeSet<usize>>,
+    /// Blocks to visit again as `j` in the related tiers (1 and 3).
+    dirty: [BTreeSet<usize>; 2],
+    /// The first slot to visit again as `j` in the unrelated tier (2).
+    resume: usize,
+}
+
+impl State {
+    fn new(blocks: Vec<Block>, groups: &ShapeGroups) -> Self {
+        let n = blocks.len();
+        let mut state = State {
+            nodes: Vec::with_capacity(n),
+            alive: (0..n).collect(),
+            next_uid: n,
+            failed: HashSet::new(),
+            touching: HashMap::new(),
+            writing: HashMap::new(),
+            by_ranges: HashMap::new(),
+            dirty: [(0..n).collect(), (0..n).collect()],
+            resume: 0,
+        };
+        for (k, b) in blocks.into_iter().enumerate() {
+            let node = Node::new(b, k, groups);
+            state.index(k, &node, true);
+            state.nodes.push(Some(node));
+        }
+        state
+    }
+
+    /// Adds (or removes) `slot` to the indexes of the tensors and ranges of `node`.
+    fn index(&mut self, slot: usize, node: &Node, add: bool) {
+        let edit = |set: &mut BTreeSet<usize>| {
+            if add {
+                set.insert(slot);
+            } else {
+                set.remove(&slot);
+            }
+        };
+        for t in node.deps.reads.iter().chain(&node.deps.writes) {
+            edit(self.touching.entry(*t).or_default());
+        }
+        for t in &node.deps.writes {
+            edit(self.writing.entry(*t).or_default());
+        }
+        edit(self.by_ranges.entry(node.ranges.clone()).or_default());
+    }
+
+    fn node(&self, slot: usize) -> &Node {
+        self.nodes[slot].as_ref().expect("alive slots hold a node")
+    }
+
+    fn into_blocks(self) -> Vec<Block> {
+        self.nodes.into_iter().flatten().map(|n| n.block).collect()
+    }
+
+    /// The slots of the blocks related to the block at `slot` (one of them writes
+    /// what the other touches), other than itself.
+    fn related(&self, slot: usize) -> BTreeSet<usize> {
+        let deps = &self.node(slot).deps;
+        let mut out = BTreeSet::new();
+        for t in &deps.writes {
+            out.extend(self.touching.get(t).into_iter().flatten());
+        }
+        for t in &deps.reads {
+            out.extend(self.writing.get(t).into_iter().flatten());
+        }
+        out.remove(&slot);
+        out
+    }
+
+    /// The first legal merge `(i, j, plan)`: tried by [`Tier`], and within a tier
+    /// with `j` smallest, then `i` nearest.
+    fn find_merge(&mut self, groups: &ShapeGroups) -> Option<(usize, usize, Plan)> {
+        while let Some(&j) = self.dirty[0].first() {
+            if let Some(found) = self.merge_into(j, Tier::RelatedEqual, groups) {
+                return Some(found);
+            }
+            self.dirty[0].remove(&j);
+        }
+        while let Some(&j) = self.alive.range(self.resume..).next() {
+            if let Some(found) = self.merge_into(j, Tier::UnrelatedEqual, groups) {
+                return Some(found);
+            }
+            self.resume = j + 1;
+        }
+        while let Some(&j) = self.dirty[1].first() {
+            if let Some(found) = self.merge_into(j, Tier::RelatedPrefix, groups) {
+                return Some(found);
+            }
+            self.dirty[1].remove(&j);
+        }
+        None
+    }
+
+    /// The nearest legal partner `i < j` of block `j` in `tier`.
+    fn merge_into(
+        &mut self,
+        j: usize,
+        tier: Tier,
+        groups: &ShapeGroups,
+    ) -> Option<(usize, usize, Plan)> {
+        if !self.alive.contains(&j) {
+            return None;
+        }
+        let related: Vec<usize> = self.related(j).range(..j).rev().copied().collect();
+        // Left merges need no block between conflicting with `j`: only the nearest
+        // related block and the blocks after it qualify.
+        let nearest = related.first().copied();
+        let candidates: Vec<usize> = match tier {
+            Tier::RelatedEqual | Tier::RelatedPrefix => related,
+            Tier::UnrelatedEqual => {
+                let same = &self.by_ranges[&self.node(j).ranges];
+                let related: HashSet<usize> = related.into_iter().collect();
+                same.range(..j)
+                    .rev()
+                    .copied()
+                    .filter(|i| !related.contains(i))
+                    .collect()
+            }
+        };
+        for i in candidates {
+            let (ni, nj) = (self.node(i), self.node(j));
+            let equal = ni.block.loops.len() == nj.block.loops.len();
+            let wanted = match tier {
+                Tier::RelatedEqual | Tier::UnrelatedEqual => equal && ni.ranges == nj.ranges,
+                Tier::RelatedPrefix => !equal,
+            };
+            if !wanted || self.failed.contains(&(ni.uid, nj.uid)) {
+                continue;
+            }
+            let left = nearest.is_none_or(|k| i >= k);
+            let right = left
+                || self
+                    .alive
+                    .range(i + 1..j)
+                    .all(|&k| !ni.deps.conflicts(&self.node(k).deps));
+            if !right {
+                continue;
+            }
+            match plan_pair(ni, nj, groups) {
+                Some(plan) => return Some((i, j, Plan { left, ..plan })),
+                None => {
+                    let key = (ni.uid, nj.uid);
+                    self.failed.insert(key);
+                }
+            }
+        }
+        None
+    }
+
+    /// Merges `j` into `i` (at `i`'s slot when `plan.left`, else at `j`'s), and
+    /// marks what the merge may have made fusable.
+    fn apply(&mut self, i: usize, j: usize, plan: Plan, groups: &ShapeGroups) {
+        let (at, gone) = if plan.left { (i, j) } else { (j, i) };
+        // Pairs the disappearing block sat between may now be legal.
+        let mut again: BTreeSet<usize> = BTreeSet::new();
+        for k in self.related(gone) {
+            if k != at {
+                again.extend(self.related(k));
+            }
+        }
+        let a = self.nodes[i].take().expect("alive");
+        let b = self.nodes[j].take().expect("alive");
+        self.index(i, &a, false);
+        self.index(j, &b, false);
+        self.alive.remove(&gone);
+        let mut merged = apply_plan(a, b, &plan, self.next_uid, groups);
+        self.next_uid += 1;
+        // A tensor no other block touches cannot relate the merged block to any.
+        let private: Vec<TensorId> = merged
+            .deps
+            .reads
+            .iter()
+            .chain(&merged.deps.writes)
+            .copied()
+            .filter(|t| self.touching.get(t).is_none_or(BTreeSet::is_empty))
+            .collect();
+        for t in private {
+            merged.deps.reads.remove(&t);
+            merged.deps.writes.remove(&t);
+        }
+        self.index(at, &merged, true);
+        self.nodes[at] = Some(merged);
+        again.insert(at);
+        again.extend(self.related(at));
+        again.remove(&gone);
+        for d in &mut self.dirty {
+            d.remove(&gone);
+            d.extend(again.iter().copied());
+        }
+        self.resume = self.resume.min(i);
+    }
+}
+
+/// The sorted canonical `(start, end)` of `block`'s loops.
+fn ranges(block: &Block, groups: &ShapeGroups) -> Vec<(Expr, Expr)> {
+    let mut out: Vec<(Expr, Expr)> = block
+        .loops
+        .iter()
+        .map(|l| (groups.canonical(&l.start), groups.canonical(&l.end)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// How two blocks fuse: loop orders and the renaming of the later block's loops.
+struct Plan {
+    order_a: Vec<usize>,
+    order_b: Vec<usize>,
+    rename: HashMap<usize, usize>,
+    /// The fused block takes the earlier block's place (else the later one's).
+    left: bool,
+}
+
+/// `a` and `b` as one node: `a`'s accesses are kept (its statements do not change),
+/// `b`'s renamed ones are appended behind `a`'s statements of the same level.
+fn apply_plan(a: Node, b: Node, plan: &Plan, uid: usize, groups: &ShapeGroups) -> Node {
+    let counts: Vec<usize> = levels(&a.block).iter().map(|(_, s)| s.len()).collect();
+    let mut b2 = permute(b.block, &plan.order_b);
+    rename_loops(&mut b2, &|id| plan.rename.get(&id).copied());
+    let mut b_accesses = block_accesses(&b2);
+    for x in &mut b_accesses {
+        x.stmt += counts.get(x.level).copied().unwrap_or(0);
+    }
+    let Node {
+        block,
+        deps,
+        accesses,
+        by_tensor,
+        ..
+    } = a;
+    let block = merge(permute(block, &plan.order_a), b2);
+    let mut node = Node {
+        ranges: ranges(&block, groups),
+        block,
+        uid,
+        deps,
+        accesses,
+        by_tensor,
+    };
+    node.add_accesses(b_accesses);
+    node
 }
 
 /// The kinds of merges, in the order they are tried. Greedy merging cannot undo a
@@ -169,44 +461,44 @@ fn same_range(a: &Loop, b: &Loop, groups: &ShapeGroups) -> bool {
     groups.same(&a.start, &b.start) && groups.same(&a.end, &b.end)
 }
 
-/// Pairs of accesses, one from each list, to the same tensor with at least one write.
-fn conflicting<'a>(xs: &'a [AccessAt], ys: &'a [AccessAt]) -> Vec<(&'a AccessAt, &'a AccessAt)> {
-    let mut out = Vec::new();
-    for x in xs {
-        for y in ys {
-            if x.access.tensor == y.access.tensor && (x.write || y.write) {
-                out.push((x, y));
-            }
-        }
-    }
-    out
-}
-
-/// `a` (earlier) and `b` (later) as one block, if that is legal.
-fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
+/// How `a` (earlier) and `b` (later) fuse into one block, if that is legal
+/// (`left` is set by the caller).
+fn plan_pair(a: &Node, b: &Node, groups: &ShapeGroups) -> Option<Plan> {
     let pairing = pair_loops(a, b, groups)?;
-    let (seg_a, seg_b) = (segments(a), segments(b));
+    let (seg_a, seg_b) = (segments(&a.block), segments(&b.block));
     // Try keeping `a`'s relative loop order within each reordered stretch, then `b`'s.
     for by_b in [false, true] {
         let Some((order_a, order_b)) = place(&pairing, &seg_a, &seg_b, by_b) else {
             continue;
         };
         let is_identity = |order: &[usize]| order.iter().enumerate().all(|(d, &from)| d == from);
-        if (!is_identity(&order_a) && !reorder_ok(a, &order_a))
-            || (!is_identity(&order_b) && !reorder_ok(b, &order_b))
+        if (!is_identity(&order_a) && !reorder_ok(&a.block, &order_a))
+            || (!is_identity(&order_b) && !reorder_ok(&b.block, &order_b))
         {
             continue;
         }
-        let a2 = permute(a, &order_a);
-        let mut b2 = permute(b, &order_b);
         let rename: HashMap<usize, usize> = pairing
             .iter()
-            .map(|&(pa, pb)| (b.loops[pb].id.0, a.loops[pa].id.0))
+            .map(|&(pa, pb)| (b.block.loops[pb].id.0, a.block.loops[pa].id.0))
             .collect();
+        // Only `b`'s subscripts change (renamed loops); `a`'s statements stay.
+        let mut b2 = permute(b.block.clone(), &order_b);
         rename_loops(&mut b2, &|id| rename.get(&id).copied());
-        let merged = merge(a2.clone(), b2.clone());
-        if cross_ok(&a2, &b2, &merged) {
-            return Some(merged);
+        let merged_ids: Vec<usize> = (0..a.block.loops.len().max(b2.loops.len()))
+            .filter_map(|d| {
+                order_a
+                    .get(d)
+                    .map(|&from| a.block.loops[from].id.0)
+                    .or_else(|| b2.loops.get(d).map(|l| l.id.0))
+            })
+            .collect();
+        if cross_ok(a, &block_accesses(&b2), &merged_ids) {
+            return Some(Plan {
+                order_a,
+                order_b,
+                rename,
+                left: true,
+            });
         }
     }
     None
@@ -214,7 +506,8 @@ fn fuse_pair(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Block> {
 
 /// Pairs `(position in a, position in b)` of loops with equal ranges, one for each
 /// loop of the shallower nest, pinned by the conflicting accesses first.
-fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
+fn pair_loops(na_: &Node, nb_: &Node, groups: &ShapeGroups) -> Option<Vec<(usize, usize)>> {
+    let (a, b) = (&na_.block, &nb_.block);
     let (na, nb) = (a.loops.len(), b.loops.len());
     let pos_a: HashMap<usize, usize> = a
         .loops
@@ -230,8 +523,7 @@ fn pair_loops(a: &Block, b: &Block, groups: &ShapeGroups) -> Option<Vec<(usize, 
         .collect();
     let mut of_b: Vec<Option<usize>> = vec![None; nb];
     let mut used_a = vec![false; na];
-    let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
-    for (x, y) in conflicting(&acc_a, &acc_b) {
+    for (x, y) in na_.conflicting(&nb_.accesses) {
         if x.access.index.len() != y.access.index.len() {
             continue;
         }
@@ -355,15 +647,20 @@ fn place(
 
 /// `block` with the loop headers (id and range) reordered: the loop at old position
 /// `order[d]` moves to `d`. Carried variables and statements stay at their depth.
-fn permute(block: &Block, order: &[usize]) -> Block {
-    let mut out = block.clone();
-    for (d, &from) in order.iter().enumerate() {
-        let src = &block.loops[from];
-        out.loops[d].id = src.id;
-        out.loops[d].start = src.start.clone();
-        out.loops[d].end = src.end.clone();
+fn permute(mut block: Block, order: &[usize]) -> Block {
+    let headers: Vec<_> = order
+        .iter()
+        .map(|&from| {
+            let src = &block.loops[from];
+            (src.id, src.start.clone(), src.end.clone())
+        })
+        .collect();
+    for (l, (id, start, end)) in block.loops.iter_mut().zip(headers) {
+        l.id = id;
+        l.start = start;
+        l.end = end;
     }
-    out
+    block
 }
 
 /// Whether reordering `block`'s loops by `order` (within segments) keeps its meaning.
@@ -464,21 +761,17 @@ fn pinned_loops(x: &AccessAt, y: &AccessAt) -> HashSet<usize> {
         .collect()
 }
 
-/// The cross-dependence rule between the (reordered, renamed) blocks `a` then `b`,
-/// to be merged into `merged`.
-fn cross_ok(a: &Block, b: &Block, merged: &Block) -> bool {
-    let (acc_a, acc_b) = (block_accesses(a), block_accesses(b));
-    for (x, y) in conflicting(&acc_a, &acc_b) {
+/// The cross-dependence rule between block `a` and the accesses of the reordered,
+/// renamed block `b` after it, merged into a nest with the loops `merged_ids`.
+fn cross_ok(a: &Node, acc_b: &[AccessAt], merged_ids: &[usize]) -> bool {
+    for (x, y) in a.conflicting(acc_b) {
         if x.level < y.level || !identical(&x.access.index, &y.access.index) {
             return false;
         }
         // `y.level <= x.level`, and `x` sits inside `a`'s loops, so every loop
         // enclosing `y` is one of the merged nest's.
         let pinned = pinned_loops(x, y);
-        if merged.loops[..y.level]
-            .iter()
-            .any(|l| !pinned.contains(&l.id.0))
-        {
+        if merged_ids[..y.level].iter().any(|id| !pinned.contains(id)) {
             return false;
         }
     }
@@ -497,26 +790,23 @@ fn identical(x: &[Subscript], y: &[Subscript]) -> bool {
 /// inside them; at each depth `a`'s carried variables and statements come before
 /// `b`'s.
 fn merge(a: Block, b: Block) -> Block {
-    let depth = a.loops.len().max(b.loops.len());
-    let mut out = Block {
-        loops: (0..depth)
-            .filter_map(|d| a.loops.get(d).or_else(|| b.loops.get(d)))
-            .map(|l| Loop {
-                carried: Vec::new(),
-                stmts: Vec::new(),
-                ..l.clone()
-            })
-            .collect(),
-        carried: Vec::new(),
-        stmts: Vec::new(),
-    };
-    for part in [a, b] {
-        for (l, from) in out.loops.iter_mut().zip(part.loops) {
-            l.carried.extend(from.carried);
-            l.stmts.extend(from.stmts);
-        }
-        out.carried.extend(part.carried);
-        out.stmts.extend(part.stmts);
+    // `a`'s lists stay where they are (no copy of a large block), `b`'s follow them.
+    let mut out = a;
+    for l in b.loops.iter().skip(out.loops.len()) {
+        out.loops.push(Loop {
+            id: l.id,
+            start: l.start.clone(),
+            end: l.end.clone(),
+            carried: Vec::new(),
+            stmts: Vec::new(),
+            schedule: l.schedule,
+        });
     }
+    for (l, from) in out.loops.iter_mut().zip(b.loops) {
+        l.carried.extend(from.carried);
+        l.stmts.extend(from.stmts);
+    }
+    out.carried.extend(b.carried);
+    out.stmts.extend(b.stmts);
     out
 }

@@ -230,6 +230,40 @@ pub fn optimize_traced(
     Ok(trace)
 }
 
+/// What one pass of [`optimize_timed`] cost and left.
+#[derive(Clone, Copy, Debug)]
+pub struct PassTime {
+    /// The pass's name.
+    pub name: &'static str,
+    /// Wall time the pass took.
+    pub time: std::time::Duration,
+    /// Blocks in the program after the pass.
+    pub blocks: usize,
+    /// Statements in the program after the pass (all levels of all blocks).
+    pub stmts: usize,
+}
+
+/// Runs the pipeline on `p` like [`optimize`], timing each pass that ran.
+pub fn optimize_timed(
+    p: &LoopProgram,
+    opts: &PassOptions,
+) -> Result<(LoopProgram, Vec<PassTime>), PassError> {
+    PIPELINE.check_names(opts.disabled.iter().map(String::as_str))?;
+    let mut current = p.clone();
+    let mut times = Vec::new();
+    for pass in PIPELINE.enabled(&opts.disabled) {
+        let start = std::time::Instant::now();
+        current = (pass.run)(&current);
+        times.push(PassTime {
+            name: pass.name,
+            time: start.elapsed(),
+            blocks: current.blocks.len(),
+            stmts: current.blocks.iter().map(walk::stmt_count).sum(),
+        });
+    }
+    Ok((current, times))
+}
+
 /// Size measures of a loop program, for reports and tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {

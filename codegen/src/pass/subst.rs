@@ -13,107 +13,209 @@
 //!   store's rounding is the identity (an i32 temporary truncates and is kept).
 //!
 //! The tensor is then dropped from [`LoopProgram::tensors`] and the remaining tensors
-//! renumbered. Substitution repeats until nothing changes, so chains of element-wise
-//! temporaries collapse into one expression.
+//! renumbered. Substituted values are substituted again, so chains of element-wise
+//! temporaries collapse into one expression — up to a budget: a value of more than
+//! 4096 nodes or nested more than 256 deep ([`MAX_NODES`], [`MAX_DEPTH`]) is stored, not
+//! substituted, so a long chain becomes a few bounded expressions (backends and
+//! printers walk expressions recursively) rather than one unbounded one.
+//!
+//! Cost: one forward walk over each statement list, O(program size + the size of the
+//! substituted expressions) plus O(log n) per dependence checked; no rescans.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::loops::{Access, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId};
 
-use super::walk::{
-    AccessAt, block_accesses, drop_unused_temps, levels, stmt_accesses, stmts_at_mut, value_loads,
-    value_reads_var,
-};
+use super::walk::{block_accesses, drop_unused_temps, value_loads, value_reads_var};
+
+/// The most nodes a substituted value may have.
+const MAX_NODES: usize = 4096;
+/// The deepest a substituted value may nest.
+const MAX_DEPTH: usize = 256;
 
 /// Substitutes single-use temporaries (see the module docs).
 pub fn subst(p: &LoopProgram) -> LoopProgram {
+    let uses = Uses::new(p);
     let mut out = p.clone();
-    while let Some(site) = find_candidate(&out) {
-        apply(&mut out, &site);
+    for b in 0..out.blocks.len() {
+        let vars = all_vars(&out, b);
+        for level in 0..=out.blocks[b].loops.len() {
+            let stmts = std::mem::take(stmts_at(&mut out, b, level));
+            let kept = substitute_list(p, &uses, &vars, (b, level), stmts);
+            *stmts_at(&mut out, b, level) = kept;
+        }
     }
     drop_unused_temps(&mut out);
     out
 }
 
-/// Where a substitutable temporary is stored.
-struct Site {
-    tensor: TensorId,
-    block: usize,
-    level: usize,
-    stmt: usize,
+fn stmts_at(p: &mut LoopProgram, block: usize, level: usize) -> &mut Vec<Stmt> {
+    super::walk::stmts_at_mut(&mut p.blocks[block], level)
 }
 
-fn find_candidate(p: &LoopProgram) -> Option<Site> {
-    let per_block: Vec<_> = p.blocks.iter().map(block_accesses).collect();
-    (0..p.tensors.len()).find_map(|t| candidate(p, &per_block, TensorId(t)))
+/// A statement's place: block, level, position in the level's list.
+type Place = (usize, usize, usize);
+
+/// Where each tensor is accessed in the original program.
+struct Uses {
+    /// Per tensor, its writes.
+    writes: HashMap<TensorId, Vec<Place>>,
+    /// Per tensor, its reads with their subscripts.
+    reads: HashMap<TensorId, Vec<(Place, Vec<Subscript>)>>,
+    /// Per (block, level, tensor), the positions of statements writing it, ascending.
+    writes_in: HashMap<(usize, usize, TensorId), Vec<usize>>,
+    /// Per (block, level, variable), the positions of statements updating it, ascending.
+    updates_in: HashMap<(usize, usize, VarId), Vec<usize>>,
 }
 
-fn candidate(p: &LoopProgram, per_block: &[Vec<AccessAt>], t: TensorId) -> Option<Site> {
-    let decl = &p.tensors[t.0];
+impl Uses {
+    fn new(p: &LoopProgram) -> Self {
+        let mut u = Uses {
+            writes: HashMap::new(),
+            reads: HashMap::new(),
+            writes_in: HashMap::new(),
+            updates_in: HashMap::new(),
+        };
+        for (b, block) in p.blocks.iter().enumerate() {
+            for a in block_accesses(block) {
+                let place = (b, a.level, a.stmt);
+                if a.write {
+                    u.writes.entry(a.access.tensor).or_default().push(place);
+                    u.writes_in
+                        .entry((b, a.level, a.access.tensor))
+                        .or_default()
+                        .push(a.stmt);
+                } else {
+                    u.reads
+                        .entry(a.access.tensor)
+                        .or_default()
+                        .push((place, a.access.index));
+                }
+            }
+            for (level, stmts) in super::walk::levels(block) {
+                for (k, s) in stmts.iter().enumerate() {
+                    if let Stmt::Update { var, .. } = s {
+                        u.updates_in.entry((b, level, *var)).or_default().push(k);
+                    }
+                }
+            }
+        }
+        u
+    }
+}
+
+/// True when `positions` (ascending) holds one strictly between `lo` and `hi`.
+fn any_between(positions: Option<&Vec<usize>>, lo: usize, hi: usize) -> bool {
+    positions.is_some_and(|ps| {
+        let k = ps.partition_point(|&x| x <= lo);
+        ps.get(k).is_some_and(|&x| x < hi)
+    })
+}
+
+/// One statement list after substitution: walks it forward, replacing loads of the
+/// temporaries chosen so far and choosing each store that qualifies.
+fn substitute_list(
+    p: &LoopProgram,
+    uses: &Uses,
+    vars: &[VarId],
+    (block, level): (usize, usize),
+    stmts: Vec<Stmt>,
+) -> Vec<Stmt> {
+    // Chosen temporaries: their value and how many reads are still to come.
+    let mut chosen: HashMap<TensorId, (Value, usize)> = HashMap::new();
+    let mut kept = Vec::with_capacity(stmts.len());
+    for (k, mut s) in stmts.into_iter().enumerate() {
+        if !chosen.is_empty() {
+            replace_in_stmt(&mut s, &mut chosen);
+        }
+        if let Stmt::Store { access, value } = &s
+            && let Some(reads) = candidate(p, uses, vars, (block, level, k), access, value)
+        {
+            let Stmt::Store { access, value } = s else {
+                unreachable!("matched above")
+            };
+            chosen.insert(access.tensor, (value, reads));
+            continue;
+        }
+        kept.push(s);
+    }
+    kept
+}
+
+/// The number of reads of the tensor `access` stores at `place` when it may be
+/// substituted there by `value` (see the module docs), else `None`.
+fn candidate(
+    p: &LoopProgram,
+    uses: &Uses,
+    vars: &[VarId],
+    place: Place,
+    access: &Access,
+    value: &Value,
+) -> Option<usize> {
+    let (block, level, stmt) = place;
+    let t = access.tensor;
+    let decl = p.tensors.get(t.0)?;
     if decl.kind != TensorKind::Temp || decl.dtype != p.dtype {
         return None;
     }
-    let mut writes = Vec::new();
-    let mut reads = Vec::new();
-    for (b, accesses) in per_block.iter().enumerate() {
-        for a in accesses.iter().filter(|a| a.access.tensor == t) {
-            if a.write {
-                writes.push((b, a));
-            } else {
-                reads.push((b, a));
-            }
-        }
+    if uses.writes.get(&t)?.as_slice() != [place] {
+        return None;
     }
-    let [(block, w)] = writes.as_slice() else {
-        return None;
-    };
-    let (block, level, stmt) = (*block, w.level, w.stmt);
-    let stmts = levels(&p.blocks[block])
-        .into_iter()
-        .find(|(l, _)| *l == level)?
-        .1;
-    let Stmt::Store { access, value } = &stmts[stmt] else {
-        return None;
-    };
     if access.checked || !access.index.iter().all(|s| matches!(s, Subscript::Expr(_))) {
         return None;
     }
+    let reads = uses.reads.get(&t)?;
     if reads.is_empty()
-        || !reads.iter().all(|(b, r)| {
-            *b == block && r.level == level && r.stmt > stmt && r.access.index == access.index
-        })
+        || !reads
+            .iter()
+            .all(|(r, index)| r.0 == block && r.1 == level && r.2 > stmt && *index == access.index)
         || !rounded(value, p)
+        || !within_budget(value)
     {
         return None;
     }
-    let last = reads.iter().map(|(_, r)| r.stmt).max()?;
+    let last = reads.iter().map(|(r, _)| r.2).max()?;
     let mut deps: HashSet<TensorId> = HashSet::new();
     value_loads(value, &mut |a, _| {
         deps.insert(a.tensor);
     });
-    let vars = all_vars(p, block);
-    let var_deps: Vec<VarId> = vars
-        .into_iter()
-        .filter(|&v| value_reads_var(value, v))
-        .collect();
-    for s in &stmts[stmt + 1..last] {
-        let mut clobbers = false;
-        stmt_accesses(s, &mut |a, write| {
-            clobbers |= write && deps.contains(&a.tensor)
-        });
-        if let Stmt::Update { var, .. } = s {
-            clobbers |= var_deps.contains(var);
+    if deps
+        .iter()
+        .any(|&d| any_between(uses.writes_in.get(&(block, level, d)), stmt, last))
+    {
+        return None;
+    }
+    if vars.iter().any(|&v| {
+        value_reads_var(value, v)
+            && any_between(uses.updates_in.get(&(block, level, v)), stmt, last)
+    }) {
+        return None;
+    }
+    Some(reads.len())
+}
+
+/// True when `v` is small and shallow enough to be substituted ([`MAX_NODES`],
+/// [`MAX_DEPTH`]).
+fn within_budget(v: &Value) -> bool {
+    fn walk(v: &Value, depth: usize, nodes: &mut usize) -> bool {
+        *nodes += 1;
+        if depth > MAX_DEPTH || *nodes > MAX_NODES {
+            return false;
         }
-        if clobbers {
-            return None;
+        match v {
+            Value::Load { access, .. } => access.index.iter().all(|s| match s {
+                Subscript::Value(x) => walk(x, depth + 1, nodes),
+                Subscript::Expr(_) => true,
+            }),
+            Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => true,
+            Value::Unary(_, x) => walk(x, depth + 1, nodes),
+            Value::Binary(_, a, b) => walk(a, depth + 1, nodes) && walk(b, depth + 1, nodes),
+            Value::Where(c, a, b) => {
+                walk(c, depth + 1, nodes) && walk(a, depth + 1, nodes) && walk(b, depth + 1, nodes)
+            }
         }
     }
-    Some(Site {
-        tensor: t,
-        block,
-        level,
-        stmt,
-    })
+    walk(v, 1, &mut 0)
 }
 
 fn all_vars(p: &LoopProgram, block: usize) -> Vec<VarId> {
@@ -143,48 +245,54 @@ fn rounded(v: &Value, p: &LoopProgram) -> bool {
     }
 }
 
-fn apply(p: &mut LoopProgram, site: &Site) {
-    let stmts = stmts_at_mut(&mut p.blocks[site.block], site.level);
-    let Stmt::Store { value, .. } = stmts.remove(site.stmt) else {
-        return;
-    };
-    for s in &mut stmts[site.stmt..] {
-        replace_in_stmt(s, site.tensor, &value);
-    }
-}
-
-fn replace_in_stmt(s: &mut Stmt, t: TensorId, with: &Value) {
+fn replace_in_stmt(s: &mut Stmt, chosen: &mut HashMap<TensorId, (Value, usize)>) {
     match s {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
-            replace_in_access(access, t, with);
-            replace_in_value(value, t, with);
+            replace_in_access(access, chosen);
+            replace_in_value(value, chosen);
         }
-        Stmt::Update { value, .. } => replace_in_value(value, t, with),
+        Stmt::Update { value, .. } => replace_in_value(value, chosen),
     }
 }
 
-fn replace_in_access(a: &mut Access, t: TensorId, with: &Value) {
+fn replace_in_access(a: &mut Access, chosen: &mut HashMap<TensorId, (Value, usize)>) {
     for s in &mut a.index {
         if let Subscript::Value(v) = s {
-            replace_in_value(v, t, with);
+            replace_in_value(v, chosen);
         }
     }
 }
 
-fn replace_in_value(v: &mut Value, t: TensorId, with: &Value) {
+/// Replaces every load of a chosen temporary by its value: a copy, or the value
+/// itself at its last read. Inserted values are not walked again (they were
+/// substituted when chosen).
+fn replace_in_value(v: &mut Value, chosen: &mut HashMap<TensorId, (Value, usize)>) {
     match v {
-        Value::Load { access, .. } if access.tensor == t => *v = with.clone(),
-        Value::Load { access, .. } => replace_in_access(access, t, with),
+        Value::Load { access, .. } => {
+            if let Some((with, left)) = chosen.get_mut(&access.tensor) {
+                *left = left.saturating_sub(1);
+                *v = if *left == 0 {
+                    let t = access.tensor;
+                    chosen
+                        .remove(&t)
+                        .map_or(Value::Const(0.0), |(with, _)| with)
+                } else {
+                    with.clone()
+                };
+            } else {
+                replace_in_access(access, chosen);
+            }
+        }
         Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
-        Value::Unary(_, x) => replace_in_value(x, t, with),
+        Value::Unary(_, x) => replace_in_value(x, chosen),
         Value::Binary(_, a, b) => {
-            replace_in_value(a, t, with);
-            replace_in_value(b, t, with);
+            replace_in_value(a, chosen);
+            replace_in_value(b, chosen);
         }
         Value::Where(c, a, b) => {
-            replace_in_value(c, t, with);
-            replace_in_value(a, t, with);
-            replace_in_value(b, t, with);
+            replace_in_value(c, chosen);
+            replace_in_value(a, chosen);
+            replace_in_value(b, chosen);
         }
     }
 }

@@ -37,6 +37,11 @@ pub(crate) fn levels(block: &Block) -> Vec<(usize, &Vec<Stmt>)> {
         .collect()
 }
 
+/// The number of statements of a block, at all levels.
+pub(crate) fn stmt_count(block: &Block) -> usize {
+    block.stmts.len() + block.loops.iter().map(|l| l.stmts.len()).sum::<usize>()
+}
+
 /// The statement list at `level`, mutably.
 pub(crate) fn stmts_at_mut(block: &mut Block, level: usize) -> &mut Vec<Stmt> {
     match level {

@@ -640,6 +640,7 @@ fn kind_of(e: &UopError) -> ErrorKind {
         UopError::ShapeMismatch { .. }
         | UopError::RankMismatch { .. }
         | UopError::BadAxis { .. }
+        | UopError::RepeatedAxis { .. }
         | UopError::BadExpr { .. } => ErrorKind::Build,
     }
 }

@@ -179,7 +179,9 @@ fn at_list_error(e: UopError, list_at: Option<usize>) -> MacroError {
 /// Points an invalid or repeated axis at the axis argument rather than the call.
 fn at_axis_error(e: UopError, axis_at: Option<usize>) -> MacroError {
     match (&e, axis_at) {
-        (UopError::BadAxis { .. }, Some(at)) => MacroError::from(e).at(at),
+        (UopError::BadAxis { .. } | UopError::RepeatedAxis { .. }, Some(at)) => {
+            MacroError::from(e).at(at)
+        }
         _ => MacroError::from(e),
     }
 }

@@ -1,7 +1,7 @@
 //! Building micro-op graphs: one method per uop, each checking shapes and
 //! expressions as it goes, and [`Builder::combine`] to cut a [`Program`] out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::index::{DimRef, Expr, is_plain_name, list, parse_expr};
 
@@ -36,6 +36,8 @@ pub struct Builder {
     nodes: Vec<Node>,
     /// Whether each node's name was given (true) or is a placeholder (false).
     named: Vec<bool>,
+    /// The node of each given name.
+    by_name: HashMap<String, NodeId>,
     assertions: Vec<(Expr, Expr)>,
 }
 
@@ -58,6 +60,7 @@ impl Builder {
             dims: HashMap::new(),
             nodes: Vec::new(),
             named: Vec::new(),
+            by_name: HashMap::new(),
             assertions: Vec::new(),
         }
     }
@@ -104,24 +107,21 @@ impl Builder {
 
     /// Gives a node a name (used by `.uop` text, and printed).
     pub fn set_name(&mut self, id: NodeId, name: &str) -> Result<()> {
-        if self
-            .nodes
-            .iter()
-            .enumerate()
-            .any(|(i, n)| self.named[i] && n.name == name)
-        {
+        if self.by_name.contains_key(name) {
             return Err(UopError::Duplicate(name.to_string()));
+        }
+        if self.named[id.0] {
+            self.by_name.remove(&self.nodes[id.0].name);
         }
         self.nodes[id.0].name = name.to_string();
         self.named[id.0] = true;
+        self.by_name.insert(name.to_string(), id);
         Ok(())
     }
 
     /// Looks a named node up.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        (0..self.nodes.len())
-            .find(|&i| self.named[i] && self.nodes[i].name == name)
-            .map(NodeId)
+        self.by_name.get(name).copied()
     }
 
     fn push(&mut self, op: Uop, shape: Vec<Expr>, dtype: DType) -> NodeId {
@@ -517,11 +517,17 @@ impl Builder {
         let mut sorted = axes.to_vec();
         sorted.sort_unstable();
         for (k, &axis) in sorted.iter().enumerate() {
-            if axis >= rank || (k > 0 && sorted[k - 1] == axis) {
+            if axis >= rank {
                 return Err(UopError::BadAxis {
                     op: name,
                     axis: axis as i64,
                     rank,
+                });
+            }
+            if k > 0 && sorted[k - 1] == axis {
+                return Err(UopError::RepeatedAxis {
+                    op: name,
+                    axis: axis as i64,
                 });
             }
         }
@@ -614,19 +620,22 @@ impl Builder {
         if outputs.is_empty() {
             return err("the program has no outputs".into());
         }
-        for (k, i) in inputs.iter().enumerate() {
+        let mut seen = HashSet::new();
+        for i in inputs {
             if self.nodes[i.0].op != Uop::Input {
                 return err(format!("`{}` is not an input", self.nodes[i.0].name));
             }
-            if inputs[..k].contains(i) {
+            if !seen.insert(*i) {
                 return err(format!("input `{}` is listed twice", self.nodes[i.0].name));
             }
         }
-        for (k, o) in outputs.iter().enumerate() {
-            if outputs[..k].contains(o) {
+        let mut seen = HashSet::new();
+        for o in outputs {
+            if !seen.insert(*o) {
                 return err(format!("output `{}` is listed twice", self.nodes[o.0].name));
             }
         }
+        let seen_inputs: HashSet<NodeId> = inputs.iter().copied().collect();
         let mut live = vec![false; self.nodes.len()];
         for o in outputs {
             live[o.0] = true;
@@ -639,7 +648,7 @@ impl Builder {
             }
         }
         for (i, node) in self.nodes.iter().enumerate() {
-            if live[i] && node.op == Uop::Input && !inputs.contains(&NodeId(i)) {
+            if live[i] && node.op == Uop::Input && !seen_inputs.contains(&NodeId(i)) {
                 return err(format!(
                     "an output depends on input `{}`, which is not among the declared inputs",
                     node.name
@@ -656,7 +665,7 @@ impl Builder {
         for (k, &old) in order.iter().enumerate() {
             new_id[old] = k;
         }
-        let taken: Vec<&str> = order
+        let taken: HashSet<&str> = order
             .iter()
             .filter(|&&i| self.named[i])
             .map(|&i| self.nodes[i].name.as_str())
@@ -688,7 +697,7 @@ impl Builder {
 }
 
 /// `t{k}`, or `t{k}_{n}` if a given name already took it.
-fn fresh_name(k: usize, taken: &[&str]) -> String {
+fn fresh_name(k: usize, taken: &HashSet<&str>) -> String {
     let base = format!("t{k}");
     if !taken.contains(&base.as_str()) {
         return base;

@@ -38,7 +38,15 @@ pub enum UopError {
         /// The length given.
         found: usize,
     },
-    /// An axis is out of range or repeated.
+    /// An axis is repeated in a list of axes.
+    #[error("{op}: axis {axis} is listed more than once")]
+    RepeatedAxis {
+        /// The uop being built.
+        op: String,
+        /// The repeated axis.
+        axis: i64,
+    },
+    /// An axis is out of range.
     #[error("{op}: axis {axis} is not valid for a tensor of rank {rank}")]
     BadAxis {
         /// The uop being built.

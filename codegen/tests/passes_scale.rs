@@ -1,0 +1,132 @@
+//! Large programs: the optimizer's work stays bounded (near-linear passes, bounded
+//! expressions) and its results stay exact. Nothing here is timed (speed is measured by
+//! `uop stats --time` and the benches); the tests check shapes of the output that a
+//! quadratic or exponential implementation would not reach in a test's lifetime, and
+//! that the results equal the reference interpreter's.
+
+use std::collections::HashMap;
+
+use uop_codegen::index::parse_expr;
+use uop_codegen::interp;
+use uop_codegen::loops::{self, LoopProgram, Stmt, Value};
+use uop_codegen::pass::{self, PassOptions};
+use uop_codegen::tensor::Tensor;
+use uop_codegen::text::{Registry, parse_program};
+
+fn optimized(src: &str) -> (uop_codegen::uop::Program, LoopProgram) {
+    let program = parse_program(src, &Registry::new()).expect("valid program");
+    let lowered = loops::lower(&program);
+    let opt = pass::optimize(&lowered, &PassOptions::default()).expect("valid options");
+    (program, opt)
+}
+
+fn depth(v: &Value) -> usize {
+    1 + match v {
+        Value::Unary(_, x) => depth(x),
+        Value::Binary(_, a, b) => depth(a).max(depth(b)),
+        Value::Where(c, a, b) => depth(c).max(depth(a)).max(depth(b)),
+        _ => 0,
+    }
+}
+
+fn deepest(p: &LoopProgram) -> usize {
+    p.blocks
+        .iter()
+        .flat_map(|b| b.stmts.iter().chain(b.loops.iter().flat_map(|l| &l.stmts)))
+        .map(|s| match s {
+            Stmt::Store { value, .. } | Stmt::Accumulate { value, .. } => depth(value),
+            Stmt::Update { value, .. } => depth(value),
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn same_as_interpreter(program: &uop_codegen::uop::Program, opt: &LoopProgram, inputs: &[Tensor]) {
+    let none = HashMap::new();
+    let want = interp::run(program, inputs, &none).expect("the interpreter runs it");
+    let got = interp::run_loops(opt, inputs, &none).expect("the loop interpreter runs it");
+    assert_eq!(got, want);
+}
+
+/// A chain of 5,000 element-wise lines fuses into one nest, and substitution stores
+/// a temporary every 256 links instead of building one expression 5,000 deep.
+#[test]
+fn a_long_element_wise_chain_fuses_into_one_nest_of_bounded_expressions() {
+    let n = 5000;
+    let mut src = String::from("input x0: f32[N]\n");
+    for k in 1..=n {
+        // Alternate two cheap, exact ops so the values stay finite and distinct.
+        let op = if k % 2 == 0 { "neg" } else { "abs" };
+        src.push_str(&format!("x{k} = {op}(x{})\n", k - 1));
+    }
+    src.push_str(&format!("output x{n}\n"));
+    let (program, opt) = optimized(&src);
+    assert_eq!(opt.blocks.len(), 1);
+    assert!(deepest(&opt) <= 257, "deepest expression {}", deepest(&opt));
+    let stores = opt.blocks[0].loops[0].stmts.len();
+    assert!(
+        (n / 256..=n / 128).contains(&stores),
+        "{stores} statements for a chain of {n}"
+    );
+    let x = Tensor::new(
+        uop_codegen::uop::DType::F32,
+        vec![4],
+        vec![1.5, -2.0, 0.0, 3.25],
+    )
+    .expect("valid tensor");
+    same_as_interpreter(&program, &opt, &[x]);
+}
+
+/// `x2 = x1 * x1`, `x3 = x2 * x2`, ...: substituting every link would double the
+/// expression each time (2^40 nodes); the node budget keeps temporaries instead.
+#[test]
+fn a_chain_that_doubles_its_expression_stays_small() {
+    let mut src = String::from("input x0: f32[N]\nx1 = sqrt(abs(x0))\n");
+    for k in 2..=40 {
+        src.push_str(&format!("x{k} = maximum(x{}, x{})\n", k - 1, k - 1));
+    }
+    src.push_str("output x40\n");
+    let (program, opt) = optimized(&src);
+    assert_eq!(opt.blocks.len(), 1);
+    assert!(
+        opt.to_string().len() < 1_000_000,
+        "the printed program exploded"
+    );
+    let x = Tensor::new(uop_codegen::uop::DType::F32, vec![3], vec![4.0, -9.0, 0.5])
+        .expect("valid tensor");
+    same_as_interpreter(&program, &opt, &[x]);
+}
+
+/// 3,000 independent outputs of the same shape fuse into one nest.
+#[test]
+fn many_independent_outputs_fuse_into_one_nest() {
+    let n = 3000;
+    let mut src = String::from("input x: f32[N]\n");
+    for k in 0..n {
+        src.push_str(&format!("y{k} = mul(x, {k}.0)\n"));
+    }
+    let names: Vec<String> = (0..n).map(|k| format!("y{k}")).collect();
+    src.push_str(&format!("output {}\n", names.join(", ")));
+    let (program, opt) = optimized(&src);
+    assert_eq!(opt.blocks.len(), 1);
+    let x =
+        Tensor::new(uop_codegen::uop::DType::F32, vec![2], vec![1.0, -0.5]).expect("valid tensor");
+    same_as_interpreter(&program, &opt, &[x]);
+}
+
+/// `(i0 + ... + i14)^15` is not multiplied out (15^15 terms): the simplified form
+/// stays about as large as the input.
+#[test]
+fn a_power_of_a_long_sum_simplifies_without_expanding() {
+    let sum: Vec<String> = (0..15).map(|k| format!("i{k}")).collect();
+    let factor = format!("({})", sum.join(" + "));
+    let src = vec![factor; 15].join(" * ");
+    let simplified = parse_expr(&src).expect("valid expression").simplify();
+    let printed = simplified.to_string();
+    assert!(
+        printed.len() < 20 * src.len(),
+        "{} characters from {}",
+        printed.len(),
+        src.len()
+    );
+}
