@@ -570,7 +570,7 @@ mod errors {
         assert_error(
             src,
             ErrorKind::Build,
-            "reduce_max: axis 1 is not valid for a tensor of rank 2",
+            "reduce_max: axis 1 is listed more than once",
             at(src, "[1, 1]"),
         );
     }
