@@ -467,15 +467,11 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
             let branches: Vec<_> = branches.iter().collect();
             selected(&input_types, &branches, "selector", &params_of, &results_of)
         }
-        Op::Parallel { body, .. } => {
+        Op::Parallel { body, count, .. } => {
             let params = params_of(body.input)?;
             let mut expected = vec![ValueType::scalar(DType::I32)];
             expected.extend(input_types.iter().cloned());
             same("the body's parameters", &expected, &params)?;
-            let count = match &node.op {
-                Op::Parallel { count, .. } => count.clone(),
-                _ => unreachable!("matched above"),
-            };
             Ok(results_of(body)?
                 .into_iter()
                 .map(|t| {
