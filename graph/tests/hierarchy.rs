@@ -2,6 +2,9 @@
 //! invariants hoisted, state-dependent values kept inside, nesting, the memory
 //! guard, and the errors.
 
+mod fixtures;
+use fixtures::invariant_loop;
+
 use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
@@ -155,31 +158,9 @@ output %4
     );
 }
 
-/// `v <- exp(y) * v, i <- i + 1` while `i < 5`, from `(x, 0)`.
-fn power_loop() -> Graph {
-    let mut g = GraphBuilder::new(DType::F32);
-    let x = g.input("x", DType::F32, &[]).expect("x");
-    let y = g.input("y", DType::F32, &[]).expect("y");
-    let zero = g.scalar(0.0);
-    let out = g
-        .while_loop(
-            &[x, zero],
-            |g, s| Ok(vec![g.call("lt", &[s[1].into(), 5.0.into()], &[])?.into()]),
-            |g, s| {
-                let e = g.op("exp", &[y])?;
-                let v = g.op("mul", &[e, s[0]])?;
-                let i = g.call("add", &[s[1].into(), 1.0.into()], &[])?;
-                Ok(vec![v.into(), i.into()])
-            },
-        )
-        .expect("while");
-    g.output(out[0]);
-    g.finish()
-}
-
 #[test]
 fn a_loop_invariant_inside_a_while_body_is_placed_at_the_top_level() {
-    let g = power_loop();
+    let g = invariant_loop();
     assert_eq!(
         printed(&g),
         "\
@@ -220,7 +201,7 @@ fn node_named(g: &Graph, op: &str) -> NodeId {
 
 #[test]
 fn values_that_depend_on_the_loop_state_stay_in_the_body_and_the_condition() {
-    let g = power_loop();
+    let g = invariant_loop();
     let h = hierarchy(&g).expect("a hierarchy");
     let w = id(9);
     assert_eq!(h.scope_of(node_named(&g, "mul")), Some(body_of(w)));

@@ -3,6 +3,9 @@
 //! hoisted invariants computed once, and a graph of calls equal to the uop
 //! interpreter on the same program, to the bit.
 
+mod fixtures;
+use fixtures::{invariant_loop, nnc_while};
+
 use std::collections::HashMap;
 
 use uop_codegen::index::Expr;
@@ -50,31 +53,6 @@ fn kind_node(g: &Graph, kind: &str) -> NodeId {
         .collect();
     assert_eq!(ids.len(), 1, "one {kind}");
     ids[0]
-}
-
-/// NNC: `v <- y * v, i <- i + 1` while `i < 5`, from `v = 1, i = 0`; then
-/// `out = x * v`. Outputs `out` and the final counter.
-fn nnc_while() -> Graph {
-    let mut g = GraphBuilder::new(DType::F32);
-    let x = g.input("x", DType::F32, &[]).expect("x");
-    let y = g.input("y", DType::F32, &[]).expect("y");
-    let one = g.scalar(1.0);
-    let zero = g.scalar(0.0);
-    let state = g
-        .while_loop(
-            &[one, zero],
-            |g, s| Ok(vec![g.call("lt", &[s[1].into(), 5.0.into()], &[])?.into()]),
-            |g, s| {
-                let v = g.op("mul", &[y, s[0]])?;
-                let i = g.call("add", &[s[1].into(), 1.0.into()], &[])?;
-                Ok(vec![v.into(), i.into()])
-            },
-        )
-        .expect("while");
-    let out = g.op("mul", &[x, state[0]]).expect("mul");
-    g.output(out);
-    g.output(state[1]);
-    g.finish()
 }
 
 #[test]
@@ -324,24 +302,7 @@ fn chunk_passes_its_input_through() {
 
 #[test]
 fn a_loop_invariant_is_computed_once_and_the_body_every_iteration() {
-    let mut g = GraphBuilder::new(DType::F32);
-    let x = g.input("x", DType::F32, &[]).expect("x");
-    let y = g.input("y", DType::F32, &[]).expect("y");
-    let zero = g.scalar(0.0);
-    let state = g
-        .while_loop(
-            &[x, zero],
-            |g, s| Ok(vec![g.call("lt", &[s[1].into(), 5.0.into()], &[])?.into()]),
-            |g, s| {
-                let e = g.op("exp", &[y])?;
-                let v = g.op("mul", &[e, s[0]])?;
-                let i = g.call("add", &[s[1].into(), 1.0.into()], &[])?;
-                Ok(vec![v.into(), i.into()])
-            },
-        )
-        .expect("while");
-    g.output(state[0]);
-    let g = g.finish();
+    let g = invariant_loop();
     let r = run_with(
         &g,
         &[scalar(2.0), scalar(0.5)],

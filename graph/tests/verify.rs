@@ -1,6 +1,8 @@
 //! The verifier (DESIGN.md §14): each kind of broken graph, built on purpose, is
 //! reported with a message naming the node; correct graphs pass.
 
+mod fixtures;
+
 use uop_codegen::index::Expr;
 use uop_codegen::uop::DType;
 use uop_graph::{
@@ -81,30 +83,9 @@ fn kind(g: &Graph, id: u32) -> &'static str {
     g.node(NodeId(id)).map(|n| n.op.kind()).unwrap_or("missing")
 }
 
-/// NNC's loop: `v <- y * v, i <- i + 1` while `i < 5`, from `(1, 0)`; `out = x * v`.
-/// Ids: %2 = 1, %3 = 0, %4 cond input, %5 lt, %6 body input, %7 mul, %8 add,
-/// %9 while, %10 out.
+/// NNC's loop (`fixtures::nnc_while`), with the kinds of the ids the tests name checked.
 fn nnc_loop() -> Graph {
-    let mut g = GraphBuilder::new(DType::F32);
-    let x = g.input("x", DType::F32, &[]).unwrap();
-    let y = g.input("y", DType::F32, &[]).unwrap();
-    let one = g.scalar(1.0);
-    let zero = g.scalar(0.0);
-    let w = g
-        .while_loop(
-            &[one, zero],
-            |g, s| Ok(vec![g.call("lt", &[s[1].into(), 5.0.into()], &[])?.into()]),
-            |g, s| {
-                let v = g.op("mul", &[y, s[0]])?;
-                let i = g.call("add", &[s[1].into(), 1.0.into()], &[])?;
-                Ok(vec![v.into(), i.into()])
-            },
-        )
-        .unwrap();
-    let out = g.op("mul", &[x, w[0]]).unwrap();
-    g.output(out);
-    g.output(w[1]);
-    let g = g.finish();
+    let g = fixtures::nnc_while();
     let kinds: Vec<&str> = (1..=10).map(|i| kind(&g, i)).collect();
     assert_eq!(
         kinds,
