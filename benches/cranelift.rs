@@ -89,7 +89,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// A workload of `benches/kernels.rs`: its id there, the `kernels/*.uop` program the
+/// A workload of `benches/kernels.rs`: its id there, the `prebuilt/kernels/*.uop` program the
 /// prebuilt kernel was generated from, and its inputs' shapes and data seeds.
 struct Workload {
     id: &'static str,
@@ -103,42 +103,42 @@ fn workloads() -> Vec<Workload> {
     vec![
         Workload {
             id: "gelu_chain 4M",
-            src: include_str!("../kernels/gelu_chain.uop"),
+            src: include_str!("../prebuilt/kernels/gelu_chain.uop"),
             inputs: vec![(vec![4 << 20], 1)],
         },
         Workload {
             id: "softmax 4096x1024",
-            src: include_str!("../kernels/softmax.uop"),
+            src: include_str!("../prebuilt/kernels/softmax.uop"),
             inputs: vec![(vec![rows, cols], 2)],
         },
         Workload {
             id: "layernorm 4096x1024",
-            src: include_str!("../kernels/layernorm.uop"),
+            src: include_str!("../prebuilt/kernels/layernorm.uop"),
             inputs: vec![(vec![rows, cols], 2), (vec![cols], 3), (vec![cols], 4)],
         },
         Workload {
             id: "column_sum 4096x1024",
-            src: include_str!("../kernels/column_sum.uop"),
+            src: include_str!("../prebuilt/kernels/column_sum.uop"),
             inputs: vec![(vec![rows, cols], 2)],
         },
         Workload {
             id: "sum 16M",
-            src: include_str!("../kernels/sum.uop"),
+            src: include_str!("../prebuilt/kernels/sum.uop"),
             inputs: vec![(vec![16 << 20], 5)],
         },
         Workload {
             id: "matmul 512",
-            src: include_str!("../kernels/matmul.uop"),
+            src: include_str!("../prebuilt/kernels/matmul.uop"),
             inputs: vec![(vec![512, 512], 6), (vec![512, 512], 7)],
         },
         Workload {
             id: "conv2d 8x64x56x56 k3",
-            src: include_str!("../kernels/conv2d.uop"),
+            src: include_str!("../prebuilt/kernels/conv2d.uop"),
             inputs: vec![(vec![bn, ch, h, w], 8), (vec![o, ch, 3, 3], 9)],
         },
         Workload {
             id: "transpose 1024",
-            src: include_str!("../kernels/transpose.uop"),
+            src: include_str!("../prebuilt/kernels/transpose.uop"),
             inputs: vec![(vec![1024, 1024], 10)],
         },
     ]
@@ -156,7 +156,7 @@ fn run_kernel(kernel: &Kernel, inputs: &[(Vec<usize>, Vec<f32>)], outputs: &mut 
 }
 
 /// The workloads of `benches/kernels.rs` (same ids, sizes and data) on the same
-/// `kernels/*.uop` programs, JIT-compiled with the default options outside the
+/// `prebuilt/kernels/*.uop` programs, JIT-compiled with the default options outside the
 /// timed region: `run/ID/jit` compares with `kernels/ID/uop`.
 fn run_time(c: &mut Criterion) {
     let mut group = c.benchmark_group("run");

@@ -1,6 +1,9 @@
 //! `uop`: the micro-op tensor compiler. This crate re-exports the compiler
 //! ([`uop_codegen`]), the macro-op library ([`uop_ops`]) and the runtime generated
 //! kernels call ([`uop_runtime`]), and holds the `uop` command-line tool.
+//!
+//! With the feature `prebuilt` (off by default: a long compile), `uop::kernels`
+//! re-exports the prebuilt kernels of the crate `uop-kernels`.
 
 pub use uop_codegen as codegen;
 pub use uop_ops as ops;
@@ -13,9 +16,7 @@ pub use uop_runtime as runtime;
 /// use uop::AlignedVec;
 ///
 /// let x = AlignedVec::from_slice(&[1.0f32, 2.0, 3.0]);
-/// let mut y = AlignedVec::<f32>::zeroed(1);
-/// uop::kernels::sum_f32(&x, [3], &mut y).unwrap();
-/// assert_eq!(y[0], 6.0);
+/// assert_eq!(x.iter().sum::<f32>(), 6.0);
 /// assert_eq!(x.as_ptr() as usize % 64, 0);
 /// ```
 pub use uop_runtime::AlignedVec;
@@ -23,5 +24,8 @@ pub use uop_runtime::AlignedVec;
 pub mod bench;
 pub mod cli;
 pub mod jit;
-pub mod kernels;
 pub mod npy;
+
+/// The prebuilt kernels (the crate `uop-kernels`), with the feature `prebuilt`.
+#[cfg(feature = "prebuilt")]
+pub use uop_kernels as kernels;

@@ -3,6 +3,9 @@
 //!
 //! Only what the compiler's tensors can hold is accepted: little-endian `float32`,
 //! `float64` and `int32`, in C (row-major) order, of any rank including 0-d arrays.
+//! One conversion is made, and only on request ([`read_npy_as`] with [`DType::I32`]):
+//! `int64`, numpy's default integer type, is read as `int32` when every value fits,
+//! and refused with an error naming the first value that does not otherwise.
 //! Anything else is refused with an error that names the file and says what to change,
 //! rather than being converted silently.
 //!
@@ -75,6 +78,17 @@ pub enum NpyErrorKind {
     /// An element type other than float32, float64 or int32.
     #[error("dtype {0} is not supported (use float32, float64 or int32)")]
     UnsupportedDType(String),
+    /// An int64 file read as int32 holds a value outside the int32 range.
+    #[error(
+        "value {value} (element {index}) of this int64 array does not fit int32, the \
+         input's type (int32 holds -2147483648 to 2147483647)"
+    )]
+    IntOutOfRange {
+        /// The value that does not fit.
+        value: i64,
+        /// Its position in C order.
+        index: usize,
+    },
     /// A supported element type stored big-endian.
     #[error(
         "dtype '{descr}' is big-endian; only little-endian data is supported \
@@ -155,15 +169,67 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
     read_npy_bytes(&name, &bytes)
 }
 
+/// Reads a `.npy` file for a tensor of type `want`: as [`read_npy`], except that an
+/// int64 file is accepted for `want` = [`DType::I32`] when every value fits in int32
+/// (numpy saves integers as int64 by default). The dtype of the result is the file's
+/// otherwise; comparing it with `want` is the caller's business.
+pub fn read_npy_as(path: &Path, want: DType) -> Result<Tensor, NpyError> {
+    let name = path.display().to_string();
+    let bytes = fs::read(path).map_err(|e| NpyError::new(&name, NpyErrorKind::Read(e)))?;
+    read_npy_bytes_as(&name, &bytes, want)
+}
+
 /// Parses the contents of a `.npy` file; `name` is used in error messages only.
 pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
+    decode(name, bytes, None)
+}
+
+/// Parses the contents of a `.npy` file for a tensor of type `want` (see
+/// [`read_npy_as`]); `name` is used in error messages only.
+pub fn read_npy_bytes_as(name: &str, bytes: &[u8], want: DType) -> Result<Tensor, NpyError> {
+    decode(name, bytes, Some(want))
+}
+
+/// How the elements of a file are stored: one of uop's types, or int64 (read as int32
+/// on request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stored {
+    Uop(DType),
+    I64,
+}
+
+impl Stored {
+    fn size(self) -> usize {
+        match self {
+            Stored::Uop(d) => d.size(),
+            Stored::I64 => 8,
+        }
+    }
+
+    fn numpy_name(self) -> &'static str {
+        match self {
+            Stored::Uop(d) => numpy_name(d),
+            Stored::I64 => "int64",
+        }
+    }
+}
+
+fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyError> {
     let fail = |kind| NpyError::new(name, kind);
     let header_end = header_end(bytes).map_err(fail)?;
     let header_text = &bytes[..header_end];
     check_shape_fits(header_text).map_err(fail)?;
     let header = NpyHeader::from_reader(header_text)
         .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
-    let dtype = supported_dtype(&header.dtype()).map_err(fail)?;
+    let stored = match supported_dtype(&header.dtype()) {
+        Ok(d) => Stored::Uop(d),
+        Err(NpyErrorKind::UnsupportedDType(_))
+            if want == Some(DType::I32) && is_little_int64(&header.dtype()) =>
+        {
+            Stored::I64
+        }
+        Err(kind) => return Err(fail(kind)),
+    };
     if header.order() == Order::Fortran && header.shape().len() > 1 {
         return Err(fail(NpyErrorKind::FortranOrder));
     }
@@ -176,10 +242,10 @@ pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
         .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
     let expected = shape
         .iter()
-        .try_fold(dtype.size(), |acc, &n| acc.checked_mul(n))
+        .try_fold(stored.size(), |acc, &n| acc.checked_mul(n))
         .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
     let data = &bytes[header_end..];
-    let dtype_name = numpy_name(dtype);
+    let dtype_name = stored.numpy_name();
     if data.len() < expected {
         return Err(fail(NpyErrorKind::Truncated {
             shape,
@@ -200,16 +266,36 @@ pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
     let npy = NpyFile::with_header(header, data);
     // The dtype and the data length were checked above, so decoding cannot fail; the
     // error is still mapped rather than unwrapped in case npyz disagrees.
-    let values: Vec<f64> = match dtype {
-        DType::F32 => npy
-            .into_vec::<f32>()
-            .map(|v| v.into_iter().map(f64::from).collect()),
-        DType::F64 => npy.into_vec::<f64>(),
-        DType::I32 => npy
-            .into_vec::<i32>()
-            .map(|v| v.into_iter().map(f64::from).collect()),
-    }
-    .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
+    let bad = |e: io::Error| fail(NpyErrorKind::BadHeader(e.to_string()));
+    let (dtype, values): (DType, Vec<f64>) = match stored {
+        Stored::Uop(DType::F32) => (
+            DType::F32,
+            npy.into_vec::<f32>()
+                .map_err(bad)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        ),
+        Stored::Uop(DType::F64) => (DType::F64, npy.into_vec::<f64>().map_err(bad)?),
+        Stored::Uop(DType::I32) => (
+            DType::I32,
+            npy.into_vec::<i32>()
+                .map_err(bad)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        ),
+        Stored::I64 => {
+            let wide = npy.into_vec::<i64>().map_err(bad)?;
+            let mut values = Vec::with_capacity(wide.len());
+            for (index, &value) in wide.iter().enumerate() {
+                let narrow = i32::try_from(value)
+                    .map_err(|_| fail(NpyErrorKind::IntOutOfRange { value, index }))?;
+                values.push(f64::from(narrow));
+            }
+            (DType::I32, values)
+        }
+    };
     Tensor::new(dtype, shape, values).map_err(|e| {
         fail(NpyErrorKind::InconsistentTensor {
             shape: e.shape,
@@ -217,6 +303,14 @@ pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
             found: e.found,
         })
     })
+}
+
+/// Whether a header dtype is little-endian int64 (`<i8`).
+fn is_little_int64(dtype: &npyz::DType) -> bool {
+    matches!(dtype, npyz::DType::Plain(ty)
+        if ty.type_char() == TypeChar::Int
+            && ty.size_field() == 8
+            && ty.endianness() == Endianness::Little)
 }
 
 /// Writes `t` as a `.npy` file in its own dtype (`<f4`, `<f8` or `<i4`), C order; a rank-0

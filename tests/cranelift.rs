@@ -433,7 +433,7 @@ fn run_time_with_both_register_allocators() {
     println!("|---|---|---|---|");
     let mut log_ratios = Vec::new();
     for (id, file, shapes) in workloads {
-        let program = load(&root().join(format!("kernels/{file}.uop")));
+        let program = load(&root().join(format!("prebuilt/kernels/{file}.uop")));
         let kernels = ALLOCATORS.map(|(_, fast_compile)| {
             let opts = Options {
                 fast_compile,

@@ -1,4 +1,4 @@
-//! Clippy on generated code: the prebuilt kernels (`kernels/*.uop`, forward and
+//! Clippy on generated code: the prebuilt kernels (`prebuilt/kernels/*.uop`, forward and
 //! gradient, f32 and f64, proven, fully checked and standalone) as the modules of a scratch
 //! library, with `-D warnings`. Slow and needs clippy, so it runs on request:
 //! `cargo test --release --test generated_clippy -- --ignored`.
@@ -15,15 +15,15 @@ fn generated_code_is_clippy_clean() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut proven = Kernels::with_registry(uop::ops::registry());
     proven
-        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
         .expect("prebuilt programs");
     let mut full = Kernels::with_registry(uop::ops::registry()).checks(Checks::Full);
-    full.add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+    full.add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
         .expect("prebuilt programs");
 
     let mut standalone = Kernels::with_registry(uop::ops::registry()).standalone(true);
     standalone
-        .add_dir(root.join("kernels"), &[DType::F32, DType::F64])
+        .add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
         .expect("prebuilt programs");
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_clippy");

@@ -11,9 +11,9 @@ use uop_codegen::text::parse_program;
 
 /// Kernel name and program file, relative to this crate.
 const KERNELS: [(&str, &str); 4] = [
-    ("matmul", "../../kernels/matmul.uop"),
-    ("softmax", "../../kernels/softmax.uop"),
-    ("layernorm", "../../kernels/layernorm.uop"),
+    ("matmul", "../../prebuilt/kernels/matmul.uop"),
+    ("softmax", "../../prebuilt/kernels/softmax.uop"),
+    ("layernorm", "../../prebuilt/kernels/layernorm.uop"),
     ("pad", "programs/pad.uop"),
 ];
 

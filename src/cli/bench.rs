@@ -15,7 +15,8 @@ use uop_runtime::{AlignedVec, LINE};
 /// Which generated code `uop bench` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BenchBackend {
-    /// The prebuilt kernels of `uop::kernels` (uop's Rust backend, compiled by rustc).
+    /// The prebuilt kernels of `uop::kernels` (uop's Rust backend, compiled by rustc;
+    /// in a `uop` built with the feature `prebuilt`).
     Rust,
     /// The same programs JIT-compiled by Cranelift (compiled before timing).
     Cranelift,
@@ -36,11 +37,12 @@ pub struct BenchArgs {
     /// Print one JSON object per workload and backend instead of a table.
     #[arg(long)]
     json: bool,
-    /// Threads per Rust-backend kernel (`uop::kernels::set_threads`); the Cranelift
+    /// Threads per Rust-backend kernel (`uop_runtime::set_threads`); the Cranelift
     /// JIT runs its loops on one thread.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Time only this backend (default: both).
+    /// Time only this backend (default: both, or `cranelift` alone in a `uop` built
+    /// without the feature `prebuilt`).
     #[arg(long, value_enum)]
     backend: Option<BenchBackend>,
     /// Time only this workload (a name of peers.py, e.g. matmul_512).
@@ -58,6 +60,15 @@ pub struct BenchArgs {
     /// how the kernels do on buffers that are not aligned.
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     offset: usize,
+}
+
+/// `--backend rust` in a `uop` built without the prebuilt kernels.
+fn no_prebuilt() -> CliError {
+    CliError(
+        "--backend rust: this uop is built without the prebuilt Rust-backend kernels; build it \
+         with the feature `prebuilt` (cargo install --path . --features prebuilt)"
+            .into(),
+    )
 }
 
 /// One measured row.
@@ -79,7 +90,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     if args.threads == 0 {
         return fail("--threads must be at least 1");
     }
-    crate::kernels::set_threads(args.threads);
+    uop_runtime::set_threads(args.threads);
     if args.reps == 0 {
         return fail("--reps must be at least 1");
     }
@@ -102,8 +113,10 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         None => bench::NAMES.to_vec(),
     };
     let backends: Vec<BenchBackend> = match args.backend {
+        Some(BenchBackend::Rust) if !cfg!(feature = "prebuilt") => return Err(no_prebuilt()),
         Some(b) => vec![b],
-        None => vec![BenchBackend::Rust, BenchBackend::Cranelift],
+        None if cfg!(feature = "prebuilt") => vec![BenchBackend::Rust, BenchBackend::Cranelift],
+        None => vec![BenchBackend::Cranelift],
     };
     let reps = Reps {
         warmup: 1,
@@ -128,12 +141,15 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 BenchBackend::Cranelift => 1,
             };
             let (ms, compile_ms) = match backend {
+                #[cfg(feature = "prebuilt")]
                 BenchBackend::Rust => {
                     let ms = bench::median_ms(reps, || w.run_rust(&data, &mut y)).map_err(|e| {
                         CliError(format!("{name}: the prebuilt kernel failed: {e}"))
                     })?;
                     (ms, None)
                 }
+                #[cfg(not(feature = "prebuilt"))]
+                BenchBackend::Rust => return Err(no_prebuilt()),
                 BenchBackend::Cranelift => {
                     let t = Instant::now();
                     let kernel = w

@@ -17,7 +17,7 @@ use uop_graph::Graph;
 use super::output::OutputFiles;
 use super::source::{self, Source};
 use super::{Backend, CliError, fail, int_assignments, pass_options, path_assignments, show};
-use crate::npy::{read_npy, write_npy_bytes};
+use crate::npy::{read_npy_as, write_npy_bytes};
 
 /// Arguments of `uop run`.
 #[derive(Args, Debug)]
@@ -43,7 +43,8 @@ pub struct RunArgs {
 /// Where a program's inputs and parameters come from (shared by `uop run` and `uop grad`).
 #[derive(Args, Debug)]
 pub struct InputArgs {
-    /// An input as NAME=FILE.npy (f32, f64 or i32, C order).
+    /// An input as NAME=FILE.npy (float32, float64 or int32, C order; int64 for an
+    /// i32 input when every value fits).
     #[arg(long = "input", value_name = "NAME=FILE")]
     inputs: Vec<String>,
     /// The value of a $param, as NAME=INT.
@@ -260,7 +261,7 @@ fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, Cli
             loaded.push(None);
             continue;
         };
-        let tensor = read_npy(path).map_err(|e| CliError(e.to_string()))?;
+        let tensor = read_npy_as(path, node.dtype).map_err(|e| CliError(e.to_string()))?;
         if tensor.dtype != node.dtype {
             return fail(format!(
                 "{}: input `{}` is {}, but the file holds {}",

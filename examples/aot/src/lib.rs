@@ -229,7 +229,7 @@ const PAD: Linked = Linked {
     output_ranks: &ffi::PAD_OUTPUT_RANKS,
 };
 
-/// `c[M, N] = a[M, K] · b[K, N]` (`kernels/matmul.uop`).
+/// `c[M, N] = a[M, K] · b[K, N]` (`prebuilt/kernels/matmul.uop`).
 pub fn matmul(
     a: &[f32],
     a_shape: [usize; 2],
@@ -239,13 +239,13 @@ pub fn matmul(
     MATMUL.call_one(&[(a, &a_shape), (b, &b_shape)], &[])
 }
 
-/// Softmax over the rows of `x[B, N]` (`kernels/softmax.uop`).
+/// Softmax over the rows of `x[B, N]` (`prebuilt/kernels/softmax.uop`).
 pub fn softmax(x: &[f32], shape: [usize; 2]) -> Result<Array, Error> {
     SOFTMAX.call_one(&[(x, &shape)], &[])
 }
 
 /// Layer normalization of the rows of `x[B, N]` with scale `gamma[N]` and shift
-/// `beta[N]`, epsilon 1e-5 (`kernels/layernorm.uop`).
+/// `beta[N]`, epsilon 1e-5 (`prebuilt/kernels/layernorm.uop`).
 pub fn layernorm(
     x: &[f32],
     shape: [usize; 2],

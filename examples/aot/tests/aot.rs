@@ -49,9 +49,9 @@ fn assert_close(got: &Array, want: &Array, what: &str) {
     }
 }
 
-const MATMUL: &str = include_str!("../../../kernels/matmul.uop");
-const SOFTMAX: &str = include_str!("../../../kernels/softmax.uop");
-const LAYERNORM: &str = include_str!("../../../kernels/layernorm.uop");
+const MATMUL: &str = include_str!("../../../prebuilt/kernels/matmul.uop");
+const SOFTMAX: &str = include_str!("../../../prebuilt/kernels/softmax.uop");
+const LAYERNORM: &str = include_str!("../../../prebuilt/kernels/layernorm.uop");
 const PAD: &str = include_str!("../programs/pad.uop");
 
 #[test]

@@ -13,18 +13,18 @@
 
 use std::process::Command;
 
-use uop::codegen::build::with_float_type;
-use uop::codegen::interp;
-use uop::codegen::tensor::Tensor;
-use uop::codegen::text::parse_program;
-use uop::codegen::uop::DType;
-use uop::kernels;
+use uop_codegen::build::with_float_type;
+use uop_codegen::interp;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::text::parse_program;
+use uop_codegen::uop::DType;
+use uop_kernels;
 
 /// The interpreter's f32 outputs of `kernels/{name}.uop` on `inputs`.
 fn reference(name: &str, inputs: &[Tensor]) -> Vec<f32> {
     let path = format!("{}/kernels/{name}.uop", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("kernel program exists");
-    let p = parse_program(&src, &uop::ops::registry()).expect("kernel program parses");
+    let p = parse_program(&src, &uop_ops::registry()).expect("kernel program parses");
     let p = with_float_type(&p, DType::F32).expect("a float type");
     let out = interp::run(&p, inputs, &Default::default()).expect("the interpreter runs");
     out[0].data.iter().map(|&v| v as f32).collect()
@@ -161,7 +161,7 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     for n in [3, 70, 1_000, 70_001] {
         let x = &x[..n];
         let at = |offset: usize| {
-            let buffer = uop::AlignedVec::from_slice_at(x, offset);
+            let buffer = uop_runtime::AlignedVec::from_slice_at(x, offset);
             let mut y = [0.0f32];
             kernels::sum_f32(&buffer, [n], &mut y).expect("valid shapes");
             y[0].to_bits()

@@ -1,4 +1,4 @@
-//! Generates the prebuilt kernels (`uop::kernels`) from the programs in `kernels/`,
+//! Generates the prebuilt kernels of `uop-kernels` (`uop::kernels`) from the programs in `kernels/`,
 //! once in f32 and once in f64, each with its gradient kernel (`NAME_grad`), with
 //! uop's own build-time API.
 

@@ -1,5 +1,5 @@
-//! Prebuilt kernels, generated at build time from the programs in `kernels/*.uop`
-//! by uop's Rust backend (the same path a user's `build.rs` takes, see
+//! `uop-kernels`: prebuilt kernels, generated at build time from the programs in
+//! `kernels/*.uop` by uop's Rust backend (the same path a user's `build.rs` takes, see
 //! [`uop_codegen::build::Kernels`]). Each program gives an f32 and an f64 kernel:
 //!
 //! | kernel | computes |
@@ -15,7 +15,7 @@
 //! | `relu_f32`, `axpy_f32`, `row_argmax_f32` | `max(x, 0)`; `a[0] * x + y`; first maximum position per row |
 //!
 //! and the same names ending in `_f64`. The programs call the macro ops of
-//! `uop::ops` by name. Every kernel but `row_argmax` has a backward kernel
+//! `uop-ops` by name. Every kernel but `row_argmax` has a backward kernel
 //! `NAME_grad` (`softmax_f32_grad`), generated from its gradient program w.r.t.
 //! every float input: its arguments are the forward inputs it reads, then the seed
 //! `g_<output>` (the loss gradient w.r.t. each output), and its outputs are
@@ -24,8 +24,12 @@
 //! returns a [`KernelError`] instead of panicking; `NAME_shapes` gives the output
 //! shapes to allocate.
 //!
+//! The crate is apart from `uop` so that neither the `uop` command nor a user of
+//! `uop::jit` compiles these kernels: `uop` re-exports it as `uop::kernels` with its
+//! feature `prebuilt`.
+//!
 //! ```
-//! use uop::kernels::{softmax_f32, softmax_f32_shapes};
+//! use uop_kernels::{softmax_f32, softmax_f32_shapes};
 //!
 //! let x = [1.0f32, 2.0, 3.0, 0.0, 0.0, 0.0];
 //! let shapes = softmax_f32_shapes([2, 3])?;
@@ -33,7 +37,7 @@
 //! softmax_f32(&x, [2, 3], &mut y)?;
 //! assert!((y[0] + y[1] + y[2] - 1.0).abs() < 1e-6);
 //! assert_eq!(y[3], 1.0 / 3.0);
-//! # Ok::<(), uop::kernels::KernelError>(())
+//! # Ok::<(), uop_kernels::KernelError>(())
 //! ```
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
