@@ -1,5 +1,7 @@
 //! `uop bench` as a user runs it, at `--quick` sizes: the table and the JSON lines
 //! have the shape `peers.py` users expect; timings themselves are not asserted.
+//! The Rust backend (the prebuilt kernels) is there only in a `uop` built with the
+//! feature `prebuilt` (`cargo test --features prebuilt`, as `.ci/run` does).
 
 mod common;
 use common::{stderr, stdout, uop};
@@ -16,6 +18,13 @@ const NAMES: [&str; 9] = [
     "transpose_1024",
 ];
 
+/// The backends `uop bench` times by default, in order.
+const BACKENDS: &[&str] = if cfg!(feature = "prebuilt") {
+    &["rust", "cranelift"]
+} else {
+    &["cranelift"]
+};
+
 /// The raw value text of `key` in a flat one-line JSON object.
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let start = line.find(&format!("\"{key}\": "))? + key.len() + 4;
@@ -30,15 +39,18 @@ fn json_prints_one_object_per_workload_and_backend_with_every_field() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 2 * NAMES.len(), "{out}");
+    assert_eq!(lines.len(), BACKENDS.len() * NAMES.len(), "{out}");
     for (i, line) in lines.iter().enumerate() {
         assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
-        let (name, backend) = (NAMES[i / 2], ["\"rust\"", "\"cranelift\""][i % 2]);
+        let (name, backend) = (
+            NAMES[i / BACKENDS.len()],
+            format!("\"{}\"", BACKENDS[i % BACKENDS.len()]),
+        );
         assert_eq!(
             field(line, "workload"),
             Some(format!("\"{name}\"").as_str())
         );
-        assert_eq!(field(line, "backend"), Some(backend));
+        assert_eq!(field(line, "backend"), Some(backend.as_str()));
         assert_eq!(field(line, "threads"), Some("1"));
         assert_eq!(field(line, "quick"), Some("true"));
         for key in [
@@ -66,7 +78,11 @@ fn json_prints_one_object_per_workload_and_backend_with_every_field() {
             "\"GB/s\""
         };
         assert_eq!(field(line, "unit"), Some(unit), "{line}");
-        assert_eq!(field(line, "compile_ms").is_some(), i % 2 == 1, "{line}");
+        assert_eq!(
+            field(line, "compile_ms").is_some(),
+            backend == "\"cranelift\"",
+            "{line}"
+        );
     }
 }
 
@@ -93,7 +109,8 @@ fn backend_and_workload_select_one_line() {
 
 #[test]
 fn the_table_has_a_header_a_row_per_workload_and_backend_and_states_the_limits() {
-    let o = uop(&["bench", "--quick", "--backend", "rust", "--reps", "1"]);
+    let backend = BACKENDS[0];
+    let o = uop(&["bench", "--quick", "--backend", backend, "--reps", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -102,7 +119,10 @@ fn the_table_has_a_header_a_row_per_workload_and_backend_and_states_the_limits()
         "{out}"
     );
     for (line, name) in lines[1..].iter().zip(NAMES) {
-        assert!(line.starts_with(name) && line.contains(" rust "), "{line}");
+        assert!(
+            line.starts_with(name) && line.contains(&format!(" {backend} ")),
+            "{line}"
+        );
     }
     let last = lines.last().unwrap();
     assert!(
@@ -112,6 +132,7 @@ fn the_table_has_a_header_a_row_per_workload_and_backend_and_states_the_limits()
     assert_eq!(lines.len(), NAMES.len() + 2, "{out}");
 }
 
+#[cfg(feature = "prebuilt")]
 #[test]
 fn two_threads_apply_to_the_rust_backend_and_the_two_thread_limits() {
     let o = uop(&[
@@ -132,6 +153,19 @@ fn two_threads_apply_to_the_rust_backend_and_the_two_thread_limits() {
     assert_eq!(field(lines[0], "limit"), Some("90"));
     assert_eq!(field(lines[1], "backend"), Some("\"cranelift\""));
     assert_eq!(field(lines[1], "threads"), Some("1"));
+}
+
+#[cfg(not(feature = "prebuilt"))]
+#[test]
+fn the_rust_backend_needs_the_prebuilt_feature() {
+    let o = uop(&["bench", "--quick", "--backend", "rust", "--reps", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --backend rust: this uop is built without the prebuilt Rust-backend kernels; \
+         build it with the feature `prebuilt` (cargo install --path . --features prebuilt)\n"
+    );
+    assert_eq!(stdout(&o), "");
 }
 
 #[test]

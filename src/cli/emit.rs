@@ -10,7 +10,8 @@
 //! - `clif`: the Cranelift IR of both functions, as generated.
 //!
 //! `NAME` defaults to the program file's stem in snake_case (`_grad` appended with
-//! `--grad`, which emits the gradient kernel, see `uop_codegen::build::gradient_doc`).
+//! `--grad`, which emits the gradient kernel for any target: the kernel of the
+//! program `uop print --stage grad` writes, see `uop_codegen::build::gradient_doc`).
 
 use std::path::{Path, PathBuf};
 
@@ -58,18 +59,16 @@ pub struct EmitArgs {
     /// the crate `uop-runtime`, so that it needs only core and std (Rust target).
     #[arg(long)]
     standalone: bool,
-    /// Emit the gradient kernel instead (Rust target): with respect to every
-    /// float input, every float output seeded; named `NAME_grad` by default.
+    /// Emit the gradient kernel instead (every target): with respect to every
+    /// float input, every float output seeded; named `NAME_grad` by default. Its
+    /// arguments are those of the program `uop print --stage grad` writes.
     #[arg(long)]
     grad: bool,
 }
 
 /// Runs `uop emit`.
 pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
-    let program = load_program(&args.program, "emit")?;
-    if args.grad && args.target != Target::Rust {
-        return fail("--grad is supported for --target rust only");
-    }
+    let forward = load_program(&args.program, "emit")?;
     if args.standalone && args.target != Target::Rust {
         return fail("--standalone is supported for --target rust only");
     }
@@ -81,6 +80,14 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         None if args.grad => format!("{}_grad", default_name(&args.program)),
         None => default_name(&args.program),
     };
+    let at = |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
+    // With --grad every target compiles the gradient program instead.
+    let grad = if args.grad {
+        Some(gradient(&forward, &full_gradient_spec(&forward)).map_err(|e| at(&e))?)
+    } else {
+        None
+    };
+    let program = grad.as_ref().map_or(&forward, |g| &g.program);
     let jit_err = |e: cranelift::JitError| CliError(e.to_string());
     let bytes: Vec<u8> = match args.target {
         Target::Rust => {
@@ -89,39 +96,37 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             } else {
                 Checks::Proven
             };
-            let at =
-                |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
             let options = RustOptions::default()
                 .checks(checks)
                 .standalone(args.standalone);
-            if args.grad {
-                let grad = gradient(&program, &full_gradient_spec(&program)).map_err(|e| at(&e))?;
-                let mut module = RustModule::new(options);
-                module
-                    .add_with_note(&name, &grad.program, &gradient_doc(&program, &grad))
-                    .map_err(|e| at(&e))?;
-                module.source().map_err(|e| at(&e))?.into_bytes()
-            } else {
-                rust::emit(&name, &program, &options)
+            match &grad {
+                Some(grad) => {
+                    let mut module = RustModule::new(options);
+                    module
+                        .add_with_note(&name, &grad.program, &gradient_doc(&forward, grad))
+                        .map_err(|e| at(&e))?;
+                    module.source().map_err(|e| at(&e))?.into_bytes()
+                }
+                None => rust::emit(&name, program, &options)
                     .map_err(|e| at(&e))?
-                    .into_bytes()
+                    .into_bytes(),
             }
         }
         Target::Object => {
             if args.output.is_none() {
                 return fail("--target object writes a binary file: pass -o FILE.o");
             }
-            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::emit_object(&optimized, &name, &Options::default()).map_err(jit_err)?
         }
         Target::Clif => {
-            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::emit_clif(&optimized, &name, &Options::default())
                 .map_err(jit_err)?
                 .into_bytes()
         }
         Target::Header => {
-            let optimized = cranelift::optimized(&program).map_err(jit_err)?;
+            let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::c_header(&optimized, &name)
                 .map_err(jit_err)?
                 .into_bytes()

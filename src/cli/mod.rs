@@ -1,7 +1,11 @@
 //! The `uop` command line: argument parsing (clap) and one module per subcommand.
 //!
-//! Every failure becomes one [`CliError`] message on stderr and exit code 1;
-//! source errors carry the caret rendering of [`uop_codegen::diag::Diagnostic`].
+//! One error convention for every failure (see `docs/cli.md`): the first line on
+//! stderr is `error: WHAT WENT WRONG`. A command line that does not parse (an
+//! unknown command or flag, a missing or invalid value: clap's errors) exits with
+//! code 2, clap's usage hint following the first line; every other failure is one
+//! [`CliError`] and exits with code 1 (source errors add the caret rendering of
+//! [`uop_codegen::diag::Diagnostic`] after the first line).
 
 mod bench;
 mod emit;
@@ -41,7 +45,16 @@ pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T, CliError> {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "uop", version, about = "uop: a micro-op tensor compiler")]
+#[command(
+    name = "uop",
+    version,
+    about = "uop: a micro-op tensor compiler",
+    after_help = "Examples:\n  \
+        uop run examples/programs/matmul.uop --random 1 --dim M=2 --dim K=3 --dim N=2\n  \
+        uop grad examples/programs/softmax.uop --random 1 --dim B=2 --dim N=3\n\n\
+        Exit codes: 0 success, 1 the command failed, 2 the command line does not parse; \
+        the first line on stderr is `error: ...`."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,11 +63,13 @@ struct Cli {
 /// Which engine executes a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
-    /// The reference interpreter of micro ops (the oracle).
+    /// The reference interpreter of micro ops: the oracle every other engine is
+    /// tested against; 100 to 300 times slower than `cranelift`.
     Interp,
     /// The loop-IR interpreter, on the lowered program after the optimizer's passes.
     Loops,
-    /// Machine code JIT-compiled with Cranelift from the optimized loop IR.
+    /// Machine code JIT-compiled with Cranelift from the optimized loop IR (the
+    /// default for programs).
     Cranelift,
 }
 
@@ -67,7 +82,8 @@ pub enum Stage {
     Loops,
     /// The loop IR after the optimizer's pass pipeline.
     Opt,
-    /// The gradient program (w.r.t. every float input, every output seeded) and its loop IR.
+    /// The gradient program (w.r.t. every float input, every output seeded), as
+    /// `.uop` text that parses again (to run, emit or differentiate it).
     Grad,
     /// A graph as parsed, in the `.uop` text format (a program prints as a graph of calls).
     Graph,
@@ -84,26 +100,50 @@ pub enum Stage {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a program on .npy inputs (or seeded random data) and write or print its outputs.
+    #[command(
+        after_help = "Examples:\n  uop run examples/programs/matmul.uop --random 1 --dim M=2 --dim K=3 --dim N=2\n  uop run examples/programs/softmax.uop --random 7 --dim B=2 --dim N=3 --backend interp"
+    )]
     Run(run::RunArgs),
     /// Print a program at a stage of the compiler.
+    #[command(
+        after_help = "Examples:\n  uop print examples/programs/softmax.uop --stage opt\n  uop print examples/programs/softmax.uop --stage grad"
+    )]
     Print(print::PrintArgs),
     /// List the ops a `.uop` program can call, with their signatures.
+    #[command(after_help = "Examples:\n  uop ops\n  uop ops soft")]
     Ops(ops::OpsArgs),
     /// Check random programs on every execution path against the reference interpreter.
+    #[command(
+        after_help = "Examples:\n  uop fuzz --cases 20 --seed 1\n  uop fuzz --backend cranelift --cases 10"
+    )]
     Fuzz(fuzz::FuzzArgs),
     /// Count blocks, loops and temporaries before and after optimization.
+    #[command(
+        after_help = "Examples:\n  uop stats examples/programs/matmul.uop --dim M=64 --dim K=64 --dim N=64"
+    )]
     Stats(stats::StatsArgs),
     /// Gradients of the outputs (seeded by .npy files, or ones) with respect to inputs.
+    #[command(
+        after_help = "Examples:\n  uop grad examples/programs/softmax.uop --random 1 --dim B=2 --dim N=3\n  uop grad examples/programs/layer_norm.uop --random 1 --dim B=2 --dim N=4 --grad gamma"
+    )]
     Grad(grad::GradArgs),
     /// Generate code for a backend target: Rust source, an object file, its C header, or Cranelift IR.
+    #[command(
+        after_help = "Examples:\n  uop emit examples/programs/softmax.uop --target rust\n  uop emit examples/programs/matmul.uop --grad --target clif"
+    )]
     Emit(emit::EmitArgs),
     /// Time the speed workloads (Rust and Cranelift kernels) against a naive Rust loop.
+    #[command(after_help = "Examples:\n  uop bench --quick --reps 1 --workload matmul_512")]
     Bench(bench::BenchArgs),
 }
 
-/// Entry point of the binary: parses arguments, runs the subcommand, reports errors.
+/// Entry point of the binary: parses arguments, runs the subcommand, reports errors
+/// (see the module docs for the convention).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
@@ -119,6 +159,28 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a command line clap does not accept gives: help and the version go to
+/// stdout with exit code 0; anything else is a usage error, exit code 2, whose
+/// first line on stderr is `error: ...`.
+fn usage(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Printing to a closed stdout is not worth a second error.
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        kind => {
+            if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // clap prints the help alone here; the convention wants the error first.
+                eprintln!("error: a command is required\n");
+            }
+            let _ = e.print();
+            ExitCode::from(2)
         }
     }
 }

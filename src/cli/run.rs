@@ -29,13 +29,14 @@ pub struct RunArgs {
     /// Write an output to NAME=FILE.npy; outputs without one are printed.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
-    /// The engine that executes the program: `loops` (the default for programs) runs
-    /// the optimized loop IR; `interp` is the reference interpreter (the oracle).
+    /// The engine that executes the program: `cranelift` (the default for programs)
+    /// JIT-compiles it to machine code; `loops` interprets the optimized loop IR;
+    /// `interp` is the reference interpreter (the oracle, 100 to 300 times slower).
     /// Graphs (files with `fn`, `while`, `case`, ...) run on the graph interpreter,
     /// the default and only engine for them until the graph executor exists.
     #[arg(long, value_enum)]
     backend: Option<Backend>,
-    /// Skip this optimizer pass (repeatable; for the `loops` backend).
+    /// Skip this optimizer pass (repeatable; for the `cranelift` and `loops` backends).
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
 }
@@ -56,6 +57,10 @@ pub struct InputArgs {
     /// Fill every input not given with seeded random data.
     #[arg(long, value_name = "SEED")]
     random: Option<u64>,
+    /// Write every random input to DIR/NAME.npy (DIR is created if missing), to
+    /// check a result elsewhere, e.g. with numpy; written together with the outputs.
+    #[arg(long, value_name = "DIR", requires = "random")]
+    save_inputs: Option<PathBuf>,
 }
 
 impl InputArgs {
@@ -79,6 +84,40 @@ impl InputArgs {
     pub fn gather(&self, program: &Program) -> Result<Vec<Tensor>, CliError> {
         gather_inputs(program, self)
     }
+
+    /// With `--save-inputs DIR`, adds `DIR/NAME.npy` to `writer` for every input of
+    /// `program` that is not read from a file (the random ones); `DIR` is created.
+    pub(crate) fn save_inputs(
+        &self,
+        program: &Program,
+        inputs: &[Tensor],
+        writer: &mut OutputFiles,
+    ) -> Result<(), CliError> {
+        let Some(dir) = &self.save_inputs else {
+            return Ok(());
+        };
+        let given: Vec<String> = path_assignments("--input", &self.inputs)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CliError(format!(
+                "--save-inputs: cannot create the directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        for (id, tensor) in program.inputs.iter().zip(inputs) {
+            let name = &program.node(*id).name;
+            if given.contains(name) {
+                continue;
+            }
+            let path = dir.join(format!("{name}.npy"));
+            let bytes = write_npy_bytes(&path.display().to_string(), tensor)
+                .map_err(|e| CliError(e.to_string()))?;
+            writer.add(format!("--save-inputs ({name})"), &path, bytes);
+        }
+        Ok(())
+    }
 }
 
 /// Runs `uop run`.
@@ -88,7 +127,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         Source::Program(p) => p,
         Source::Graph(g) => return run_graph(args, &g),
     };
-    let backend = args.backend.unwrap_or(Backend::Loops);
+    let backend = args.backend.unwrap_or(Backend::Cranelift);
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     for unused in program.unused_inputs() {
@@ -104,7 +143,9 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         .iter()
         .map(|o| program.node(*o).name.as_str())
         .collect();
-    write_outputs(&args.outputs, &names, &outputs)
+    let mut writer = OutputFiles::default();
+    args.source.save_inputs(&program, &inputs, &mut writer)?;
+    write_outputs(writer, &args.outputs, &names, &outputs)
 }
 
 /// Runs a graph on the graph interpreter.
@@ -130,11 +171,15 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
     let outputs = uop_graph::run(graph, &inputs, &params).map_err(|e| CliError(e.to_string()))?;
     let names = source::output_names(graph);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    write_outputs(&args.outputs, &names, &outputs)
+    let mut writer = OutputFiles::default();
+    args.source.save_inputs(&declared, &inputs, &mut writer)?;
+    write_outputs(writer, &args.outputs, &names, &outputs)
 }
 
-/// Writes the outputs named in `--output` arguments and prints the others.
+/// Writes the outputs named in `--output` arguments (with the files already in
+/// `writer`, all or nothing) and prints the others.
 fn write_outputs(
+    mut writer: OutputFiles,
     assignments: &[String],
     names: &[&str],
     outputs: &[Tensor],
@@ -150,7 +195,6 @@ fn write_outputs(
             ));
         }
     }
-    let mut writer = OutputFiles::default();
     let mut printed = String::new();
     for (name, tensor) in names.iter().zip(outputs) {
         match files.get(*name) {
