@@ -24,7 +24,7 @@ use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::parse_program;
 use uop_codegen::uop::{DType, Program};
-use uop_kernels;
+use uop_kernels as kernels;
 
 const TRANSCENDENTAL_TOL: f64 = 1e-6;
 

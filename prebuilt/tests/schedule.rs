@@ -18,7 +18,7 @@ use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::parse_program;
 use uop_codegen::uop::DType;
-use uop_kernels;
+use uop_kernels as kernels;
 
 /// The interpreter's f32 outputs of `kernels/{name}.uop` on `inputs`.
 fn reference(name: &str, inputs: &[Tensor]) -> Vec<f32> {
