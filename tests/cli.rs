@@ -405,3 +405,62 @@ fn emit_grad_works_for_every_target() {
         "the object defines its symbols"
     );
 }
+
+#[test]
+fn emit_refuses_a_kernel_name_that_would_clash_and_says_why() {
+    let dir = scratch("cli-names");
+    let softmax = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/programs/softmax.uop"),
+    )
+    .expect("readable");
+    let free = dir.join("free.uop");
+    std::fs::write(&free, &softmax).expect("write");
+    let free = free.to_str().expect("utf-8");
+    let object = dir.join("k.o");
+    let object = object.to_str().expect("utf-8");
+    // From the file name: C refuses the C library's `free` and says how to choose.
+    let o = uop(&["emit", free, "--target", "object", "-o", object]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("`free`") && err.contains("stdlib.h") && err.contains("--name"),
+        "{err}"
+    );
+    assert!(!Path::new(object).exists(), "nothing written");
+    for (name, why) in [
+        ("exp", "math.h"),
+        ("main", "entry point"),
+        ("int", "C keyword"),
+        ("Free", "lowercase snake_case"),
+    ] {
+        for target in ["object", "header", "clif"] {
+            let o = uop(&[
+                "emit", free, "--target", target, "-o", object, "--name", name,
+            ]);
+            assert_eq!(o.status.code(), Some(1), "{name} {target}: {}", stderr(&o));
+            assert!(stderr(&o).contains(why), "{name} {target}: {}", stderr(&o));
+        }
+    }
+    // Rust takes C library and runtime names; it refuses its keywords.
+    for name in ["free", "exp", "int", "spin_until"] {
+        let o = uop(&["emit", free, "--name", name]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(stdout(&o).contains(&format!("pub fn {name}(")), "{name}");
+    }
+    let o = uop(&["emit", free, "--name", "fn"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("Rust keyword"), "{}", stderr(&o));
+    // A name that works for C links: `spin_until` as an object file.
+    let o = uop(&[
+        "emit",
+        free,
+        "--target",
+        "object",
+        "-o",
+        object,
+        "--name",
+        "spin_until",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(Path::new(object).exists());
+}

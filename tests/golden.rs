@@ -117,6 +117,11 @@ fn check_case(dir: &Path) -> Result<(), String> {
 #[test]
 fn every_macro_op_matches_numpy() {
     let cases = case_dirs();
+    assert!(
+        cases.len() >= 100,
+        "only {} golden cases under tests/golden/cases (expected the whole suite, 200+)",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for dir in &cases {
         if let Err(e) = check_case(dir) {

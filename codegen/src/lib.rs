@@ -29,6 +29,7 @@ pub mod interp;
 pub mod loops;
 pub mod pass;
 pub mod tensor;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
 pub mod uop;

@@ -12,11 +12,14 @@
 //! `NAME` defaults to the program file's stem in snake_case (`_grad` appended with
 //! `--grad`, which emits the gradient kernel for any target: the kernel of the
 //! program `uop print --stage grad` writes, see `uop_codegen::build::gradient_doc`).
+//! Either way it is checked against the kernel name rule of
+//! `uop_codegen::backend::names` (docs/kernel-names.md): refused, never renamed.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use uop_codegen::backend::cranelift::{self, Options};
+use uop_codegen::backend::names::{Language, check_kernel_name};
 use uop_codegen::backend::rust::{self, Checks, RustModule, RustOptions};
 use uop_codegen::build::{full_gradient_spec, gradient_doc};
 use uop_codegen::grad::gradient;
@@ -50,7 +53,13 @@ pub struct EmitArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// The kernel's name (default: the program file's name, in snake_case).
-    #[arg(long)]
+    ///
+    /// Lowercase snake_case starting with a letter, and not `main`. For `rust`,
+    /// not a Rust keyword; for `object`, `header` and `clif` (C symbols), not a C
+    /// or C++ keyword, not a C library or common POSIX name (`free`, `exp`,
+    /// `printf`, ...) and not ending in `_t`. A name that breaks the rule is
+    /// refused, never renamed (see docs/kernel-names.md).
+    #[arg(long, verbatim_doc_comment)]
     name: Option<String>,
     /// Emit only safe indexing, no `unsafe` (Rust target).
     #[arg(long)]
@@ -80,6 +89,19 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         None if args.grad => format!("{}_grad", default_name(&args.program)),
         None => default_name(&args.program),
     };
+    let language = match args.target {
+        Target::Rust => Language::Rust,
+        Target::Object | Target::Clif | Target::Header => Language::C,
+    };
+    if let Err(e) = check_kernel_name(&name, language) {
+        return Err(CliError(match &args.name {
+            Some(_) => e.to_string(),
+            None => format!(
+                "{e} (the name comes from the file name {}: choose one with --name)",
+                args.program.display()
+            ),
+        }));
+    }
     let at = |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
     // With --grad every target compiles the gradient program instead.
     let grad = if args.grad {
@@ -145,7 +167,8 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     }
 }
 
-/// `examples/Layer-Norm.uop` -> `layer_norm`; a leading digit gets a `k_` prefix.
+/// `examples/Layer-Norm.uop` -> `layer_norm`; a name not starting with a letter
+/// gets a `k_` prefix (`2d.uop` -> `k_2d`).
 fn default_name(path: &Path) -> String {
     let stem = path
         .file_stem()
@@ -161,7 +184,7 @@ fn default_name(path: &Path) -> String {
             }
         })
         .collect();
-    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+    if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
         name.insert_str(0, "k_");
     }
     name
@@ -175,5 +198,6 @@ mod tests {
     fn default_names_are_snake_case() {
         assert_eq!(default_name(Path::new("a/Layer-Norm.uop")), "layer_norm");
         assert_eq!(default_name(Path::new("2d.uop")), "k_2d");
+        assert_eq!(default_name(Path::new("_x.uop")), "k__x");
     }
 }

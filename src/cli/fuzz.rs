@@ -17,10 +17,8 @@ use std::path::Path;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use uop_codegen::backend::cranelift::run_cranelift;
-use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{
-    Backend, Case, CheckOptions, Failure, GenConfig, Tolerance, check_program, random_case_with,
+    CheckOptions, CraneliftBackend, Failure, GenConfig, Tolerance, check_program, random_case_with,
     random_program, reproducer, shrink_failure,
 };
 use uop_codegen::uop::Program;
@@ -36,19 +34,6 @@ pub enum FuzzBackend {
     /// The Cranelift JIT, after the optimizer's stages. Vectorized reductions reassociate
     /// float additions, so values are compared within rtol 1e-4, atol 1e-5.
     Cranelift,
-}
-
-/// The Cranelift JIT as a stage of the differential oracle.
-struct CraneliftStage;
-
-impl Backend for CraneliftStage {
-    fn name(&self) -> String {
-        "cranelift".into()
-    }
-
-    fn run(&self, p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
-        run_cranelift(p, case)
-    }
 }
 
 impl FuzzBackend {
@@ -124,7 +109,7 @@ pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
                 abs: 1e-5,
                 rel: 1e-4,
             }),
-            backends: vec![Box::new(CraneliftStage)],
+            backends: vec![Box::new(CraneliftBackend)],
         },
     };
     let found = quietly(|| search(args, &cfg, &opts))?;

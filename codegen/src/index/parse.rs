@@ -86,7 +86,7 @@ fn too_deep(at: &str) -> nom::Err<SyntaxError<'_>> {
 type Deep = (Expr, usize);
 
 /// A full expression: terms joined by `+` and `-`, left-associative.
-pub fn expr(input: &str) -> PResult<'_, Expr> {
+pub(crate) fn expr(input: &str) -> PResult<'_, Expr> {
     sum(input, 0).map(|(rest, (e, _))| (rest, e))
 }
 

@@ -1,4 +1,6 @@
-//! Test support for the randomized oracle (DESIGN.md §9): random programs and
+//! Test support for the randomized oracle (DESIGN.md §9), behind the feature
+//! `testing` (which the crate's own tests and the `uop fuzz` command turn on; no
+//! compiler module depends on it): random programs and
 //! cases ([`generate`]), the differential check of every execution path against the
 //! reference interpreter ([`differential`]), and greedy shrinking of a failing
 //! program to a small `.uop` reproducer ([`shrink`](mod@shrink)).
@@ -20,6 +22,8 @@ pub mod generate;
 pub mod programs;
 pub mod shrink;
 
+#[cfg(feature = "cranelift")]
+pub use differential::CraneliftBackend;
 pub use differential::{
     Backend, CheckOptions, Difference, LoopsBackend, Mismatch, Stage, Tolerance, check_program,
     compare_outputs,

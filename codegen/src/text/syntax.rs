@@ -10,12 +10,16 @@
 //! ([`Parser::item`]), each returning the rest of the input; the free functions
 //! skip blanks and read names. Nothing here knows about graphs. Every token keeps its byte offset so that later errors (an
 //! unknown name, a shape mismatch) can point at it. Index expressions inside
-//! brackets are parsed by the crate's own [`crate::index::expr`].
+//! brackets are parsed by the crate's own index expression parser.
 
 use nom::character::complete::digit1;
 
 use crate::diag::SyntaxError;
-use crate::index::{Expr, PResult, expr, is_plain_name};
+use crate::index::parse::expr;
+use crate::index::{Expr, is_plain_name};
+
+/// Result type of the nom parsers of the text formats.
+pub use crate::index::parse::PResult;
 use crate::uop::DType;
 
 /// How deeply brackets and calls may nest; deeper input is rejected before parsing

@@ -110,7 +110,7 @@ impl<'s> G<'s> {
         TextError::syntax(self.src, e)
     }
 
-    fn lift<T>(&self, r: uop_codegen::index::PResult<'s, T>) -> R<'s, T> {
+    fn lift<T>(&self, r: uop_codegen::text::syntax::PResult<'s, T>) -> R<'s, T> {
         r.map_err(|e| self.syntax(unwrap_err(e)))
     }
 

@@ -92,13 +92,6 @@ impl Status {
     }
 }
 
-/// True when `name` can name a C function.
-pub fn is_c_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 fn c_type(d: DType) -> &'static str {
     match d {
         DType::F32 => "float",
@@ -259,14 +252,5 @@ mod tests {
             assert_eq!(Status::from_code(s as i32), Some(s));
         }
         assert_eq!(Status::from_code(99), None);
-    }
-
-    #[test]
-    fn c_identifiers() {
-        assert!(is_c_identifier("softmax_f32"));
-        assert!(is_c_identifier("_k"));
-        assert!(!is_c_identifier("1x"));
-        assert!(!is_c_identifier("a-b"));
-        assert!(!is_c_identifier(""));
     }
 }

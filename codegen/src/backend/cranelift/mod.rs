@@ -54,10 +54,10 @@ use cranelift_module::{Linkage, Module, ModuleError};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use thiserror::Error;
 
+use crate::backend::names::{Language, NameError, check_kernel_name};
 use crate::loops::{self, LoopProgram};
 use crate::pass::{self, PassError, PassOptions};
 use crate::tensor::Tensor;
-use crate::testing::Case;
 use crate::uop::{BindError, DType, Program};
 
 pub use abi::Status;
@@ -74,11 +74,9 @@ pub enum JitError {
     /// program: lowering and the passes never produce one).
     #[error("the loop program cannot be compiled: {0}")]
     Unsupported(String),
-    /// A kernel name that C cannot call.
-    #[error(
-        "`{0}` is not a valid kernel name: use letters, digits and `_`, not starting with a digit"
-    )]
-    Name(String),
+    /// A kernel name breaks the rule of [`names`](crate::backend::names) for C.
+    #[error(transparent)]
+    Name(#[from] NameError),
     /// Cranelift failed (a verifier error here is a bug in this backend).
     #[error("Cranelift failed: {0}")]
     Codegen(String),
@@ -642,23 +640,13 @@ impl Kernel {
     }
 }
 
-/// Runs a random-testing case through the JIT (default options), for the fuzz
-/// harness: the same contract as the interpreter, errors as text.
-pub fn run_cranelift(p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
-    let kernel = compile_program(p, &Options::default()).map_err(|e| e.to_string())?;
-    kernel
-        .run(&case.inputs, &case.params)
-        .map_err(|e| e.to_string())
-}
-
 // ---------------------------------------------------------------- AOT
 
+/// The symbols `name` and `name_shapes` are C symbols: the name must follow
+/// the C rule of [`names`](crate::backend::names) (which also keeps them apart
+/// from every symbol the kernel imports, see `RuntimeFn::symbol`).
 fn check_name(name: &str) -> Result<(), JitError> {
-    if abi::is_c_identifier(name) {
-        Ok(())
-    } else {
-        Err(JitError::Name(name.to_string()))
-    }
+    Ok(check_kernel_name(name, Language::C)?)
 }
 
 /// Builds both entries (`name` and `name_shapes`) into an object module; calls
@@ -745,5 +733,6 @@ pub fn c_header(program: &LoopProgram, name: &str) -> Result<String, JitError> {
 /// A Rust `extern "C"` block declaring the kernel `name` of [`emit_object`].
 pub fn rust_extern_block(program: &LoopProgram, name: &str) -> Result<String, JitError> {
     check_name(name)?;
+    check_kernel_name(name, Language::Rust)?;
     Ok(abi::rust_extern_block(program, name))
 }

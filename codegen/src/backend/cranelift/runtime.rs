@@ -261,6 +261,24 @@ mod tests {
     }
 
     #[test]
+    fn no_kernel_name_can_be_an_imported_symbol() {
+        use crate::backend::names::{Language, check_kernel_name};
+        // An object file's kernel `NAME` and `NAME_shapes` never clash with a
+        // symbol the kernel calls: the C name rule refuses every one of them.
+        let object = RuntimeFn::ALL.map(|f| f.symbol(Linking::Object));
+        let libcalls = jit_symbols().into_iter().map(|(n, _)| n);
+        for symbol in object.into_iter().chain(libcalls) {
+            if symbol.starts_with("uop_") {
+                continue; // the JIT's own imports; JIT kernels have no user name
+            }
+            assert!(
+                check_kernel_name(symbol, Language::C).is_err(),
+                "`{symbol}` could name a kernel"
+            );
+        }
+    }
+
+    #[test]
     fn allocation_is_zeroed_aligned_and_freed() {
         let p = uop_alloc(40);
         assert!(!p.is_null());

@@ -280,8 +280,9 @@ impl<M: Module> Translator<'_, '_, M> {
                 sig.params.push(AbiParam::new(I64));
             }
         }
-        // Declaring an import only fails on a clashing signature, which a fixed table
-        // of distinct names cannot produce.
+        // Declaring an import only fails on a clashing signature or on a clash with
+        // the kernel's own symbols, which a fixed table of distinct names and the C
+        // name rule (`backend::names`, which refuses every import's name) exclude.
         let id = self
             .module
             .declare_function(f.symbol(self.linking), Linkage::Import, &sig)

@@ -23,7 +23,7 @@ use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
 use crate::pass::{access_mentions, value_mentions};
 
-use super::names::{Scope, camel};
+use super::names::{Scope, camel, kernel_items};
 use super::runtime::{Helper, RESERVED, path};
 use super::{Checks, EmitError};
 
@@ -194,14 +194,10 @@ pub(super) fn emit(k: &KernelSource, checks: Checks) -> Result<TokenStream, Emit
     };
     let mut reserved: Vec<&str> = RESERVED.to_vec();
     reserved.extend(["shapes", "sizes", "at", "i64", "usize"]);
-    let shapes_fn = format!("{}_shapes", k.name);
-    let sizes_fn = format!("{}_sizes", k.name);
-    let per_cpu: Vec<String> = ["loops", "avx2", "avx512"]
-        .iter()
-        .map(|suffix| format!("{}_{suffix}", k.name))
-        .collect();
-    reserved.extend([k.name.as_str(), shapes_fn.as_str(), sizes_fn.as_str()]);
-    reserved.extend(per_cpu.iter().map(String::as_str));
+    // The kernel's companions, which its bodies call; not the kernel's own name,
+    // which nothing calls (a parameter may take it: kernel `x_shape`, input `x`).
+    let items = kernel_items(&k.name);
+    reserved.extend(items[1..].iter().map(String::as_str));
     reserved.extend([
         "row", "col", "lane", "value", "values", "FMA", "LANES", "MR", "NR", "KC", "TB", "VEC",
     ]);

@@ -97,6 +97,7 @@ use std::collections::HashSet;
 use quote::quote;
 use thiserror::Error;
 
+use crate::backend::names::{Language, NameError, check_kernel_name};
 use crate::loops::{self, LoopProgram};
 use crate::pass::{self, PassError, PassOptions};
 use crate::text::print_program;
@@ -145,14 +146,9 @@ impl RustOptions {
 /// Why Rust source could not be generated.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum EmitError {
-    /// A kernel name is not a snake_case Rust identifier.
-    #[error(
-        "`{name}` cannot name a kernel: use a lowercase snake_case identifier that is not a Rust keyword"
-    )]
-    InvalidName {
-        /// The name given.
-        name: String,
-    },
+    /// A kernel name breaks the rule of [`names`](crate::backend::names).
+    #[error(transparent)]
+    InvalidName(#[from] NameError),
     /// Two kernels, or a kernel and a generated item, would have the same name.
     #[error("the kernel name `{name}` clashes with `{item}`, another item of the generated file")]
     NameClash {
@@ -237,18 +233,8 @@ impl RustModule {
         source_text: &str,
         program: LoopProgram,
     ) -> Result<&mut Self, EmitError> {
-        if !names::is_kernel_name(name) {
-            return Err(EmitError::InvalidName { name: name.into() });
-        }
-        let items = [
-            name.to_string(),
-            format!("{name}_shapes"),
-            format!("{name}_sizes"),
-            format!("{name}_loops"),
-            format!("{name}_avx2"),
-            format!("{name}_avx512"),
-            format!("{}Shapes", names::camel(name)),
-        ];
+        check_kernel_name(name, Language::Rust)?;
+        let items = names::kernel_items(name);
         for item in &items {
             if self.taken.contains(item) {
                 return Err(EmitError::NameClash {

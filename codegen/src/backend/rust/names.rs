@@ -3,19 +3,7 @@
 
 use std::collections::HashSet;
 
-/// Words Rust reserves (strict and reserved keywords of edition 2024).
-const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "_",
-];
-
-/// True for a Rust keyword (which cannot name a local).
-pub(super) fn is_keyword(word: &str) -> bool {
-    KEYWORDS.contains(&word)
-}
+pub(super) use crate::backend::names::is_rust_keyword as is_keyword;
 
 /// True for the names the generated bodies use for loop indices (`i3`) and carried
 /// variables (`v0`), which program names must not shadow.
@@ -26,14 +14,19 @@ fn is_generated_local(word: &str) -> bool {
     matches!(chars.next(), Some('i' | 'v')) && number.len() > 1 && chars.all(|c| c.is_ascii_digit())
 }
 
-/// A valid kernel name: lowercase snake_case and not a keyword, so that the kernel
-/// function and its companions (`{name}_shapes`, `{Name}Shapes`) are warning-free.
-pub(super) fn is_kernel_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z' | '_'))
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && name != "_"
-        && !is_keyword(name)
+/// The module-level items the kernel `name` defines in a generated file: the
+/// kernel, its shapes and sizes functions, its per-CPU copies and its shapes
+/// struct. Kernels of one file must not share any.
+pub(super) fn kernel_items(name: &str) -> [String; 7] {
+    [
+        name.to_string(),
+        format!("{name}_shapes"),
+        format!("{name}_sizes"),
+        format!("{name}_loops"),
+        format!("{name}_avx2"),
+        format!("{name}_avx512"),
+        format!("{}Shapes", camel(name)),
+    ]
 }
 
 /// `softmax_f32` -> `SoftmaxF32`.
@@ -110,11 +103,19 @@ mod tests {
     }
 
     #[test]
-    fn kernel_names() {
-        assert!(is_kernel_name("softmax_f32"));
-        assert!(!is_kernel_name("Softmax"));
-        assert!(!is_kernel_name("fn"));
-        assert!(!is_kernel_name("9x"));
+    fn kernel_items_are_the_kernel_and_its_companions() {
         assert_eq!(camel("softmax_f32"), "SoftmaxF32");
+        assert_eq!(
+            kernel_items("relu"),
+            [
+                "relu",
+                "relu_shapes",
+                "relu_sizes",
+                "relu_loops",
+                "relu_avx2",
+                "relu_avx512",
+                "ReluShapes"
+            ]
+        );
     }
 }
