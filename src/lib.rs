@@ -25,3 +25,9 @@ pub mod cli;
 pub mod jit;
 pub mod kernels;
 pub mod npy;
+
+/// The README's Rust examples, compiled and run as doc tests (`tests/readme.rs` runs
+/// its commands).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
