@@ -29,3 +29,9 @@ pub mod npy;
 /// The prebuilt kernels (the crate `uop-kernels`), with the feature `prebuilt`.
 #[cfg(feature = "prebuilt")]
 pub use uop_kernels as kernels;
+
+/// The README's Rust examples, compiled and run as doc tests (`tests/readme.rs` runs
+/// its commands).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,8 +1,8 @@
 //! `docs/ops.md`, the reference table of every op, is printed from the code: its
 //! signature and doc from the registry, and its definition in micro ops from the
 //! smallest golden case that calls it, parsed and printed back as micro ops. The
-//! README's table of what the optimizer does to each op (blocks and temporaries
-//! before and after, from `pass::stats` on the same case) is generated here too,
+//! table of what the optimizer does to each op in `docs/optimizer.md` (blocks and
+//! temporaries before and after, from `pass::stats` on the same case) is generated here too,
 //! between its `<!-- op-stats -->` markers. The test fails when either drifts;
 //! `UOP_UPDATE_DOCS=1 cargo test --release --test ops_reference` rewrites them.
 
@@ -175,25 +175,20 @@ const BEGIN: &str = "<!-- op-stats:begin -->\n";
 const END: &str = "<!-- op-stats:end -->";
 
 #[test]
-fn the_readme_stats_table_is_up_to_date() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&path).expect("README");
-    let (Some(start), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
-        panic!("README.md lacks the {BEGIN:?} / {END:?} markers");
+fn the_optimizer_doc_stats_table_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/optimizer.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/optimizer.md");
+    let (Some(start), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/optimizer.md lacks the {BEGIN:?} / {END:?} markers");
     };
-    let fresh = format!(
-        "{}{BEGIN}{}{}",
-        &readme[..start],
-        stats_table(),
-        &readme[end..]
-    );
+    let fresh = format!("{}{BEGIN}{}{}", &doc[..start], stats_table(), &doc[end..]);
     if std::env::var_os("UOP_UPDATE_DOCS").is_some() {
-        std::fs::write(&path, &fresh).expect("write README.md");
+        std::fs::write(&path, &fresh).expect("write docs/optimizer.md");
         return;
     }
     assert!(
-        readme == fresh,
-        "the op stats table in README.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --release --test ops_reference`"
+        doc == fresh,
+        "the op stats table in docs/optimizer.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --release --test ops_reference`"
     );
 }
 
