@@ -81,7 +81,7 @@ fn programs() -> Vec<(String, Program)> {
         parse_program(text, &registry).unwrap_or_else(|e| panic!("{what}: {e}"))
     };
     let mut out = Vec::new();
-    for (dir, prefix) in [("examples/programs", "example"), ("kernels", "kernel")] {
+    for (dir, prefix) in [("examples/programs", "example"), ("prebuilt/kernels", "kernel")] {
         for (stem, text) in uop_files(&root().join(dir)) {
             out.push((format!("{prefix}_{stem}"), parse(&stem, &text)));
         }
@@ -242,7 +242,7 @@ fn main() {
 fn two_kernel_files_in_one_binary_share_one_pool_one_thread_setting_one_error_type() {
     let registry = uop::ops::registry();
     let file = |name: &str| {
-        let path = root().join("kernels").join(format!("{name}.uop"));
+        let path = root().join("prebuilt/kernels").join(format!("{name}.uop"));
         let text = std::fs::read_to_string(&path).expect("read program");
         let program = parse_program(&text, &registry).expect("parses");
         uop::codegen::backend::rust::emit(name, &program, &RustOptions::default()).expect("emits")
