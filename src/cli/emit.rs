@@ -51,7 +51,8 @@ pub struct EmitArgs {
     /// The kernel's name (default: the program file's name, in snake_case).
     #[arg(long)]
     name: Option<String>,
-    /// Emit only safe indexing, no `unsafe` (Rust target).
+    /// Emit only safe indexing, no `unsafe` (Rust target); the kernel is then
+    /// unscheduled (no threads, tiles or per-CPU copies), which need `unsafe`.
     #[arg(long)]
     full_checks: bool,
     /// Copy the runtime's sources into the file as `mod rt` instead of importing
@@ -91,8 +92,11 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             };
             let at =
                 |e: &dyn std::fmt::Display| CliError(format!("{}: {e}", args.program.display()));
+            // Full checks promise Rust without `unsafe`, which a schedule needs: the
+            // flag asks for both (see `uop_codegen::compile`).
             let options = RustOptions::default()
                 .checks(checks)
+                .schedule(checks == Checks::Proven)
                 .standalone(args.standalone);
             if args.grad {
                 let grad = gradient(&program, &full_gradient_spec(&program)).map_err(|e| at(&e))?;

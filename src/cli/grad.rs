@@ -242,7 +242,7 @@ pub fn print_stage(program: &Program) -> Result<String, CliError> {
     let lowered = loops::lower(&g.program);
     out.push_str("\n# loop IR, before optimization\n");
     out.push_str(&lowered.to_string());
-    let optimized = uop_codegen::pass::optimize(&lowered, &PassOptions::default())
+    let optimized = uop_codegen::compile::optimize(&lowered, &Default::default())
         .map_err(|e| CliError(e.to_string()))?;
     out.push_str("\n# loop IR, after optimization\n");
     out.push_str(&optimized.to_string());

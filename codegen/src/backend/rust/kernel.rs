@@ -26,6 +26,7 @@ use crate::pass::{access_mentions, value_mentions};
 use super::names::{Scope, camel};
 use super::runtime::{Helper, RESERVED, path};
 use super::{Checks, EmitError};
+use crate::compile::CompileOptions;
 
 /// What the emitter needs of one kernel.
 #[derive(Clone, Debug)]
@@ -180,7 +181,8 @@ const PIECE: i64 = 1 << 15;
 const SHARE_STEP: i64 = 64;
 
 /// Emits one kernel's items.
-pub(super) fn emit(k: &KernelSource, checks: Checks) -> Result<TokenStream, EmitError> {
+pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenStream, EmitError> {
+    let (checks, schedule) = (options.checks, options.schedule);
     let p = &k.loops;
     let is32 = match p.dtype {
         DType::F32 => true,
@@ -244,9 +246,9 @@ pub(super) fn emit(k: &KernelSource, checks: Checks) -> Result<TokenStream, Emit
         unsafe_used: RefCell::new(false),
         used: RefCell::new(BTreeSet::new()),
         sizes: Vec::new(),
-        scheduled: checks == Checks::Proven,
+        scheduled: schedule,
         consts: RefCell::new(BTreeSet::new()),
-        threaded: checks == Checks::Proven && p.blocks.iter().any(threads_work),
+        threaded: schedule && p.blocks.iter().any(threads_work),
         packed: RefCell::new(Vec::new()),
         panels: RefCell::new(Vec::new()),
         share: RefCell::new(None),
@@ -2463,6 +2465,7 @@ impl Gen<'_> {
         let mut shape_fields = Vec::new();
         let mut shape_values = Vec::new();
         let mut len_methods = Vec::new();
+        let mut element_checks = Vec::new();
         for o in &p.outputs {
             let decl = &p.tensors[o.0];
             let f = &self.tensors[o.0];
@@ -2479,6 +2482,9 @@ impl Gen<'_> {
                 .map(|e| self.entry_usize(e))
                 .collect::<Result<Vec<_>, _>>()?;
             shape_values.push(quote!(#f: [#(#vals),*]));
+            let check = self.need(Helper::CheckElements);
+            let name = decl.name.as_str();
+            element_checks.push(quote!(#check(#kernel, #name, &shapes.#f)?;));
             let m = ident(&format!("{f}_len"));
             let doc = format!(
                 " Elements of `{}`: the length `{}` requires of that buffer.",
@@ -2641,24 +2647,32 @@ impl Gen<'_> {
                     .to_string(),
             );
         }
+        // A crate may call only some of a file's kernels: an unused one is not worth
+        // a warning there (and what the kernel calls is then not reported either).
+        let unused_ok = quote!(#[allow(dead_code)]);
         Ok(quote! {
             #[doc = #shapes_doc]
             #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            #unused_ok
             pub struct #shapes_ty {
                 #(#shape_fields,)*
             }
 
+            #unused_ok
             impl #shapes_ty {
                 #(#len_methods)*
             }
 
             #(#[doc = #shapes_fn_doc])*
             #shapes_allow
+            #unused_ok
             pub fn #shapes_fn(#(#shape_params,)* #(#shapes_param_params),*) -> Result<#shapes_ty, KernelError> {
                 #shapes_binds
                 #sizes_call
                 #(#asserts)*
-                Ok(#shapes_ty { #(#shape_values),* })
+                let shapes = #shapes_ty { #(#shape_values),* };
+                #(#element_checks)*
+                Ok(shapes)
             }
 
             #sizes_item
@@ -2666,6 +2680,7 @@ impl Gen<'_> {
             #(#[doc = #kernel_doc])*
             #(#[doc = #fast_doc])*
             #allow
+            #unused_ok
             pub fn #kernel_fn(#(#buffer_params,)* #(#param_params,)* #(#out_params),*) -> Result<(), KernelError> {
                 let shapes = #shapes_fn(#(#shape_args),*)?;
                 #(#len_checks)*
