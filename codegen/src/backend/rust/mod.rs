@@ -286,6 +286,7 @@ impl RustModule {
             name: name.into(),
             text: source_text.into(),
             note: String::new(),
+            signature: program.signature(),
             loops: program,
         });
         Ok(self)
