@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use uop::codegen::backend::rust::Checks;
-use uop::codegen::build::Kernels;
+use uop::codegen::build::{Kernels, Source};
 use uop::codegen::uop::DType;
 
 #[test]
@@ -14,17 +14,15 @@ use uop::codegen::uop::DType;
 fn generated_code_is_clippy_clean() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut proven = Kernels::with_registry(uop::ops::registry());
-    proven
-        .add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
-        .expect("prebuilt programs");
-    let mut full = Kernels::with_registry(uop::ops::registry()).checks(Checks::Full);
-    full.add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
-        .expect("prebuilt programs");
+    let prebuilt = Source::dir(root.join("prebuilt/kernels")).dtypes(&[DType::F32, DType::F64]);
+    proven.add(prebuilt.clone()).expect("prebuilt programs");
+    let mut full = Kernels::with_registry(uop::ops::registry())
+        .checks(Checks::Full)
+        .schedule(false);
+    full.add(prebuilt.clone()).expect("prebuilt programs");
 
     let mut standalone = Kernels::with_registry(uop::ops::registry()).standalone(true);
-    standalone
-        .add_dir(root.join("prebuilt/kernels"), &[DType::F32, DType::F64])
-        .expect("prebuilt programs");
+    standalone.add(prebuilt).expect("prebuilt programs");
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_clippy");
     std::fs::create_dir_all(dir.join("src")).expect("scratch dir");

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use uop::codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions};
+use uop::codegen::backend::rust::{EmitError, RustModule, RustOptions};
 use uop::codegen::text::parse_program;
 use uop::codegen::uop::Program;
 
@@ -177,10 +177,7 @@ fn every_program_and_macro_op_compiles_without_warnings_in_both_modes() {
                 "standalone.rs",
                 module(&programs, RustOptions::default().standalone(true)),
             ),
-            (
-                "full_checks.rs",
-                module(&programs, RustOptions::default().checks(Checks::Full)),
-            ),
+            ("full_checks.rs", module(&programs, RustOptions::safe())),
         ],
     );
     let out = cargo(&dir, &["check", "--lib"]);
@@ -259,6 +256,58 @@ fn two_kernel_files_in_one_binary_share_one_pool_one_thread_setting_one_error_ty
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
         "the two-file binary failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A user's binary as the README writes it: `#![deny(warnings)]`, the kernels
+/// included in a private module with no `allow` attribute, only one of them
+/// called. The called one has a 2^40 × 2^40 output (2^80 elements, which wraps to 0
+/// in unchecked arithmetic): its shapes function and its entry refuse it.
+const USER_MAIN: &str = r#"#![deny(warnings)]
+
+mod kernels {
+    include!("kernels.rs");
+}
+
+fn main() {
+    let a = [1.0f32; 6];
+    let e = kernels::huge_shapes([2, 3]).expect_err("2^80 elements");
+    assert_eq!(e.to_string(), "huge: the shape of `y` has too many elements");
+    let e = kernels::huge(&a, [2, 3], &mut []).expect_err("2^80 elements");
+    assert!(matches!(e, kernels::KernelError::TooLarge { buffer: "y", .. }), "{e}");
+    println!("ok");
+}
+"#;
+
+#[test]
+fn a_user_binary_needs_no_allow_and_an_overflowing_output_is_refused() {
+    let registry = uop::ops::registry();
+    let parse = |text: &str| parse_program(text, &registry).expect("parses");
+    let mut module = RustModule::new(RustOptions::default());
+    module
+        .add(
+            "huge",
+            &parse("input a: f32[M, K]\ny = reindex(a, [1099511627776, 1099511627776], [0, 0])\noutput y\n"),
+        )
+        .expect("adds");
+    let softmax = std::fs::read_to_string(root().join("kernels/softmax.uop")).expect("reads");
+    // Never called: no warning for it either.
+    module
+        .add("unused_softmax", &parse(&softmax))
+        .expect("adds");
+    let dir = scratch_crate(
+        "uop_user_binary",
+        &[
+            ("main.rs", USER_MAIN.into()),
+            ("kernels.rs", module.source().expect("emits")),
+        ],
+    );
+    let out = cargo(&dir, &["run"]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "the user binary failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -4,17 +4,27 @@
 //! crate `uop-runtime` (a dependency of the crate, imported as `rt`), or with
 //! [`Kernels::standalone`] only `core` and `std`.
 //!
+//! There is one way to add kernels, [`Kernels::add`], taking a [`Source`]: a
+//! [`Program`], a `.uop` text, a file or a folder of files, with modifiers for the
+//! float types to generate and for gradient kernels. A build script calls
+//! [`Kernels::run`], which writes the file and prints any error as one readable
+//! line (and fails the build).
+//!
+//! With the macro ops (`linear`, `softmax`, ...), start from `uop_ops::build::kernels()`
+//! instead of [`Kernels::new`]: the crate `uop-ops` re-exports this module with its
+//! registry in place, so a build script needs that one build-dependency.
+//!
 //! ```no_run
 //! // build.rs (with uop-codegen as a build-dependency)
-//! use uop_codegen::build::Kernels;
-//! use uop_codegen::uop::DType;
+//! use uop_codegen::build::{Kernels, Source};
+//! use uop_codegen::uop::DType::{F32, F64};
 //!
-//! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let mut kernels = Kernels::new();
-//!     kernels.add_file("scale_shift", "ops/scale_shift.uop")?; // float type from the file
-//!     kernels.add_file_as("scale_shift_f64", "ops/scale_shift.uop", DType::F64)?;
-//!     kernels.write("kernels.rs")?; // OUT_DIR/kernels.rs, plus cargo:rerun-if-changed lines
-//!     Ok(())
+//! fn main() -> std::process::ExitCode {
+//!     Kernels::new().run("kernels.rs", |kernels| {
+//!         // `scale_shift_f32` and `scale_shift_f64`, and the gradient of each.
+//!         kernels.add(Source::file("ops/scale_shift.uop").dtypes(&[F32, F64]).with_gradient())?;
+//!         Ok(())
+//!     })
 //! }
 //! ```
 //!
@@ -25,12 +35,12 @@
 //! }
 //! ```
 //!
-//! Programs come from the [`Builder`](crate::uop::Builder) ([`Kernels::add`]) or from
-//! `.uop` files parsed with a macro-op [`Registry`] ([`Kernels::with_registry`]; the
-//! `uop` crate passes `uop_ops::registry()`). A program carries its float type;
-//! the `_as` methods convert a program to f32 or f64 so one source gives both.
+//! Kernel names: a file's or folder entry's is its stem (or [`Source::named`]);
+//! [`Source::dtypes`] makes one kernel per float type, `{name}_{dtype}`; a gradient
+//! kernel is `{kernel}_grad`.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use thiserror::Error;
 
@@ -58,6 +68,9 @@ pub enum BuildError {
         /// The parse error with its caret rendering.
         message: String,
     },
+    /// A source was given a modifier it cannot take.
+    #[error("{0}")]
+    Source(String),
     /// A float type other than f32 / f64 was asked for.
     #[error("kernel `{name}`: a program's float type is f32 or f64, not {dtype}")]
     NotFloat {
@@ -90,6 +103,106 @@ pub enum BuildError {
     },
 }
 
+/// Where a kernel's program comes from, and which kernels to make of it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    origin: Origin,
+    name: Option<String>,
+    dtypes: Vec<DType>,
+    gradient: Gradients,
+}
+
+#[derive(Clone, Debug)]
+enum Origin {
+    Program(Program),
+    Text(String),
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+#[derive(Clone, Debug, Default)]
+enum Gradients {
+    /// Forward kernels only.
+    #[default]
+    None,
+    /// Each forward kernel and its gradient, except for the listed names (stems).
+    Full { except: Vec<String> },
+    /// Only the gradient kernel for this request (a program source).
+    Only(GradSpec),
+}
+
+impl Source {
+    /// A program built in Rust, as the kernel `name`.
+    pub fn program(name: &str, program: &Program) -> Source {
+        Source::new(Origin::Program(program.clone()), Some(name.into()))
+    }
+
+    /// A program in the `.uop` text format, as the kernel `name`.
+    pub fn text(name: &str, text: &str) -> Source {
+        Source::new(Origin::Text(text.into()), Some(name.into()))
+    }
+
+    /// A `.uop` file, as the kernel named after the file's stem; the build reruns
+    /// when it changes.
+    pub fn file(path: impl AsRef<Path>) -> Source {
+        Source::new(Origin::File(path.as_ref().to_path_buf()), None)
+    }
+
+    /// Every `*.uop` file of a folder, sorted by name, each a kernel named after
+    /// its stem; the build reruns when a file is added.
+    pub fn dir(path: impl AsRef<Path>) -> Source {
+        Source::new(Origin::Dir(path.as_ref().to_path_buf()), None)
+    }
+
+    fn new(origin: Origin, name: Option<String>) -> Source {
+        Source {
+            origin,
+            name,
+            dtypes: Vec::new(),
+            gradient: Gradients::None,
+        }
+    }
+
+    /// Names the kernel `name` instead of after its file (not for a folder).
+    pub fn named(mut self, name: &str) -> Source {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// One kernel per float type (f32, f64), each the program converted to it and
+    /// named `{name}_{dtype}`; without this, one kernel in the program's own type.
+    pub fn dtypes(mut self, dtypes: &[DType]) -> Source {
+        self.dtypes = dtypes.to_vec();
+        self
+    }
+
+    /// Adds after each kernel its gradient `{kernel}_grad`: with respect to every
+    /// float input, every float output seeded, nothing supplied
+    /// ([`full_gradient_spec`]).
+    pub fn with_gradient(mut self) -> Source {
+        self.gradient = Gradients::Full { except: Vec::new() };
+        self
+    }
+
+    /// Like [`Source::with_gradient`], leaving out the gradients of the programs
+    /// named here (folder stems: programs whose gradient is zero or undefined,
+    /// such as an argmax).
+    pub fn with_gradient_except(mut self, names: &[&str]) -> Source {
+        self.gradient = Gradients::Full {
+            except: names.iter().map(|s| s.to_string()).collect(),
+        };
+        self
+    }
+
+    /// Makes the kernel the gradient program for `spec` alone (see [`crate::grad`]
+    /// for its arguments and their names), instead of the program. Only for
+    /// [`Source::program`]: `spec` names the program's nodes.
+    pub fn gradient_only(mut self, spec: GradSpec) -> Source {
+        self.gradient = Gradients::Only(spec);
+        self
+    }
+}
+
 /// A set of kernels to generate into one Rust file.
 #[derive(Debug)]
 pub struct Kernels {
@@ -106,12 +219,13 @@ impl Default for Kernels {
 }
 
 impl Kernels {
-    /// No kernels yet; `.uop` files may use micro ops only.
+    /// No kernels yet; `.uop` sources may use micro ops only (for the macro ops, use
+    /// `uop_ops::build::kernels()`).
     pub fn new() -> Self {
         Self::with_registry(Registry::new())
     }
 
-    /// No kernels yet; `.uop` files may call the macro ops of `registry`.
+    /// No kernels yet; `.uop` sources may call the macro ops of `registry`.
     pub fn with_registry(registry: Registry) -> Self {
         Kernels {
             registry,
@@ -121,9 +235,16 @@ impl Kernels {
     }
 
     /// Sets how generated accesses are checked (see [`Checks`]); default
-    /// [`Checks::Proven`].
+    /// [`Checks::Proven`]. [`Checks::Full`] needs [`Kernels::schedule`]`(false)`.
     pub fn checks(mut self, checks: Checks) -> Self {
         self.module.set_checks(checks);
+        self
+    }
+
+    /// Runs the schedule passes (threads, register tiles, per-CPU copies; the
+    /// default) or not.
+    pub fn schedule(mut self, schedule: bool) -> Self {
+        self.module.set_schedule(schedule);
         self
     }
 
@@ -134,151 +255,102 @@ impl Kernels {
         self
     }
 
-    /// Adds `program` as the kernel `name` (a snake_case identifier), in the
-    /// program's own float type.
-    pub fn add(&mut self, name: &str, program: &Program) -> Result<&mut Self, BuildError> {
-        self.module.add(name, program)?;
-        Ok(self)
+    /// Adds the kernels of `source`; returns their names, in order (each forward
+    /// kernel followed by its gradient).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] when a file cannot be read or parsed, a program cannot become
+    /// a kernel, a name clashes, or a modifier does not fit the source.
+    pub fn add(&mut self, source: Source) -> Result<Vec<String>, BuildError> {
+        let programs: Vec<(String, Program)> = match &source.origin {
+            Origin::Program(p) => vec![(required_name(&source)?, p.clone())],
+            Origin::Text(text) => {
+                let name = required_name(&source)?;
+                let program = self.parse(&format!("<text of {name}>"), text)?;
+                vec![(name, program)]
+            }
+            Origin::File(path) => {
+                let program = self.read(path)?;
+                let name = match &source.name {
+                    Some(n) => n.clone(),
+                    None => stem(path),
+                };
+                vec![(name, program)]
+            }
+            Origin::Dir(dir) => {
+                if source.name.is_some() {
+                    return Err(BuildError::Source(format!(
+                        "{}: a folder's kernels are named after its files; `named` is for one program",
+                        dir.display()
+                    )));
+                }
+                self.read_dir(dir)?
+            }
+        };
+        if matches!(source.gradient, Gradients::Only(_))
+            && !matches!(source.origin, Origin::Program(_))
+        {
+            return Err(BuildError::Source(
+                "`gradient_only` takes a program source: its request names the program's nodes"
+                    .into(),
+            ));
+        }
+        let mut names = Vec::new();
+        for (base, program) in programs {
+            let variants: Vec<(String, Program)> = if source.dtypes.is_empty() {
+                vec![(base.clone(), program)]
+            } else {
+                source
+                    .dtypes
+                    .iter()
+                    .map(|&dtype| {
+                        let name = format!("{base}_{dtype}");
+                        with_float_type(&program, dtype)
+                            .map(|p| (name.clone(), p))
+                            .ok_or(BuildError::NotFloat { name, dtype })
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            for (name, program) in variants {
+                match &source.gradient {
+                    Gradients::Only(spec) => {
+                        self.add_gradient(&name, &program, spec)?;
+                        names.push(name);
+                    }
+                    Gradients::None => {
+                        self.module.add(&name, &program)?;
+                        names.push(name);
+                    }
+                    Gradients::Full { except } => {
+                        self.module.add(&name, &program)?;
+                        names.push(name.clone());
+                        if !except.contains(&base) {
+                            let grad_name = format!("{name}_grad");
+                            self.add_gradient(&grad_name, &program, &full_gradient_spec(&program))?;
+                            names.push(grad_name);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(names)
     }
 
-    /// Adds the gradient of `program` for `spec` as the kernel `name`. Its
-    /// arguments are the gradient program's inputs (forward inputs it reads, then
-    /// seeds `g_<output>`, then supplied forward values) and its outputs are
-    /// `g_<input>` for each entry of `spec.wrt`; the doc comment lists them in
-    /// order (see [`crate::grad`] for the naming).
-    pub fn add_gradient(
+    /// Adds the gradient of `program` for `spec` as the kernel `name`.
+    fn add_gradient(
         &mut self,
         name: &str,
         program: &Program,
         spec: &GradSpec,
-    ) -> Result<&mut Self, BuildError> {
+    ) -> Result<(), BuildError> {
         let grad = gradient(program, spec).map_err(|source| BuildError::Grad {
             name: name.into(),
             source: Box::new(source),
         })?;
         let note = gradient_doc(program, &grad);
         self.module.add_with_note(name, &grad.program, &note)?;
-        Ok(self)
-    }
-
-    /// Adds `program` as the kernel `name` and its gradient as `{name}_grad`, with
-    /// respect to every float input, every float output seeded and nothing
-    /// supplied (see [`full_gradient_spec`]).
-    pub fn add_with_gradient(
-        &mut self,
-        name: &str,
-        program: &Program,
-    ) -> Result<&mut Self, BuildError> {
-        self.add(name, program)?;
-        self.add_gradient(
-            &format!("{name}_grad"),
-            program,
-            &full_gradient_spec(program),
-        )
-    }
-
-    /// Adds `program` converted to the float type `dtype` (f32 or f64).
-    pub fn add_as(
-        &mut self,
-        name: &str,
-        program: &Program,
-        dtype: DType,
-    ) -> Result<&mut Self, BuildError> {
-        let converted = with_float_type(program, dtype).ok_or(BuildError::NotFloat {
-            name: name.into(),
-            dtype,
-        })?;
-        self.add(name, &converted)
-    }
-
-    /// Parses `.uop` text and adds it as the kernel `name`.
-    pub fn add_text(&mut self, name: &str, src: &str) -> Result<&mut Self, BuildError> {
-        let program = self.parse(&format!("<text of {name}>"), src)?;
-        self.add(name, &program)
-    }
-
-    /// Reads and adds a `.uop` file in its own float type; the file is reported to
-    /// cargo by [`Kernels::write`] so the build reruns when it changes.
-    pub fn add_file(
-        &mut self,
-        name: &str,
-        path: impl AsRef<Path>,
-    ) -> Result<&mut Self, BuildError> {
-        let program = self.read(path.as_ref())?;
-        self.add(name, &program)
-    }
-
-    /// Like [`Kernels::add_file`], converting the program to the float type `dtype`.
-    pub fn add_file_as(
-        &mut self,
-        name: &str,
-        path: impl AsRef<Path>,
-        dtype: DType,
-    ) -> Result<&mut Self, BuildError> {
-        let program = self.read(path.as_ref())?;
-        self.add_as(name, &program, dtype)
-    }
-
-    /// Adds every `*.uop` file of `dir` (sorted by name) once per float type in
-    /// `dtypes`, as the kernel `{file stem}_{dtype}` (`softmax_f32`). The directory
-    /// is watched too, so an added file reruns the build. Returns the kernel names.
-    pub fn add_dir(
-        &mut self,
-        dir: impl AsRef<Path>,
-        dtypes: &[DType],
-    ) -> Result<Vec<String>, BuildError> {
-        self.add_dir_with_gradients(dir, dtypes, None)
-    }
-
-    /// Like [`Kernels::add_dir`], adding for each kernel `{stem}_{dtype}` its
-    /// gradient `{stem}_{dtype}_grad` as well ([`Kernels::add_with_gradient`]),
-    /// unless the file stem is in `Some(no_gradient)` (programs whose gradient is
-    /// zero or undefined, such as an argmax); `None` adds no gradient at all.
-    /// Returns the kernel names, each forward kernel followed by its gradient.
-    pub fn add_dir_with_gradients(
-        &mut self,
-        dir: impl AsRef<Path>,
-        dtypes: &[DType],
-        no_gradient: Option<&[&str]>,
-    ) -> Result<Vec<String>, BuildError> {
-        let dir = dir.as_ref();
-        let read_error = |source| BuildError::Read {
-            path: dir.to_path_buf(),
-            source,
-        };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(read_error)?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<Result<_, _>>()
-            .map_err(read_error)?;
-        files.retain(|p| p.extension().is_some_and(|e| e == "uop"));
-        files.sort();
-        self.inputs.push(dir.to_path_buf());
-        let mut names = Vec::new();
-        for file in files {
-            let stem = file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let program = self.read(&file)?;
-            let with_gradient = no_gradient.is_some_and(|skip| !skip.contains(&stem.as_str()));
-            for &dtype in dtypes {
-                let name = format!("{stem}_{dtype}");
-                self.add_as(&name, &program, dtype)?;
-                names.push(name.clone());
-                if with_gradient {
-                    let grad_name = format!("{name}_grad");
-                    let converted =
-                        with_float_type(&program, dtype).ok_or(BuildError::NotFloat {
-                            name: grad_name.clone(),
-                            dtype,
-                        })?;
-                    self.add_gradient(&grad_name, &converted, &full_gradient_spec(&converted))?;
-                    names.push(grad_name);
-                }
-            }
-        }
-        Ok(names)
+        Ok(())
     }
 
     /// The kernel names added so far, in order.
@@ -289,6 +361,25 @@ impl Kernels {
     /// The generated Rust source.
     pub fn source(&self) -> Result<String, BuildError> {
         Ok(self.module.source()?)
+    }
+
+    /// A build script's whole work: calls `add` to add the kernels, then writes
+    /// them to `$OUT_DIR/{file_name}` ([`Kernels::write`]). On an error it prints
+    /// `error: ...` (the message as text, not debug output) to stderr and returns a
+    /// failure, which fails the build with that message.
+    pub fn run(
+        mut self,
+        file_name: &str,
+        add: impl FnOnce(&mut Kernels) -> Result<(), BuildError>,
+    ) -> ExitCode {
+        println!("cargo:rerun-if-changed=build.rs");
+        match add(&mut self).and_then(|()| self.write(file_name)) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
     }
 
     /// Writes the source to `$OUT_DIR/{file_name}` and prints
@@ -331,6 +422,41 @@ impl Kernels {
         self.inputs.push(path.to_path_buf());
         self.parse(&path.display().to_string(), &src)
     }
+
+    /// The programs of every `*.uop` file of `dir`, sorted, named by stem.
+    fn read_dir(&mut self, dir: &Path) -> Result<Vec<(String, Program)>, BuildError> {
+        let read_error = |source| BuildError::Read {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(read_error)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(read_error)?;
+        files.retain(|p| p.extension().is_some_and(|e| e == "uop"));
+        files.sort();
+        self.inputs.push(dir.to_path_buf());
+        files
+            .iter()
+            .map(|file| Ok((stem(file), self.read(file)?)))
+            .collect()
+    }
+}
+
+/// A file's stem, as a kernel name.
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The name a program or text source was given.
+fn required_name(source: &Source) -> Result<String, BuildError> {
+    source
+        .name
+        .clone()
+        .ok_or_else(|| BuildError::Source("a program or text source needs a name".into()))
 }
 
 /// `program` with every float tensor of type `dtype`, or `None` unless `dtype` is
@@ -350,7 +476,7 @@ pub fn with_float_type(program: &Program, dtype: DType) -> Option<Program> {
     Some(p)
 }
 
-/// The gradient request [`Kernels::add_with_gradient`] makes: with respect to every
+/// The gradient request [`Source::with_gradient`] makes: with respect to every
 /// float input, every float output seeded, nothing supplied.
 pub fn full_gradient_spec(program: &Program) -> GradSpec {
     let float = |id: &&crate::uop::NodeId| program.nodes[id.0].dtype.is_float();

@@ -22,12 +22,15 @@
 
 pub mod backend;
 pub mod build;
+pub mod compile;
 pub mod diag;
 pub mod grad;
 pub mod index;
 pub mod interp;
 pub mod loops;
 pub mod pass;
+pub mod run;
+pub mod signature;
 pub mod tensor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -69,6 +69,11 @@ fn check_printed(stdout: &str) {
         Some("shape error 1"),
         "bad sizes are refused: {stdout}"
     );
+    assert_eq!(
+        lines.next(),
+        Some("too large 1 1"),
+        "sizes whose byte counts overflow are refused by both entries: {stdout}"
+    );
     let got: Vec<f64> = lines
         .map(|l| l.trim().parse().unwrap_or_else(|_| panic!("a number: {l}")))
         .collect();
@@ -89,6 +94,10 @@ int main(void) {
     int64_t bad_dims[2] = {3, -5};
     int64_t out_dims[SOFTMAX_NUM_OUTPUT_DIMS];
     printf("shape error %d\n", softmax_shapes(bad_dims, NULL, out_dims) == UOP_ERR_INPUT_SHAPE);
+    /* 2^40 x 2^40 floats: the byte count overflows 63 bits (it would wrap to 0). */
+    int64_t huge_dims[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    printf("too large %d %d\n", softmax_shapes(huge_dims, NULL, out_dims) == UOP_ERR_TOO_LARGE,
+           softmax(inputs, huge_dims, NULL, (void *const *)inputs, out_dims) == UOP_ERR_TOO_LARGE);
     int64_t in_dims[SOFTMAX_NUM_INPUT_DIMS] = {3, 5};
     if (softmax_shapes(in_dims, NULL, out_dims) != UOP_OK) return 2;
     void *outputs[2] = {y, z};

@@ -325,3 +325,67 @@ fn kernels_are_send_and_sync_and_outlive_the_cache() {
         assert_eq!(h.join().expect("no panic"), vec![2.0 * t as f64; 5]);
     }
 }
+
+/// Issue 17, class 1: a 2^40 × 2^40 output has 2^80 elements, a count that wraps to
+/// 0 in unchecked arithmetic; the kernel must refuse it before its code runs (it
+/// once wrote into a 0-length buffer and crashed).
+#[test]
+fn an_output_whose_element_count_overflows_is_refused_before_the_kernel_runs() {
+    let program = parse(
+        "input a: f32[M, K]\ny = reindex(a, [1099511627776, 1099511627776], [0, 0])\noutput y\n",
+    );
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let a = Tensor::new(DType::F32, vec![2, 3], vec![1.0; 6]).expect("consistent");
+    let err = kernel.run(&[a], &HashMap::new()).unwrap_err();
+    assert!(
+        matches!(err, RunError::TooLarge { what: "output", ref tensor, .. } if tensor == "y"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "output `y` of shape [1099511627776, 1099511627776] = [1099511627776, 1099511627776] \
+         is too large: its size in bytes overflows the address range"
+    );
+    let err = kernel
+        .output_shapes(&[&[2, 3]], &HashMap::new())
+        .unwrap_err();
+    assert!(matches!(err, RunError::TooLarge { .. }), "{err}");
+    // The fast path: an empty slice cannot pass for 2^80 elements either.
+    let err = kernel
+        .run_slices(
+            &[(Input::F32(&[1.0; 6]), &[2, 3])],
+            &HashMap::new(),
+            &mut [Output::F32(&mut [])],
+        )
+        .unwrap_err();
+    assert!(matches!(err, RunError::TooLarge { .. }), "{err}");
+}
+
+/// An input whose byte count overflows (a 2^62-element f32 slice cannot exist, so
+/// its shape is a lie) is refused by the same binding.
+#[test]
+fn an_input_shape_whose_bytes_overflow_is_refused() {
+    let kernel = cranelift::compile_program(
+        &parse("input x: f32[N]\ny = neg(x)\noutput y\n"),
+        &Options::default(),
+    )
+    .expect("compiles");
+    let err = kernel
+        .output_shapes(&[&[1 << 62]], &HashMap::new())
+        .unwrap_err();
+    assert!(
+        matches!(err, RunError::TooLarge { what: "input", ref tensor, .. } if tensor == "x"),
+        "{err}"
+    );
+}
+
+/// An i32 output (index tensors reversed) runs through the JIT too.
+#[test]
+fn i32_outputs_have_a_slice_type() {
+    let program = parse("input idx: i32[N]\ny = reindex(idx, [N], [N - 1 - i0])\noutput y\n");
+    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let x = Tensor::new(DType::I32, vec![4], vec![1.0, 5.0, 2.0, 7.0]).expect("consistent");
+    let expected = interp::run(&program, std::slice::from_ref(&x), &HashMap::new()).expect("runs");
+    let found = kernel.run(&[x], &HashMap::new()).expect("runs");
+    assert_eq!(found, expected);
+}

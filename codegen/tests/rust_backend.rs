@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use uop_codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions, emit};
-use uop_codegen::build::{BuildError, Kernels, with_float_type};
+use uop_codegen::build::{BuildError, Kernels, Source, with_float_type};
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
 
@@ -159,7 +159,8 @@ fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
 
 #[test]
 fn layernorm_snapshot_with_full_checks_has_no_unsafe() {
-    let options = RustOptions::default().checks(Checks::Full);
+    let options = RustOptions::default().checks(Checks::Full).schedule(false);
+    assert_eq!(options, RustOptions::safe());
     let src = emit("layernorm", &parse(LAYERNORM), &options).expect("emits");
     assert!(!src.contains("unsafe"));
     assert!(!src.contains("get_unchecked"));
@@ -220,10 +221,10 @@ fn kernel_names_must_be_snake_case_identifiers() {
 #[test]
 fn one_file_holds_the_error_type_once_for_many_kernels() {
     let mut k = Kernels::new();
-    k.add_text("softmax", SOFTMAX).expect("adds");
-    k.add_as("softmax_f64", &parse(SOFTMAX), DType::F64)
+    k.add(Source::text("softmax", SOFTMAX)).expect("adds");
+    k.add(Source::program("softmax", &parse(SOFTMAX)).dtypes(&[DType::F64]))
         .expect("adds");
-    k.add_text("conv2d", CONV2D).expect("adds");
+    k.add(Source::text("conv2d", CONV2D)).expect("adds");
     let src = k.source().expect("emits");
     // The runtime's, imported once.
     assert_eq!(src.matches("use uop_runtime as rt;").count(), 1);
@@ -247,12 +248,15 @@ fn one_file_holds_the_error_type_once_for_many_kernels() {
 fn build_errors_name_the_file_and_the_position() {
     let mut k = Kernels::new();
     let err = k
-        .add_text("broken", "input x: f32[N]\ny = exp(z)\noutput y\n")
+        .add(Source::text(
+            "broken",
+            "input x: f32[N]\ny = exp(z)\noutput y\n",
+        ))
         .unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("<text of broken>:"), "{text}");
     assert!(text.contains('z'), "{text}");
-    let err = k.add_file("missing", "/nonexistent/p.uop").unwrap_err();
+    let err = k.add(Source::file("/nonexistent/p.uop")).unwrap_err();
     assert!(matches!(err, BuildError::Read { .. }));
     assert!(with_float_type(&parse(SOFTMAX), DType::I32).is_none());
 }
@@ -266,11 +270,59 @@ fn write_outside_a_build_script_needs_a_path() {
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let mut k = Kernels::new();
-    k.add_text("softmax", SOFTMAX).expect("adds");
+    k.add(Source::text("softmax", SOFTMAX)).expect("adds");
     let path = dir.join("rust_backend_write_to.rs");
     k.write_to(&path).expect("writes");
     assert_eq!(
         std::fs::read_to_string(&path).expect("reads"),
         k.source().expect("emits")
     );
+}
+
+#[test]
+fn full_checks_with_a_schedule_are_refused_rather_than_unscheduled() {
+    let options = RustOptions::default().checks(Checks::Full);
+    let err = emit("layernorm", &parse(LAYERNORM), &options).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("turn scheduling off with full checks"),
+        "{err}"
+    );
+}
+
+#[test]
+fn proven_checks_without_a_schedule_keep_unchecked_loads_but_no_threads() {
+    let options = RustOptions::default().schedule(false);
+    let src = emit("softmax", &parse(SOFTMAX), &options).expect("emits");
+    assert!(src.contains("get_unchecked"), "{src}");
+    assert!(
+        !src.contains("rt::in_parts") && !src.contains("softmax_avx2"),
+        "{src}"
+    );
+}
+
+#[test]
+fn sources_take_modifiers_for_float_types_and_gradients() {
+    let mut k = Kernels::new();
+    let names = k
+        .add(
+            Source::text("softmax", SOFTMAX)
+                .dtypes(&[DType::F32, DType::F64])
+                .with_gradient(),
+        )
+        .expect("adds");
+    assert_eq!(
+        names,
+        [
+            "softmax_f32",
+            "softmax_f32_grad",
+            "softmax_f64",
+            "softmax_f64_grad"
+        ]
+    );
+    let src = k.source().expect("emits");
+    assert!(src.contains("pub fn softmax_f64_grad("), "{src}");
+    // A folder's kernels are named after its files, not `named`.
+    let err = k.add(Source::dir("/nonexistent").named("x")).unwrap_err();
+    assert!(matches!(err, BuildError::Source(_)), "{err}");
 }

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use uop_codegen::backend::rust::{Checks, RustModule, RustOptions};
+use uop_codegen::backend::rust::{RustModule, RustOptions};
 use uop_codegen::interp;
 use uop_codegen::loops::LoopProgram;
 use uop_codegen::tensor::Tensor;
@@ -296,7 +296,7 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
     let mut proven = RustModule::new(RustOptions::default());
-    let mut full = RustModule::new(RustOptions::default().checks(Checks::Full));
+    let mut full = RustModule::new(RustOptions::safe());
     let mut entries = Vec::new();
     for seed in 0..programs {
         let cfg = GenConfig {

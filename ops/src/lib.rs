@@ -13,6 +13,7 @@
 //! # Ok::<(), uop_codegen::text::TextError>(())
 //! ```
 
+pub mod build;
 pub mod conv;
 pub mod elementwise;
 pub mod error;

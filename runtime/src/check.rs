@@ -82,6 +82,20 @@ pub fn buffer_len(
     elements(&sizes).ok_or(KernelError::TooLarge { kernel, buffer })
 }
 
+/// The number of elements of an output shape, checked before a kernel's shapes
+/// function returns it (so `NAME_len()` cannot overflow).
+///
+/// # Errors
+///
+/// [`KernelError::TooLarge`] when the count overflows or a size exceeds `i64::MAX`.
+pub fn check_elements(
+    kernel: &'static str,
+    buffer: &'static str,
+    shape: &[usize],
+) -> Result<usize, KernelError> {
+    elements(shape).ok_or(KernelError::TooLarge { kernel, buffer })
+}
+
 /// The number of elements of a shape; `None` if it overflows or a size exceeds
 /// `i64::MAX` (index arithmetic is done in `i64`).
 pub fn elements(shape: &[usize]) -> Option<usize> {
@@ -124,6 +138,18 @@ pub fn zeroed_lines<T: Zero>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_of_2_to_the_80_elements_is_too_large() {
+        assert_eq!(check_elements("k", "y", &[2, 3]), Ok(6));
+        assert_eq!(
+            check_elements("k", "y", &[1 << 40, 1 << 40]),
+            Err(KernelError::TooLarge {
+                kernel: "k",
+                buffer: "y"
+            })
+        );
+    }
 
     #[test]
     fn lengths_are_checked_against_shapes() {

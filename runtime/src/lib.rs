@@ -56,7 +56,9 @@ mod transpose;
 pub mod vmath;
 
 pub use aligned::{AlignedVec, HUGE_FROM, LINE, Zero};
-pub use check::{buffer_len, check_len, dims, elements, size, zeroed, zeroed_lines};
+pub use check::{
+    buffer_len, check_elements, check_len, dims, elements, size, zeroed, zeroed_lines,
+};
 #[cfg(target_arch = "x86_64")]
 pub use cpu::cpu_level;
 pub use error::KernelError;

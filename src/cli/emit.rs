@@ -61,7 +61,8 @@ pub struct EmitArgs {
     /// refused, never renamed (see docs/kernel-names.md).
     #[arg(long, verbatim_doc_comment)]
     name: Option<String>,
-    /// Emit only safe indexing, no `unsafe` (Rust target).
+    /// Emit only safe indexing, no `unsafe` (Rust target); the kernel is then
+    /// unscheduled (no threads, tiles or per-CPU copies), which need `unsafe`.
     #[arg(long)]
     full_checks: bool,
     /// Copy the runtime's sources into the file as `mod rt` instead of importing
@@ -118,8 +119,11 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
             } else {
                 Checks::Proven
             };
+            // Full checks promise Rust without `unsafe`, which a schedule needs: the
+            // flag asks for both (see `uop_codegen::compile`).
             let options = RustOptions::default()
                 .checks(checks)
+                .schedule(checks == Checks::Proven)
                 .standalone(args.standalone);
             match &grad {
                 Some(grad) => {

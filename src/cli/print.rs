@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use uop_codegen::compile::{CompileOptions, compile};
 use uop_codegen::{loops, pass, text::print_program};
 
 use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
@@ -83,8 +84,11 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
         Stage::Uops => print!("{}", print_program(&program)),
         Stage::Loops => print!("{}", loops::lower(&program)),
         Stage::Opt => {
-            let optimized = pass::optimize(&loops::lower(&program), &pass_opts)
-                .map_err(|e| CliError(e.to_string()))?;
+            let options = CompileOptions {
+                passes: pass_opts,
+                ..CompileOptions::default()
+            };
+            let optimized = compile(&program, &options).map_err(|e| CliError(e.to_string()))?;
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),

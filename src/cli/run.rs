@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 use uop_codegen::backend::cranelift;
+use uop_codegen::compile::{CompileOptions, Target, compile};
 use uop_codegen::index::Expr;
+use uop_codegen::interp;
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
-use uop_codegen::{interp, loops, pass};
 
 use clap::ValueEnum;
 use uop_graph::Graph;
@@ -212,6 +213,19 @@ fn write_outputs(
     Ok(())
 }
 
+/// `program` compiled ([`compile`]) for `target` with the passes of `pass_opts`.
+fn compiled(
+    program: &Program,
+    pass_opts: &PassOptions,
+    target: Target,
+) -> Result<uop_codegen::loops::LoopProgram, CliError> {
+    let options = CompileOptions {
+        passes: pass_opts.clone(),
+        ..CompileOptions::for_target(target)
+    };
+    compile(program, &options).map_err(|e| CliError(e.to_string()))
+}
+
 /// Runs `program` with the chosen engine.
 pub(crate) fn execute(
     program: &Program,
@@ -223,13 +237,11 @@ pub(crate) fn execute(
     match backend {
         Backend::Interp => interp::run(program, inputs, params),
         Backend::Loops => {
-            let optimized = pass::optimize(&loops::lower(program), pass_opts)
-                .map_err(|e| CliError(e.to_string()))?;
+            let optimized = compiled(program, pass_opts, Target::Any)?;
             interp::run_loops(&optimized, inputs, params)
         }
         Backend::Cranelift => {
-            let optimized = pass::optimize(&loops::lower(program), pass_opts)
-                .map_err(|e| CliError(e.to_string()))?;
+            let optimized = compiled(program, pass_opts, Target::Cranelift)?;
             let kernel = cranelift::compile(&optimized, &cranelift::Options::default())
                 .map_err(|e| CliError(e.to_string()))?;
             return kernel

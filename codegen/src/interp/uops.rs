@@ -4,55 +4,10 @@
 
 use std::collections::HashMap;
 
-use thiserror::Error;
-
 use crate::index::{Bindings, EvalError, Expr};
+pub use crate::run::RunError;
 use crate::tensor::{Tensor, indices};
-use crate::uop::{Accum, BindError, DType, NodeId, Operand, Program, ReduceOp, Uop};
-
-/// A program could not run on the given inputs.
-#[derive(Clone, Debug, PartialEq, Error)]
-pub enum RunError {
-    /// Shapes or parameters do not fit the program.
-    #[error(transparent)]
-    Bind(#[from] BindError),
-    /// An input tensor has the wrong element type.
-    #[error("input `{input}` must be {expected}, got {found}")]
-    InputType {
-        /// Input name.
-        input: String,
-        /// Declared type.
-        expected: DType,
-        /// Given type.
-        found: DType,
-    },
-    /// An index expression failed (division by zero, overflow).
-    #[error("evaluating `{node}`: {error}")]
-    Eval {
-        /// Node being evaluated.
-        node: String,
-        /// The failure.
-        error: EvalError,
-    },
-    /// An index expression of a loop program failed (division by zero, overflow, a
-    /// loop variable used outside its loop).
-    #[error("evaluating block {block}: {error}")]
-    BlockEval {
-        /// Position of the block in the loop program.
-        block: usize,
-        /// The failure.
-        error: EvalError,
-    },
-    /// A loop program is malformed, or breaks a promise it makes (an access marked
-    /// in range is not): a bug in lowering or in a pass, not in the caller's data.
-    #[error("block {block} of the loop program is invalid: {message}")]
-    InvalidLoops {
-        /// Position of the block in the loop program.
-        block: usize,
-        /// What is wrong.
-        message: String,
-    },
-}
+use crate::uop::{Accum, DType, NodeId, Operand, Program, ReduceOp, Uop};
 
 /// Runs `program` on `inputs` (in declaration order) with integer `params`, returning
 /// the outputs in order.

@@ -134,14 +134,17 @@ impl<'p> Lowering<'p> {
     /// (an input cannot double as an output, and one tensor cannot be two outputs).
     fn assign_outputs(&mut self) -> Vec<TensorId> {
         let mut slots = Vec::with_capacity(self.program.outputs.len());
-        for &node in &self.program.outputs {
+        // The signature names the outputs; a copy's tensor takes its name from there.
+        let signature = self.program.signature();
+        for (&node, spec) in self.program.outputs.iter().zip(&signature.outputs) {
             let own = TensorId(node.0);
             if self.tensors[own.0].kind == TensorKind::Temp {
                 self.tensors[own.0].kind = TensorKind::Output;
                 slots.push(own);
             } else {
                 let decl = self.tensors[own.0].clone();
-                let name = self.fresh_name(&format!("{}_out", decl.name));
+                let name = spec.name.clone();
+                self.names.insert(name.clone());
                 slots.push(self.add_tensor(TensorDecl {
                     name,
                     kind: TensorKind::Output,

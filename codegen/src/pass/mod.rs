@@ -205,6 +205,15 @@ pub enum PassError {
     },
 }
 
+/// Checks that every name `opts` disables is a pass of the pipeline.
+///
+/// # Errors
+///
+/// [`PassError::UnknownPass`] naming the first unknown name and the valid ones.
+pub fn pipeline_names_check(opts: &PassOptions) -> Result<(), PassError> {
+    PIPELINE.check_names(opts.disabled.iter().map(String::as_str))
+}
+
 /// Runs the pipeline on `p`, skipping the disabled passes.
 pub fn optimize(p: &LoopProgram, opts: &PassOptions) -> Result<LoopProgram, PassError> {
     let trace = optimize_traced(p, opts)?;

@@ -28,6 +28,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::compile::{CompileOptions, compile, optimize};
 use crate::interp;
 use crate::loops::{self, LoopProgram};
 use crate::pass::{self, PassOptions};
@@ -60,10 +61,13 @@ impl Backend for LoopsBackend {
     }
 
     fn run(&self, p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
-        let opts = PassOptions {
-            disabled: self.disabled_passes.clone(),
+        let opts = CompileOptions {
+            passes: PassOptions {
+                disabled: self.disabled_passes.clone(),
+            },
+            ..CompileOptions::default()
         };
-        let optimized = pass::optimize(&loops::lower(p), &opts).map_err(|e| e.to_string())?;
+        let optimized = compile(p, &opts).map_err(|e| e.to_string())?;
         interp::run_loops(&optimized, &case.inputs, &case.params).map_err(|e| e.to_string())
     }
 }
@@ -338,11 +342,14 @@ pub fn check_program(p: &Program, case: &Case, opts: &CheckOptions) -> Result<()
         check(Stage::Pass(pass.name.to_string()), found)?;
     }
 
-    let pass_opts = PassOptions {
-        disabled: opts.disabled_passes.clone(),
+    let compile_opts = CompileOptions {
+        passes: PassOptions {
+            disabled: opts.disabled_passes.clone(),
+        },
+        ..CompileOptions::default()
     };
     let found = guarded(|| {
-        let optimized = pass::optimize(&lowered, &pass_opts).map_err(|e| e.to_string())?;
+        let optimized = optimize(&lowered, &compile_opts).map_err(|e| e.to_string())?;
         run(&optimized)
     });
     check(Stage::Optimized, found)?;

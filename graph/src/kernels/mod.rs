@@ -53,7 +53,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use thiserror::Error;
-use uop_codegen::pass::{PassOptions, optimize};
+use uop_codegen::compile::{CompileOptions, compile};
 
 use crate::hierarchy::{HierarchyError, SubId, hierarchy};
 use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
@@ -250,12 +250,9 @@ pub fn form_kernels(
             })
             .collect();
         let loop_blocks = options.count_loops.then(|| {
-            optimize(
-                &uop_codegen::loops::lower(&b.program),
-                &PassOptions::default(),
-            )
-            .map(|p| p.blocks.len())
-            .unwrap_or(0)
+            compile(&b.program, &CompileOptions::default())
+                .map(|p| p.blocks.len())
+                .unwrap_or(0)
         });
         let replaced: HashSet<NodeId> = group.replaced.iter().copied().collect();
         report.kernels.push(KernelInfo {

@@ -22,75 +22,10 @@
 use std::fmt::Write as _;
 
 use crate::index::list;
-use crate::loops::LoopProgram;
+use crate::signature::{Signature, TensorSpec};
 use crate::uop::DType;
 
-/// What a kernel returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Status {
-    /// Success.
-    Ok = 0,
-    /// An input size is negative, differs from a fixed size, or differs from the size
-    /// another input gives the same named dimension.
-    InputShape = 1,
-    /// A `[=]` size assertion does not hold.
-    Assertion = 2,
-    /// A size computed from the inputs and params is negative.
-    NegativeSize = 3,
-    /// `output_dims` differ from the program's output shapes.
-    OutputShape = 4,
-    /// Index arithmetic overflowed 64 bits or divided by zero.
-    IndexArithmetic = 5,
-    /// A temporary could not be allocated, or its size overflows.
-    Memory = 6,
-}
-
-impl Status {
-    /// Every status, by code.
-    pub const ALL: [Status; 7] = [
-        Status::Ok,
-        Status::InputShape,
-        Status::Assertion,
-        Status::NegativeSize,
-        Status::OutputShape,
-        Status::IndexArithmetic,
-        Status::Memory,
-    ];
-
-    /// The status of a returned code, `None` for an unknown code.
-    pub fn from_code(code: i32) -> Option<Status> {
-        Status::ALL.into_iter().find(|s| *s as i32 == code)
-    }
-
-    /// The `#define` name in the C header.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Status::Ok => "UOP_OK",
-            Status::InputShape => "UOP_ERR_INPUT_SHAPE",
-            Status::Assertion => "UOP_ERR_ASSERTION",
-            Status::NegativeSize => "UOP_ERR_NEGATIVE_SIZE",
-            Status::OutputShape => "UOP_ERR_OUTPUT_SHAPE",
-            Status::IndexArithmetic => "UOP_ERR_INDEX_ARITHMETIC",
-            Status::Memory => "UOP_ERR_MEMORY",
-        }
-    }
-
-    /// One line saying what went wrong.
-    pub fn message(self) -> &'static str {
-        match self {
-            Status::Ok => "success",
-            Status::InputShape => {
-                "an input size is negative, differs from a fixed size, or disagrees with \
-                 another input on a named dimension"
-            }
-            Status::Assertion => "a size assertion ([=]) does not hold",
-            Status::NegativeSize => "a size computed from the inputs and params is negative",
-            Status::OutputShape => "output_dims differ from the program's output shapes",
-            Status::IndexArithmetic => "index arithmetic overflowed 64 bits or divided by zero",
-            Status::Memory => "a temporary could not be allocated",
-        }
-    }
-}
+pub use crate::run::Status;
 
 fn c_type(d: DType) -> &'static str {
     match d {
@@ -101,55 +36,40 @@ fn c_type(d: DType) -> &'static str {
 }
 
 /// Lines describing inputs, params and outputs, with their positions in the arrays.
-fn layout_comment(p: &LoopProgram, prefix: &str) -> String {
+fn layout_comment(sig: &Signature, prefix: &str) -> String {
     let mut out = String::new();
-    let mut at = 0;
-    for (k, t) in p.inputs.iter().enumerate() {
-        let d = &p.tensors[t.0];
-        let rank = d.shape.len();
-        let _ = writeln!(
-            out,
-            "{prefix}  inputs[{k}]  {}: {}{}  sizes input_dims[{at}..{}]",
-            d.name,
-            c_type(d.dtype),
-            list(&d.shape),
-            at + rank
-        );
-        at += rank;
-    }
-    for (k, name) in p.params.iter().enumerate() {
+    let tensors = |out: &mut String, what: &str, dims: &str, ts: &[TensorSpec]| {
+        let mut at = 0;
+        for (k, t) in ts.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{prefix}  {what}[{k}]{} {}: {}{}  sizes {dims}[{at}..{}]",
+                if what == "inputs" { " " } else { "" },
+                t.name,
+                c_type(t.dtype),
+                list(&t.shape),
+                at + t.rank()
+            );
+            at += t.rank();
+        }
+    };
+    tensors(&mut out, "inputs", "input_dims", &sig.inputs);
+    for (k, name) in sig.params.iter().enumerate() {
         let _ = writeln!(out, "{prefix}  params[{k}]  ${name}");
     }
-    at = 0;
-    for (k, t) in p.outputs.iter().enumerate() {
-        let d = &p.tensors[t.0];
-        let rank = d.shape.len();
-        let _ = writeln!(
-            out,
-            "{prefix}  outputs[{k}] {}: {}{}  sizes output_dims[{at}..{}]",
-            d.name,
-            c_type(d.dtype),
-            list(&d.shape),
-            at + rank
-        );
-        at += rank;
-    }
+    tensors(&mut out, "outputs", "output_dims", &sig.outputs);
     out
 }
 
-fn total_rank(p: &LoopProgram, ts: &[crate::loops::TensorId]) -> usize {
-    ts.iter().map(|t| p.tensors[t.0].shape.len()).sum()
-}
-
-/// The C header of the kernel `name` compiled from `p`.
-pub fn c_header(p: &LoopProgram, name: &str) -> String {
+/// The C header of the kernel `name` with the signature `sig`.
+pub fn c_header(sig: &Signature, name: &str) -> String {
     let guard = format!("UOP_KERNEL_{}_H", name.to_ascii_uppercase());
     let upper = name.to_ascii_uppercase();
     let mut h = String::new();
     let _ = writeln!(
         h,
         "/* Generated by uop: the kernel `{name}` ({}). */",
-        p.dtype
+        sig.dtype
     );
     let _ = writeln!(h, "#ifndef {guard}\n#define {guard}\n");
     h.push_str("#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
@@ -169,14 +89,14 @@ pub fn c_header(p: &LoopProgram, name: &str) -> String {
         "#define {upper}_NUM_INPUTS {}\n#define {upper}_NUM_INPUT_DIMS {}\n\
          #define {upper}_NUM_PARAMS {}\n#define {upper}_NUM_OUTPUTS {}\n\
          #define {upper}_NUM_OUTPUT_DIMS {}\n",
-        p.inputs.len(),
-        total_rank(p, &p.inputs),
-        p.params.len(),
-        p.outputs.len(),
-        total_rank(p, &p.outputs)
+        sig.inputs.len(),
+        sig.input_rank_sum(),
+        sig.params.len(),
+        sig.outputs.len(),
+        sig.output_rank_sum()
     );
     h.push_str("/*\n * Arguments (row-major buffers that must not overlap):\n");
-    h.push_str(&layout_comment(p, " *"));
+    h.push_str(&layout_comment(sig, " *"));
     h.push_str(
         " *\n * NAME_shapes writes the output sizes for the given input sizes and params.\n\
          \x20* NAME computes the outputs (which need no initialization). Both check every\n\
@@ -200,27 +120,24 @@ pub fn c_header(p: &LoopProgram, name: &str) -> String {
     h
 }
 
-/// A Rust `extern "C"` block declaring the kernel `name` compiled from `p`, after
+/// A Rust `extern "C"` block declaring the kernel `name` with the signature `sig`, after
 /// the constants `NAME_INPUT_RANKS`, `NAME_NUM_PARAMS` and `NAME_OUTPUT_RANKS` (the
 /// rank of every input and output, in order) a safe wrapper needs: the kernel reads
 /// exactly that many sizes, so the caller must check each tensor's rank first.
-pub fn rust_extern_block(p: &LoopProgram, name: &str) -> String {
+pub fn rust_extern_block(sig: &Signature, name: &str) -> String {
     let mut r = String::new();
     let _ = writeln!(
         r,
         "// Generated by uop: the kernel `{name}` ({}); link the object file.",
-        p.dtype
+        sig.dtype
     );
     r.push_str("// Arguments (row-major buffers that must not overlap):\n");
-    r.push_str(&layout_comment(p, "//"));
+    r.push_str(&layout_comment(sig, "//"));
     r.push_str("// Returns 0, or an error code (see the C header) having written nothing.\n");
     let upper = name.to_ascii_uppercase();
-    let ranks = |ts: &[crate::loops::TensorId]| -> Vec<String> {
-        ts.iter()
-            .map(|t| p.tensors[t.0].shape.len().to_string())
-            .collect()
-    };
-    let (ins, outs) = (ranks(&p.inputs), ranks(&p.outputs));
+    let ranks =
+        |ts: &[TensorSpec]| -> Vec<String> { ts.iter().map(|t| t.rank().to_string()).collect() };
+    let (ins, outs) = (ranks(&sig.inputs), ranks(&sig.outputs));
     let _ = writeln!(
         r,
         "pub const {upper}_INPUT_RANKS: [usize; {}] = [{}];\n\
@@ -228,7 +145,7 @@ pub fn rust_extern_block(p: &LoopProgram, name: &str) -> String {
          pub const {upper}_OUTPUT_RANKS: [usize; {}] = [{}];",
         ins.len(),
         ins.join(", "),
-        p.params.len(),
+        sig.params.len(),
         outs.len(),
         outs.join(", ")
     );
@@ -240,17 +157,4 @@ pub fn rust_extern_block(p: &LoopProgram, name: &str) -> String {
          outputs: *const *mut core::ffi::c_void,\n        output_dims: *const i64,\n    ) -> i32;\n}}"
     );
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_round_trip() {
-        for s in Status::ALL {
-            assert_eq!(Status::from_code(s as i32), Some(s));
-        }
-        assert_eq!(Status::from_code(99), None);
-    }
 }

@@ -55,10 +55,12 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 use thiserror::Error;
 
 use crate::backend::names::{Language, NameError, check_kernel_name};
-use crate::loops::{self, LoopProgram};
-use crate::pass::{self, PassError, PassOptions};
+use crate::compile::{self, CompileError, CompileOptions, Target};
+use crate::loops::LoopProgram;
+pub use crate::run::RunError;
+use crate::signature::{Bound, Signature};
 use crate::tensor::Tensor;
-use crate::uop::{BindError, DType, Program};
+use crate::uop::{DType, Program};
 
 pub use abi::Status;
 use runtime::Linking;
@@ -67,9 +69,9 @@ use translate::Entry;
 /// Why a program could not be compiled.
 #[derive(Clone, Debug, PartialEq, Error)]
 pub enum JitError {
-    /// The optimizer rejected its options.
+    /// The compile options are invalid.
     #[error(transparent)]
-    Pass(#[from] PassError),
+    Compile(#[from] CompileError),
     /// The loop program uses something this backend does not compile (a malformed
     /// program: lowering and the passes never produce one).
     #[error("the loop program cannot be compiled: {0}")]
@@ -89,59 +91,6 @@ impl From<ModuleError> for JitError {
     fn from(e: ModuleError) -> Self {
         JitError::Codegen(format!("{e:?}"))
     }
-}
-
-/// Why a compiled kernel did not run.
-#[derive(Clone, Debug, PartialEq, Error)]
-pub enum RunError {
-    /// Input shapes or params do not fit the program.
-    #[error(transparent)]
-    Bind(#[from] BindError),
-    /// An input has the wrong element type.
-    #[error("input `{input}` must be {expected}, got {found}")]
-    InputType {
-        /// Input name.
-        input: String,
-        /// Declared type.
-        expected: DType,
-        /// Given type.
-        found: DType,
-    },
-    /// A slice's length differs from the product of its shape.
-    #[error("{what} `{name}` has shape {shape:?} ({expected} elements) but its slice has {found}")]
-    Length {
-        /// `input` or `output`.
-        what: &'static str,
-        /// Tensor name.
-        name: String,
-        /// The shape.
-        shape: Vec<usize>,
-        /// Elements the shape needs.
-        expected: usize,
-        /// Elements given.
-        found: usize,
-    },
-    /// The wrong number of output slices.
-    #[error("the program has {expected} outputs, got {found} output slices")]
-    OutputCount {
-        /// Outputs of the program.
-        expected: usize,
-        /// Slices given.
-        found: usize,
-    },
-    /// An output slice has the wrong element type.
-    #[error("output `{output}` must be {expected}, got a {found} slice")]
-    OutputType {
-        /// Output name.
-        output: String,
-        /// Declared type.
-        expected: DType,
-        /// Given type.
-        found: DType,
-    },
-    /// The kernel returned an error code.
-    #[error("the kernel failed: {}", .0.message())]
-    Kernel(Status),
 }
 
 /// How to compile.
@@ -250,6 +199,7 @@ impl Drop for CodeMemory {
 
 struct Compiled {
     program: LoopProgram,
+    signature: Signature,
     entry: KernelFn,
     // Declared last: dropped after everything that could refer to the code.
     _code: CodeMemory,
@@ -309,6 +259,7 @@ fn compile_jit(program: &LoopProgram, opts: &Options) -> Result<Compiled, JitErr
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(address) };
     Ok(Compiled {
         program: program.clone(),
+        signature: program.signature(),
         entry,
         _code: CodeMemory(Some(module)),
     })
@@ -366,16 +317,36 @@ pub fn compile_uncached(program: &LoopProgram, opts: &Options) -> Result<Kernel,
     })
 }
 
-/// Lowers, optimizes ([`pass::optimize`] with default options) and JIT-compiles.
+/// Compiles `program` with the default [`CompileOptions`] ([`compile::compile`])
+/// and JIT-compiles the result.
 pub fn compile_program(program: &Program, opts: &Options) -> Result<Kernel, JitError> {
     compile(&optimized(program)?, opts)
 }
 
-/// The optimized loop IR of a program, as this backend compiles it.
+/// Compiles `program` under `options` ([`compile::compile`], for the Cranelift
+/// target) and JIT-compiles the result.
+pub fn compile_program_with(
+    program: &Program,
+    options: &CompileOptions,
+    opts: &Options,
+) -> Result<Kernel, JitError> {
+    compile(&optimized_with(program, options)?, opts)
+}
+
+/// The optimized loop IR of a program, as this backend compiles it by default.
 pub fn optimized(program: &Program) -> Result<LoopProgram, JitError> {
-    Ok(pass::optimize(
-        &loops::lower(program),
-        &PassOptions::default(),
+    optimized_with(program, &CompileOptions::default())
+}
+
+/// The loop IR [`compile::compile`] makes of `program` under `options` for this
+/// backend.
+pub fn optimized_with(
+    program: &Program,
+    options: &CompileOptions,
+) -> Result<LoopProgram, JitError> {
+    Ok(compile::compile(
+        program,
+        &options.retarget(Target::Cranelift)?,
     )?)
 }
 
@@ -404,6 +375,8 @@ pub enum Output<'a> {
     F32(&'a mut [f32]),
     /// f64 elements.
     F64(&'a mut [f64]),
+    /// i32 elements (an index output, such as `argmax`'s of an i32 program).
+    I32(&'a mut [i32]),
 }
 
 impl Input<'_> {
@@ -435,18 +408,21 @@ impl Output<'_> {
         match self {
             Output::F32(_) => DType::F32,
             Output::F64(_) => DType::F64,
+            Output::I32(_) => DType::I32,
         }
     }
     fn len(&self) -> usize {
         match self {
             Output::F32(s) => s.len(),
             Output::F64(s) => s.len(),
+            Output::I32(s) => s.len(),
         }
     }
     fn ptr(&mut self) -> *mut u8 {
         match self {
             Output::F32(s) => s.as_mut_ptr().cast(),
             Output::F64(s) => s.as_mut_ptr().cast(),
+            Output::I32(s) => s.as_mut_ptr().cast(),
         }
     }
 }
@@ -466,11 +442,32 @@ impl Buffer {
             DType::I32 => Buffer::I32(t.data.iter().map(|&v| v as i32).collect()),
         }
     }
+    fn zeroed(dtype: DType, elements: usize) -> Buffer {
+        match dtype {
+            DType::F32 => Buffer::F32(vec![0.0; elements]),
+            DType::F64 => Buffer::F64(vec![0.0; elements]),
+            DType::I32 => Buffer::I32(vec![0; elements]),
+        }
+    }
     fn input(&self) -> Input<'_> {
         match self {
             Buffer::F32(v) => Input::F32(v),
             Buffer::F64(v) => Input::F64(v),
             Buffer::I32(v) => Input::I32(v),
+        }
+    }
+    fn output(&mut self) -> Output<'_> {
+        match self {
+            Buffer::F32(v) => Output::F32(v),
+            Buffer::F64(v) => Output::F64(v),
+            Buffer::I32(v) => Output::I32(v),
+        }
+    }
+    fn into_f64(self) -> Vec<f64> {
+        match self {
+            Buffer::F32(v) => v.into_iter().map(f64::from).collect(),
+            Buffer::F64(v) => v,
+            Buffer::I32(v) => v.into_iter().map(f64::from).collect(),
         }
     }
 }
@@ -486,16 +483,23 @@ impl Kernel {
         Arc::ptr_eq(&self.compiled, &other.compiled)
     }
 
-    /// The output shapes for the given input shapes and params (checks them all).
+    /// The interface this kernel was compiled with.
+    pub fn signature(&self) -> &Signature {
+        &self.compiled.signature
+    }
+
+    /// The output shapes for the given input shapes and params (checks them all,
+    /// every element and byte count included).
     pub fn output_shapes(
         &self,
         input_shapes: &[&[usize]],
         params: &HashMap<String, i64>,
     ) -> Result<Vec<Vec<usize>>, RunError> {
-        let p = &self.compiled.program;
-        let bindings = p.bind(input_shapes, params)?;
-        let shapes = p.shapes(&bindings)?;
-        Ok(p.outputs.iter().map(|t| shapes[t.0].clone()).collect())
+        Ok(self
+            .compiled
+            .signature
+            .bind(input_shapes, params)?
+            .output_shapes())
     }
 
     /// Runs on tensors, returning the outputs (like [`interp::run_loops`](crate::interp::run_loops)).
@@ -504,125 +508,131 @@ impl Kernel {
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
     ) -> Result<Vec<Tensor>, RunError> {
-        let p = &self.compiled.program;
+        let sig = &self.compiled.signature;
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
-        let out_shapes = self.output_shapes(&shapes, params)?;
+        // Bound before anything is allocated: a size that overflows is refused here.
+        let bound = sig.bind(&shapes, params)?;
+        for (t, spec) in inputs.iter().zip(&sig.inputs) {
+            if t.dtype != spec.dtype {
+                return Err(RunError::InputType {
+                    input: spec.name.clone(),
+                    expected: spec.dtype,
+                    found: t.dtype,
+                });
+            }
+        }
         let buffers: Vec<Buffer> = inputs.iter().map(Buffer::from_tensor).collect();
         let args: Vec<(Input<'_>, &[usize])> = buffers
             .iter()
             .zip(&shapes)
             .map(|(b, s)| (b.input(), *s))
             .collect();
-        let mut outs: Vec<Vec<f64>> = Vec::new();
-        let mut outs32: Vec<Vec<f32>> = Vec::new();
-        for (t, shape) in p.outputs.iter().zip(&out_shapes) {
-            let n = shape.iter().product();
-            match p.tensors[t.0].dtype {
-                DType::F32 => outs32.push(vec![0.0; n]),
-                _ => outs.push(vec![0.0; n]),
-            }
-        }
+        let mut outs: Vec<Buffer> = sig
+            .outputs
+            .iter()
+            .zip(&bound.outputs)
+            .map(|(spec, extent)| Buffer::zeroed(spec.dtype, extent.elements))
+            .collect();
         {
-            let (mut it32, mut it64) = (outs32.iter_mut(), outs.iter_mut());
-            let mut slices: Vec<Output<'_>> = Vec::new();
-            for t in &p.outputs {
-                let slice = match p.tensors[t.0].dtype {
-                    DType::F32 => it32.next().map(|v| Output::F32(v)),
-                    _ => it64.next().map(|v| Output::F64(v)),
-                };
-                slices.extend(slice);
-            }
-            self.run_slices(&args, params, &mut slices)?;
+            let mut slices: Vec<Output<'_>> = outs.iter_mut().map(Buffer::output).collect();
+            self.run_bound(&bound, &args, params, &mut slices)?;
         }
-        let (mut it32, mut it64) = (outs32.into_iter(), outs.into_iter());
-        let mut result = Vec::with_capacity(p.outputs.len());
-        for (t, shape) in p.outputs.iter().zip(out_shapes) {
-            let dtype = p.tensors[t.0].dtype;
-            let data = match dtype {
-                DType::F32 => it32
-                    .next()
-                    .map(|v| v.into_iter().map(f64::from).collect())
-                    .unwrap_or_default(),
-                _ => it64.next().unwrap_or_default(),
-            };
-            result.push(Tensor { dtype, shape, data });
-        }
-        Ok(result)
+        Ok(outs
+            .into_iter()
+            .zip(&sig.outputs)
+            .zip(bound.output_shapes())
+            .map(|((buffer, spec), shape)| Tensor {
+                dtype: spec.dtype,
+                shape,
+                data: buffer.into_f64(),
+            })
+            .collect())
     }
 
     /// The fast path: runs on borrowed slices, writing into `outputs` (sized by
-    /// [`Kernel::output_shapes`]; they need no initialization). Every shape, type and
-    /// length is checked before the machine code runs.
+    /// [`Kernel::output_shapes`]; they need no initialization). Every shape, type,
+    /// length and size is checked before the machine code runs.
     pub fn run_slices(
         &self,
         inputs: &[(Input<'_>, &[usize])],
         params: &HashMap<String, i64>,
         outputs: &mut [Output<'_>],
     ) -> Result<(), RunError> {
-        let p = &self.compiled.program;
         let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
-        let out_shapes = self.output_shapes(&shapes, params)?;
-        for ((input, shape), t) in inputs.iter().zip(&p.inputs) {
-            let decl = &p.tensors[t.0];
-            if input.dtype() != decl.dtype {
+        let bound = self.compiled.signature.bind(&shapes, params)?;
+        self.run_bound(&bound, inputs, params, outputs)
+    }
+
+    /// Checks the slices against `bound` (this kernel's signature bound to their
+    /// shapes) and runs the machine code.
+    fn run_bound(
+        &self,
+        bound: &Bound,
+        inputs: &[(Input<'_>, &[usize])],
+        params: &HashMap<String, i64>,
+        outputs: &mut [Output<'_>],
+    ) -> Result<(), RunError> {
+        let sig = &self.compiled.signature;
+        for ((input, shape), (spec, extent)) in
+            inputs.iter().zip(sig.inputs.iter().zip(&bound.inputs))
+        {
+            if input.dtype() != spec.dtype {
                 return Err(RunError::InputType {
-                    input: decl.name.clone(),
-                    expected: decl.dtype,
+                    input: spec.name.clone(),
+                    expected: spec.dtype,
                     found: input.dtype(),
                 });
             }
-            let expected: usize = shape.iter().product();
-            if input.len() != expected {
+            if input.len() != extent.elements {
                 return Err(RunError::Length {
                     what: "input",
-                    name: decl.name.clone(),
+                    name: spec.name.clone(),
                     shape: shape.to_vec(),
-                    expected,
+                    expected: extent.elements,
                     found: input.len(),
                 });
             }
         }
-        if outputs.len() != p.outputs.len() {
+        if outputs.len() != sig.outputs.len() {
             return Err(RunError::OutputCount {
-                expected: p.outputs.len(),
+                expected: sig.outputs.len(),
                 found: outputs.len(),
             });
         }
-        for ((out, shape), t) in outputs.iter().zip(&out_shapes).zip(&p.outputs) {
-            let decl = &p.tensors[t.0];
-            if out.dtype() != decl.dtype {
+        for (out, (spec, extent)) in outputs.iter().zip(sig.outputs.iter().zip(&bound.outputs)) {
+            if out.dtype() != spec.dtype {
                 return Err(RunError::OutputType {
-                    output: decl.name.clone(),
-                    expected: decl.dtype,
+                    output: spec.name.clone(),
+                    expected: spec.dtype,
                     found: out.dtype(),
                 });
             }
-            let expected: usize = shape.iter().product();
-            if out.len() != expected {
+            if out.len() != extent.elements {
                 return Err(RunError::Length {
                     what: "output",
-                    name: decl.name.clone(),
-                    shape: shape.clone(),
-                    expected,
+                    name: spec.name.clone(),
+                    shape: extent.shape.clone(),
+                    expected: extent.elements,
                     found: out.len(),
                 });
             }
         }
-        let as_i64 = |v: usize| v as i64;
+        // Every size is at most `i64::MAX` (checked by `bind`): the casts are exact.
+        let dims = |extents: &[crate::signature::Extent]| -> Vec<i64> {
+            extents
+                .iter()
+                .flat_map(|e| e.shape.iter().map(|&d| d as i64))
+                .collect()
+        };
         let input_ptrs: Vec<*const u8> = inputs.iter().map(|(i, _)| i.ptr()).collect();
-        let input_dims: Vec<i64> = shapes
-            .iter()
-            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
-            .collect();
-        let param_values: Vec<i64> = p.params.iter().map(|n| params[n]).collect();
+        let input_dims = dims(&bound.inputs);
+        let param_values: Vec<i64> = sig.params.iter().map(|n| params[n]).collect();
         let output_ptrs: Vec<*mut u8> = outputs.iter_mut().map(Output::ptr).collect();
-        let output_dims: Vec<i64> = out_shapes
-            .iter()
-            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
-            .collect();
+        let output_dims = dims(&bound.outputs);
         // SAFETY: every pointer is valid for the element count its checked shape
-        // gives (inputs shared, outputs exclusively borrowed, so nothing overlaps),
-        // and the kernel re-checks all sizes itself before touching memory.
+        // gives (inputs shared, outputs exclusively borrowed, so nothing overlaps);
+        // `bind` checked every element and byte count, and the kernel re-checks all
+        // sizes itself before touching memory.
         let code = unsafe {
             (self.compiled.entry)(
                 input_ptrs.as_ptr(),
@@ -727,12 +737,12 @@ pub fn emit_clif(program: &LoopProgram, name: &str, opts: &Options) -> Result<St
 /// The C header declaring the kernel `name` of [`emit_object`].
 pub fn c_header(program: &LoopProgram, name: &str) -> Result<String, JitError> {
     check_name(name)?;
-    Ok(abi::c_header(program, name))
+    Ok(abi::c_header(&program.signature(), name))
 }
 
 /// A Rust `extern "C"` block declaring the kernel `name` of [`emit_object`].
 pub fn rust_extern_block(program: &LoopProgram, name: &str) -> Result<String, JitError> {
     check_name(name)?;
     check_kernel_name(name, Language::Rust)?;
-    Ok(abi::rust_extern_block(program, name))
+    Ok(abi::rust_extern_block(&program.signature(), name))
 }

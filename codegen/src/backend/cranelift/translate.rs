@@ -484,6 +484,19 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             self.dims[k] = dims;
         }
+        // Every input's and output's size in bytes fits 63 bits (no buffer the caller
+        // holds can be larger): then no stride below wraps for them, and the output
+        // zeroing's byte count is exact.
+        let interface: Vec<usize> = self
+            .p
+            .inputs
+            .iter()
+            .chain(&self.p.outputs)
+            .map(|t| t.0)
+            .collect();
+        for k in interface {
+            self.checked_bytes(k, Status::TooLarge);
+        }
         for k in 0..self.p.tensors.len() {
             let rank = self.dims[k].len();
             let mut strides = vec![None; rank];
@@ -493,8 +506,8 @@ impl<M: Module> Translator<'_, '_, M> {
                 let d = self.dims[k][axis];
                 acc = Some(match acc {
                     None => d,
-                    // Wrapping is harmless: a product that overflows belongs to a tensor
-                    // with no elements, so no access uses it.
+                    // Wrapping is harmless: inputs and outputs were checked above, and a
+                    // temporary whose size overflows is refused before any loop runs.
                     Some(s) => self.b.ins().imul(s, d),
                 });
             }
@@ -516,15 +529,15 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.ins().return_(&[ok]);
     }
 
-    /// Element count of tensor `k`, checked against overflow (with its byte size).
-    fn checked_bytes(&mut self, k: usize) -> IrValue {
+    /// Byte count of tensor `k`, failing with `status` when it overflows 63 bits.
+    fn checked_bytes(&mut self, k: usize, status: Status) -> IrValue {
         let size = self.p.tensors[k].dtype.size() as i64;
         let mut n = self.b.ins().iconst(I64, size);
         for axis in 0..self.dims[k].len() {
             let d = self.dims[k][axis];
             let (r, overflow) = self.b.ins().smul_overflow(n, d);
             let ok = self.b.ins().icmp_imm_s(IntCC::Equal, overflow, 0);
-            self.check(ok, Status::Memory);
+            self.check(ok, status);
             n = r;
         }
         n
@@ -573,7 +586,7 @@ impl<M: Module> Translator<'_, '_, M> {
             self.temps.push(var);
         }
         for (slot, &k) in temps.iter().enumerate() {
-            let bytes = self.checked_bytes(k);
+            let bytes = self.checked_bytes(k, Status::Memory);
             // calloc(0) may return null; ask for at least one byte.
             let one = self.b.ins().iconst(I64, 1);
             let bytes = self.b.ins().smax(bytes, one);

@@ -98,41 +98,54 @@ use quote::quote;
 use thiserror::Error;
 
 use crate::backend::names::{Language, NameError, check_kernel_name};
-use crate::loops::{self, LoopProgram};
-use crate::pass::{self, PassError, PassOptions};
+pub use crate::compile::Checks;
+use crate::compile::{self, CompileError, CompileOptions, Target};
+use crate::loops::LoopProgram;
 use crate::text::print_program;
 use crate::uop::Program;
 
 use kernel::KernelSource;
 
-/// How much checking generated accesses keep.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Checks {
-    /// Accesses proven in range use `get_unchecked` after the entry has checked
-    /// every length (fast; `unsafe` only there).
-    #[default]
-    Proven,
-    /// Every access uses safe indexing; no `unsafe` anywhere.
-    Full,
-}
-
 /// Options of the Rust backend.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RustOptions {
-    /// How accesses are checked.
-    pub checks: Checks,
-    /// Passes to skip when optimizing programs added with [`RustModule::add`].
-    pub passes: PassOptions,
+    /// How programs added with [`RustModule::add`] compile (checks, schedule,
+    /// passes); the target is Rust.
+    pub compile: CompileOptions,
     /// Copy the runtime's sources into the file as `mod rt` (standalone mode),
     /// instead of importing the crate `uop-runtime`: the file then needs only
     /// core and std.
     pub standalone: bool,
 }
 
+impl Default for RustOptions {
+    fn default() -> Self {
+        RustOptions {
+            compile: CompileOptions::for_target(Target::Rust),
+            standalone: false,
+        }
+    }
+}
+
 impl RustOptions {
-    /// These options with `checks`.
+    /// Full checks and no schedule: generated code without any `unsafe`
+    /// ([`CompileOptions::safe`]).
+    pub fn safe() -> Self {
+        RustOptions {
+            compile: CompileOptions::safe(),
+            standalone: false,
+        }
+    }
+
+    /// These options with `checks` (full checks need [`RustOptions::schedule`]`(false)`).
     pub fn checks(mut self, checks: Checks) -> Self {
-        self.checks = checks;
+        self.compile.checks = checks;
+        self
+    }
+
+    /// These options with the schedule passes on (the default) or off.
+    pub fn schedule(mut self, schedule: bool) -> Self {
+        self.compile.schedule = schedule;
         self
     }
 
@@ -165,9 +178,9 @@ pub enum EmitError {
         /// What is unsupported.
         message: String,
     },
-    /// The optimizer refused its options.
+    /// The compile options are invalid.
     #[error(transparent)]
-    Pass(#[from] PassError),
+    Compile(#[from] CompileError),
     /// The generated tokens did not parse as Rust (a bug in the backend).
     #[error("internal error: the generated code does not parse: {0}")]
     Syntax(String),
@@ -194,7 +207,12 @@ impl RustModule {
 
     /// Changes how accesses are checked, for every kernel of the module.
     pub fn set_checks(&mut self, checks: Checks) {
-        self.options.checks = checks;
+        self.options.compile.checks = checks;
+    }
+
+    /// Turns the schedule on or off, for every kernel of the module.
+    pub fn set_schedule(&mut self, schedule: bool) {
+        self.options.compile.schedule = schedule;
     }
 
     /// Turns standalone mode on or off (see [`RustOptions::standalone`]).
@@ -202,12 +220,18 @@ impl RustModule {
         self.options.standalone = standalone;
     }
 
-    /// Adds `program` as the kernel `name`: lowers it, optimizes it with the
-    /// module's pass options and keeps its `.uop` text for the doc comment.
+    /// Adds `program` as the kernel `name`: compiles it ([`compile::compile`]) with
+    /// the module's options and keeps its `.uop` text for the doc comment.
     pub fn add(&mut self, name: &str, program: &Program) -> Result<&mut Self, EmitError> {
-        let lowered = loops::lower(program);
-        let optimized = pass::optimize(&lowered, &self.options.passes)?;
+        let optimized = compile::compile(program, &self.compile_options()?)?;
         self.add_loops(name, &print_program(program), optimized)
+    }
+
+    /// The module's compile options, for the Rust target.
+    fn compile_options(&self) -> Result<CompileOptions, CompileError> {
+        let options = self.options.compile.retarget(Target::Rust)?;
+        options.validate()?;
+        Ok(options)
     }
 
     /// Like [`RustModule::add`], with `note` (Markdown, one paragraph or more)
@@ -248,6 +272,7 @@ impl RustModule {
             name: name.into(),
             text: source_text.into(),
             note: String::new(),
+            signature: program.signature(),
             loops: program,
         });
         Ok(self)
@@ -268,9 +293,10 @@ impl RustModule {
 
     /// The formatted source of the whole file.
     pub fn source(&self) -> Result<String, EmitError> {
+        let options = self.compile_options()?;
         let mut items = Vec::new();
         for k in &self.kernels {
-            items.push(kernel::emit(k, self.options.checks)?);
+            items.push(kernel::emit(k, &options)?);
         }
         let imports = runtime::imports(self.options.standalone);
         let tokens = quote! {

@@ -14,6 +14,7 @@ pub(super) enum Helper {
     Dims,
     /// A buffer's length against its shape.
     CheckLen,
+    CheckElements,
     /// An `i64` size expression as a `usize` size.
     Size,
     /// A zeroed temporary of an `i64` shape.
@@ -82,6 +83,7 @@ pub(super) fn path(h: Helper) -> TokenStream {
         Helper::CpuLevel => "cpu_level".into(),
         Helper::Dims => "dims".into(),
         Helper::CheckLen => "check_len".into(),
+        Helper::CheckElements => "check_elements".into(),
         Helper::Size => "size".into(),
         Helper::Zeroed => "zeroed".into(),
         Helper::ZeroedLines => "zeroed_lines".into(),

@@ -7,11 +7,13 @@ pub use rt::KernelError;
 
 /// Output shapes of [`conv2d`], computed by [`conv2d_shapes`] from the input shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)]
 pub struct Conv2dShapes {
     /// Shape of the output `y`: `[N, O, H, W]`.
     pub y: [usize; 4],
 }
 
+#[allow(dead_code)]
 impl Conv2dShapes {
     /// Elements of `y`: the length `conv2d` requires of that buffer.
     pub fn y_len(&self) -> usize {
@@ -24,6 +26,7 @@ impl Conv2dShapes {
 /// # Errors
 ///
 /// [`KernelError`] when the shapes do not fit the contract documented on [`conv2d`].
+#[allow(dead_code)]
 pub fn conv2d_shapes(
     x_shape: [usize; 4],
     k_shape: [usize; 4],
@@ -62,9 +65,11 @@ pub fn conv2d_shapes(
         .ok_or(KernelError::Overflow {
             kernel: "conv2d",
         })?;
-    Ok(Conv2dShapes {
+    let shapes = Conv2dShapes {
         y: [n as usize, o as usize, h as usize, w as usize],
-    })
+    };
+    rt::check_elements("conv2d", "y", &shapes.y)?;
+    Ok(shapes)
 }
 
 /// The sizes `conv2d` evaluates from its dims and parameters before it runs, or `None` when one overflows or divides by zero:
@@ -100,6 +105,7 @@ fn conv2d_sizes(h: i64, w: i64) -> Option<[i64; 2]> {
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`conv2d_shapes`] gives the output shapes.
 ///
 /// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+#[allow(dead_code)]
 pub fn conv2d(
     x: &[f32],
     x_shape: [usize; 4],

@@ -7,6 +7,7 @@ pub use rt::KernelError;
 
 /// Output shapes of [`pool_params`], computed by [`pool_params_shapes`] from the input shapes and parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)]
 pub struct PoolParamsShapes {
     /// Shape of the output `p`: `[N / $k, 1]`.
     pub p: [usize; 2],
@@ -14,6 +15,7 @@ pub struct PoolParamsShapes {
     pub h: [usize; 1],
 }
 
+#[allow(dead_code)]
 impl PoolParamsShapes {
     /// Elements of `p`: the length `pool_params` requires of that buffer.
     pub fn p_len(&self) -> usize {
@@ -31,6 +33,7 @@ impl PoolParamsShapes {
 /// # Errors
 ///
 /// [`KernelError`] when the shapes do not fit the contract documented on [`pool_params`].
+#[allow(dead_code)]
 pub fn pool_params_shapes(
     x_shape: [usize; 1],
     w_shape: [usize; 1],
@@ -51,10 +54,13 @@ pub fn pool_params_shapes(
             right_value: m,
         });
     }
-    Ok(PoolParamsShapes {
+    let shapes = PoolParamsShapes {
         p: [rt::size("pool_params", "N / $k", sizes[0])?, 1],
         h: [4],
-    })
+    };
+    rt::check_elements("pool_params", "p", &shapes.p)?;
+    rt::check_elements("pool_params", "h", &shapes.h)?;
+    Ok(shapes)
 }
 
 /// The sizes `pool_params` evaluates from its dims and parameters before it runs, or `None` when one overflows or divides by zero:
@@ -100,6 +106,7 @@ fn pool_params_sizes(n: i64, k: i64) -> Option<[i64; 1]> {
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`pool_params_shapes`] gives the output shapes.
 ///
 /// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+#[allow(dead_code)]
 pub fn pool_params(
     x: &[f32],
     x_shape: [usize; 1],
