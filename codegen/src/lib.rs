@@ -28,6 +28,7 @@ pub mod index;
 pub mod interp;
 pub mod loops;
 pub mod pass;
+pub mod sizes;
 pub mod tensor;
 pub mod testing;
 pub mod text;
