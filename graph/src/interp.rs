@@ -551,7 +551,13 @@ impl Machine<'_> {
             .subs
             .first()
             .ok_or_else(|| node_error(node.id, "a parallel needs a body"))?;
-        let mut results: Vec<Vec<Tensor>> = Vec::with_capacity(n);
+        let mut results: Vec<Vec<Tensor>> = Vec::new();
+        results.try_reserve_exact(n).map_err(|_| {
+            node_error(
+                node.id,
+                format!("the count `{count}` is {n}: more iterations than memory can hold"),
+            )
+        })?;
         for i in 0..n {
             let mut args = vec![Tensor::filled(DType::I32, Vec::new(), i as f64)];
             args.extend(inputs.iter().cloned());
