@@ -13,16 +13,14 @@
 //! with [`try_filled`].
 //!
 //! ```
-//! use uop_runtime as rt;
-//!
-//! let mut ledger = rt::Ledger::with_limit(1000);
+//! let mut ledger = uop_runtime::Ledger::with_limit(1000);
 //! ledger.add("x", 100, 4).unwrap(); // 400 bytes
 //! ledger.add("y", 100, 4).unwrap(); // 800 bytes
 //! ledger.check().unwrap();
 //! ledger.add("t", 100, 4).unwrap(); // 1200 bytes: too many
 //! let e = ledger.check().unwrap_err();
 //! assert!(e.to_string().contains("needs 1.2 kB"), "{e}");
-//! let v: Vec<f32> = rt::try_filled("x", 100, 0.0).unwrap();
+//! let v: Vec<f32> = uop_runtime::try_filled("x", 100, 0.0).unwrap();
 //! assert_eq!(v.len(), 100);
 //! ```
 
