@@ -20,7 +20,7 @@
 //! ```
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -62,6 +62,12 @@ pub enum NpyErrorKind {
         /// Minor version byte.
         minor: u8,
     },
+    /// The header is longer than any `.npy` writer makes one.
+    #[error("the .npy header claims {0} bytes, more than the {MAX_HEADER} a header may have")]
+    HeaderTooLong(usize),
+    /// The tensor the file holds needs more memory than may be had.
+    #[error("{0}")]
+    Memory(uop_runtime::MemoryError),
     /// The file ends inside the header.
     #[error(
         "the .npy header is truncated (the file has {found} bytes, the header needs {expected})"
@@ -162,11 +168,121 @@ impl NpyError {
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
+/// The longest header read: numpy writes headers of a few hundred bytes (and
+/// refuses to read ones over 10,000 by default), so this is generous, and it bounds
+/// what is read before the header says how much data there is.
+pub const MAX_HEADER: usize = 1 << 20;
+
 /// Reads a `.npy` file holding little-endian float32, float64 or int32 data in C order.
+///
+/// The read is bounded by the format: at most [`MAX_HEADER`] bytes of header, then
+/// at most one byte more than the data the header describes (so `/dev/zero` or a
+/// FIFO that never ends are refused rather than read forever). The tensor's memory
+/// is accounted against the memory limit ([`uop_runtime::memory_limit`]) before it
+/// is allocated, and a header claiming more data than a regular file holds is
+/// refused before anything of that size is allocated.
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
+    read_bounded(path, None)
+}
+
+/// The bounded read of [`read_npy`], for a tensor of type `want` when given.
+fn read_bounded(path: &Path, want: Option<DType>) -> Result<Tensor, NpyError> {
     let name = path.display().to_string();
-    let bytes = fs::read(path).map_err(|e| NpyError::new(&name, NpyErrorKind::Read(e)))?;
-    read_npy_bytes(&name, &bytes)
+    let fail = |kind| NpyError::new(&name, kind);
+    let mut file = fs::File::open(path).map_err(|e| fail(NpyErrorKind::Read(e)))?;
+    let file_len = file
+        .metadata()
+        .ok()
+        .filter(fs::Metadata::is_file)
+        .map(|m| m.len());
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take((MAX_HEADER + 12) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(NpyErrorKind::Read(e)))?;
+    let header_end = header_end(&bytes).map_err(fail)?;
+    let (stored, shape, expected) = parse_header(&bytes[..header_end], want).map_err(fail)?;
+    if let Some(len) = file_len {
+        let found = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(header_end);
+        if found < expected {
+            return Err(fail(NpyErrorKind::Truncated {
+                shape,
+                dtype: stored.numpy_name(),
+                expected,
+                found,
+            }));
+        }
+    }
+    // The raw bytes, the decoded values and the tensor's f64 values.
+    let elements = (expected / stored.size()) as u64;
+    let mut ledger = uop_runtime::Ledger::new();
+    let accounted = ledger
+        .add(&name, expected as u64, 1)
+        .and_then(|()| ledger.add(&name, elements, stored.size() as u64))
+        .and_then(|()| ledger.add(&name, elements, 8))
+        .and_then(|()| ledger.check());
+    accounted.map_err(|e| fail(NpyErrorKind::Memory(e)))?;
+    let wanted = header_end.saturating_add(expected).saturating_add(1);
+    if file_len.is_some() {
+        // The file holds at least this much, so the whole buffer is taken at once.
+        bytes
+            .try_reserve_exact(wanted.saturating_sub(bytes.len()))
+            .map_err(|_| {
+                fail(NpyErrorKind::Memory(
+                    uop_runtime::MemoryError::AllocationFailed {
+                        what: name.clone(),
+                        bytes: wanted as u64,
+                    },
+                ))
+            })?;
+    }
+    // One byte more than the data, to tell a file with extra data from an exact one.
+    (&mut file)
+        .take(wanted.saturating_sub(bytes.len()) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(NpyErrorKind::Read(e)))?;
+    decode(&name, &bytes, want).map_err(|mut e| {
+        if let (NpyErrorKind::ExtraData { found, .. }, Some(len)) = (&mut e.kind, file_len) {
+            *found = usize::try_from(len).unwrap_or(usize::MAX) - header_end;
+        }
+        e
+    })
+}
+
+/// The stored element type, shape and data bytes the header text describes; an
+/// int64 file is accepted when `want` is i32 (see [`read_npy_as`]).
+fn parse_header(
+    header_text: &[u8],
+    want: Option<DType>,
+) -> Result<(Stored, Vec<usize>, usize), NpyErrorKind> {
+    check_shape_fits(header_text)?;
+    check_not_object(header_text)?;
+    let header =
+        NpyHeader::from_reader(header_text).map_err(|e| NpyErrorKind::BadHeader(e.to_string()))?;
+    let stored = match supported_dtype(&header.dtype()) {
+        Ok(d) => Stored::Uop(d),
+        Err(NpyErrorKind::UnsupportedDType(_))
+            if want == Some(DType::I32) && is_little_int64(&header.dtype()) =>
+        {
+            Stored::I64
+        }
+        Err(kind) => return Err(kind),
+    };
+    if header.order() == Order::Fortran && header.shape().len() > 1 {
+        return Err(NpyErrorKind::FortranOrder);
+    }
+    let too_large = || NpyErrorKind::TooLarge(header.shape().to_vec());
+    let shape = header
+        .shape()
+        .iter()
+        .map(|&n| usize::try_from(n).ok())
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(too_large)?;
+    let elements = uop_codegen::sizes::element_count(&shape).ok_or_else(too_large)?;
+    let expected = elements.checked_mul(stored.size()).ok_or_else(too_large)?;
+    Ok((stored, shape, expected))
 }
 
 /// Reads a `.npy` file for a tensor of type `want`: as [`read_npy`], except that an
@@ -174,9 +290,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
 /// (numpy saves integers as int64 by default). The dtype of the result is the file's
 /// otherwise; comparing it with `want` is the caller's business.
 pub fn read_npy_as(path: &Path, want: DType) -> Result<Tensor, NpyError> {
-    let name = path.display().to_string();
-    let bytes = fs::read(path).map_err(|e| NpyError::new(&name, NpyErrorKind::Read(e)))?;
-    read_npy_bytes_as(&name, &bytes, want)
+    read_bounded(path, Some(want))
 }
 
 /// Parses the contents of a `.npy` file; `name` is used in error messages only.
@@ -218,32 +332,7 @@ fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyEr
     let fail = |kind| NpyError::new(name, kind);
     let header_end = header_end(bytes).map_err(fail)?;
     let header_text = &bytes[..header_end];
-    check_shape_fits(header_text).map_err(fail)?;
-    let header = NpyHeader::from_reader(header_text)
-        .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
-    let stored = match supported_dtype(&header.dtype()) {
-        Ok(d) => Stored::Uop(d),
-        Err(NpyErrorKind::UnsupportedDType(_))
-            if want == Some(DType::I32) && is_little_int64(&header.dtype()) =>
-        {
-            Stored::I64
-        }
-        Err(kind) => return Err(fail(kind)),
-    };
-    if header.order() == Order::Fortran && header.shape().len() > 1 {
-        return Err(fail(NpyErrorKind::FortranOrder));
-    }
-
-    let shape = header
-        .shape()
-        .iter()
-        .map(|&n| usize::try_from(n).ok())
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
-    let expected = shape
-        .iter()
-        .try_fold(stored.size(), |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| fail(NpyErrorKind::TooLarge(header.shape().to_vec())))?;
+    let (stored, shape, expected) = parse_header(header_text, want).map_err(fail)?;
     let data = &bytes[header_end..];
     let dtype_name = stored.numpy_name();
     if data.len() < expected {
@@ -263,6 +352,8 @@ fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyEr
         }));
     }
 
+    let header = NpyHeader::from_reader(header_text)
+        .map_err(|e| fail(NpyErrorKind::BadHeader(e.to_string())))?;
     let npy = NpyFile::with_header(header, data);
     // The dtype and the data length were checked above, so decoding cannot fail; the
     // error is still mapped rather than unwrapped in case npyz disagrees.
@@ -339,7 +430,7 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
 /// by construction).
 pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
     let fail = |kind| NpyError::new(name, kind);
-    let expected: usize = t.shape.iter().product();
+    let expected = uop_codegen::sizes::element_count(&t.shape).unwrap_or(usize::MAX);
     if t.data.len() != expected {
         return Err(fail(NpyErrorKind::InconsistentTensor {
             shape: t.shape.clone(),
@@ -348,7 +439,20 @@ pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
         }));
     }
     let shape: Vec<u64> = t.shape.iter().map(|&n| n as u64).collect();
-    let mut out = Vec::with_capacity(128 + t.data.len() * t.dtype.size());
+    let bytes = t
+        .data
+        .len()
+        .saturating_mul(t.dtype.size())
+        .saturating_add(128);
+    let mut out = Vec::new();
+    out.try_reserve_exact(bytes).map_err(|_| {
+        fail(NpyErrorKind::Memory(
+            uop_runtime::MemoryError::AllocationFailed {
+                what: name.to_string(),
+                bytes: bytes as u64,
+            },
+        ))
+    })?;
     let written = match t.dtype {
         DType::F32 => encode(&mut out, "<f4", &shape, t.data.iter().map(|&v| v as f32)),
         DType::F64 => encode(&mut out, "<f8", &shape, t.data.iter().copied()),
@@ -425,6 +529,9 @@ fn header_end(bytes: &[u8]) -> Result<usize, NpyErrorKind> {
         .iter()
         .rev()
         .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    if text_len > MAX_HEADER {
+        return Err(NpyErrorKind::HeaderTooLong(text_len));
+    }
     let end = text_start + text_len;
     if bytes.len() < end {
         return Err(truncated(end));
@@ -466,6 +573,30 @@ fn check_shape_fits(header: &[u8]) -> Result<(), NpyErrorKind> {
     } else {
         Err(NpyErrorKind::TooLarge(dims))
     }
+}
+
+/// Refuses an object array (`'descr': '|O'`, pickled Python objects) by name: npyz
+/// only says "invalid type string".
+fn check_not_object(header: &[u8]) -> Result<(), NpyErrorKind> {
+    let text = String::from_utf8_lossy(header);
+    let Some(key) = text.find("'descr'").or_else(|| text.find("\"descr\"")) else {
+        return Ok(());
+    };
+    let rest = text[key + "'descr'".len()..].trim_start();
+    let Some(rest) = rest.strip_prefix(':') else {
+        return Ok(());
+    };
+    let value = rest.trim_start().trim_start_matches(['\'', '"']);
+    let descr: String = value
+        .chars()
+        .take_while(|c| !matches!(c, '\'' | '"'))
+        .collect();
+    if matches!(descr.as_str(), "|O" | "O" | "<O" | ">O" | "=O") {
+        return Err(NpyErrorKind::UnsupportedDType(format!(
+            "object ('{descr}': Python objects, saved with pickling)"
+        )));
+    }
+    Ok(())
 }
 
 /// The uop element type of a header dtype, or the error saying why it is not one.
@@ -546,6 +677,18 @@ mod tests {
         ));
         let fine = b"{'descr': '<f4', 'fortran_order': False, 'shape': (), }";
         assert!(check_shape_fits(fine).is_ok());
+    }
+
+    #[test]
+    fn object_arrays_are_named() {
+        let header = b"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }";
+        assert_eq!(
+            check_not_object(header).unwrap_err().to_string(),
+            "dtype object ('|O': Python objects, saved with pickling) is not supported (use \
+             float32, float64 or int32)"
+        );
+        let fine = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+        assert!(check_not_object(fine).is_ok());
     }
 
     #[test]

@@ -130,7 +130,13 @@ impl fmt::Display for Diagnostic {
         writeln!(f, "{} (line {line}, column {col})", self.headline())?;
         writeln!(f, "{pad} |")?;
         writeln!(f, "{gutter} | {text}")?;
-        write!(f, "{pad} | {}^", " ".repeat(col - 1))
+        // A tab before the offset stays a tab under it, so the caret lines up
+        // however the terminal expands tabs.
+        let under: String = self.source[line_start..self.offset]
+            .chars()
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        write!(f, "{pad} | {under}^")
     }
 }
 
@@ -146,6 +152,15 @@ mod tests {
         assert_eq!(
             d.to_string(),
             "expected a term, found `*` (line 2, column 5)\n  |\n2 | b + * c\n  |     ^"
+        );
+    }
+
+    #[test]
+    fn the_caret_lines_up_after_tabs() {
+        let d = Diagnostic::new("\tx =\t* c", 5, "a call".into(), "`*`".into());
+        assert_eq!(
+            d.to_string(),
+            "expected a call, found `*` (line 1, column 6)\n  |\n1 | \tx =\t* c\n  | \t   \t^"
         );
     }
 }

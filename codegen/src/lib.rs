@@ -31,6 +31,7 @@ pub mod loops;
 pub mod pass;
 pub mod run;
 pub mod signature;
+pub mod sizes;
 pub mod tensor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

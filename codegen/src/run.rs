@@ -8,8 +8,10 @@
 
 use thiserror::Error;
 
+use uop_runtime::MemoryError;
+
 use crate::index::EvalError;
-use crate::uop::{BindError, DType};
+use crate::uop::{BindError, DType, ReduceOp};
 
 /// Why a kernel did not run.
 #[derive(Clone, Debug, PartialEq, Error)]
@@ -104,6 +106,24 @@ pub enum RunError {
     /// Compiled code returned an error code.
     #[error("the kernel failed: {}", .0.message())]
     Kernel(Status),
+    /// The tensors of the run need more memory than may be had.
+    #[error("{0}")]
+    Memory(#[from] MemoryError),
+    /// `argmax` / `argmin` over an empty axis (numpy and torch refuse it too).
+    #[error(
+        "`{node}`: {op} over axis {axis}, whose size `{size}` is 0: an empty axis has no {op}",
+        op = op.name()
+    )]
+    EmptyAxis {
+        /// The reducing node.
+        node: String,
+        /// `argmax` or `argmin`.
+        op: ReduceOp,
+        /// The empty axis.
+        axis: usize,
+        /// Its size, as written.
+        size: String,
+    },
 }
 
 /// What a compiled kernel returns (the C ABI's return codes).

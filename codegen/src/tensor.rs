@@ -5,6 +5,9 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use thiserror::Error;
+use uop_runtime::{MemoryError, try_filled};
+
+use crate::sizes::element_count;
 
 use crate::uop::DType;
 
@@ -31,11 +34,12 @@ pub struct Tensor {
     pub data: Vec<f64>,
 }
 
-/// Row-major strides of a shape, in elements.
+/// Row-major strides of a shape, in elements (saturating: a shape with an empty
+/// axis may have strides no index reaches).
 pub fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
+    let mut s = vec![1usize; shape.len()];
     for k in (0..shape.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * shape[k + 1];
+        s[k] = s[k + 1].saturating_mul(shape[k + 1]);
     }
     s
 }
@@ -43,7 +47,8 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
 impl Tensor {
     /// A tensor from data, rounded to `dtype`; the length must match the shape.
     pub fn new(dtype: DType, shape: Vec<usize>, data: Vec<f64>) -> Result<Self, ShapeError> {
-        let expected: usize = shape.iter().product();
+        // A shape with too many elements matches no data.
+        let expected = element_count(&shape).unwrap_or(usize::MAX);
         if data.len() != expected {
             return Err(ShapeError {
                 shape,
@@ -56,31 +61,64 @@ impl Tensor {
     }
 
     /// A tensor with every element `value`.
+    ///
+    /// # Panics
+    ///
+    /// If the memory cannot be had: for sizes that come from a user, use
+    /// [`Tensor::try_filled`].
     pub fn filled(dtype: DType, shape: Vec<usize>, value: f64) -> Self {
-        let n = shape.iter().product();
-        Tensor {
-            dtype,
-            shape,
-            data: vec![dtype.round(value); n],
-        }
+        Tensor::try_filled("tensor", dtype, shape, value).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// A tensor of zeros.
+    /// A tensor of zeros (panics as [`Tensor::filled`] does).
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Self {
         Tensor::filled(dtype, shape, 0.0)
     }
 
-    /// Seeded random data: floats uniform in [-2, 2), i32 uniform in [0, 4).
+    /// A tensor named `name` (for messages) with every element `value`; a shape
+    /// with too many elements or memory the system refuses is an error, never an
+    /// abort. Callers account for the bytes first ([`crate::sizes::account`]).
+    pub fn try_filled(
+        name: &str,
+        dtype: DType,
+        shape: Vec<usize>,
+        value: f64,
+    ) -> Result<Self, MemoryError> {
+        let n = element_count(&shape).ok_or_else(|| MemoryError::TooLarge {
+            what: name.to_string(),
+            elements: shape
+                .iter()
+                .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+                .unwrap_or(u64::MAX),
+            element_size: std::mem::size_of::<f64>() as u64,
+        })?;
+        let data = try_filled(name, n, dtype.round(value))?;
+        Ok(Tensor { dtype, shape, data })
+    }
+
+    /// Seeded random data: floats uniform in [-2, 2), i32 uniform in [0, 4)
+    /// (panics as [`Tensor::filled`] does).
     pub fn random(dtype: DType, shape: Vec<usize>, seed: u64) -> Self {
+        Tensor::try_random("tensor", dtype, shape, seed).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Tensor::random`] for a tensor named `name`, an error rather than an abort
+    /// when the memory cannot be had.
+    pub fn try_random(
+        name: &str,
+        dtype: DType,
+        shape: Vec<usize>,
+        seed: u64,
+    ) -> Result<Self, MemoryError> {
+        let mut t = Tensor::try_filled(name, dtype, shape, 0.0)?;
         let mut rng = StdRng::seed_from_u64(seed);
-        let n: usize = shape.iter().product();
-        let data = (0..n)
-            .map(|_| match dtype {
+        for v in &mut t.data {
+            *v = match dtype {
                 DType::I32 => rng.random_range(0..4) as f64,
                 _ => dtype.round(rng.random_range(-2.0..2.0)),
-            })
-            .collect();
-        Tensor { dtype, shape, data }
+            };
+        }
+        Ok(t)
     }
 
     /// Number of elements.
@@ -130,8 +168,13 @@ impl Tensor {
 }
 
 /// Every multi-index of `shape`, row-major (one empty index for rank 0).
+///
+/// # Panics
+///
+/// If `shape` has more elements than [`element_count`] allows: shapes are checked
+/// when they are made concrete ([`crate::sizes::concrete_shape`]).
 pub fn indices(shape: &[usize]) -> impl Iterator<Item = Vec<i64>> + '_ {
-    let total: usize = shape.iter().product();
+    let total = element_count(shape).expect("shapes are checked when they become concrete");
     let st = strides(shape);
     (0..total).map(move |flat| {
         st.iter()

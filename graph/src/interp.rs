@@ -551,7 +551,13 @@ impl Machine<'_> {
             .subs
             .first()
             .ok_or_else(|| node_error(node.id, "a parallel needs a body"))?;
-        let mut results: Vec<Vec<Tensor>> = Vec::with_capacity(n);
+        let mut results: Vec<Vec<Tensor>> = Vec::new();
+        results.try_reserve_exact(n).map_err(|_| {
+            node_error(
+                node.id,
+                format!("the count `{count}` is {n}: more iterations than memory can hold"),
+            )
+        })?;
         for i in 0..n {
             let mut args = vec![Tensor::filled(DType::I32, Vec::new(), i as f64)];
             args.extend(inputs.iter().cloned());
@@ -564,10 +570,25 @@ impl Machine<'_> {
                     let ty = &node.outputs[k];
                     let shape = concrete_shape(&node.id.to_string(), &ty.shape, &b)
                         .map_err(|err| node_error(node.id, err.to_string()))?;
-                    return Ok(Tensor::zeros(ty.dtype, shape));
+                    return Tensor::try_filled(&node.id.to_string(), ty.dtype, shape, 0.0)
+                        .map_err(|err| node_error(node.id, err.to_string()));
                 };
                 let (dtype, inner) = (first[k].dtype, first[k].shape.clone());
-                let mut data = Vec::with_capacity(n * first[k].len());
+                let mut shape = vec![n];
+                shape.extend(inner.iter().copied());
+                let total = uop_codegen::sizes::element_count(&shape).ok_or_else(|| {
+                    node_error(
+                        node.id,
+                        format!("result {k} of shape {shape:?} has too many elements"),
+                    )
+                })?;
+                let mut data = Vec::new();
+                data.try_reserve_exact(total).map_err(|_| {
+                    node_error(
+                        node.id,
+                        format!("cannot allocate result {k} of shape {shape:?}"),
+                    )
+                })?;
                 for (i, r) in results.iter().enumerate() {
                     if r[k].dtype != dtype || r[k].shape != inner {
                         return Err(node_error(
@@ -580,8 +601,6 @@ impl Machine<'_> {
                     }
                     data.extend_from_slice(&r[k].data);
                 }
-                let mut shape = vec![n];
-                shape.extend(inner);
                 Tensor::new(dtype, shape, data).map_err(|err| node_error(node.id, err.to_string()))
             })
             .collect()

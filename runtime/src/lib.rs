@@ -1,6 +1,7 @@
 //! `uop-runtime`: what uop's generated kernels call at run time, written once as
 //! an ordinary, tested library: the error a kernel returns ([`KernelError`]), the
-//! checks it makes before touching data, the aligned buffer ([`AlignedVec`]), the
+//! checks it makes before touching data, the memory a run may take ([`Ledger`],
+//! [`try_filled`]), the aligned buffer ([`AlignedVec`]), the
 //! one process-wide worker pool its parallel loops run on ([`in_parts`],
 //! [`set_threads`]), CPU-level detection ([`cpu_level`]), the vectorizable f32 math
 //! ([`vmath`]), the transpose tiles and the scalar helpers of its loops.
@@ -48,6 +49,7 @@ mod aligned;
 mod check;
 mod cpu;
 mod error;
+mod memory;
 mod pool;
 mod scalar;
 mod shared;
@@ -62,6 +64,10 @@ pub use check::{
 #[cfg(target_arch = "x86_64")]
 pub use cpu::cpu_level;
 pub use error::KernelError;
+pub use memory::{
+    Ledger, MemoryError, byte_count, human_bytes, machine_memory, memory_limit, set_memory_limit,
+    try_filled,
+};
 pub use pool::{GRAIN, Meeting, Part, in_parts, parts_for, run_parts, set_threads, threads};
 pub use scalar::{
     erf_f64, floor_div, floor_mod, line_phase, maximum_f32, maximum_f64, minimum_f32, minimum_f64,

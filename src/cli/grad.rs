@@ -187,7 +187,8 @@ fn seed_tensors(
             let node = program.node(*o);
             let value = &outputs[program.outputs.iter().position(|x| x == o).unwrap_or(0)];
             let Some(path) = files.get(&node.name) else {
-                return Ok(Tensor::filled(node.dtype, value.shape.clone(), 1.0));
+                return Tensor::try_filled(&node.name, node.dtype, value.shape.clone(), 1.0)
+                    .map_err(|e| CliError(e.to_string()));
             };
             let seed = read_npy(path).map_err(|e| CliError(e.to_string()))?;
             if seed.dtype != node.dtype || seed.shape != value.shape {

@@ -6,18 +6,20 @@ use std::path::PathBuf;
 use clap::Args;
 use uop_codegen::backend::cranelift;
 use uop_codegen::compile::{CompileOptions, Target, compile};
-use uop_codegen::index::Expr;
-use uop_codegen::interp;
+use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
+use uop_codegen::{interp, sizes};
 
 use clap::ValueEnum;
 use uop_graph::Graph;
 
 use super::output::OutputFiles;
 use super::source::{self, Source};
-use super::{Backend, CliError, fail, int_assignments, pass_options, path_assignments, show};
+use super::{
+    Backend, CliError, fail, int_assignments, limits, pass_options, path_assignments, show,
+};
 use crate::npy::{read_npy_as, write_npy_bytes};
 
 /// Arguments of `uop run`.
@@ -62,6 +64,10 @@ pub struct InputArgs {
     /// check a result elsewhere, e.g. with numpy; written together with the outputs.
     #[arg(long, value_name = "DIR", requires = "random")]
     save_inputs: Option<PathBuf>,
+    /// The most memory the run may take (inputs, outputs and temporaries), e.g. `4G`;
+    /// the default is the memory the machine has available.
+    #[arg(long = "max-memory", value_name = "BYTES")]
+    max_memory: Option<String>,
 }
 
 impl InputArgs {
@@ -81,8 +87,10 @@ impl InputArgs {
         Ok(params)
     }
 
-    /// The program's inputs in order, from files or seeded random data.
+    /// The program's inputs in order, from files or seeded random data. Sets the
+    /// memory limit of `--max-memory` first, so the inputs are accounted against it.
     pub fn gather(&self, program: &Program) -> Result<Vec<Tensor>, CliError> {
+        limits::apply(self.max_memory.as_deref())?;
         gather_inputs(program, self)
     }
 
@@ -242,6 +250,9 @@ pub(crate) fn execute(
         }
         Backend::Cranelift => {
             let optimized = compiled(program, pass_opts, Target::Cranelift)?;
+            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+            sizes::check_kernel_run(&optimized, &shapes, params)
+                .map_err(|e| CliError(e.to_string()))?;
             let kernel = cranelift::compile(&optimized, &cranelift::Options::default())
                 .map_err(|e| CliError(e.to_string()))?;
             return kernel
@@ -347,41 +358,57 @@ fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, Cli
         }
         loaded.push(Some(tensor));
     }
-    let mut inputs = Vec::new();
-    for (k, (id, tensor)) in program.inputs.iter().zip(loaded).enumerate() {
+    // The shapes of the random inputs, checked and accounted before any is made.
+    let mut random_shapes = Vec::new();
+    let mut ledger = uop_runtime::Ledger::new();
+    for (id, tensor) in program.inputs.iter().zip(&loaded) {
         let node = program.node(*id);
-        if let Some(t) = tensor {
-            inputs.push(t);
+        if tensor.is_some() {
             continue;
         }
-        let Some(seed) = args.random else {
+        if args.random.is_none() {
             return fail(format!(
                 "input `{}` is not given: pass --input {}=FILE.npy, or --random SEED for random data",
                 node.name, node.name
             ));
-        };
-        let shape = node
-            .shape
-            .iter()
-            .map(|d| match d {
-                Expr::Int(v) => Ok(*v as usize),
-                Expr::Name(n) => dims.get(n).map(|(v, _)| *v as usize).ok_or_else(|| {
-                    CliError(format!(
-                        "the size of `{n}` (in input `{}`) is unknown: pass --dim {n}=SIZE",
-                        node.name
-                    ))
-                }),
-                other => fail(format!(
-                    "input `{}` has an unexpected dimension `{other}`",
+        }
+        for d in &node.shape {
+            if let Expr::Name(n) = d
+                && !dims.contains_key(n)
+            {
+                return fail(format!(
+                    "the size of `{n}` (in input `{}`) is unknown: pass --dim {n}=SIZE",
                     node.name
-                )),
-            })
-            .collect::<Result<Vec<usize>, CliError>>()?;
-        inputs.push(Tensor::random(
-            node.dtype,
-            shape,
-            seed.wrapping_add(k as u64),
-        ));
+                ));
+            }
+        }
+        let names = Bindings {
+            names: dims.iter().map(|(n, (v, _))| (n.clone(), *v)).collect(),
+            ..Bindings::default()
+        };
+        let shape = sizes::concrete_shape(&node.name, &node.shape, &names)
+            .map_err(|e| CliError(e.to_string()))?;
+        sizes::account(&mut ledger, &node.name, &shape, std::mem::size_of::<f64>())
+            .map_err(|e| CliError(e.to_string()))?;
+        random_shapes.push(shape);
+    }
+    ledger.check().map_err(|e| CliError(e.to_string()))?;
+    let mut random_shapes = random_shapes.into_iter();
+    let mut inputs = Vec::new();
+    for (k, (id, tensor)) in program.inputs.iter().zip(loaded).enumerate() {
+        let node = program.node(*id);
+        let tensor = match tensor {
+            Some(t) => t,
+            None => {
+                // Every input without a file has a shape above, and --random was given.
+                let (Some(seed), Some(shape)) = (args.random, random_shapes.next()) else {
+                    return fail(format!("input `{}` has no data", node.name));
+                };
+                Tensor::try_random(&node.name, node.dtype, shape, seed.wrapping_add(k as u64))
+                    .map_err(|e| CliError(e.to_string()))?
+            }
+        };
+        inputs.push(tensor);
     }
     Ok(inputs)
 }

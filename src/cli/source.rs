@@ -25,8 +25,7 @@ pub(crate) enum Source {
 /// mistake in a plain program is reported as before, and one inside a `fn` body by
 /// the graph parser). Errors name the file and show the caret.
 pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    let src = read_source(path)?;
     let named = |e: TextError| CliError(format!("{}: {e}", path.display()));
     let program_error = match parse_program(&src, &registry()) {
         Ok(p) => return Ok(Source::Program(p)),
@@ -41,10 +40,56 @@ pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
     }
 }
 
+/// The longest `.uop` file read: far beyond any program written by hand or
+/// generated, and a bound on what reading a device or FIFO that never ends takes.
+pub(crate) const MAX_SOURCE: u64 = 64 << 20;
+
+/// Reads a `.uop` file as text: at most [`MAX_SOURCE`] bytes; a leading UTF-8 byte
+/// order mark is dropped (editors write one); a byte that is not UTF-8 is an error
+/// giving its line and column.
+pub(crate) fn read_source(path: &Path) -> Result<String, CliError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| CliError(format!("cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SOURCE {
+        return Err(CliError(format!(
+            "{}: the file is longer than {} MiB, the most a .uop file may have",
+            path.display(),
+            MAX_SOURCE >> 20
+        )));
+    }
+    let text = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    match std::str::from_utf8(text) {
+        Ok(s) => Ok(s.to_string()),
+        Err(e) => {
+            let at = e.valid_up_to();
+            let before = &text[..at];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+            // Valid UTF-8 up to `at`, so this counts characters.
+            let column = String::from_utf8_lossy(&before[line_start..])
+                .chars()
+                .count()
+                + 1;
+            Err(CliError(format!(
+                "{}:{line}:{column}: the file is not UTF-8 text (byte 0x{:02x} at offset {at})",
+                path.display(),
+                text[at]
+            )))
+        }
+    }
+}
+
 /// Reads a file as a graph (a program is a graph of calls; its macro ops stay calls).
 pub(crate) fn load_graph(path: &Path) -> Result<Graph, CliError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    let src = read_source(path)?;
     parse_graph(&src, uop_graph::default_registry())
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
 }

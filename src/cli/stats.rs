@@ -52,6 +52,15 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
         pass::optimize_timed(&lowered, &pass_opts).map_err(|e| CliError(e.to_string()))?;
     let before = pass::stats(&lowered, &dims, &params);
     let after = pass::stats(&optimized, &dims, &params);
+    if unknown_sizes(&lowered, &dims, &params).is_empty() {
+        // Every size is given: a byte count that is unknown is one that overflows or
+        // is negative, an error rather than a `?`.
+        for (p, s) in [(&lowered, &before), (&optimized, &after)] {
+            if s.temp_bytes.is_none() {
+                return fail(size_problem(p, &dims, &params));
+            }
+        }
+    }
     if args.json {
         println!("{}", json(&before, &after));
     } else {
@@ -66,6 +75,26 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
         print!("{}", time_table(parse_time, lower_time, &times));
     }
     Ok(())
+}
+
+/// Why the temporaries of `p` have no byte count though every size is given: the
+/// first temporary whose shape is negative or overflows, or a total that overflows.
+fn size_problem(
+    p: &LoopProgram,
+    dims: &HashMap<String, i64>,
+    params: &HashMap<String, i64>,
+) -> String {
+    let bindings = uop_codegen::index::Bindings {
+        names: dims.clone(),
+        params: params.clone(),
+        ..Default::default()
+    };
+    for t in p.tensors.iter().filter(|t| t.kind == TensorKind::Temp) {
+        if let Err(e) = uop_codegen::sizes::concrete_shape(&t.name, &t.shape, &bindings) {
+            return e.to_string();
+        }
+    }
+    "the temporaries need more than 18446744073709551615 bytes in all".to_string()
 }
 
 /// Milliseconds with two decimals.

@@ -11,6 +11,6 @@ mod simplify;
 pub use ast::{DimRef, Expr, IndexOp};
 pub use eval::{Bindings, Env, EvalError, floor_div, floor_mod};
 pub use interval::{Interval, IntervalEnv, Ranges};
-pub use parse::{is_plain_name, parse_expr};
+pub use parse::{MAX_DEPTH, is_plain_name, parse_expr};
 pub use print::list;
 pub use simplify::equal_sizes;

@@ -72,7 +72,8 @@ fn ws<'a, O>(
 /// operator of a chain count. Deeper input is rejected so that the parser and every
 /// recursive walk over the tree (printing, simplifying, dropping) stay far from the
 /// end of the stack, whatever text a user supplies.
-const MAX_DEPTH: usize = 256;
+/// The `.uop` text format's bracket nesting uses the same limit.
+pub const MAX_DEPTH: usize = 256;
 
 /// The error for input nested deeper than [`MAX_DEPTH`].
 fn too_deep(at: &str) -> nom::Err<SyntaxError<'_>> {
@@ -81,6 +82,17 @@ fn too_deep(at: &str) -> nom::Err<SyntaxError<'_>> {
         "an expression nested at most 256 levels deep",
     ))
 }
+
+/// The error for a chain of `+ -` or `* / %` longer than [`MAX_DEPTH`]: each
+/// operator of a chain adds a level to the tree.
+fn too_long(at: &str) -> nom::Err<SyntaxError<'_>> {
+    nom::Err::Failure(SyntaxError::new(
+        at.trim_start(),
+        "at most 256 terms in one chain of `+ -` or `* / %` (write a longer sum in parts)",
+    ))
+}
+
+const _: () = assert!(MAX_DEPTH == 256, "the messages above spell the limit out");
 
 /// An expression and the depth of its tree (a leaf has depth 1).
 type Deep = (Expr, usize);
@@ -102,9 +114,14 @@ fn sum(input: &str, level: usize) -> PResult<'_, Deep> {
             return Ok((input, (acc, depth)));
         };
         let (rest, (rhs, rhs_depth)) = term(after_op, level).map_err(fail)?;
+        let chain = depth + 1 > MAX_DEPTH && rhs_depth < MAX_DEPTH;
         depth = depth.max(rhs_depth) + 1;
         if depth > MAX_DEPTH {
-            return Err(too_deep(input));
+            return Err(if chain {
+                too_long(input)
+            } else {
+                too_deep(input)
+            });
         }
         let op = if c == '+' { IndexOp::Add } else { IndexOp::Sub };
         acc = Expr::bin(op, acc, rhs);
@@ -120,9 +137,14 @@ fn term(input: &str, level: usize) -> PResult<'_, Deep> {
             return Ok((input, (acc, depth)));
         };
         let (rest, (rhs, rhs_depth)) = unary(after_op, level).map_err(fail)?;
+        let chain = depth + 1 > MAX_DEPTH && rhs_depth < MAX_DEPTH;
         depth = depth.max(rhs_depth) + 1;
         if depth > MAX_DEPTH {
-            return Err(too_deep(input));
+            return Err(if chain {
+                too_long(input)
+            } else {
+                too_deep(input)
+            });
         }
         let op = match c {
             '*' => IndexOp::Mul,

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::index::{Bindings, Env, Expr};
 use crate::loops::{Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorKind, Value};
+use crate::sizes::{account_interpreter, check_iterations};
 use crate::tensor::Tensor;
 use crate::uop::DType;
 
@@ -52,14 +53,20 @@ pub fn run_loops(
         }
     }
     let shapes = program.shapes(&bindings)?;
-    let mut tensors: Vec<Tensor> = program
-        .tensors
-        .iter()
-        .zip(shapes)
-        .map(|(decl, shape)| Tensor::zeros(decl.dtype, shape))
-        .collect();
-    for (id, t) in program.inputs.iter().zip(inputs) {
-        tensors[id.0] = t.clone();
+    check_iterations(program, &bindings)?;
+    account_interpreter(
+        program
+            .tensors
+            .iter()
+            .zip(&shapes)
+            .map(|(t, s)| (t.name.as_str(), s.as_slice())),
+    )?;
+    let mut tensors = Vec::with_capacity(program.tensors.len());
+    for (k, (decl, shape)) in program.tensors.iter().zip(shapes).enumerate() {
+        tensors.push(match program.inputs.iter().position(|t| t.0 == k) {
+            Some(at) => inputs[at].clone(),
+            None => Tensor::try_filled(&decl.name, decl.dtype, shape, 0.0)?,
+        });
     }
     let loop_ids = program
         .blocks

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::index::{Bindings, EvalError, Expr};
 pub use crate::run::RunError;
+use crate::sizes::account_interpreter;
 use crate::tensor::{Tensor, indices};
 use crate::uop::{Accum, DType, NodeId, Operand, Program, ReduceOp, Uop};
 
@@ -29,6 +30,14 @@ pub fn run(
         }
     }
     let shapes = program.shapes(&env)?;
+    // Every node's value (and a copy of each input) is held until the end.
+    account_interpreter(
+        program
+            .nodes
+            .iter()
+            .zip(&shapes)
+            .map(|(n, s)| (n.name.as_str(), s.as_slice())),
+    )?;
     let mut values: Vec<Option<Tensor>> = vec![None; program.nodes.len()];
     for (id, t) in program.inputs.iter().zip(inputs) {
         values[id.0] = Some(t.clone());
@@ -37,13 +46,32 @@ pub fn run(
         if node.op == Uop::Input {
             continue;
         }
-        let shape = shapes[k].clone();
-        let value = eval_node(&node.op, node.dtype, shape, &Values(&values), &mut env).map_err(
-            |error| RunError::Eval {
+        if let Uop::Reduce {
+            op: op @ (ReduceOp::Argmax | ReduceOp::Argmin),
+            axes,
+            x,
+        } = &node.op
+            && let Some(&axis) = axes.iter().find(|&&a| shapes[x.0][a] == 0)
+        {
+            return Err(RunError::EmptyAxis {
                 node: node.name.clone(),
-                error,
-            },
-        )?;
+                op: *op,
+                axis,
+                size: program.node(*x).shape[axis].to_string(),
+            });
+        }
+        let fill = match node.op {
+            Uop::ReindexReduce { op, .. } => op.identity(),
+            _ => 0.0,
+        };
+        let out = Tensor::try_filled(&node.name, node.dtype, shapes[k].clone(), fill)?;
+        let value =
+            eval_node(&node.op, node.dtype, out, &Values(&values), &mut env).map_err(|error| {
+                RunError::Eval {
+                    node: node.name.clone(),
+                    error,
+                }
+            })?;
         values[k] = Some(value);
     }
     Ok(program
@@ -76,14 +104,16 @@ fn operand_value(o: &Operand, at: usize, dtype: DType, env: &Bindings, values: &
     }
 }
 
+/// Computes a node's value into `out`, allocated with its shape (and filled with
+/// the identity of a scatter's op).
 fn eval_node(
     op: &Uop,
     dtype: DType,
-    shape: Vec<usize>,
+    mut out: Tensor,
     values: &Values,
     env: &mut Bindings,
 ) -> Result<Tensor, EvalError> {
-    let mut out = Tensor::zeros(dtype, shape.clone());
+    let shape = out.shape.clone();
     match op {
         Uop::Input => unreachable!("inputs are bound, not evaluated"),
         Uop::Reindex { x, index, fill } => {
@@ -96,7 +126,6 @@ fn eval_node(
         }
         Uop::ReindexReduce { x, index, op } => {
             let x = values.get(*x);
-            out = Tensor::filled(dtype, shape, op.identity());
             for (at, i) in indices(&x.shape).enumerate() {
                 env.indices = i;
                 let dst = eval_index(index, env)?;

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use crate::index::Expr;
+use crate::index::{Expr, IndexOp};
 use crate::uop::{Accum, BinaryOp, DType, NodeId, Operand, Program, ReduceOp, Uop};
 
 use super::ir::{
@@ -77,6 +77,8 @@ pub fn lower(program: &Program) -> LoopProgram {
         }
     }
     let inputs = program.inputs.iter().map(|n| TensorId(n.0)).collect();
+    let mut assertions = program.assertions.clone();
+    assertions.extend(nonempty_arg_axes(program));
     LoopProgram {
         dtype: program.dtype,
         params: program.params.clone(),
@@ -84,8 +86,39 @@ pub fn lower(program: &Program) -> LoopProgram {
         inputs,
         outputs: slots,
         blocks: l.blocks,
-        assertions: program.assertions.clone(),
+        assertions,
     }
+}
+
+/// `argmax` / `argmin` over an empty axis has no answer (numpy and torch refuse it):
+/// for each such axis whose size is not a positive literal, the entry assertion
+/// `min(size, 1) == 1`, which every backend checks before running.
+fn nonempty_arg_axes(program: &Program) -> Vec<(Expr, Expr)> {
+    let mut out: Vec<(Expr, Expr)> = Vec::new();
+    for node in &program.nodes {
+        let Uop::Reduce {
+            op: ReduceOp::Argmax | ReduceOp::Argmin,
+            axes,
+            x,
+        } = &node.op
+        else {
+            continue;
+        };
+        for &a in axes {
+            let size = program.node(*x).shape[a].clone();
+            if matches!(size, Expr::Int(v) if v > 0) {
+                continue;
+            }
+            let check = (
+                Expr::Bin(IndexOp::Min, Box::new(size), Box::new(Expr::Int(1))),
+                Expr::Int(1),
+            );
+            if !out.contains(&check) {
+                out.push(check);
+            }
+        }
+    }
+    out
 }
 
 /// Lowering state: the tensors and blocks so far and the next free loop and variable ids.

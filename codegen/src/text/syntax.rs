@@ -24,7 +24,8 @@ use crate::uop::DType;
 
 /// How deeply brackets and calls may nest; deeper input is rejected before parsing
 /// so that hostile input cannot overflow the stack of the recursive parsers.
-const MAX_NESTING: usize = 200;
+/// The same limit as index expressions' ([`crate::index::MAX_DEPTH`]).
+const MAX_NESTING: usize = crate::index::MAX_DEPTH;
 
 /// A name as written, with its offset.
 #[derive(Clone, Debug, PartialEq)]
@@ -200,7 +201,7 @@ pub fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
                 if level > MAX_NESTING {
                     return Err(SyntaxError::new(
                         &src[pos..],
-                        "less deeply nested expressions (at most 200 levels)",
+                        "less deeply nested expressions (at most 256 levels)",
                     ));
                 }
             }
@@ -214,6 +215,11 @@ pub fn check_nesting(src: &str) -> Result<(), SyntaxError<'_>> {
 /// Spaces and tabs (a statement continues on its line).
 pub fn sp(i: &str) -> &str {
     i.trim_start_matches([' ', '\t', '\r'])
+}
+
+/// True when nothing but a comment is left on the line.
+fn ends_line(i: &str) -> bool {
+    i.is_empty() || i.starts_with(['\n', '#'])
 }
 
 /// Whitespace, newlines and comments (inside brackets, and between statements).
@@ -425,11 +431,19 @@ impl<'s> Parser<'s> {
     }
 
     fn assert(&self, i: &'s str, at: usize) -> PResult<'s, Stmt> {
+        if ends_line(sp(i)) {
+            return fail(sp(i), "a size expression after `assert`");
+        }
         let (rest, left) = self.item(i)?;
         let rest = sp(rest);
         let Some(rest) = rest.strip_prefix("==") else {
             return fail(rest, "`==`");
         };
+        // An `assert` is one line: a missing right side is reported where it is
+        // missing, not on the next line.
+        if ends_line(sp(rest)) {
+            return fail(sp(rest), "a size expression after `==`");
+        }
         let (rest, right) = self.item(rest)?;
         Ok((rest, Stmt::Assert { at, left, right }))
     }
@@ -801,9 +815,16 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_stack_overflow() {
         let src = format!("y = {}x{}", "exp(".repeat(500), ")".repeat(500));
         let (offset, _) = error_offset(&src);
-        assert_eq!(offset, 4 + 4 * 200 + 3);
+        assert_eq!(offset, 4 + 4 * MAX_NESTING + 3);
         let src = format!("y = reindex(x, [{}1], [i0])", "- ".repeat(100_000));
         let (offset, _) = error_offset(&src);
-        assert_eq!(offset, 16 + 2 * 200);
+        assert_eq!(offset, 16 + 2 * MAX_NESTING);
+        // Just inside the limit, on a test thread's small stack, it parses.
+        let src = format!(
+            "y = {}x{}",
+            "exp(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(parse(&src).is_ok());
     }
 }

@@ -2,12 +2,14 @@
 //! [`Bindings`], checked against the program's declared dims and assertions, and
 //! every node's shape is evaluated.
 //!
-//! The checks are free functions over declarations ([`bind_inputs`], [`concrete_shape`])
+//! The checks are free functions over declarations ([`bind_inputs`], and
+//! [`concrete_shape`] of [`crate::sizes`])
 //! so the uop [`Program`] and the loop IR bind inputs by exactly the same rules.
 
 use std::collections::HashMap;
 
-use crate::index::{Bindings, Expr, list};
+use crate::index::{Bindings, Expr, IndexOp, list};
+use crate::sizes::concrete_shape;
 
 use super::error::BindError;
 use super::graph::Program;
@@ -53,7 +55,10 @@ pub fn bind_inputs(
             });
         }
         for (dim, &size) in decl.shape.iter().zip(shape.iter()) {
-            let size = size as i64;
+            let size = i64::try_from(size).map_err(|_| BindError::Input {
+                input: decl.name.to_string(),
+                message: format!("size {size} in shape {shape:?} exceeds {}", i64::MAX),
+            })?;
             match dim {
                 Expr::Int(v) if *v != size => {
                     return Err(BindError::Input {
@@ -89,6 +94,16 @@ pub fn bind_inputs(
     }
     for (l, r) in assertions {
         let (lv, rv) = (l.eval(&b)?, r.eval(&b)?);
+        if let (Expr::Bin(IndexOp::Min, size, one), Expr::Int(1)) = (l, r)
+            && **one == Expr::Int(1)
+            && lv != rv
+        {
+            // The lowering's check that argmax / argmin have a non-empty axis.
+            return Err(BindError::EmptyAxis {
+                size: size.to_string(),
+                value: size.eval(&b)?,
+            });
+        }
         if lv != rv {
             return Err(BindError::Assertion {
                 left: l.to_string(),
@@ -99,24 +114,6 @@ pub fn bind_inputs(
         }
     }
     Ok(b)
-}
-
-/// The concrete sizes of the symbolic `shape` of the tensor `name` under `b`
-/// (an error if any size is negative or cannot be evaluated).
-pub fn concrete_shape(name: &str, shape: &[Expr], b: &Bindings) -> Result<Vec<usize>, BindError> {
-    shape
-        .iter()
-        .map(|d| {
-            let v = d.eval(b).map_err(|e| BindError::Size {
-                node: name.to_string(),
-                message: e.to_string(),
-            })?;
-            usize::try_from(v).map_err(|_| BindError::Size {
-                node: name.to_string(),
-                message: format!("`{d}` is {v}, a negative size"),
-            })
-        })
-        .collect()
 }
 
 impl Program {

@@ -134,6 +134,16 @@ pub enum BindError {
         /// Its value.
         right_value: i64,
     },
+    /// `argmax` / `argmin` over an axis that is empty (or negative) has no answer.
+    #[error(
+        "argmax / argmin over an empty axis: its size `{size}` is {value} (numpy and torch refuse it too)"
+    )]
+    EmptyAxis {
+        /// The axis size, as written.
+        size: String,
+        /// Its value.
+        value: i64,
+    },
     /// A size evaluates to a negative number or cannot be evaluated.
     #[error("the shape of `{node}`: {message}")]
     Size {
@@ -141,6 +151,20 @@ pub enum BindError {
         node: String,
         /// What went wrong.
         message: String,
+    },
+    /// A loop nest would run more iterations than can be counted.
+    #[error(
+        "block {block} (computing `{tensor}`): the loops over {loops} run more than {max} \
+         iterations",
+        max = crate::sizes::MAX_COUNT
+    )]
+    Iterations {
+        /// Position of the block in the loop program.
+        block: usize,
+        /// The tensor the block writes.
+        tensor: String,
+        /// The loop ranges up to the one that overflows, as written.
+        loops: String,
     },
     /// An index expression failed while running.
     #[error("{0}")]

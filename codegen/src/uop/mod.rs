@@ -8,7 +8,8 @@ mod error;
 mod graph;
 mod ops;
 
-pub use bind::{InputDecl, bind_inputs, concrete_shape};
+pub use crate::sizes::concrete_shape;
+pub use bind::{InputDecl, bind_inputs};
 pub use builder::Builder;
 pub use error::{BindError, UopError};
 pub use graph::{Node, NodeId, Operand, Program, Uop};
