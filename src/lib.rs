@@ -22,6 +22,7 @@ pub use uop_runtime::AlignedVec;
 
 pub mod bench;
 pub mod cli;
+pub mod graph;
 pub mod jit;
 pub mod kernels;
 pub mod npy;

@@ -48,7 +48,7 @@ pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };
-pub use interp::{Run, RunError, RunOptions, Trace, run, run_with};
+pub use interp::{Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,

@@ -11,9 +11,11 @@ mod ops;
 mod output;
 mod print;
 mod run;
+mod run_graph;
 mod show;
 mod source;
 mod stats;
+mod stats_graph;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
