@@ -272,3 +272,20 @@ fn the_executable_reports_its_kernels_and_the_prepare_pipeline() {
     assert_eq!(e.report().pass("kernels").map(|p| p.kernels_after), Some(3));
     assert_eq!(e.backend(), Backend::Cranelift);
 }
+
+#[test]
+fn a_loop_body_returning_one_value_for_two_states_runs() {
+    // Random seed 330 found this: `return i + 1, h, h` with h computed in the body.
+    let g = parse(
+        "input x: f32[N]\nfn more(i, a, b) { return lt(i, 3) }\nfn step(i, a, b) {\n  h = mul(a, 0.5)\n  return add(i, 1), h, h\n}\nn, a, b = while(more, step, 0, x, x)\noutput n, a, b\n",
+    );
+    let x = Tensor::new(DType::F32, vec![2], vec![8.0, -16.0]).expect("x");
+    for backend in BACKENDS {
+        let out = exe(&g, backend)
+            .run(std::slice::from_ref(&x))
+            .expect("runs");
+        assert_eq!(out[0].data, vec![3.0], "{backend:?}");
+        assert_eq!(out[1].data, vec![1.0, -2.0], "{backend:?}");
+        assert_eq!(out[2].data, vec![1.0, -2.0], "{backend:?}");
+    }
+}

@@ -295,25 +295,25 @@ impl Machine<'_> {
                 ));
             }
             self.body(node, body, std::mem::take(&mut state))?;
-            // The new state: moved out of the body's own slots where it can be.
+            // The new state; a value the body wrote in a slot of its own is moved
+            // out of that slot (the first time it is returned), so the state holds
+            // the only reference to its buffer.
+            let next: Vec<Value> = body
+                .results
+                .iter()
+                .map(|r| self.result(node, r))
+                .collect::<Result<_, _>>()?;
             let mut moved: Vec<Option<usize>> = Vec::with_capacity(body.results.len());
-            let mut next = Vec::with_capacity(body.results.len());
             for r in &body.results {
                 match r {
                     Src::Slot(s)
                         if !moved.contains(&Some(*s))
                             && body.steps.iter().any(|st| st.outputs.contains(s)) =>
                     {
-                        let v = self.store[*s]
-                            .take()
-                            .ok_or_else(|| node_error(node, format!("slot {s} has no value")))?;
+                        self.store[*s] = None;
                         moved.push(Some(*s));
-                        next.push(v);
                     }
-                    other => {
-                        moved.push(None);
-                        next.push(self.result(node, other)?);
-                    }
+                    _ => moved.push(None),
                 }
             }
             let old: Vec<Option<Value>> =
