@@ -299,7 +299,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, memory)"
         ),
         "{}",
         stderr(&o)
