@@ -122,18 +122,19 @@ pub(crate) fn analyze(graph: &Graph, h: &Hierarchy) -> Analysis {
     a
 }
 
-/// The arena values with their definition steps (ends set to their starts).
+/// The arena values with their definition steps (ends set to their starts, or to
+/// the end of the construct for super nodes' outputs).
 fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, Value> {
     let mut values = BTreeMap::new();
-    let mut add = |r: Ref, ty: &ValueType, scope: Option<SubId>, step: usize| {
+    let mut add = |r: Ref, ty: &ValueType, scope: Option<SubId>, (start, end): (usize, usize)| {
         if !outputs.contains(&r) {
             values.insert(
                 r,
                 Value {
                     ty: ty.clone(),
                     scope,
-                    start: step,
-                    end: step,
+                    start,
+                    end,
                 },
             );
         }
@@ -143,12 +144,12 @@ fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, V
         match &n.op {
             Op::Call(_) | Op::Kernel(_) | Op::Chunk { .. } => {
                 for (k, ty) in n.outputs.iter().enumerate() {
-                    add(n.output(k), ty, scope, t.step(n.id));
+                    add(n.output(k), ty, scope, (t.step(n.id), t.step(n.id)));
                 }
             }
             Op::While { cond, body } => {
                 for (k, ty) in n.outputs.iter().enumerate() {
-                    add(n.output(k), ty, scope, t.end_of(n.id));
+                    add(n.output(k), ty, scope, (t.end_of(n.id), t.end_of(n.id)));
                 }
                 for (b, i) in [cond, body].into_iter().enumerate() {
                     let Some(input) = graph.node(i.input) else {
@@ -159,13 +160,15 @@ fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, V
                         branch: b,
                     });
                     for (k, ty) in input.outputs.iter().enumerate() {
-                        add(input.output(k), ty, sub, t.step(n.id));
+                        add(input.output(k), ty, sub, (t.step(n.id), t.step(n.id)));
                     }
                 }
             }
             Op::If { .. } | Op::Case { .. } | Op::Parallel { .. } | Op::NoInline { .. } => {
+                // Reserved for the whole construct: the bodies' results are written
+                // into it (a `parallel` row by row).
                 for (k, ty) in n.outputs.iter().enumerate() {
-                    add(n.output(k), ty, scope, t.step(n.id));
+                    add(n.output(k), ty, scope, (t.step(n.id), t.end_of(n.id)));
                 }
             }
             Op::Input { .. } | Op::Const(_) | Op::Sink => {}
