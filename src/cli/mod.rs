@@ -79,6 +79,10 @@ pub enum Stage {
     /// The kernels the prepare passes form: each kernel's members, what it reads and
     /// gives, and its program in the `.uop` text format.
     Kernels,
+    /// The memory plan of the prepared graph for the sizes `--dim` (and `--param`)
+    /// give: every buffer's offset, size and live steps, the while state, and the sum
+    /// of intermediates, the planned arena and the lower bound.
+    Memory,
 }
 
 #[derive(Subcommand, Debug)]
