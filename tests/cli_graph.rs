@@ -130,10 +130,9 @@ fn a_graph_prints_back_as_text_that_parses_to_the_same_text() {
 fn what_graphs_do_not_have_yet_is_a_clear_error() {
     let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o)
-            .contains("a graph has the stages `graph`, `hierarchy`, `prepared` and `kernels`")
-    );
+    assert!(stderr(&o).contains(
+        "a graph has the stages `graph`, `hierarchy`, `prepared`, `kernels` and `memory`"
+    ));
     let o = uop(&["stats", "examples/graphs/power_loop.uop", "--json"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -335,7 +334,7 @@ fn time_passes_prints_a_table_and_disable_pass_and_rewrite_limit_change_the_resu
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stderr(&o);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 8, "{table}");
+    assert_eq!(lines.len(), 9, "{table}");
     for word in ["pass", "wall ms", "nodes", "kernels", "changed"] {
         assert!(lines[0].contains(word), "{table}");
     }
@@ -386,7 +385,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, memory)"
         ),
         "{}",
         stderr(&o)
