@@ -1,5 +1,6 @@
 //! From a prepared graph and its definition hierarchy to the tree of [`Step`]s the
-//! executor runs: every value gets a dense slot number, every Kernel node's program is
+//! executor runs: every value gets a dense slot number (its place in the arena comes
+//! from the memory plan, per set of dims), every Kernel node's program is
 //! compiled once, Consts become values, and each super node holds its sub-functions as
 //! [`Body`]s (parameter slots, steps, results).
 
@@ -107,8 +108,8 @@ pub(crate) enum StepKind {
 pub(crate) struct Steps {
     /// The top level: parameters are the graph's inputs, results its outputs.
     pub top: Body,
-    /// Number of value slots.
-    pub slots: usize,
+    /// The value of each slot number.
+    pub refs: Vec<Ref>,
     /// The number of Kernel nodes compiled.
     pub kernels: usize,
 }
@@ -117,10 +118,11 @@ pub(crate) struct Steps {
 /// node for `backend`.
 pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<Steps, GraphError> {
     let mut slots = HashMap::new();
+    let mut refs = Vec::new();
     for n in graph.nodes() {
         for k in 0..n.outputs.len() {
-            let next = slots.len();
-            slots.insert(Ref::new(n.id, k), next);
+            slots.insert(Ref::new(n.id, k), refs.len());
+            refs.push(Ref::new(n.id, k));
         }
     }
     let mut b = Builder {
@@ -146,7 +148,7 @@ pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<St
             steps,
             results,
         },
-        slots: b.slots.len(),
+        refs,
         kernels: b.kernels,
     })
 }

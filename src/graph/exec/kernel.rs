@@ -3,13 +3,14 @@
 
 use std::collections::HashMap;
 
-use uop_codegen::backend::cranelift::{self, Input, Output};
+use uop_codegen::backend::cranelift::{self, RawBuffer};
 use uop_codegen::interp::run_loops;
 use uop_codegen::loops::{self, LoopProgram};
 use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::uop::Program;
 
-use super::value::{Value, storage, store_tensor};
+use super::memory::Memory;
+use super::value::Value;
 use crate::graph::Backend;
 
 /// A program ready to run.
@@ -35,12 +36,18 @@ impl Compiled {
         }
     }
 
-    /// Runs on `inputs`, writing every output into its slot of `outputs` (a buffer
-    /// reused where [`storage`] allows). Every shape is checked before any code runs.
+    /// Runs on `inputs`, writing every output where [`Memory::place`] puts the value
+    /// of its slot number in `slots` (`outputs` holds what each slot held before and
+    /// receives the written values). Every shape is checked before any code runs. A
+    /// JIT kernel reads and writes the arena where it is (an in-place kernel's output
+    /// is its input's buffer); the loop-IR interpreter takes owned tensors, so its
+    /// inputs are copied out of the arena and its outputs into it.
     pub(crate) fn run(
         &self,
+        mem: &Memory<'_>,
         inputs: &[&Value],
         params: &HashMap<String, i64>,
+        slots: &[usize],
         outputs: &mut [Option<Value>],
     ) -> Result<(), String> {
         match self {
@@ -50,46 +57,80 @@ impl Compiled {
                     .output_shapes(&shapes, params)
                     .map_err(|e| e.to_string())?;
                 let program = kernel.program();
-                if out_shapes.len() != outputs.len() {
+                if out_shapes.len() != outputs.len() || slots.len() != outputs.len() {
                     return Err(format!(
                         "the program gives {} outputs for {}",
                         out_shapes.len(),
                         outputs.len()
                     ));
                 }
-                let args: Vec<(Input<'_>, &[usize])> = inputs
+                let args: Vec<(RawBuffer, &[usize])> = inputs
                     .iter()
                     .zip(&shapes)
-                    .map(|(v, s)| (v.data.input(), *s))
+                    .map(|(v, s)| (mem.read(v), *s))
                     .collect();
-                let mut slices: Vec<Output<'_>> = Vec::with_capacity(outputs.len());
-                for ((slot, shape), t) in outputs.iter_mut().zip(&out_shapes).zip(&program.outputs)
+                let mut raw: Vec<RawBuffer> = Vec::with_capacity(outputs.len());
+                for (((out, slot), shape), t) in outputs
+                    .iter_mut()
+                    .zip(slots)
+                    .zip(&out_shapes)
+                    .zip(&program.outputs)
                 {
                     let dtype = program.tensors[t.0].dtype;
-                    let out = storage(slot, dtype, shape).output().ok_or_else(|| {
-                        format!("an output of type {dtype} cannot be written by a JIT kernel")
-                    })?;
-                    slices.push(out);
+                    let mut v = mem.place(*slot, out.take(), dtype, shape)?;
+                    raw.push(mem.write(&mut v)?);
+                    *out = Some(v);
                 }
-                kernel
-                    .run_slices(&args, params, &mut slices)
-                    .map_err(|e| e.to_string())
+                check_aliasing(&args, &raw)?;
+                // SAFETY: every buffer is an owned buffer or a checked view into the
+                // arena, valid for its length; outputs are distinct slots of the plan
+                // (or distinct owned buffers), and an output overlaps an input only as
+                // the very same buffer, which the plan does for element-wise kernels
+                // only (`check_aliasing` rejects any other overlap).
+                unsafe { kernel.run_ptrs(&args, params, &raw) }.map_err(|e| e.to_string())
             }
             Compiled::Loops(program) => {
-                let tensors: Vec<_> = inputs.iter().map(|v| v.to_tensor()).collect();
+                let tensors: Vec<_> = inputs.iter().map(|v| mem.tensor(v)).collect();
                 let results = run_loops(program, &tensors, params).map_err(|e| e.to_string())?;
-                if results.len() != outputs.len() {
+                if results.len() != outputs.len() || slots.len() != outputs.len() {
                     return Err(format!(
                         "the program gives {} outputs for {}",
                         results.len(),
                         outputs.len()
                     ));
                 }
-                for (slot, t) in outputs.iter_mut().zip(&results) {
-                    store_tensor(slot, t);
+                for ((out, slot), t) in outputs.iter_mut().zip(slots).zip(&results) {
+                    let mut v = mem.place(*slot, out.take(), t.dtype, &t.shape)?;
+                    mem.fill(&mut v, &t.data)?;
+                    *out = Some(v);
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// Outputs must not overlap each other, and may overlap an input only as the very
+/// same buffer (an in-place element-wise kernel).
+fn check_aliasing(inputs: &[(RawBuffer, &[usize])], outputs: &[RawBuffer]) -> Result<(), String> {
+    let range = |b: &RawBuffer| {
+        let start = b.ptr as usize;
+        (start, start + b.len * b.dtype.size())
+    };
+    let overlap = |a: &RawBuffer, b: &RawBuffer| {
+        let ((a0, a1), (b0, b1)) = (range(a), range(b));
+        a0 < b1 && b0 < a1
+    };
+    for (k, out) in outputs.iter().enumerate() {
+        if outputs[..k].iter().any(|o| overlap(o, out)) {
+            return Err(format!("output {k} overlaps another output"));
+        }
+        for (i, (input, _)) in inputs.iter().enumerate() {
+            let same = input.ptr == out.ptr && input.len == out.len && input.dtype == out.dtype;
+            if overlap(input, out) && !same {
+                return Err(format!("output {k} partly overlaps input {i}"));
+            }
+        }
+    }
+    Ok(())
 }

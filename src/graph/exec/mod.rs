@@ -4,5 +4,6 @@
 
 pub(crate) mod build;
 pub(crate) mod kernel;
+pub(crate) mod memory;
 pub(crate) mod run;
 pub(crate) mod value;

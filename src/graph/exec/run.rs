@@ -1,18 +1,22 @@
-//! The machine that runs an executable's [`Steps`] once: values in slots, kernels
-//! through their compiled code, the control flow of DESIGN.md §13.2 and §19 with the
-//! graph interpreter's run-time errors (word for word, naming the node).
+//! The machine that runs an executable's [`Steps`](super::build::Steps) once: values in
+//! slots, their elements in the run's arena where the memory plan places them
+//! ([`Memory`]), kernels through their compiled code, the control flow of DESIGN.md
+//! §13.2 and §19 with the graph interpreter's run-time errors (word for word, naming
+//! the node).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use uop_codegen::index::{Bindings, Expr};
+use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{DType, concrete_shape};
 use uop_graph::infer::{call_program_in, list};
 use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
 
 use super::build::{Body, Src, Step, StepKind};
 use super::kernel::Compiled;
-use super::value::{Buf, Value, storage};
+use super::memory::Memory;
+use super::value::{Buf, Data, Value};
 use crate::graph::Backend;
 
 /// A call's node, the concrete types of its inputs and the graph's dims.
@@ -40,6 +44,8 @@ pub(crate) struct Machine<'a> {
     pub calls: &'a CallCache,
     /// The value of every slot.
     pub store: &'a mut [Option<Value>],
+    /// The arena and the plan.
+    pub mem: Memory<'a>,
     /// The `$params`.
     pub params: HashMap<String, i64>,
     /// The graph inputs' dims and the params (for `parallel` counts).
@@ -97,6 +103,9 @@ impl Machine<'_> {
             .collect()
     }
 
+    /// Puts `values` into the step's output slots, each where the plan places it: a
+    /// value already there stays, any other is copied there (a graph output, which the
+    /// plan does not place, is kept when owned and copied out of the arena otherwise).
     fn set_outputs(&mut self, step: &Step, values: Vec<Value>) -> Result<(), RunError> {
         if values.len() != step.outputs.len() {
             return Err(node_error(
@@ -109,9 +118,26 @@ impl Machine<'_> {
             ));
         }
         for (s, v) in step.outputs.iter().zip(values) {
+            let v = self.deliver(*s, v).map_err(|m| node_error(step.node, m))?;
             self.store[*s] = Some(v);
         }
         Ok(())
+    }
+
+    /// `v` as the value of slot number `slot`: itself when it is where the slot's value
+    /// goes, else a copy there.
+    fn deliver(&mut self, slot: usize, v: Value) -> Result<Value, String> {
+        match (self.mem.planned(slot), &v.data) {
+            (None, Data::Owned(_)) => return Ok(v),
+            (Some(s), Data::Arena { offset, .. }) if self.mem.map(s.offset) == *offset => {
+                return Ok(v);
+            }
+            _ => {}
+        }
+        let previous = self.store[slot].take();
+        let mut placed = self.mem.place(slot, previous, v.dtype(), &v.shape)?;
+        self.mem.copy(&mut placed, 0, &v)?;
+        Ok(placed)
     }
 
     fn step(&mut self, step: &Step) -> Result<(), RunError> {
@@ -132,14 +158,14 @@ impl Machine<'_> {
             }
             StepKind::If { then, else_ } => {
                 let mut args = self.inputs(step)?;
-                let c = one_value(node, "condition", &args)?;
+                let c = self.one_value(node, "condition", &args)?;
                 let args = args.split_off(1);
                 let out = self.body(node, if c != 0.0 { then } else { else_ }, args)?;
                 self.set_outputs(step, out)?;
             }
             StepKind::Case { branches, mismatch } => {
                 let mut args = self.inputs(step)?;
-                let sel = one_value(node, "selector", &args)?;
+                let sel = self.one_value(node, "selector", &args)?;
                 let args = args.split_off(1);
                 let out = self.case(node, sel, branches, mismatch.as_ref(), args)?;
                 self.set_outputs(step, out)?;
@@ -182,7 +208,7 @@ impl Machine<'_> {
                         .ok_or_else(|| format!("reads slot {s}, which has no value"))
                 })
                 .collect();
-            ins.and_then(|ins| compiled.run(&ins, params, &mut outs))
+            ins.and_then(|ins| compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs))
         };
         for (s, v) in step.outputs.iter().zip(outs) {
             self.store[*s] = v;
@@ -259,90 +285,160 @@ impl Machine<'_> {
                     format!("${name} is bound to input {k}, which does not exist"),
                 )
             })?;
-            let v = one_value(node, &format!("${name}"), std::slice::from_ref(index))?;
+            let v = self.one_value(node, &format!("${name}"), std::slice::from_ref(index))?;
             params.insert(name.clone(), v as i64);
         }
         self.kernel(step, &compiled, &params)
             .map_err(|m| node_error(node, format!("{}: {m}", call.op)))
     }
 
-    /// `while`: the carried values move from the body's results into its parameters
-    /// each iteration; the buffers they leave behind go back to the slots the body
-    /// wrote them from, so the next iteration writes into them (two buffers per
-    /// carried value used alternately: no allocation after the first iteration).
+    /// `while`, with its state carried as the memory plan says
+    /// ([`uop_graph::memory::Carried`]): the initial values are copied into the state
+    /// slots (unless already there); the condition and the body read the state where
+    /// it is; each result is written straight into the slot the next iteration reads
+    /// (the body's kernels put it there) or copied there after the body; a state that
+    /// alternates between two slots swaps them on odd iterations and is copied back to
+    /// the first after an odd trip count. Nothing is allocated per iteration.
     fn while_loop(
         &mut self,
         node: NodeId,
         cond: &Body,
         body: &Body,
-        mut state: Vec<Value>,
+        initial: Vec<Value>,
     ) -> Result<Vec<Value>, RunError> {
-        let mut trips = 0u64;
-        loop {
-            let c = self.body(node, cond, state.clone())?;
-            for p in &cond.params {
-                self.store[*p] = None;
+        let err = |m: String| node_error(node, m);
+        let carried = self
+            .mem
+            .carried(node)
+            .ok_or_else(|| err("the memory plan does not carry this loop's state".into()))?;
+        if carried.len() != initial.len() {
+            return Err(err(format!(
+                "the memory plan carries {} state values, the loop has {}",
+                carried.len(),
+                initial.len()
+            )));
+        }
+        let mut state = Vec::with_capacity(initial.len());
+        for (c, v) in carried.iter().zip(&initial) {
+            let slot = c.state();
+            let mut at = self
+                .mem
+                .at(slot.offset, slot.bytes, v.dtype(), &v.shape)
+                .map_err(err)?;
+            if v.offset() != at.offset() {
+                self.mem.copy(&mut at, 0, v).map_err(err)?;
             }
-            if one_value(node, "condition", &c)? == 0.0 {
+            state.push(at);
+        }
+        drop(initial);
+        let mut trips = 0u64;
+        let mut odd = false;
+        loop {
+            let mut swaps = 0;
+            if odd {
+                for c in carried {
+                    if let uop_graph::memory::Carried::Alternate { slots } = c {
+                        self.mem.swap(slots[0].offset, slots[1].offset);
+                        swaps += 1;
+                    }
+                }
+            }
+            let iteration = self.iteration(node, cond, body, carried, &mut state, trips);
+            self.mem.unswap(swaps);
+            if !iteration? {
                 break;
             }
-            if let Some(max) = self.max_iterations
-                && trips >= max
-            {
-                return Err(node_error(
-                    node,
-                    format!("the loop did not end within {max} iterations"),
-                ));
-            }
-            self.body(node, body, std::mem::take(&mut state))?;
-            // The new state; a value the body wrote in a slot of its own is moved
-            // out of that slot (the first time it is returned), so the state holds
-            // the only reference to its buffer.
-            let next: Vec<Value> = body
-                .results
-                .iter()
-                .map(|r| self.result(node, r))
-                .collect::<Result<_, _>>()?;
-            let mut moved: Vec<Option<usize>> = Vec::with_capacity(body.results.len());
-            for r in &body.results {
-                match r {
-                    Src::Slot(s)
-                        if !moved.contains(&Some(*s))
-                            && body.steps.iter().any(|st| st.outputs.contains(s)) =>
-                    {
-                        self.store[*s] = None;
-                        moved.push(Some(*s));
-                    }
-                    _ => moved.push(None),
-                }
-            }
-            let old: Vec<Option<Value>> =
-                body.params.iter().map(|p| self.store[*p].take()).collect();
-            for (k, (from, new)) in old.iter().zip(&next).enumerate() {
-                if let Some(from) = from
-                    && (from.dtype() != new.dtype() || from.shape != new.shape)
-                {
-                    return Err(node_error(
-                        node,
-                        format!(
-                            "the body turned state {k} from {}{:?} into {}{:?}",
-                            from.dtype().name(),
-                            from.shape,
-                            new.dtype().name(),
-                            new.shape
-                        ),
-                    ));
-                }
-            }
-            for (slot, buffer) in moved.into_iter().zip(old) {
-                if let Some(s) = slot {
-                    self.store[s] = buffer;
-                }
-            }
-            state = next;
+            odd = !odd;
             trips += 1;
         }
+        if odd {
+            for (c, v) in carried.iter().zip(state.iter_mut()) {
+                if let uop_graph::memory::Carried::Alternate { slots } = c {
+                    let mut home = self
+                        .mem
+                        .at(slots[0].offset, slots[0].bytes, v.dtype(), &v.shape)
+                        .map_err(err)?;
+                    self.mem.copy(&mut home, 0, v).map_err(err)?;
+                    *v = home;
+                }
+            }
+        }
         Ok(state)
+    }
+
+    /// One test of a `while`'s condition and, when it holds, one run of its body with
+    /// the results carried into `state`. False when the loop ends.
+    fn iteration(
+        &mut self,
+        node: NodeId,
+        cond: &Body,
+        body: &Body,
+        carried: &[uop_graph::memory::Carried],
+        state: &mut [Value],
+        trips: u64,
+    ) -> Result<bool, RunError> {
+        let c = self.body(node, cond, state.to_vec())?;
+        for p in &cond.params {
+            self.store[*p] = None;
+        }
+        if self.one_value(node, "condition", &c)? == 0.0 {
+            return Ok(false);
+        }
+        if let Some(max) = self.max_iterations
+            && trips >= max
+        {
+            return Err(node_error(
+                node,
+                format!("the loop did not end within {max} iterations"),
+            ));
+        }
+        let next = self.body(node, body, state.to_vec())?;
+        for (k, (from, new)) in state.iter().zip(&next).enumerate() {
+            if from.dtype() != new.dtype() || from.shape != new.shape {
+                return Err(node_error(
+                    node,
+                    format!(
+                        "the body turned state {k} from {}{:?} into {}{:?}",
+                        from.dtype().name(),
+                        from.shape,
+                        new.dtype().name(),
+                        new.shape
+                    ),
+                ));
+            }
+        }
+        if next.len() != state.len() {
+            return Err(node_error(
+                node,
+                format!(
+                    "the body gave {} values for {} states",
+                    next.len(),
+                    state.len()
+                ),
+            ));
+        }
+        // Every result is read before any is written (a parallel assignment): the
+        // plan puts each into a slot no other result is read from.
+        for (k, (c, new)) in carried.iter().zip(&next).enumerate() {
+            let slot = match c {
+                uop_graph::memory::Carried::InPlace { slot } => *slot,
+                uop_graph::memory::Carried::Alternate { slots } => slots[1],
+            };
+            let mut at = self
+                .mem
+                .at(slot.offset, slot.bytes, new.dtype(), &new.shape)
+                .map_err(|m| node_error(node, m))?;
+            if new.offset() != at.offset() {
+                self.mem
+                    .copy(&mut at, 0, new)
+                    .map_err(|m| node_error(node, format!("state {k}: {m}")))?;
+            }
+            state[k] = at;
+        }
+        for p in &body.params {
+            self.store[*p] = None;
+        }
+        Ok(true)
     }
 
     fn case(
@@ -390,82 +486,94 @@ impl Machine<'_> {
         args: Vec<Value>,
     ) -> Result<(), RunError> {
         let node = step.node;
+        let err = |m: String| node_error(node, m);
         let mut b = self.bindings.clone();
         b.params
             .extend(self.params.iter().map(|(k, v)| (k.clone(), *v)));
         let n = count
             .eval(&b)
-            .map_err(|err| node_error(node, format!("the count `{count}`: {err}")))?;
-        let n = usize::try_from(n)
-            .map_err(|_| node_error(node, format!("the count `{count}` is {n}")))?;
+            .map_err(|e| err(format!("the count `{count}`: {e}")))?;
+        let n = usize::try_from(n).map_err(|_| err(format!("the count `{count}` is {n}")))?;
         if n == 0 {
             for (slot, ty) in step.outputs.iter().zip(types) {
                 let shape = concrete_shape(&node.to_string(), &ty.shape, &b)
-                    .map_err(|err| node_error(node, err.to_string()))?;
-                storage(&mut self.store[*slot], ty.dtype, &shape);
+                    .map_err(|e| err(e.to_string()))?;
+                let previous = self.store[*slot].take();
+                let v = self
+                    .mem
+                    .place(*slot, previous, ty.dtype, &shape)
+                    .map_err(err)?;
+                self.store[*slot] = Some(v);
             }
             return Ok(());
         }
         let mut first: Vec<(DType, Vec<usize>)> = Vec::new();
+        let mut index = Arc::new(Buf::I32(vec![0]));
         for i in 0..n {
+            match Arc::get_mut(&mut index) {
+                Some(Buf::I32(v)) => v[0] = i as i32,
+                _ => index = Arc::new(Buf::I32(vec![i as i32])),
+            }
             let mut call_args = Vec::with_capacity(args.len() + 1);
             call_args.push(Value {
                 shape: Vec::new(),
-                data: Arc::new(Buf::I32(vec![i as i32])),
+                data: Data::Owned(index.clone()),
             });
             call_args.extend(args.iter().cloned());
             let results = self.body(node, body, call_args)?;
+            if let Some(p) = body.params.first() {
+                self.store[*p] = None;
+            }
             if results.len() != step.outputs.len() {
-                return Err(node_error(
-                    node,
-                    format!(
-                        "gave {} values for {} outputs",
-                        results.len(),
-                        step.outputs.len()
-                    ),
-                ));
+                return Err(err(format!(
+                    "gave {} values for {} outputs",
+                    results.len(),
+                    step.outputs.len()
+                )));
             }
             for (k, (r, slot)) in results.iter().zip(&step.outputs).enumerate() {
                 if i == 0 {
                     first.push((r.dtype(), r.shape.clone()));
                     let mut shape = vec![n];
                     shape.extend(&r.shape);
-                    storage(&mut self.store[*slot], r.dtype(), &shape);
+                    let previous = self.store[*slot].take();
+                    let v = self
+                        .mem
+                        .place(*slot, previous, r.dtype(), &shape)
+                        .map_err(err)?;
+                    self.store[*slot] = Some(v);
                 } else if (r.dtype(), &r.shape) != (first[k].0, &first[k].1) {
-                    return Err(node_error(
-                        node,
-                        format!(
-                            "iteration {i} gave result {k} of shape {:?}, iteration 0 of {:?}",
-                            r.shape, first[k].1
-                        ),
-                    ));
+                    return Err(err(format!(
+                        "iteration {i} gave result {k} of shape {:?}, iteration 0 of {:?}",
+                        r.shape, first[k].1
+                    )));
                 }
-                let (dtype, shape) = {
-                    let v = self.value(node, *slot)?;
-                    (v.dtype(), v.shape.clone())
-                };
-                let buf = storage(&mut self.store[*slot], dtype, &shape);
-                if !buf.copy_from(i * r.data.len(), &r.data) {
-                    return Err(node_error(
-                        node,
-                        format!("result {k} of iteration {i} does not fit the output"),
-                    ));
-                }
+                let mut out = self.store[*slot]
+                    .take()
+                    .ok_or_else(|| err(format!("output {k} has no storage")))?;
+                let copied = self.mem.copy(&mut out, i * r.len(), r);
+                self.store[*slot] = Some(out);
+                copied.map_err(|m| err(format!("result {k} of iteration {i}: {m}")))?;
             }
         }
         Ok(())
     }
-}
 
-/// The one value of a condition, selector or index: `values[0]` must have one
-/// element.
-fn one_value(node: NodeId, what: &str, values: &[Value]) -> Result<f64, RunError> {
-    match values.first() {
-        Some(v) if v.data.len() == 1 => Ok(v.data.get(0).unwrap_or(f64::NAN)),
-        Some(v) => Err(node_error(
-            node,
-            format!("the {what} must be one value, got shape {:?}", v.shape),
-        )),
-        None => Err(node_error(node, format!("the {what} is missing"))),
+    /// The one value of a condition, selector or index: `values[0]` must have one
+    /// element.
+    fn one_value(&self, node: NodeId, what: &str, values: &[Value]) -> Result<f64, RunError> {
+        match values.first() {
+            Some(v) if v.len() == 1 => Ok(self.mem.get(v, 0).unwrap_or(f64::NAN)),
+            Some(v) => Err(node_error(
+                node,
+                format!("the {what} must be one value, got shape {:?}", v.shape),
+            )),
+            None => Err(node_error(node, format!("the {what} is missing"))),
+        }
+    }
+
+    /// The value of `src` as an owned tensor (a graph output).
+    pub(crate) fn output(&self, node: NodeId, src: &Src) -> Result<Tensor, RunError> {
+        self.result(node, src).map(|v| self.mem.tensor(&v))
     }
 }

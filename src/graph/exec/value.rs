@@ -1,21 +1,18 @@
-//! Run-time values: typed element buffers with a concrete shape, and the one function
-//! that gives a value its storage ([`storage`]).
+//! Run-time values: a concrete shape and elements that live either in the run's arena
+//! (at the memory plan's offset: every intermediate) or in an owned buffer (the graph's
+//! inputs, Consts, the graph's outputs, a `parallel` index).
 //!
-//! A value's elements live behind an `Arc`, so passing a value through (a `chunk`, a
-//! `case` pass-through, a sub-function's argument) shares it instead of copying.
-//! A buffer is written only when nothing else holds it: [`storage`] reuses the buffer a
-//! slot already has when it is the only holder and has the right type and length, and
-//! allocates otherwise. Slots persist across the iterations of a `while` and across
-//! runs of an [`Executable`](crate::graph::Executable), so a loop whose carried values
-//! keep their shapes allocates in its first iteration only.
+//! A value is only a shape and a location, so passing it through (a `case`
+//! pass-through, a sub-function's argument) shares its elements instead of copying.
+//! Where the elements of a value the executor writes come from is decided in one place,
+//! [`Memory::place`](super::memory::Memory::place).
 
 use std::sync::Arc;
 
-use uop_codegen::backend::cranelift::{Input, Output};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
 
-/// Elements of one value, row-major.
+/// The elements of an owned value, row-major.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Buf {
     /// f32 elements.
@@ -28,7 +25,7 @@ pub(crate) enum Buf {
 
 impl Buf {
     /// `n` zeros of `dtype`.
-    fn zeros(dtype: DType, n: usize) -> Buf {
+    pub(crate) fn zeros(dtype: DType, n: usize) -> Buf {
         match dtype {
             DType::F32 => Buf::F32(vec![0.0; n]),
             DType::F64 => Buf::F64(vec![0.0; n]),
@@ -54,135 +51,98 @@ impl Buf {
         }
     }
 
-    /// Element `i` as f64 (conditions, selectors, indexes).
-    pub(crate) fn get(&self, i: usize) -> Option<f64> {
+    /// The first element's address (for reads).
+    pub(crate) fn ptr(&self) -> *const u8 {
         match self {
-            Buf::F32(v) => v.get(i).map(|&x| f64::from(x)),
-            Buf::F64(v) => v.get(i).copied(),
-            Buf::I32(v) => v.get(i).map(|&x| f64::from(x)),
+            Buf::F32(v) => v.as_ptr().cast(),
+            Buf::F64(v) => v.as_ptr().cast(),
+            Buf::I32(v) => v.as_ptr().cast(),
         }
     }
 
-    /// The elements as a JIT kernel input.
-    pub(crate) fn input(&self) -> Input<'_> {
+    /// The first element's address (for writes).
+    pub(crate) fn ptr_mut(&mut self) -> *mut u8 {
         match self {
-            Buf::F32(v) => Input::F32(v),
-            Buf::F64(v) => Input::F64(v),
-            Buf::I32(v) => Input::I32(v),
+            Buf::F32(v) => v.as_mut_ptr().cast(),
+            Buf::F64(v) => v.as_mut_ptr().cast(),
+            Buf::I32(v) => v.as_mut_ptr().cast(),
         }
     }
 
-    /// The elements as a JIT kernel output (kernels write f32 and f64 only).
-    pub(crate) fn output(&mut self) -> Option<Output<'_>> {
-        match self {
-            Buf::F32(v) => Some(Output::F32(v)),
-            Buf::F64(v) => Some(Output::F64(v)),
-            Buf::I32(_) => None,
-        }
-    }
-
-    /// Copies `src` (of the same type) into `self` at element `at`.
-    pub(crate) fn copy_from(&mut self, at: usize, src: &Buf) -> bool {
-        fn put<T: Copy>(dst: &mut [T], at: usize, src: &[T]) -> bool {
-            match dst.get_mut(at..at + src.len()) {
-                Some(d) => {
-                    d.copy_from_slice(src);
-                    true
-                }
-                None => false,
-            }
-        }
-        match (self, src) {
-            (Buf::F32(d), Buf::F32(s)) => put(d, at, s),
-            (Buf::F64(d), Buf::F64(s)) => put(d, at, s),
-            (Buf::I32(d), Buf::I32(s)) => put(d, at, s),
-            _ => false,
+    /// The elements of `t`, rounded to its type.
+    pub(crate) fn from_tensor(t: &Tensor) -> Buf {
+        match t.dtype {
+            DType::F32 => Buf::F32(t.data.iter().map(|&v| v as f32).collect()),
+            DType::F64 => Buf::F64(t.data.clone()),
+            DType::I32 => Buf::I32(t.data.iter().map(|&v| v as i32).collect()),
         }
     }
 
     /// Overwrites the elements with `data` (same length), rounding to the type.
-    fn fill_from(&mut self, data: &[f64]) {
+    pub(crate) fn fill_from(&mut self, data: &[f64]) {
         match self {
             Buf::F32(v) => v.iter_mut().zip(data).for_each(|(d, &s)| *d = s as f32),
-            Buf::F64(v) => v.copy_from_slice(data),
+            Buf::F64(v) => v.iter_mut().zip(data).for_each(|(d, &s)| *d = s),
             Buf::I32(v) => v.iter_mut().zip(data).for_each(|(d, &s)| *d = s as i32),
-        }
-    }
-
-    /// The elements as f64.
-    fn to_f64(&self) -> Vec<f64> {
-        match self {
-            Buf::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Buf::F64(v) => v.clone(),
-            Buf::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         }
     }
 }
 
-/// A value: a shape and shared elements.
+/// Where a value's elements are.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Data {
+    /// In a buffer of its own, shared by reference counting.
+    Owned(Arc<Buf>),
+    /// In the run's arena: `len` elements of `dtype` from byte `offset`.
+    Arena {
+        /// The element type.
+        dtype: DType,
+        /// The first byte.
+        offset: usize,
+        /// Number of elements.
+        len: usize,
+    },
+}
+
+/// A value: a concrete shape and where its elements are.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Value {
     /// The concrete shape.
     pub shape: Vec<usize>,
     /// The elements.
-    pub data: Arc<Buf>,
+    pub data: Data,
 }
 
 impl Value {
-    /// The element type.
-    pub(crate) fn dtype(&self) -> DType {
-        self.data.dtype()
-    }
-
-    /// A value holding a tensor's elements.
+    /// An owned value holding a tensor's elements.
     pub(crate) fn from_tensor(t: &Tensor) -> Value {
-        let mut buf = Buf::zeros(t.dtype, t.data.len());
-        buf.fill_from(&t.data);
         Value {
             shape: t.shape.clone(),
-            data: Arc::new(buf),
+            data: Data::Owned(Arc::new(Buf::from_tensor(t))),
         }
     }
 
-    /// The value as a tensor.
-    pub(crate) fn to_tensor(&self) -> Tensor {
-        Tensor {
-            dtype: self.dtype(),
-            shape: self.shape.clone(),
-            data: self.data.to_f64(),
+    /// The element type.
+    pub(crate) fn dtype(&self) -> DType {
+        match &self.data {
+            Data::Owned(b) => b.dtype(),
+            Data::Arena { dtype, .. } => *dtype,
         }
     }
-}
 
-/// Storage for a value of `dtype` and `shape` in `slot`, ready to be written: the
-/// buffer the slot holds when nothing else shares it and it has the type and length,
-/// else a new one. Every buffer the executor writes comes from here.
-pub(crate) fn storage<'s>(
-    slot: &'s mut Option<Value>,
-    dtype: DType,
-    shape: &[usize],
-) -> &'s mut Buf {
-    let n: usize = shape.iter().product();
-    let value = match slot.take() {
-        Some(mut v)
-            // No weak references exist: one strong count means unshared.
-            if v.dtype() == dtype && v.data.len() == n && Arc::strong_count(&v.data) == 1 =>
-        {
-            if v.shape != shape {
-                v.shape = shape.to_vec();
-            }
-            v
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        match &self.data {
+            Data::Owned(b) => b.len(),
+            Data::Arena { len, .. } => *len,
         }
-        _ => Value {
-            shape: shape.to_vec(),
-            data: Arc::new(Buf::zeros(dtype, n)),
-        },
-    };
-    // Unshared by construction, so this never copies.
-    Arc::make_mut(&mut slot.insert(value).data)
-}
+    }
 
-/// Writes the elements of `t` into `slot` (reusing its buffer when it can).
-pub(crate) fn store_tensor(slot: &mut Option<Value>, t: &Tensor) {
-    storage(slot, t.dtype, &t.shape).fill_from(&t.data);
+    /// The arena offset, for a value in the arena.
+    pub(crate) fn offset(&self) -> Option<usize> {
+        match self.data {
+            Data::Arena { offset, .. } => Some(offset),
+            Data::Owned(_) => None,
+        }
+    }
 }

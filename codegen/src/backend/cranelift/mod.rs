@@ -642,6 +642,123 @@ impl Kernel {
     }
 }
 
+/// A buffer of [`Kernel::run_ptrs`] given by address: `len` elements of `dtype` at
+/// `ptr`. Unlike [`Input`] and [`Output`] it borrows nothing, so an output may alias an
+/// input (an element-wise kernel writing in place).
+#[derive(Clone, Copy, Debug)]
+pub struct RawBuffer {
+    /// The element type.
+    pub dtype: DType,
+    /// The first element (aligned for `dtype`).
+    pub ptr: *mut u8,
+    /// Number of elements.
+    pub len: usize,
+}
+
+impl Kernel {
+    /// Runs on buffers given by address, writing the outputs where `outputs` point.
+    /// Every shape, type and length is checked exactly as [`Kernel::run_slices`]
+    /// checks them, before the machine code runs; an error leaves every buffer as it
+    /// was.
+    ///
+    /// # Safety
+    ///
+    /// - every input's `ptr` is valid for reads, and every output's `ptr` valid for
+    ///   writes, of `len` elements of its `dtype`, aligned for that type, for the whole
+    ///   call, and nothing else reads or writes those bytes during the call;
+    /// - outputs do not overlap each other;
+    /// - an output may overlap an input only when both are the **same** buffer (equal
+    ///   `ptr` and `len`, same type) and the program is element-wise (output element
+    ///   `i` is computed from element `i` of each input only, and each input element
+    ///   is read before the output element over it is written) — as the memory plan's
+    ///   in-place kernels are; any other overlap gives unspecified results.
+    pub unsafe fn run_ptrs(
+        &self,
+        inputs: &[(RawBuffer, &[usize])],
+        params: &HashMap<String, i64>,
+        outputs: &[RawBuffer],
+    ) -> Result<(), RunError> {
+        let p = &self.compiled.program;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let out_shapes = self.output_shapes(&shapes, params)?;
+        for ((input, shape), t) in inputs.iter().zip(&p.inputs) {
+            let decl = &p.tensors[t.0];
+            if input.dtype != decl.dtype {
+                return Err(RunError::InputType {
+                    input: decl.name.clone(),
+                    expected: decl.dtype,
+                    found: input.dtype,
+                });
+            }
+            let expected: usize = shape.iter().product();
+            if input.len != expected {
+                return Err(RunError::Length {
+                    what: "input",
+                    name: decl.name.clone(),
+                    shape: shape.to_vec(),
+                    expected,
+                    found: input.len,
+                });
+            }
+        }
+        if outputs.len() != p.outputs.len() {
+            return Err(RunError::OutputCount {
+                expected: p.outputs.len(),
+                found: outputs.len(),
+            });
+        }
+        for ((out, shape), t) in outputs.iter().zip(&out_shapes).zip(&p.outputs) {
+            let decl = &p.tensors[t.0];
+            if out.dtype != decl.dtype || out.dtype == DType::I32 {
+                return Err(RunError::OutputType {
+                    output: decl.name.clone(),
+                    expected: decl.dtype,
+                    found: out.dtype,
+                });
+            }
+            let expected: usize = shape.iter().product();
+            if out.len != expected {
+                return Err(RunError::Length {
+                    what: "output",
+                    name: decl.name.clone(),
+                    shape: shape.clone(),
+                    expected,
+                    found: out.len,
+                });
+            }
+        }
+        let as_i64 = |v: usize| v as i64;
+        let input_ptrs: Vec<*const u8> = inputs.iter().map(|(i, _)| i.ptr.cast_const()).collect();
+        let input_dims: Vec<i64> = shapes
+            .iter()
+            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
+            .collect();
+        let param_values: Vec<i64> = p.params.iter().map(|n| params[n]).collect();
+        let output_ptrs: Vec<*mut u8> = outputs.iter().map(|o| o.ptr).collect();
+        let output_dims: Vec<i64> = out_shapes
+            .iter()
+            .flat_map(|s| s.iter().map(|&d| as_i64(d)))
+            .collect();
+        // SAFETY: the caller guarantees every pointer is valid for the element count
+        // its (checked) shape gives and that outputs alias inputs only as an
+        // element-wise program allows; the kernel re-checks all sizes itself.
+        let code = unsafe {
+            (self.compiled.entry)(
+                input_ptrs.as_ptr(),
+                input_dims.as_ptr(),
+                param_values.as_ptr(),
+                output_ptrs.as_ptr(),
+                output_dims.as_ptr(),
+            )
+        };
+        match Status::from_code(code) {
+            Some(Status::Ok) => Ok(()),
+            Some(s) => Err(RunError::Kernel(s)),
+            None => Err(RunError::Kernel(Status::IndexArithmetic)),
+        }
+    }
+}
+
 /// Runs a random-testing case through the JIT (default options), for the fuzz
 /// harness: the same contract as the interpreter, errors as text.
 pub fn run_cranelift(p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
