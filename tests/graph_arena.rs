@@ -110,15 +110,19 @@ fn the_plan_is_made_once_per_set_of_dims_and_a_larger_one_grows_the_arena() {
     let x4 = Tensor::random(DType::F32, vec![4, 4], 1);
     let x8 = Tensor::random(DType::F32, vec![8, 8], 2);
     e.run(std::slice::from_ref(&x4)).expect("runs");
-    let first = e.memory_plan(&[x4.clone()], &HashMap::new()).expect("plan");
+    let first = e
+        .memory_plan(std::slice::from_ref(&x4), &HashMap::new())
+        .expect("plan");
     assert_eq!(
         e.arena_bytes(),
         64,
         "h: 4 * 4 * 4 bytes in one 64-byte slot"
     );
-    let again = e.memory_plan(&[x4.clone()], &HashMap::new()).expect("plan");
+    let again = e
+        .memory_plan(std::slice::from_ref(&x4), &HashMap::new())
+        .expect("plan");
     assert!(std::sync::Arc::ptr_eq(&first, &again), "cached per dims");
-    let out = e.run(&[x8.clone()]).expect("runs");
+    let out = e.run(std::slice::from_ref(&x8)).expect("runs");
     assert_eq!(e.arena_bytes(), 8 * 8 * 4);
     let expected = uop_graph::run(&g, &[x8], &HashMap::new()).expect("interpreter");
     assert_close(&out, &expected, "N = 8");
@@ -218,4 +222,60 @@ fn two_threads_running_one_executable_get_their_own_results() {
 /// original).
 fn loop_graph_of(e: &Executable) -> Graph {
     e.graph().clone()
+}
+
+#[test]
+fn an_element_wise_kernel_writes_over_the_input_that_dies_there() {
+    // exp(a) * 2 is one element-wise kernel and a (a call's output) dies there: the
+    // plan writes e over a, and the kernel runs with its output being its input.
+    let g = parse(
+        "input x: f32[N, N]\ninput c: f32[]\nfn f(v) { return matmul(v, v) }\na = call(f, x)\ne = mul(exp(a), 2.0)\nfn th(v) { return matmul(v, v) }\nfn el(v) { return matmul(v, x) }\nr = if(c, th, el, e)\ny = exp(r)\noutput y\n",
+    );
+    let x = Tensor::random(DType::F32, vec![8, 8], 9);
+    for backend in [Backend::Cranelift, Backend::Loops] {
+        let e = exe(&g, backend);
+        for c in [0.0, 1.0] {
+            let inputs = [
+                x.clone(),
+                Tensor::new(DType::F32, vec![], vec![c]).expect("rank 0"),
+            ];
+            let plan = e.memory_plan(&inputs, &HashMap::new()).expect("plan");
+            assert_eq!(plan.in_place.len(), 1, "one kernel in place");
+            let (out, input) = plan.in_place.iter().next().expect("in place");
+            assert_eq!(plan.slots[out].offset, plan.slots[input].offset);
+            let found = e.run(&inputs).expect("runs");
+            let expected = uop_graph::run(&g, &inputs, &HashMap::new()).expect("interp");
+            assert_close(&found, &expected, &format!("{backend:?} c = {c}"));
+        }
+    }
+}
+
+#[test]
+fn an_alternating_while_state_gives_the_interpreters_numbers_for_odd_and_even_trips() {
+    // v is read by the second kernel after the first wrote the next state: the plan
+    // carries v in two slots used alternately.
+    let g = parse(
+        "input x: f32[N]\ninput limit: f32[]\nfn more(v, i, k) { return lt(k, limit) }\nfn step(v, i, k) {\n  a = add(v, 1.0)\n  b = sum(mul(v, a))\n  return a, add(i, b), add(k, 1)\n}\nx2 = exp(x)\nv, n, t = while(more, step, x2, 0, 0)\noutput v, n\n",
+    );
+    let x = Tensor::random(DType::F32, vec![16], 4);
+    for backend in [Backend::Cranelift, Backend::Loops] {
+        let e = exe(&g, backend);
+        let limit = |n: f64| Tensor::new(DType::F32, vec![], vec![n]).expect("rank 0");
+        let plan = e
+            .memory_plan(&[x.clone(), limit(0.0)], &HashMap::new())
+            .expect("plan");
+        let carried = plan.carried.values().next().expect("a while");
+        assert!(
+            carried
+                .iter()
+                .any(|c| matches!(c, uop_graph::memory::Carried::Alternate { .. })),
+            "{carried:?}"
+        );
+        for trips in 0..6 {
+            let inputs = [x.clone(), limit(f64::from(trips))];
+            let found = e.run(&inputs).expect("runs");
+            let expected = uop_graph::run(&g, &inputs, &HashMap::new()).expect("interp");
+            assert_close(&found, &expected, &format!("{backend:?}, {trips} trips"));
+        }
+    }
 }

@@ -120,6 +120,9 @@ pub enum GraphError {
     Memory(#[from] MemoryError),
 }
 
+/// A run's dims (input dims and params), sorted: the key of the layout cache.
+type Dims = Vec<(String, i64)>;
+
 /// A prepared, compiled graph. `Send + Sync`: one executable may run on several
 /// threads at once (each run takes an arena of its own from a pool).
 #[derive(Debug)]
@@ -131,7 +134,7 @@ pub struct Executable {
     options: ExecOptions,
     calls: CallCache,
     /// The memory layout per set of dims, made once.
-    layouts: Mutex<HashMap<Vec<(String, i64)>, Arc<Layout>>>,
+    layouts: Mutex<HashMap<Dims, Arc<Layout>>>,
     /// Arenas and slots of earlier runs, reused by later ones.
     spare: Mutex<Vec<(Arena, Vec<Option<Value>>)>>,
     /// Element buffers allocated (arenas and owned buffers).
@@ -249,7 +252,7 @@ impl Executable {
         bindings: &Bindings,
         params: &HashMap<String, i64>,
     ) -> Result<Arc<Layout>, GraphError> {
-        let mut dims: Vec<(String, i64)> = bindings
+        let mut dims: Dims = bindings
             .names
             .iter()
             .chain(params)
