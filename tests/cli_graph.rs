@@ -302,11 +302,12 @@ fn print_stage_prepared_shows_the_graph_after_the_prepare_passes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(headers.len(), 7, "{out}");
+    assert_eq!(headers.len(), 8, "{out}");
     assert!(headers[0].starts_with("# after pass simplify: "));
     assert!(headers[4].starts_with("# after pass kernels: "));
     assert!(headers[5].starts_with("# after pass consts: "));
-    assert_eq!(headers[6], "# prepared");
+    assert!(headers[6].starts_with("# after pass memory: "));
+    assert_eq!(headers[7], "# prepared");
     assert!(out.ends_with(PREPARED));
     let o = uop(&[
         "print",
@@ -396,10 +397,10 @@ fn prepare_flags_name_graph_passes() {
         "--stage",
         "prepared",
         "--print-after",
-        "memory",
+        "loops",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--print-after memory: there is no graph pass"));
+    assert!(stderr(&o).contains("--print-after loops: there is no graph pass"));
     let o = uop(&[
         "print",
         "examples/graphs/power_loop.uop",

@@ -134,7 +134,7 @@ fn unknown_pass_names_are_errors_listing_the_graph_passes() {
         "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts, memory"
     );
     let options = PrepareOptions {
-        print_after: PrintAfter::Named(vec!["memory".into()]),
+        print_after: PrintAfter::Named(vec!["loops".into()]),
         ..PrepareOptions::default()
     };
     assert!(matches!(
