@@ -23,6 +23,7 @@ pub use uop_runtime::AlignedVec;
 
 pub mod bench;
 pub mod cli;
+pub mod graph;
 pub mod jit;
 pub mod npy;
 

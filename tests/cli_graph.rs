@@ -1,5 +1,6 @@
 //! Graph files (`fn`, `while`, `case`, `parallel`, ...) through the `uop` binary:
-//! `uop run` on the graph interpreter with NNC's numbers, `uop print --stage
+//! `uop run` on the graph executor and the graph interpreter with NNC's numbers,
+//! `uop stats` on graphs, `uop print --stage
 //! graph|hierarchy`, and clear errors for what graphs do not have yet.
 
 use uop::codegen::tensor::Tensor;
@@ -127,29 +128,114 @@ fn a_graph_prints_back_as_text_that_parses_to_the_same_text() {
 
 #[test]
 fn what_graphs_do_not_have_yet_is_a_clear_error() {
-    let o = uop(&[
-        "run",
-        "examples/graphs/power_loop.uop",
-        "--random",
-        "1",
-        "--backend",
-        "cranelift",
-    ]);
+    let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(
+        "a graph has the stages `graph`, `hierarchy`, `prepared`, `kernels` and `memory`"
+    ));
+    let o = uop(&["stats", "examples/graphs/power_loop.uop", "--json"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("graphs run on the graph interpreter (`--backend interp`)"),
+        stderr(&o).contains("--json: `uop stats` on a graph counts nodes and kernels only"),
         "{}",
         stderr(&o)
     );
-    let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
-    assert_eq!(o.status.code(), Some(1));
+}
+
+/// Runs `file` with scalar inputs on `backend` and returns each output's value.
+fn run_on(backend: &str, file: &str, inputs: &[(&str, f64)], outputs: &[&str]) -> Vec<f64> {
+    let dir = scratch(&format!("graph-backend-{backend}"));
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        file.into(),
+        "--backend".into(),
+        backend.into(),
+    ];
+    for (name, v) in inputs {
+        let path = write(&dir, &format!("{name}.npy"), &scalar(*v));
+        args.extend(["--input".into(), format!("{name}={path}")]);
+    }
+    for name in outputs {
+        let path = dir.join(format!("{name}.npy"));
+        args.extend(["--output".into(), format!("{name}={}", path.display())]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = uop(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    outputs
+        .iter()
+        .map(|name| {
+            read_npy(&dir.join(format!("{name}.npy")))
+                .expect("output")
+                .data[0]
+        })
+        .collect()
+}
+
+#[test]
+fn every_graph_backend_gives_nnc_numbers() {
+    let expected = f64::from(0.34f32 * 1.11f32.powi(5));
+    for backend in ["cranelift", "loops", "interp"] {
+        let out = run_on(
+            backend,
+            "examples/graphs/power_loop.uop",
+            &[("x", 0.34), ("y", 1.11)],
+            &["out", "n"],
+        );
+        assert_eq!(out, vec![expected, 5.0], "{backend}");
+        let out = run_on(
+            backend,
+            "examples/graphs/piecewise_loop.uop",
+            &[("x", 1.226)],
+            &["r"],
+        );
+        assert!((out[0] - 0.3042375).abs() < 1e-6, "{backend}: {out:?}");
+    }
+}
+
+#[test]
+fn run_help_says_the_graph_interpreter_is_the_oracle() {
+    let o = uop(&["run", "--help"]);
+    assert!(o.status.success());
+    let help = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        stderr(&o)
-            .contains("a graph has the stages `graph`, `hierarchy`, `prepared` and `kernels`")
+        help.contains("`interp` is the graph interpreter (the oracle)"),
+        "{help}"
     );
-    let o = uop(&["stats", "examples/graphs/power_loop.uop"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("`uop stats` takes a program without control flow"));
+}
+
+#[test]
+fn stats_on_a_graph_gives_node_counts_and_kernels_per_body() {
+    let o = uop(&["stats", "--graph", "examples/graphs/mlp.uop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let row = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .and_then(|l| l.split_whitespace().last())
+            .map(str::to_string)
+    };
+    assert_eq!(row("kernels").as_deref(), Some("3"), "{text}");
+    assert_eq!(row("  top level").as_deref(), Some("3"), "{text}");
+    let o = uop(&["stats", "examples/graphs/piecewise_loop.uop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains(" while body "), "{text}");
+    assert!(text.contains(" case branch 2 "), "{text}");
+    let before: usize = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .expect("count");
+    let after: usize = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .expect("count");
+    assert!(text.starts_with("nodes before prepare"), "{text}");
+    assert!(after < before, "{text}");
 }
 
 #[test]
@@ -216,11 +302,12 @@ fn print_stage_prepared_shows_the_graph_after_the_prepare_passes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(headers.len(), 7, "{out}");
+    assert_eq!(headers.len(), 8, "{out}");
     assert!(headers[0].starts_with("# after pass simplify: "));
     assert!(headers[4].starts_with("# after pass kernels: "));
     assert!(headers[5].starts_with("# after pass consts: "));
-    assert_eq!(headers[6], "# prepared");
+    assert!(headers[6].starts_with("# after pass memory: "));
+    assert_eq!(headers[7], "# prepared");
     assert!(out.ends_with(PREPARED));
     let o = uop(&[
         "print",
@@ -248,7 +335,7 @@ fn time_passes_prints_a_table_and_disable_pass_and_rewrite_limit_change_the_resu
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stderr(&o);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 8, "{table}");
+    assert_eq!(lines.len(), 9, "{table}");
     for word in ["pass", "wall ms", "nodes", "kernels", "changed"] {
         assert!(lines[0].contains(word), "{table}");
     }
@@ -299,7 +386,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, memory)"
         ),
         "{}",
         stderr(&o)
@@ -310,10 +397,10 @@ fn prepare_flags_name_graph_passes() {
         "--stage",
         "prepared",
         "--print-after",
-        "memory",
+        "loops",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--print-after memory: there is no graph pass"));
+    assert!(stderr(&o).contains("--print-after loops: there is no graph pass"));
     let o = uop(&[
         "print",
         "examples/graphs/power_loop.uop",

@@ -148,6 +148,20 @@ pub fn run_with(
     })
 }
 
+/// Checks `inputs` against the graph's Input node (count, dtypes, every shape, the
+/// shared dims and the size assertions) and binds its dimension names, before anything
+/// runs; the error names the input. The executor checks its inputs with this too.
+pub fn bind_graph_inputs(
+    graph: &Graph,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+) -> Result<Bindings, RunError> {
+    let input = graph
+        .input_node()
+        .ok_or_else(|| node_error(graph.interface.input, "the graph's Input node is missing"))?;
+    bind(graph, input, inputs, params)
+}
+
 /// Checks the inputs against the graph's Input node and binds its dims.
 fn bind(
     graph: &Graph,

@@ -5,7 +5,8 @@
 //! whose sub-functions are ordinary nodes of the same list), built from Rust with a
 //! [`GraphBuilder`] or parsed from `.uop` text ([`text::parse_graph`], printed back by
 //! [`text::print_graph`]); [`random`] generates graphs for property tests;
-//! [`kernels::form_kernels`] groups a graph's calls into fused kernels.
+//! [`kernels::form_kernels`] groups a graph's calls into fused kernels;
+//! [`memory::plan_memory`] places every intermediate in one arena.
 //!
 //! ```
 //! use uop_graph::GraphBuilder;
@@ -37,6 +38,7 @@ pub mod infer;
 pub mod interp;
 pub mod ir;
 pub mod kernels;
+pub mod memory;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
@@ -48,12 +50,13 @@ pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };
-pub use interp::{Run, RunError, RunOptions, Trace, run, run_with};
+pub use interp::{Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,
 };
 pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_kernels};
+pub use memory::{MemoryError, MemoryPlan, Slot, plan_memory, print_memory};
 pub use rewrite::{
     ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,
     Unrewired, append_nodes, change_multi_output_refs, change_output_refs, const_of, insert_nodes,

@@ -44,7 +44,9 @@ output w, n
 fn the_pipeline_is_in_the_documented_order_and_every_pass_says_what_it_guarantees() {
     assert_eq!(
         pass_names(),
-        ["simplify", "fold", "cse", "dead", "kernels", "consts"]
+        [
+            "simplify", "fold", "cse", "dead", "kernels", "consts", "memory"
+        ]
     );
     assert!(pipeline().iter().all(|p| p.doc.len() > 20));
     assert_eq!(pipeline()[3].establishes, Checks::DEAD);
@@ -112,7 +114,8 @@ output w, n
             ("cse", 2),
             ("dead", 8),
             ("kernels", 0),
-            ("consts", 2)
+            ("consts", 2),
+            ("memory", 0)
         ]
     );
     assert_eq!(report.rewrites, rewrites.iter().map(|r| r.1).sum::<usize>());
@@ -128,10 +131,10 @@ fn unknown_pass_names_are_errors_listing_the_graph_passes() {
     let err = prepare(g.clone(), &options).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts"
+        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts, memory"
     );
     let options = PrepareOptions {
-        print_after: PrintAfter::Named(vec!["memory".into()]),
+        print_after: PrintAfter::Named(vec!["loops".into()]),
         ..PrepareOptions::default()
     };
     assert!(matches!(
@@ -159,6 +162,7 @@ fn disabled_passes_are_reported_and_class_flags_skip_passes_with_nothing_to_do()
             ("dead", Status::Ran),
             ("kernels", Status::Ran),
             ("consts", Status::Skipped),
+            ("memory", Status::Ran),
         ]
     );
     // A graph of inputs only: only `dead` (any node may be dead) runs.
@@ -198,11 +202,11 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         ..PrepareOptions::default()
     };
     let (_, all) = prepare(g, &options).unwrap();
-    assert_eq!(all.printed.len(), 6);
-    assert_eq!(all.printed[5].1, print_graph(&after));
+    assert_eq!(all.printed.len(), 7);
+    assert_eq!(all.printed[6].1, print_graph(&after));
     let table = report.table();
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 8, "{table}");
+    assert_eq!(lines.len(), 9, "{table}");
     assert!(
         lines[0].starts_with("pass")
             && lines[0].contains("nodes")
@@ -213,7 +217,8 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         lines[4].starts_with("dead") && lines[4].contains("yes"),
         "{table}"
     );
-    assert!(lines[7].starts_with("total"));
+    assert!(lines[7].starts_with("memory") && lines[7].contains(" no "));
+    assert!(lines[8].starts_with("total"));
     assert!(
         report
             .passes

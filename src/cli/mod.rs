@@ -16,9 +16,11 @@ mod ops;
 mod output;
 mod print;
 mod run;
+mod run_graph;
 mod show;
 mod source;
 mod stats;
+mod stats_graph;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -91,11 +93,15 @@ pub enum Stage {
     /// The definition hierarchy of a graph: each definition inside the innermost
     /// function it must be in, loop invariants hoisted.
     Hierarchy,
-    /// A graph after the prepare passes (simplify, fold, cse, dead, kernels, consts).
+    /// A graph after the prepare passes (simplify, fold, cse, dead, kernels, consts, memory).
     Prepared,
     /// The kernels the prepare passes form: each kernel's members, what it reads and
     /// gives, and its program in the `.uop` text format.
     Kernels,
+    /// The memory plan of the prepared graph for the sizes `--dim` (and `--param`)
+    /// give: every buffer's offset, size and live steps, the while state, and the sum
+    /// of intermediates, the planned arena and the lower bound.
+    Memory,
 }
 
 #[derive(Subcommand, Debug)]

@@ -7,13 +7,17 @@ use clap::{Args, ValueEnum};
 use uop_codegen::compile::{CompileOptions, compile};
 use uop_codegen::{loops, pass, text::print_program};
 
+use std::collections::HashMap;
+
+use uop_graph::infer::graph_dims;
+use uop_graph::memory::{MemoryError, plan_memory, print_memory};
 use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
 use uop_graph::print_kernels;
 use uop_graph::text::print_graph;
 use uop_graph::{Graph, hierarchy, print_hierarchy};
 
 use super::source::{self, Source};
-use super::{CliError, Stage, fail, grad, pass_options};
+use super::{CliError, Stage, fail, grad, int_assignments, pass_options};
 
 /// Arguments of `uop print`.
 #[derive(Args, Debug)]
@@ -45,6 +49,12 @@ pub struct PrintArgs {
     /// pass that changed it.
     #[arg(long)]
     verify: bool,
+    /// With `--stage memory`: the size of a named dimension, as NAME=INT (repeatable).
+    #[arg(long = "dim", value_name = "NAME=INT")]
+    dims: Vec<String>,
+    /// With `--stage memory`: the value of a `$param`, as NAME=INT (repeatable).
+    #[arg(long = "param", value_name = "NAME=INT")]
+    params: Vec<String>,
 }
 
 /// Runs `uop print`.
@@ -56,7 +66,10 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     if args.stage != Stage::Prepared {
         prepare_flags_unused(args)?;
     }
-    let pass_opts = if args.stage == Stage::Prepared {
+    if args.stage != Stage::Memory {
+        memory_flags_unused(args)?;
+    }
+    let pass_opts = if matches!(args.stage, Stage::Prepared | Stage::Kernels | Stage::Memory) {
         pass::PassOptions::default()
     } else {
         pass_options(&args.disable_pass)?
@@ -92,7 +105,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
-        Stage::Graph | Stage::Hierarchy | Stage::Prepared | Stage::Kernels => {
+        Stage::Graph | Stage::Hierarchy | Stage::Prepared | Stage::Kernels | Stage::Memory => {
             // The file itself as a graph: its macro-op calls stay calls (the `kernels`
             // pass groups them by what they compute).
             let graph = source::load_graph(&args.program)?;
@@ -107,7 +120,10 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.after_each_pass {
         return fail("--after-each-pass: graphs have no optimizer passes yet");
     }
-    if matches!(args.stage, Stage::Prepared | Stage::Kernels) {
+    if args.stage != Stage::Memory {
+        memory_flags_unused(args)?;
+    }
+    if matches!(args.stage, Stage::Prepared | Stage::Kernels | Stage::Memory) {
         return print_prepared(args, graph);
     }
     prepare_flags_unused(args)?;
@@ -128,7 +144,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         }
         other => {
             return fail(format!(
-                "--stage {}: a graph has the stages `graph`, `hierarchy`, `prepared` and `kernels` (this \
+                "--stage {}: a graph has the stages `graph`, `hierarchy`, `prepared`, `kernels` and `memory` (this \
                  file has control flow; the loop-IR stages are for programs)",
                 other
                     .to_possible_value()
@@ -148,9 +164,79 @@ fn prepare_flags_unused(args: &PrintArgs) -> Result<(), CliError> {
         (args.verify, "--verify"),
     ];
     match given.iter().find(|(on, _)| *on) {
-        Some((_, flag)) => fail(format!("{flag} applies to --stage prepared or kernels")),
+        Some((_, flag)) => fail(format!(
+            "{flag} applies to --stage prepared, kernels or memory"
+        )),
         None => Ok(()),
     }
+}
+
+/// An error when `--dim` or `--param` is given at a stage other than `memory`.
+fn memory_flags_unused(args: &PrintArgs) -> Result<(), CliError> {
+    if !args.dims.is_empty() {
+        return fail("--dim applies to --stage memory");
+    }
+    if !args.params.is_empty() {
+        return fail("--param applies to --stage memory");
+    }
+    Ok(())
+}
+
+/// The sizes `--dim` and `--param` give, checked against the graph's dims and
+/// `$params` (an unknown name or a negative size is an error).
+fn memory_sizes(args: &PrintArgs, graph: &Graph) -> Result<HashMap<String, i64>, CliError> {
+    let known: Vec<String> = graph_dims(graph).into_iter().map(|(n, _)| n).collect();
+    let mut sizes = HashMap::new();
+    for (name, v) in int_assignments("--dim", &args.dims)? {
+        if !known.contains(&name) {
+            return fail(format!(
+                "--dim {name}: the graph has no dimension `{name}` (it has: {})",
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+        if v < 0 {
+            return fail(format!("--dim {name}={v}: a size cannot be negative"));
+        }
+        sizes.insert(name, v);
+    }
+    for (name, v) in int_assignments("--param", &args.params)? {
+        if !graph.params.contains(&name) {
+            return fail(format!(
+                "--param {name}: the graph has no parameter `${name}`"
+            ));
+        }
+        sizes.insert(name, v);
+    }
+    Ok(sizes)
+}
+
+/// `uop print --stage memory`: the plan of the prepared graph.
+fn print_memory_stage(
+    args: &PrintArgs,
+    prepared: &Graph,
+    original: &Graph,
+) -> Result<(), CliError> {
+    let sizes = memory_sizes(args, original)?;
+    let plan = plan_memory(prepared, &sizes).map_err(|e| match &e {
+        MemoryError::MissingDim { dim, .. } => {
+            let flag = if dim.starts_with('$') {
+                "--param"
+            } else {
+                "--dim"
+            };
+            CliError(format!(
+                "--stage memory: {e}: pass {flag} {}=SIZE",
+                dim.trim_start_matches('$')
+            ))
+        }
+        _ => CliError(format!("--stage memory: {e}")),
+    })?;
+    print!("{}", print_memory(prepared, &plan));
+    Ok(())
 }
 
 /// `uop print --stage prepared` (or `kernels`): the graph (or its kernels) after the prepare passes, with the graphs
@@ -206,6 +292,8 @@ fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     }
     if args.stage == Stage::Kernels {
         print!("{}", print_kernels(&prepared));
+    } else if args.stage == Stage::Memory {
+        print_memory_stage(args, &prepared, graph)?;
     } else {
         print!("{}", print_graph(&prepared));
     }

@@ -12,7 +12,6 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
 use uop_codegen::{interp, sizes};
 
-use clap::ValueEnum;
 use uop_graph::Graph;
 
 use super::output::OutputFiles;
@@ -32,11 +31,12 @@ pub struct RunArgs {
     /// Write an output to NAME=FILE.npy; outputs without one are printed.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
-    /// The engine that executes the program: `cranelift` (the default for programs)
-    /// JIT-compiles it to machine code; `loops` interprets the optimized loop IR;
-    /// `interp` is the reference interpreter (the oracle, 100 to 300 times slower).
-    /// Graphs (files with `fn`, `while`, `case`, ...) run on the graph interpreter,
-    /// the default and only engine for them until the graph executor exists.
+    /// The engine that executes the program: `cranelift` (the default) JIT-compiles it
+    /// to machine code; `loops` interprets the optimized loop IR; `interp` is the
+    /// reference interpreter (the oracle, 100 to 300 times slower). Graphs (files with
+    /// `fn`, `while`, `case`, ...) run on the graph executor: `cranelift` JIT-compiles
+    /// the prepared graph's kernels, `loops` runs the same prepared graph on the
+    /// loop-IR interpreter, and `interp` is the graph interpreter (the oracle).
     #[arg(long, value_enum)]
     backend: Option<Backend>,
     /// Skip this optimizer pass (repeatable; for the `cranelift` and `loops` backends).
@@ -157,27 +157,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     write_outputs(writer, &args.outputs, &names, &outputs)
 }
 
-/// Runs a graph on the graph interpreter.
+/// Runs a graph on the graph executor, or on the graph interpreter with
+/// `--backend interp`.
 fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
-    match args.backend {
-        None | Some(Backend::Interp) => {}
-        Some(other) => {
-            return fail(format!(
-                "--backend {}: graphs run on the graph interpreter (`--backend interp`) until \
-                 the graph executor exists",
-                other
-                    .to_possible_value()
-                    .map_or("?".into(), |v| v.get_name().to_string())
-            ));
-        }
-    }
     if !args.disable_pass.is_empty() {
         return fail("--disable-pass: graphs have no optimizer passes yet");
     }
     let declared = source::declarations(graph);
     let params = args.source.params(&declared)?;
     let inputs = args.source.gather(&declared)?;
-    let outputs = uop_graph::run(graph, &inputs, &params).map_err(|e| CliError(e.to_string()))?;
+    let outputs = super::run_graph::execute(graph, &inputs, &params, args.backend)?;
     let names = source::output_names(graph);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut writer = OutputFiles::default();

@@ -12,12 +12,15 @@ use uop_codegen::loops::{self, LoopProgram, TensorKind};
 use uop_codegen::pass::{self, PassTime, Stats};
 use uop_codegen::uop::Program;
 
-use super::{CliError, fail, int_assignments, load_program, pass_options};
+use super::source::{Source, load, load_graph};
+use super::stats_graph::graph_stats;
+use super::{CliError, fail, int_assignments, pass_options};
 
 /// Arguments of `uop stats`.
 #[derive(Args, Debug)]
 pub struct StatsArgs {
-    /// The program (`.uop` text).
+    /// The program (`.uop` text). For a graph: its node counts before and after the
+    /// prepare passes, and its kernels per graph and per sub-function body.
     program: PathBuf,
     /// The size of a named dimension, as NAME=INT (needed for byte counts).
     #[arg(long = "dim", value_name = "NAME=INT")]
@@ -25,6 +28,11 @@ pub struct StatsArgs {
     /// The value of a $param, as NAME=INT (needed for byte counts that depend on it).
     #[arg(long = "param", value_name = "NAME=INT")]
     params: Vec<String>,
+    /// Read the file as a graph (a program is a graph of calls): node counts before
+    /// and after the prepare passes, and kernels per graph and per sub-function body
+    /// (the default for files with `fn`, `while`, `case`, ...).
+    #[arg(long)]
+    graph: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -39,9 +47,15 @@ pub struct StatsArgs {
 
 /// Runs `uop stats`.
 pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
-    let pass_opts = pass_options(&args.disable_pass)?;
+    if args.graph {
+        return graph(args, &load_graph(&args.program)?);
+    }
     let start = Instant::now();
-    let program = load_program(&args.program, "stats")?;
+    let program = match load(&args.program)? {
+        Source::Program(p) => p,
+        Source::Graph(g) => return graph(args, &g),
+    };
+    let pass_opts = pass_options(&args.disable_pass)?;
     let parse_time = start.elapsed();
     let dims = checked_dims(&program, &int_assignments("--dim", &args.dims)?)?;
     let params = checked_params(&program, &int_assignments("--param", &args.params)?)?;
@@ -95,6 +109,25 @@ fn size_problem(
         }
     }
     "the temporaries need more than 18446744073709551615 bytes in all".to_string()
+}
+
+/// `uop stats` on a graph: nodes before and after prepare, kernels per graph and per
+/// sub-function body (`--disable-pass` names graph passes).
+fn graph(args: &StatsArgs, g: &uop_graph::Graph) -> Result<(), CliError> {
+    for (given, flag) in [
+        (!args.dims.is_empty(), "--dim"),
+        (!args.params.is_empty(), "--param"),
+        (args.json, "--json"),
+        (args.time, "--time"),
+    ] {
+        if given {
+            return fail(format!(
+                "{flag}: `uop stats` on a graph counts nodes and kernels only (`uop print --stage prepared --time-passes` times the passes)"
+            ));
+        }
+    }
+    print!("{}", graph_stats(g, &args.disable_pass)?);
+    Ok(())
 }
 
 /// Milliseconds with two decimals.

@@ -10,7 +10,7 @@
 //! | 5 | `kernels` | the calls of each scope grouped into fused Kernel nodes (`docs/graph-kernels.md`) |
 //! | 6 | `consts` | every Const before every other node ([`Checks::CONSTS_FIRST`]) |
 //! | – | `loops` | (a later issue: graph-looping partitions, §20) |
-//! | – | `memory` | (a later issue: the memory plan) |
+//! | 7 | `memory` | every arena value's size is an expression over the input dims and `$params`: [`plan_memory`](crate::memory::plan_memory) gives a plan for any concrete dims (the pass only checks; `docs/graph-memory.md`) |
 //!
 //! Each pass follows seed 001's three phases through the [rewrite utilities](crate::rewrite):
 //! \[A\] match with the graph read-only, \[B\] build the new nodes, \[C\] apply in one
@@ -66,6 +66,7 @@ mod cse;
 mod dead;
 mod fold;
 mod kernels;
+mod memory;
 mod report;
 mod simplify;
 
@@ -84,6 +85,7 @@ pub use cse::cse;
 pub use dead::dead;
 pub use fold::{evaluate_call, fold};
 pub use kernels::kernels;
+pub use memory::memory;
 pub use report::{PassReport, Report, Status};
 pub use simplify::simplify;
 
@@ -180,6 +182,24 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         classes: Classes::Kinds(&[Kind::Const]),
         establishes: Checks::CONSTS_FIRST,
         run: consts,
+    },
+    Pass {
+        name: "memory",
+        doc: "checks that every intermediate's size is an expression over the input dims \
+              and $params, so that plan_memory places them in one arena once the dims are \
+              known (changes nothing)",
+        classes: Classes::Kinds(&[
+            Kind::Call,
+            Kind::Kernel,
+            Kind::Chunk,
+            Kind::While,
+            Kind::Case,
+            Kind::If,
+            Kind::Parallel,
+            Kind::NoInline,
+        ]),
+        establishes: Checks::NONE,
+        run: memory,
     },
 ]);
 

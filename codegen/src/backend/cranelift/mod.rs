@@ -572,24 +572,61 @@ impl Kernel {
         params: &HashMap<String, i64>,
         outputs: &mut [Output<'_>],
     ) -> Result<(), RunError> {
+        let buffers: Vec<RawBuffer> = inputs
+            .iter()
+            .map(|(i, _)| RawBuffer {
+                dtype: i.dtype(),
+                ptr: i.ptr().cast_mut(),
+                len: i.len(),
+            })
+            .collect();
+        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let outs: Vec<RawBuffer> = outputs
+            .iter_mut()
+            .map(|o| RawBuffer {
+                dtype: o.dtype(),
+                len: o.len(),
+                ptr: o.ptr(),
+            })
+            .collect();
+        // SAFETY: shared input slices and exclusively borrowed output slices are
+        // valid for their lengths and cannot overlap.
+        unsafe { self.run_raw(bound, &buffers, &shapes, params, &outs) }
+    }
+
+    /// Checks the buffers against `bound` and runs the machine code.
+    ///
+    /// # Safety
+    ///
+    /// The contract of [`Kernel::run_ptrs`].
+    unsafe fn run_raw(
+        &self,
+        bound: &Bound,
+        inputs: &[RawBuffer],
+        shapes: &[&[usize]],
+        params: &HashMap<String, i64>,
+        outputs: &[RawBuffer],
+    ) -> Result<(), RunError> {
         let sig = &self.compiled.signature;
-        for ((input, shape), (spec, extent)) in
-            inputs.iter().zip(sig.inputs.iter().zip(&bound.inputs))
+        for ((input, shape), (spec, extent)) in inputs
+            .iter()
+            .zip(shapes)
+            .zip(sig.inputs.iter().zip(&bound.inputs))
         {
-            if input.dtype() != spec.dtype {
+            if input.dtype != spec.dtype {
                 return Err(RunError::InputType {
                     input: spec.name.clone(),
                     expected: spec.dtype,
-                    found: input.dtype(),
+                    found: input.dtype,
                 });
             }
-            if input.len() != extent.elements {
+            if input.len != extent.elements {
                 return Err(RunError::Length {
                     what: "input",
                     name: spec.name.clone(),
                     shape: shape.to_vec(),
                     expected: extent.elements,
-                    found: input.len(),
+                    found: input.len,
                 });
             }
         }
@@ -600,20 +637,20 @@ impl Kernel {
             });
         }
         for (out, (spec, extent)) in outputs.iter().zip(sig.outputs.iter().zip(&bound.outputs)) {
-            if out.dtype() != spec.dtype {
+            if out.dtype != spec.dtype {
                 return Err(RunError::OutputType {
                     output: spec.name.clone(),
                     expected: spec.dtype,
-                    found: out.dtype(),
+                    found: out.dtype,
                 });
             }
-            if out.len() != extent.elements {
+            if out.len != extent.elements {
                 return Err(RunError::Length {
                     what: "output",
                     name: spec.name.clone(),
                     shape: extent.shape.clone(),
                     expected: extent.elements,
-                    found: out.len(),
+                    found: out.len,
                 });
             }
         }
@@ -624,15 +661,15 @@ impl Kernel {
                 .flat_map(|e| e.shape.iter().map(|&d| d as i64))
                 .collect()
         };
-        let input_ptrs: Vec<*const u8> = inputs.iter().map(|(i, _)| i.ptr()).collect();
+        let input_ptrs: Vec<*const u8> = inputs.iter().map(|i| i.ptr.cast_const()).collect();
         let input_dims = dims(&bound.inputs);
         let param_values: Vec<i64> = sig.params.iter().map(|n| params[n]).collect();
-        let output_ptrs: Vec<*mut u8> = outputs.iter_mut().map(Output::ptr).collect();
+        let output_ptrs: Vec<*mut u8> = outputs.iter().map(|o| o.ptr).collect();
         let output_dims = dims(&bound.outputs);
         // SAFETY: every pointer is valid for the element count its checked shape
-        // gives (inputs shared, outputs exclusively borrowed, so nothing overlaps);
-        // `bind` checked every element and byte count, and the kernel re-checks all
-        // sizes itself before touching memory.
+        // gives and overlaps only as the caller's contract allows; `bind` checked
+        // every element and byte count, and the kernel re-checks all sizes itself
+        // before touching memory.
         let code = unsafe {
             (self.compiled.entry)(
                 input_ptrs.as_ptr(),
@@ -647,6 +684,50 @@ impl Kernel {
             Some(s) => Err(RunError::Kernel(s)),
             None => Err(RunError::Kernel(Status::IndexArithmetic)),
         }
+    }
+}
+
+/// A buffer of [`Kernel::run_ptrs`] given by address: `len` elements of `dtype` at
+/// `ptr`. Unlike [`Input`] and [`Output`] it borrows nothing, so an output may alias an
+/// input (an element-wise kernel writing in place).
+#[derive(Clone, Copy, Debug)]
+pub struct RawBuffer {
+    /// The element type.
+    pub dtype: DType,
+    /// The first element (aligned for `dtype`).
+    pub ptr: *mut u8,
+    /// Number of elements.
+    pub len: usize,
+}
+
+impl Kernel {
+    /// Runs on buffers given by address, writing the outputs where `outputs` point.
+    /// Every shape, type and length is checked exactly as [`Kernel::run_slices`]
+    /// checks them, before the machine code runs; an error leaves every buffer as it
+    /// was.
+    ///
+    /// # Safety
+    ///
+    /// - every input's `ptr` is valid for reads, and every output's `ptr` valid for
+    ///   writes, of `len` elements of its `dtype`, aligned for that type, for the whole
+    ///   call, and nothing else reads or writes those bytes during the call;
+    /// - outputs do not overlap each other;
+    /// - an output may overlap an input only when both are the **same** buffer (equal
+    ///   `ptr` and `len`, same type) and the program is element-wise (output element
+    ///   `i` is computed from element `i` of each input only, and each input element
+    ///   is read before the output element over it is written) — as the memory plan's
+    ///   in-place kernels are; any other overlap gives unspecified results.
+    pub unsafe fn run_ptrs(
+        &self,
+        inputs: &[(RawBuffer, &[usize])],
+        params: &HashMap<String, i64>,
+        outputs: &[RawBuffer],
+    ) -> Result<(), RunError> {
+        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let bound = self.compiled.signature.bind(&shapes, params)?;
+        let buffers: Vec<RawBuffer> = inputs.iter().map(|(b, _)| *b).collect();
+        // SAFETY: the caller's contract above.
+        unsafe { self.run_raw(&bound, &buffers, &shapes, params, outputs) }
     }
 }
 

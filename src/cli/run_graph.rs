@@ -1,0 +1,34 @@
+//! `uop run` on a graph: the graph executor (`--backend cranelift`, the default for
+//! graphs, or `loops`) or the graph interpreter (`--backend interp`, the oracle).
+
+use std::collections::HashMap;
+
+use uop_codegen::tensor::Tensor;
+use uop_graph::Graph;
+
+use super::{Backend, CliError};
+use crate::graph::{self, ExecOptions};
+
+/// Runs `graph` on `inputs` with the engine `backend` names (the executor on
+/// Cranelift when none is given).
+pub(crate) fn execute(
+    graph: &Graph,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    backend: Option<Backend>,
+) -> Result<Vec<Tensor>, CliError> {
+    let backend = match backend.unwrap_or(Backend::Cranelift) {
+        Backend::Interp => {
+            return uop_graph::run(graph, inputs, params).map_err(|e| CliError(e.to_string()));
+        }
+        Backend::Loops => graph::Backend::Loops,
+        Backend::Cranelift => graph::Backend::Cranelift,
+    };
+    let options = ExecOptions {
+        backend,
+        ..ExecOptions::default()
+    };
+    let exe = graph::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
+    exe.run_with_params(inputs, params)
+        .map_err(|e| CliError(e.to_string()))
+}

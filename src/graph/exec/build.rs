@@ -1,0 +1,301 @@
+//! From a prepared graph and its definition hierarchy to the tree of [`Step`]s the
+//! executor runs: every value gets a dense slot number (its place in the arena comes
+//! from the memory plan, per set of dims), every Kernel node's program is
+//! compiled once, Consts become values, and each super node holds its sub-functions as
+//! [`Body`]s (parameter slots, steps, results).
+
+use std::collections::HashMap;
+
+use uop_codegen::index::Expr;
+use uop_codegen::tensor::Tensor;
+use uop_graph::hierarchy::{Entry, Hierarchy, SubFunction};
+use uop_graph::infer::list;
+use uop_graph::{Call, Graph, Node, NodeId, Op, Ref, Source, ValueType};
+
+use super::kernel::Compiled;
+use super::value::Value;
+use crate::graph::{Backend, GraphError};
+
+/// What a body returns: a value's slot, or a constant.
+#[derive(Clone, Debug)]
+pub(crate) enum Src {
+    /// The value in this slot.
+    Slot(usize),
+    /// A rank-0 constant of the graph's float type.
+    Value(Value),
+}
+
+/// A (sub-)function: where its parameters go, what it runs, what it returns.
+#[derive(Clone, Debug)]
+pub(crate) struct Body {
+    /// The slot of each parameter (its Input node's outputs).
+    pub params: Vec<usize>,
+    /// The definitions placed in it, in execution order.
+    pub steps: Vec<Step>,
+    /// Its results.
+    pub results: Vec<Src>,
+}
+
+/// One node to run.
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    /// The node (errors name it).
+    pub node: NodeId,
+    /// The slots it reads.
+    pub inputs: Vec<usize>,
+    /// The slots it writes, one per output.
+    pub outputs: Vec<usize>,
+    /// What it does.
+    pub kind: StepKind,
+}
+
+/// What a step does.
+#[derive(Clone, Debug)]
+pub(crate) enum StepKind {
+    /// Gives a constant.
+    Const(Value),
+    /// Runs a fused kernel.
+    Kernel {
+        /// The kernel's name.
+        name: String,
+        /// Its compiled program.
+        compiled: Compiled,
+    },
+    /// Runs an op left unfused: its one-call program is built and compiled for the
+    /// concrete input types the first time they are seen.
+    Call(Box<Call>),
+    /// `while`: sub-functions condition and body.
+    While {
+        /// The condition.
+        cond: Body,
+        /// The body.
+        body: Body,
+    },
+    /// `if`: input 0 is the condition.
+    If {
+        /// Taken when the condition is not 0.
+        then: Body,
+        /// Taken otherwise.
+        else_: Body,
+    },
+    /// `case`: input 0 is the selector.
+    Case {
+        /// Branch k.
+        branches: Vec<Body>,
+        /// `None` when a negative selector may pass the arguments through; else the
+        /// argument and output types, for the error.
+        mismatch: Option<(String, String)>,
+    },
+    /// `parallel`: the body runs for `$i` in `0..count`.
+    Parallel {
+        /// The iteration count.
+        count: Expr,
+        /// The body; parameter 0 is the index.
+        body: Box<Body>,
+        /// The output types (for the shapes of zero iterations).
+        types: Vec<ValueType>,
+    },
+    /// `call(F, ...)`: runs its body.
+    NoInline(Box<Body>),
+    /// A loop-control node: passes its input through (as the interpreter does).
+    Chunk,
+    /// Keeps values alive; does nothing.
+    Sink,
+}
+
+/// The steps of a prepared graph.
+#[derive(Clone, Debug)]
+pub(crate) struct Steps {
+    /// The top level: parameters are the graph's inputs, results its outputs.
+    pub top: Body,
+    /// The value of each slot number.
+    pub refs: Vec<Ref>,
+    /// The number of Kernel nodes compiled.
+    pub kernels: usize,
+}
+
+/// Builds the steps of `graph` (prepared) placed as `h` says, compiling every Kernel
+/// node for `backend`.
+pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<Steps, GraphError> {
+    let mut slots = HashMap::new();
+    let mut refs = Vec::new();
+    for n in graph.nodes() {
+        for k in 0..n.outputs.len() {
+            slots.insert(Ref::new(n.id, k), refs.len());
+            refs.push(Ref::new(n.id, k));
+        }
+    }
+    let mut b = Builder {
+        graph,
+        backend,
+        slots,
+        kernels: 0,
+    };
+    let input = b.node(h.input)?;
+    let params = (0..input.outputs.len())
+        .map(|k| b.slot(h.input, Ref::new(h.input, k)))
+        .collect::<Result<_, _>>()?;
+    let steps = b.entries(&h.top)?;
+    let results = graph
+        .interface
+        .outputs
+        .iter()
+        .map(|s| b.source(h.input, s))
+        .collect::<Result<_, _>>()?;
+    Ok(Steps {
+        top: Body {
+            params,
+            steps,
+            results,
+        },
+        refs,
+        kernels: b.kernels,
+    })
+}
+
+struct Builder<'g> {
+    graph: &'g Graph,
+    backend: Backend,
+    slots: HashMap<Ref, usize>,
+    kernels: usize,
+}
+
+fn error(node: NodeId, message: impl Into<String>) -> GraphError {
+    GraphError::Compile {
+        node,
+        message: message.into(),
+    }
+}
+
+impl Builder<'_> {
+    fn node(&self, id: NodeId) -> Result<&Node, GraphError> {
+        self.graph
+            .node(id)
+            .ok_or_else(|| error(id, "the node is not in the graph"))
+    }
+
+    fn slot(&self, reader: NodeId, r: Ref) -> Result<usize, GraphError> {
+        self.slots
+            .get(&r)
+            .copied()
+            .ok_or_else(|| error(reader, format!("reads {r}, which does not exist")))
+    }
+
+    fn source(&self, reader: NodeId, s: &Source) -> Result<Src, GraphError> {
+        match s {
+            Source::Ref(r) => self.slot(reader, *r).map(Src::Slot),
+            Source::Scalar(v) => {
+                let dtype = self.graph.dtype;
+                Ok(Src::Value(Value::from_tensor(&Tensor::filled(
+                    dtype,
+                    Vec::new(),
+                    dtype.round(*v),
+                ))))
+            }
+        }
+    }
+
+    fn entries(&mut self, entries: &[Entry]) -> Result<Vec<Step>, GraphError> {
+        entries.iter().map(|e| self.entry(e)).collect()
+    }
+
+    fn body(&mut self, owner: &Node, sub: &SubFunction) -> Result<Body, GraphError> {
+        let interfaces = owner.op.interfaces();
+        let interface = interfaces
+            .get(sub.branch)
+            .ok_or_else(|| error(owner.id, format!("has no sub-function {}", sub.branch)))?;
+        let input = self.node(sub.input)?;
+        let params = (0..input.outputs.len())
+            .map(|k| self.slot(owner.id, Ref::new(sub.input, k)))
+            .collect::<Result<_, _>>()?;
+        let steps = self.entries(&sub.nodes)?;
+        let results = interface
+            .outputs
+            .iter()
+            .map(|s| self.source(owner.id, s))
+            .collect::<Result<_, _>>()?;
+        Ok(Body {
+            params,
+            steps,
+            results,
+        })
+    }
+
+    fn sub(&mut self, owner: &Node, e: &Entry, k: usize) -> Result<Body, GraphError> {
+        let sub = e
+            .subs
+            .get(k)
+            .ok_or_else(|| error(owner.id, format!("has no sub-function {k}")))?;
+        self.body(owner, sub)
+    }
+
+    fn entry(&mut self, e: &Entry) -> Result<Step, GraphError> {
+        let graph = self.graph;
+        let node = graph
+            .node(e.node)
+            .ok_or_else(|| error(e.node, "the node is not in the graph"))?;
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|r| self.slot(node.id, *r))
+            .collect::<Result<_, _>>()?;
+        let outputs = (0..node.outputs.len())
+            .map(|k| self.slot(node.id, node.output(k)))
+            .collect::<Result<_, _>>()?;
+        let kind = match &node.op {
+            Op::Input { .. } => {
+                return Err(error(
+                    node.id,
+                    "an Input node that is no interface's cannot run",
+                ));
+            }
+            Op::Const(t) => StepKind::Const(Value::from_tensor(t)),
+            Op::Call(call) => StepKind::Call(Box::new(call.clone())),
+            Op::Kernel(k) => {
+                let compiled = Compiled::new(&k.program, self.backend)
+                    .map_err(|m| error(node.id, format!("kernel {}: {m}", k.name)))?;
+                self.kernels += 1;
+                StepKind::Kernel {
+                    name: k.name.clone(),
+                    compiled,
+                }
+            }
+            Op::While { .. } => StepKind::While {
+                cond: self.sub(node, e, 0)?,
+                body: self.sub(node, e, 1)?,
+            },
+            Op::If { .. } => StepKind::If {
+                then: self.sub(node, e, 0)?,
+                else_: self.sub(node, e, 1)?,
+            },
+            Op::Case { .. } => {
+                let arg_types: Vec<ValueType> = node.inputs[1..]
+                    .iter()
+                    .filter_map(|r| graph.type_of(*r).cloned())
+                    .collect();
+                let mismatch =
+                    (arg_types != node.outputs).then(|| (list(&arg_types), list(&node.outputs)));
+                StepKind::Case {
+                    branches: (0..e.subs.len())
+                        .map(|k| self.sub(node, e, k))
+                        .collect::<Result<_, _>>()?,
+                    mismatch,
+                }
+            }
+            Op::Parallel { count, .. } => StepKind::Parallel {
+                count: count.clone(),
+                body: Box::new(self.sub(node, e, 0)?),
+                types: node.outputs.clone(),
+            },
+            Op::NoInline { .. } => StepKind::NoInline(Box::new(self.sub(node, e, 0)?)),
+            Op::Chunk { .. } => StepKind::Chunk,
+            Op::Sink => StepKind::Sink,
+        };
+        Ok(Step {
+            node: node.id,
+            inputs,
+            outputs,
+            kind,
+        })
+    }
+}

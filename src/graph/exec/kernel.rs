@@ -1,0 +1,136 @@
+//! One compiled uop program as the executor runs it: machine code from the JIT (through
+//! its process-wide cache) or the optimized loop IR on the loop-IR interpreter.
+
+use std::collections::HashMap;
+
+use uop_codegen::backend::cranelift::{self, RawBuffer};
+use uop_codegen::interp::run_loops;
+use uop_codegen::loops::{self, LoopProgram};
+use uop_codegen::pass::{self, PassOptions};
+use uop_codegen::uop::Program;
+
+use super::memory::Memory;
+use super::value::Value;
+use crate::graph::Backend;
+
+/// A program ready to run.
+#[derive(Clone, Debug)]
+pub(crate) enum Compiled {
+    /// JIT-compiled machine code.
+    Jit(cranelift::Kernel),
+    /// The optimized loop IR, for the loop-IR interpreter.
+    Loops(LoopProgram),
+}
+
+impl Compiled {
+    /// Lowers and optimizes `program`, then JIT-compiles it (Cranelift) or keeps the
+    /// loop IR (Loops). The error is the compiler's message.
+    pub(crate) fn new(program: &Program, backend: Backend) -> Result<Compiled, String> {
+        let optimized = pass::optimize(&loops::lower(program), &PassOptions::default())
+            .map_err(|e| e.to_string())?;
+        match backend {
+            Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
+                .map(Compiled::Jit)
+                .map_err(|e| e.to_string()),
+            Backend::Loops => Ok(Compiled::Loops(optimized)),
+        }
+    }
+
+    /// Runs on `inputs`, writing every output where [`Memory::place`] puts the value
+    /// of its slot number in `slots` (`outputs` holds what each slot held before and
+    /// receives the written values). Every shape is checked before any code runs. A
+    /// JIT kernel reads and writes the arena where it is (an in-place kernel's output
+    /// is its input's buffer); the loop-IR interpreter takes owned tensors, so its
+    /// inputs are copied out of the arena and its outputs into it.
+    pub(crate) fn run(
+        &self,
+        mem: &Memory<'_>,
+        inputs: &[&Value],
+        params: &HashMap<String, i64>,
+        slots: &[usize],
+        outputs: &mut [Option<Value>],
+    ) -> Result<(), String> {
+        match self {
+            Compiled::Jit(kernel) => {
+                let shapes: Vec<&[usize]> = inputs.iter().map(|v| v.shape.as_slice()).collect();
+                let out_shapes = kernel
+                    .output_shapes(&shapes, params)
+                    .map_err(|e| e.to_string())?;
+                let program = kernel.program();
+                if out_shapes.len() != outputs.len() || slots.len() != outputs.len() {
+                    return Err(format!(
+                        "the program gives {} outputs for {}",
+                        out_shapes.len(),
+                        outputs.len()
+                    ));
+                }
+                let args: Vec<(RawBuffer, &[usize])> = inputs
+                    .iter()
+                    .zip(&shapes)
+                    .map(|(v, s)| (mem.read(v), *s))
+                    .collect();
+                let mut raw: Vec<RawBuffer> = Vec::with_capacity(outputs.len());
+                for (((out, slot), shape), t) in outputs
+                    .iter_mut()
+                    .zip(slots)
+                    .zip(&out_shapes)
+                    .zip(&program.outputs)
+                {
+                    let dtype = program.tensors[t.0].dtype;
+                    let mut v = mem.place(*slot, out.take(), dtype, shape)?;
+                    raw.push(mem.write(&mut v)?);
+                    *out = Some(v);
+                }
+                check_aliasing(&args, &raw)?;
+                // SAFETY: every buffer is an owned buffer or a checked view into the
+                // arena, valid for its length; outputs are distinct slots of the plan
+                // (or distinct owned buffers), and an output overlaps an input only as
+                // the very same buffer, which the plan does for element-wise kernels
+                // only (`check_aliasing` rejects any other overlap).
+                unsafe { kernel.run_ptrs(&args, params, &raw) }.map_err(|e| e.to_string())
+            }
+            Compiled::Loops(program) => {
+                let tensors: Vec<_> = inputs.iter().map(|v| mem.tensor(v)).collect();
+                let results = run_loops(program, &tensors, params).map_err(|e| e.to_string())?;
+                if results.len() != outputs.len() || slots.len() != outputs.len() {
+                    return Err(format!(
+                        "the program gives {} outputs for {}",
+                        results.len(),
+                        outputs.len()
+                    ));
+                }
+                for ((out, slot), t) in outputs.iter_mut().zip(slots).zip(&results) {
+                    let mut v = mem.place(*slot, out.take(), t.dtype, &t.shape)?;
+                    mem.fill(&mut v, &t.data)?;
+                    *out = Some(v);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Outputs must not overlap each other, and may overlap an input only as the very
+/// same buffer (an in-place element-wise kernel).
+fn check_aliasing(inputs: &[(RawBuffer, &[usize])], outputs: &[RawBuffer]) -> Result<(), String> {
+    let range = |b: &RawBuffer| {
+        let start = b.ptr as usize;
+        (start, start + b.len * b.dtype.size())
+    };
+    let overlap = |a: &RawBuffer, b: &RawBuffer| {
+        let ((a0, a1), (b0, b1)) = (range(a), range(b));
+        a0 < b1 && b0 < a1
+    };
+    for (k, out) in outputs.iter().enumerate() {
+        if outputs[..k].iter().any(|o| overlap(o, out)) {
+            return Err(format!("output {k} overlaps another output"));
+        }
+        for (i, (input, _)) in inputs.iter().enumerate() {
+            let same = input.ptr == out.ptr && input.len == out.len && input.dtype == out.dtype;
+            if overlap(input, out) && !same {
+                return Err(format!("output {k} partly overlaps input {i}"));
+            }
+        }
+    }
+    Ok(())
+}

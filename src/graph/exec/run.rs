@@ -1,0 +1,579 @@
+//! The machine that runs an executable's [`Steps`](super::build::Steps) once: values in
+//! slots, their elements in the run's arena where the memory plan places them
+//! ([`Memory`]), kernels through their compiled code, the control flow of DESIGN.md
+//! §13.2 and §19 with the graph interpreter's run-time errors (word for word, naming
+//! the node).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use uop_codegen::index::{Bindings, Expr};
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::{DType, concrete_shape};
+use uop_graph::infer::{call_program_in, list};
+use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
+
+use super::build::{Body, Src, Step, StepKind};
+use super::kernel::Compiled;
+use super::memory::Memory;
+use super::value::{Buf, Data, Value};
+use crate::graph::Backend;
+
+/// A call's node, the concrete types of its inputs and the graph's dims.
+pub(crate) type CallKey = (NodeId, Vec<(DType, Vec<usize>)>, Vec<(String, i64)>);
+
+/// Programs of unfused calls, compiled per concrete input types.
+pub(crate) type CallCache = Mutex<HashMap<CallKey, Arc<Compiled>>>;
+
+fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
+    RunError::Node {
+        node,
+        message: message.into(),
+    }
+}
+
+/// One run's state.
+pub(crate) struct Machine<'a> {
+    /// The prepared graph (for calls: dtype, params, registry).
+    pub graph: &'a Graph,
+    /// The backend unfused calls compile for.
+    pub backend: Backend,
+    /// The most iterations one `while` may run.
+    pub max_iterations: Option<u64>,
+    /// Compiled unfused calls.
+    pub calls: &'a CallCache,
+    /// The value of every slot.
+    pub store: &'a mut [Option<Value>],
+    /// The arena and the plan.
+    pub mem: Memory<'a>,
+    /// The `$params`.
+    pub params: HashMap<String, i64>,
+    /// The graph inputs' dims and the params (for `parallel` counts).
+    pub bindings: Bindings,
+}
+
+impl Machine<'_> {
+    fn value(&self, node: NodeId, slot: usize) -> Result<&Value, RunError> {
+        self.store
+            .get(slot)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| node_error(node, format!("reads slot {slot}, which has no value")))
+    }
+
+    fn result(&self, node: NodeId, src: &Src) -> Result<Value, RunError> {
+        match src {
+            Src::Slot(s) => self.value(node, *s).cloned(),
+            Src::Value(v) => Ok(v.clone()),
+        }
+    }
+
+    /// Runs `body`'s steps with its parameters set to `args`; returns its results.
+    pub(crate) fn body(
+        &mut self,
+        owner: NodeId,
+        body: &Body,
+        args: Vec<Value>,
+    ) -> Result<Vec<Value>, RunError> {
+        if args.len() != body.params.len() {
+            return Err(node_error(
+                owner,
+                format!(
+                    "a sub-function takes {} values, {} were given",
+                    body.params.len(),
+                    args.len()
+                ),
+            ));
+        }
+        for (p, a) in body.params.iter().zip(args) {
+            self.store[*p] = Some(a);
+        }
+        self.steps(&body.steps)?;
+        body.results.iter().map(|r| self.result(owner, r)).collect()
+    }
+
+    /// Runs steps in order.
+    pub(crate) fn steps(&mut self, steps: &[Step]) -> Result<(), RunError> {
+        steps.iter().try_for_each(|s| self.step(s))
+    }
+
+    fn inputs(&self, step: &Step) -> Result<Vec<Value>, RunError> {
+        step.inputs
+            .iter()
+            .map(|s| self.value(step.node, *s).cloned())
+            .collect()
+    }
+
+    /// Puts `values` into the step's output slots, each where the plan places it: a
+    /// value already there stays, any other is copied there (a graph output, which the
+    /// plan does not place, is kept when owned and copied out of the arena otherwise).
+    fn set_outputs(&mut self, step: &Step, values: Vec<Value>) -> Result<(), RunError> {
+        if values.len() != step.outputs.len() {
+            return Err(node_error(
+                step.node,
+                format!(
+                    "gave {} values for {} outputs",
+                    values.len(),
+                    step.outputs.len()
+                ),
+            ));
+        }
+        for (s, v) in step.outputs.iter().zip(values) {
+            let v = self.deliver(*s, v).map_err(|m| node_error(step.node, m))?;
+            self.store[*s] = Some(v);
+        }
+        Ok(())
+    }
+
+    /// `v` as the value of slot number `slot`: itself when it is where the slot's value
+    /// goes, else a copy there.
+    fn deliver(&mut self, slot: usize, v: Value) -> Result<Value, String> {
+        match (self.mem.planned(slot), &v.data) {
+            (None, Data::Owned(_)) => return Ok(v),
+            (Some(s), Data::Arena { offset, .. }) if self.mem.map(s.offset) == *offset => {
+                return Ok(v);
+            }
+            _ => {}
+        }
+        let previous = self.store[slot].take();
+        let mut placed = self.mem.place(slot, previous, v.dtype(), &v.shape)?;
+        self.mem.copy(&mut placed, 0, &v)?;
+        Ok(placed)
+    }
+
+    fn step(&mut self, step: &Step) -> Result<(), RunError> {
+        let node = step.node;
+        match &step.kind {
+            StepKind::Const(v) => self.store[step.outputs[0]] = Some(v.clone()),
+            StepKind::Kernel { name, compiled } => {
+                let params = std::mem::take(&mut self.params);
+                let result = self.kernel(step, compiled, &params);
+                self.params = params;
+                result.map_err(|m| node_error(node, format!("kernel {name}: {m}")))?;
+            }
+            StepKind::Call(call) => self.call(step, call)?,
+            StepKind::While { cond, body } => {
+                let state = self.inputs(step)?;
+                let out = self.while_loop(node, cond, body, state)?;
+                self.set_outputs(step, out)?;
+            }
+            StepKind::If { then, else_ } => {
+                let mut args = self.inputs(step)?;
+                let c = self.one_value(node, "condition", &args)?;
+                let args = args.split_off(1);
+                let out = self.body(node, if c != 0.0 { then } else { else_ }, args)?;
+                self.set_outputs(step, out)?;
+            }
+            StepKind::Case { branches, mismatch } => {
+                let mut args = self.inputs(step)?;
+                let sel = self.one_value(node, "selector", &args)?;
+                let args = args.split_off(1);
+                let out = self.case(node, sel, branches, mismatch.as_ref(), args)?;
+                self.set_outputs(step, out)?;
+            }
+            StepKind::Parallel { count, body, types } => {
+                let args = self.inputs(step)?;
+                self.parallel(step, count, body, types, args)?;
+            }
+            StepKind::NoInline(body) => {
+                let args = self.inputs(step)?;
+                let out = self.body(node, body, args)?;
+                self.set_outputs(step, out)?;
+            }
+            StepKind::Chunk => {
+                let args = self.inputs(step)?;
+                self.set_outputs(step, args)?;
+            }
+            StepKind::Sink => {}
+        }
+        Ok(())
+    }
+
+    /// Runs compiled code: the output slots are taken out of the store while the
+    /// inputs are borrowed from it, then put back.
+    fn kernel(
+        &mut self,
+        step: &Step,
+        compiled: &Compiled,
+        params: &HashMap<String, i64>,
+    ) -> Result<(), String> {
+        let mut outs: Vec<Option<Value>> =
+            step.outputs.iter().map(|s| self.store[*s].take()).collect();
+        let result = {
+            let ins: Result<Vec<&Value>, String> = step
+                .inputs
+                .iter()
+                .map(|s| {
+                    self.store[*s]
+                        .as_ref()
+                        .ok_or_else(|| format!("reads slot {s}, which has no value"))
+                })
+                .collect();
+            ins.and_then(|ins| compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs))
+        };
+        for (s, v) in step.outputs.iter().zip(outs) {
+            self.store[*s] = v;
+        }
+        result
+    }
+
+    fn call(&mut self, step: &Step, call: &Call) -> Result<(), RunError> {
+        let node = step.node;
+        let inputs = self.inputs(step)?;
+        let types: Vec<(DType, Vec<usize>)> = inputs
+            .iter()
+            .map(|v| (v.dtype(), v.shape.clone()))
+            .collect();
+        let mut dims: Vec<(String, i64)> = self
+            .bindings
+            .names
+            .iter()
+            .map(|(n, v)| (n.clone(), *v))
+            .collect();
+        dims.sort();
+        let key = (node, types, dims);
+        let cached = self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let compiled = match cached {
+            Some(c) => c,
+            None => {
+                let value_types: Vec<ValueType> = key
+                    .1
+                    .iter()
+                    .map(|(d, s)| {
+                        ValueType::new(*d, s.iter().map(|&n| Expr::Int(n as i64)).collect())
+                    })
+                    .collect();
+                let dims: Vec<(String, Expr)> = key
+                    .2
+                    .iter()
+                    .map(|(n, v)| (n.clone(), Expr::Int(*v)))
+                    .collect();
+                let (program, _) = call_program_in(
+                    self.graph.dtype,
+                    &self.graph.params,
+                    &self.graph.registry,
+                    call,
+                    &value_types,
+                    &dims,
+                )
+                .map_err(|err| {
+                    node_error(
+                        node,
+                        format!("{} on ({}): {err}", call.op, list(&value_types)),
+                    )
+                })?;
+                let compiled = Arc::new(
+                    Compiled::new(&program, self.backend)
+                        .map_err(|m| node_error(node, format!("{}: {m}", call.op)))?,
+                );
+                self.calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, compiled.clone());
+                compiled
+            }
+        };
+        let mut params = self.params.clone();
+        for (name, k) in &call.bind {
+            let index = inputs.get(*k).ok_or_else(|| {
+                node_error(
+                    node,
+                    format!("${name} is bound to input {k}, which does not exist"),
+                )
+            })?;
+            let v = self.one_value(node, &format!("${name}"), std::slice::from_ref(index))?;
+            params.insert(name.clone(), v as i64);
+        }
+        self.kernel(step, &compiled, &params)
+            .map_err(|m| node_error(node, format!("{}: {m}", call.op)))
+    }
+
+    /// `while`, with its state carried as the memory plan says
+    /// ([`uop_graph::memory::Carried`]): the initial values are copied into the state
+    /// slots (unless already there); the condition and the body read the state where
+    /// it is; each result is written straight into the slot the next iteration reads
+    /// (the body's kernels put it there) or copied there after the body; a state that
+    /// alternates between two slots swaps them on odd iterations and is copied back to
+    /// the first after an odd trip count. Nothing is allocated per iteration.
+    fn while_loop(
+        &mut self,
+        node: NodeId,
+        cond: &Body,
+        body: &Body,
+        initial: Vec<Value>,
+    ) -> Result<Vec<Value>, RunError> {
+        let err = |m: String| node_error(node, m);
+        let carried = self
+            .mem
+            .carried(node)
+            .ok_or_else(|| err("the memory plan does not carry this loop's state".into()))?;
+        if carried.len() != initial.len() {
+            return Err(err(format!(
+                "the memory plan carries {} state values, the loop has {}",
+                carried.len(),
+                initial.len()
+            )));
+        }
+        let mut state = Vec::with_capacity(initial.len());
+        for (c, v) in carried.iter().zip(&initial) {
+            let slot = c.state();
+            let mut at = self
+                .mem
+                .at(slot.offset, slot.bytes, v.dtype(), &v.shape)
+                .map_err(err)?;
+            if v.offset() != at.offset() {
+                self.mem.copy(&mut at, 0, v).map_err(err)?;
+            }
+            state.push(at);
+        }
+        drop(initial);
+        let mut trips = 0u64;
+        let mut odd = false;
+        loop {
+            let mut swaps = 0;
+            if odd {
+                for c in carried {
+                    if let uop_graph::memory::Carried::Alternate { slots } = c {
+                        self.mem.swap(slots[0].offset, slots[1].offset);
+                        swaps += 1;
+                    }
+                }
+            }
+            let iteration = self.iteration(node, cond, body, carried, &mut state, trips);
+            self.mem.unswap(swaps);
+            if !iteration? {
+                break;
+            }
+            odd = !odd;
+            trips += 1;
+        }
+        if odd {
+            for (c, v) in carried.iter().zip(state.iter_mut()) {
+                if let uop_graph::memory::Carried::Alternate { slots } = c {
+                    let mut home = self
+                        .mem
+                        .at(slots[0].offset, slots[0].bytes, v.dtype(), &v.shape)
+                        .map_err(err)?;
+                    self.mem.copy(&mut home, 0, v).map_err(err)?;
+                    *v = home;
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// One test of a `while`'s condition and, when it holds, one run of its body with
+    /// the results carried into `state`. False when the loop ends.
+    fn iteration(
+        &mut self,
+        node: NodeId,
+        cond: &Body,
+        body: &Body,
+        carried: &[uop_graph::memory::Carried],
+        state: &mut [Value],
+        trips: u64,
+    ) -> Result<bool, RunError> {
+        let c = self.body(node, cond, state.to_vec())?;
+        for p in &cond.params {
+            self.store[*p] = None;
+        }
+        if self.one_value(node, "condition", &c)? == 0.0 {
+            return Ok(false);
+        }
+        if let Some(max) = self.max_iterations
+            && trips >= max
+        {
+            return Err(node_error(
+                node,
+                format!("the loop did not end within {max} iterations"),
+            ));
+        }
+        let next = self.body(node, body, state.to_vec())?;
+        for (k, (from, new)) in state.iter().zip(&next).enumerate() {
+            if from.dtype() != new.dtype() || from.shape != new.shape {
+                return Err(node_error(
+                    node,
+                    format!(
+                        "the body turned state {k} from {}{:?} into {}{:?}",
+                        from.dtype().name(),
+                        from.shape,
+                        new.dtype().name(),
+                        new.shape
+                    ),
+                ));
+            }
+        }
+        if next.len() != state.len() {
+            return Err(node_error(
+                node,
+                format!(
+                    "the body gave {} values for {} states",
+                    next.len(),
+                    state.len()
+                ),
+            ));
+        }
+        // Every result is read before any is written (a parallel assignment): the
+        // plan puts each into a slot no other result is read from.
+        for (k, (c, new)) in carried.iter().zip(&next).enumerate() {
+            let slot = match c {
+                uop_graph::memory::Carried::InPlace { slot } => *slot,
+                uop_graph::memory::Carried::Alternate { slots } => slots[1],
+            };
+            let mut at = self
+                .mem
+                .at(slot.offset, slot.bytes, new.dtype(), &new.shape)
+                .map_err(|m| node_error(node, m))?;
+            if new.offset() != at.offset() {
+                self.mem
+                    .copy(&mut at, 0, new)
+                    .map_err(|m| node_error(node, format!("state {k}: {m}")))?;
+            }
+            state[k] = at;
+        }
+        for p in &body.params {
+            self.store[*p] = None;
+        }
+        Ok(true)
+    }
+
+    fn case(
+        &mut self,
+        node: NodeId,
+        sel: f64,
+        branches: &[Body],
+        mismatch: Option<&(String, String)>,
+        args: Vec<Value>,
+    ) -> Result<Vec<Value>, RunError> {
+        if sel.is_nan() {
+            return Err(node_error(node, "the selector is nan"));
+        }
+        let k = sel.floor();
+        if k < 0.0 {
+            if let Some((args, outputs)) = mismatch {
+                return Err(node_error(
+                    node,
+                    format!(
+                        "the selector is {sel}, which passes the arguments through, but the arguments ({args}) do not have the output types ({outputs})"
+                    ),
+                ));
+            }
+            return Ok(args);
+        }
+        if k >= branches.len() as f64 {
+            return Err(node_error(
+                node,
+                format!(
+                    "the selector is {sel}, but there are {} branches",
+                    branches.len()
+                ),
+            ));
+        }
+        self.body(node, &branches[k as usize], args)
+    }
+
+    /// `parallel`: iteration i's k-th result is copied into output k at row i.
+    fn parallel(
+        &mut self,
+        step: &Step,
+        count: &Expr,
+        body: &Body,
+        types: &[ValueType],
+        args: Vec<Value>,
+    ) -> Result<(), RunError> {
+        let node = step.node;
+        let err = |m: String| node_error(node, m);
+        let mut b = self.bindings.clone();
+        b.params
+            .extend(self.params.iter().map(|(k, v)| (k.clone(), *v)));
+        let n = count
+            .eval(&b)
+            .map_err(|e| err(format!("the count `{count}`: {e}")))?;
+        let n = usize::try_from(n).map_err(|_| err(format!("the count `{count}` is {n}")))?;
+        if n == 0 {
+            for (slot, ty) in step.outputs.iter().zip(types) {
+                let shape = concrete_shape(&node.to_string(), &ty.shape, &b)
+                    .map_err(|e| err(e.to_string()))?;
+                let previous = self.store[*slot].take();
+                let v = self
+                    .mem
+                    .place(*slot, previous, ty.dtype, &shape)
+                    .map_err(err)?;
+                self.store[*slot] = Some(v);
+            }
+            return Ok(());
+        }
+        let mut first: Vec<(DType, Vec<usize>)> = Vec::new();
+        let mut index = Arc::new(Buf::I32(vec![0]));
+        for i in 0..n {
+            match Arc::get_mut(&mut index) {
+                Some(Buf::I32(v)) => v[0] = i as i32,
+                _ => index = Arc::new(Buf::I32(vec![i as i32])),
+            }
+            let mut call_args = Vec::with_capacity(args.len() + 1);
+            call_args.push(Value {
+                shape: Vec::new(),
+                data: Data::Owned(index.clone()),
+            });
+            call_args.extend(args.iter().cloned());
+            let results = self.body(node, body, call_args)?;
+            if let Some(p) = body.params.first() {
+                self.store[*p] = None;
+            }
+            if results.len() != step.outputs.len() {
+                return Err(err(format!(
+                    "gave {} values for {} outputs",
+                    results.len(),
+                    step.outputs.len()
+                )));
+            }
+            for (k, (r, slot)) in results.iter().zip(&step.outputs).enumerate() {
+                if i == 0 {
+                    first.push((r.dtype(), r.shape.clone()));
+                    let mut shape = vec![n];
+                    shape.extend(&r.shape);
+                    let previous = self.store[*slot].take();
+                    let v = self
+                        .mem
+                        .place(*slot, previous, r.dtype(), &shape)
+                        .map_err(err)?;
+                    self.store[*slot] = Some(v);
+                } else if (r.dtype(), &r.shape) != (first[k].0, &first[k].1) {
+                    return Err(err(format!(
+                        "iteration {i} gave result {k} of shape {:?}, iteration 0 of {:?}",
+                        r.shape, first[k].1
+                    )));
+                }
+                let mut out = self.store[*slot]
+                    .take()
+                    .ok_or_else(|| err(format!("output {k} has no storage")))?;
+                let copied = self.mem.copy(&mut out, i * r.len(), r);
+                self.store[*slot] = Some(out);
+                copied.map_err(|m| err(format!("result {k} of iteration {i}: {m}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The one value of a condition, selector or index: `values[0]` must have one
+    /// element.
+    fn one_value(&self, node: NodeId, what: &str, values: &[Value]) -> Result<f64, RunError> {
+        match values.first() {
+            Some(v) if v.len() == 1 => Ok(self.mem.get(v, 0).unwrap_or(f64::NAN)),
+            Some(v) => Err(node_error(
+                node,
+                format!("the {what} must be one value, got shape {:?}", v.shape),
+            )),
+            None => Err(node_error(node, format!("the {what} is missing"))),
+        }
+    }
+
+    /// The value of `src` as an owned tensor (a graph output).
+    pub(crate) fn output(&self, node: NodeId, src: &Src) -> Result<Tensor, RunError> {
+        self.result(node, src).map(|v| self.mem.tensor(&v))
+    }
+}

@@ -1,0 +1,339 @@
+//! The graph executor (DESIGN.md §13, §17, §19): a graph prepared by the pass pipeline,
+//! every Kernel node's fused program compiled once, run on tensors.
+//!
+//! [`compile`] prepares the graph ([`uop_graph::pass::prepare`]), derives its
+//! definition hierarchy (where each node runs: loop invariants hoisted) and compiles
+//! every Kernel node's program through the JIT and its process-wide cache (identical
+//! kernels share machine code). [`Executable::run`] then checks every input's type and
+//! shape against the graph's interface **before anything runs** (an error names the
+//! input), and runs the nodes in hierarchy order:
+//!
+//! - kernels through their machine code, on the runtime's worker pool (the JIT kernels
+//!   use it); an op left unfused (a call binding a `parallel` index) through the JIT
+//!   too: its one-call program ([`uop_graph::infer::call_program_in`]) is built and
+//!   compiled the first time its concrete input types are seen, then cached;
+//! - `while`: the condition before each iteration; the state is carried in the arena as
+//!   the memory plan says — in place in one slot, or in two slots used alternately —
+//!   the body's kernels writing the next state straight into its slot (no allocation,
+//!   no copy, per iteration);
+//! - `if` / `case` (a negative selector passes the arguments through) / `parallel`
+//!   (iterations in order, each result copied into its row of the stacked output;
+//!   the kernels inside use the pool) / `call` as in §19; `chunk` passes its input
+//!   through, as the graph interpreter does today;
+//! - the run-time errors are the graph interpreter's, word for word (a selector out
+//!   of range, a loop past [`ExecOptions::max_iterations`], a body changing a state's
+//!   shape), each naming the node.
+//!
+//! Memory: the first run on a set of dims (the inputs' dims and the params) makes the
+//! memory plan of the prepared graph for them ([`uop_graph::memory::plan_memory`],
+//! cached per set of dims); every intermediate value of a run is then a view into ONE
+//! arena at the plan's offset, honouring the plan's sharing (element-wise kernels
+//! writing over an input that dies there, a `while`'s state carried in place or in
+//! alternating slots, sub-function results written into the super node's output).
+//! The graph's inputs (converted once to their element type) and Consts are read
+//! where they are; the graph's outputs are returned as owned tensors. Each run takes
+//! an arena from a pool (a new one only when no spare one is free or big enough), so
+//! concurrent runs never share one, and a run allocates no element buffer per loop
+//! iteration ([`Executable::buffer_allocations`]).
+//!
+//! [`Backend::Loops`] runs the same prepared graph with every program on the loop-IR
+//! interpreter instead (the backends' differential tests compare both with the graph
+//! interpreter, the oracle: [`uop_graph::run`]).
+//!
+//! ```
+//! use uop::codegen::tensor::Tensor;
+//! use uop_graph::text::parse_graph;
+//!
+//! let graph = parse_graph(
+//!     "input x: f32[]\nfn more(v) { return lt(v, 100) }\nfn step(v) { return mul(v, 3) }\ny = while(more, step, x)\noutput y\n",
+//!     uop_graph::default_registry(),
+//! )?;
+//! let exe = uop::graph::compile(&graph)?;
+//! let y = exe.run(&[Tensor::new(uop::codegen::uop::DType::F32, vec![], vec![2.0])?])?;
+//! assert_eq!(y[0].data, vec![162.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod exec;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use thiserror::Error;
+use uop_codegen::index::Bindings;
+use uop_codegen::tensor::Tensor;
+use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory};
+use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
+use uop_graph::{Graph, HierarchyError, NodeId, RunError, bind_graph_inputs, hierarchy};
+
+use exec::build::{Steps, build};
+use exec::memory::{Arena, Layout, Memory};
+use exec::run::{CallCache, Machine};
+use exec::value::Value;
+
+/// What runs the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Machine code JIT-compiled by Cranelift (the default).
+    #[default]
+    Cranelift,
+    /// The optimized loop IR on the loop-IR interpreter (slow; for testing).
+    Loops,
+}
+
+/// How [`compile_with`] prepares and runs a graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// What runs the kernels.
+    pub backend: Backend,
+    /// The prepare pipeline's options.
+    pub prepare: PrepareOptions,
+    /// The most iterations any one `while` may run before the run is an error (none
+    /// by default).
+    pub max_iterations: Option<u64>,
+}
+
+/// Why a graph could not be compiled or run.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum GraphError {
+    /// The prepare pipeline failed.
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    /// The prepared graph has no definition hierarchy.
+    #[error(transparent)]
+    Hierarchy(#[from] HierarchyError),
+    /// A node could not be compiled.
+    #[error("{node}: {message}")]
+    Compile {
+        /// The node.
+        node: NodeId,
+        /// What went wrong.
+        message: String,
+    },
+    /// A run failed: an input that does not fit the graph (named), or a node's
+    /// run-time error (named), as the graph interpreter reports them.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The graph has no memory plan for the run's dims.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+}
+
+/// A run's dims (input dims and params), sorted: the key of the layout cache.
+type Dims = Vec<(String, i64)>;
+
+/// A prepared, compiled graph. `Send + Sync`: one executable may run on several
+/// threads at once (each run takes an arena of its own from a pool).
+#[derive(Debug)]
+pub struct Executable {
+    graph: Graph,
+    report: Report,
+    nodes_before: usize,
+    steps: Steps,
+    options: ExecOptions,
+    calls: CallCache,
+    /// The memory layout per set of dims, made once.
+    layouts: Mutex<HashMap<Dims, Arc<Layout>>>,
+    /// Arenas and slots of earlier runs, reused by later ones.
+    spare: Mutex<Vec<(Arena, Vec<Option<Value>>)>>,
+    /// Element buffers allocated (arenas and owned buffers).
+    allocations: AtomicU64,
+}
+
+/// Prepares `graph` with the default pipeline and compiles it for Cranelift.
+pub fn compile(graph: &Graph) -> Result<Executable, GraphError> {
+    compile_with(graph, &ExecOptions::default())
+}
+
+/// Prepares `graph` as `options.prepare` says and compiles every Kernel node's program
+/// once for `options.backend`.
+pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, GraphError> {
+    let nodes_before = graph.len();
+    let (prepared, report) = prepare(graph.clone(), &options.prepare)?;
+    let h = hierarchy(&prepared)?;
+    let steps = build(&prepared, &h, options.backend)?;
+    Ok(Executable {
+        graph: prepared,
+        report,
+        nodes_before,
+        steps,
+        options: options.clone(),
+        calls: Mutex::new(HashMap::new()),
+        layouts: Mutex::new(HashMap::new()),
+        spare: Mutex::new(Vec::new()),
+        allocations: AtomicU64::new(0),
+    })
+}
+
+impl Executable {
+    /// Runs on `inputs` (in the graph's declaration order); the graph declares no
+    /// `$params`.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphError> {
+        self.run_with_params(inputs, &HashMap::new())
+    }
+
+    /// Runs on `inputs` with the values of the graph's `$params`. Every input's type
+    /// and shape is checked before anything runs.
+    pub fn run_with_params(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+    ) -> Result<Vec<Tensor>, GraphError> {
+        let bindings = bind_graph_inputs(&self.graph, inputs, params)?;
+        let layout = self.layout(&bindings, params)?;
+        let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let (mut arena, mut store) =
+            spare.unwrap_or_else(|| (Arena::default(), vec![None; self.steps.refs.len()]));
+        if arena.bytes() < layout.plan.arena_bytes {
+            arena = Arena::new(layout.plan.arena_bytes);
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+        }
+        // Views into another run's arena mean nothing in this one.
+        for v in store.iter_mut() {
+            if v.as_ref().is_some_and(|v| v.offset().is_some()) {
+                *v = None;
+            }
+        }
+        let result = self.run_on(&mut arena, &mut store, &layout, inputs, params, bindings);
+        self.spare
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((arena, store));
+        result
+    }
+
+    fn run_on(
+        &self,
+        arena: &mut Arena,
+        store: &mut [Option<Value>],
+        layout: &Layout,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+        bindings: Bindings,
+    ) -> Result<Vec<Tensor>, GraphError> {
+        let top = &self.steps.top;
+        let mem = Memory::new(arena, layout, &self.allocations);
+        let input_node = self.graph.interface.input;
+        for (slot, t) in top.params.iter().zip(inputs) {
+            let previous = store[*slot].take();
+            let v = mem
+                .place(*slot, previous, t.dtype, &t.shape)
+                .and_then(|mut v| mem.fill(&mut v, &t.data).map(|()| v))
+                .map_err(|m| RunError::Node {
+                    node: input_node,
+                    message: m,
+                })?;
+            store[*slot] = Some(v);
+        }
+        let mut machine = Machine {
+            graph: &self.graph,
+            backend: self.options.backend,
+            max_iterations: self.options.max_iterations,
+            calls: &self.calls,
+            store,
+            mem,
+            params: params.clone(),
+            bindings,
+        };
+        machine.steps(&top.steps)?;
+        let outputs = top
+            .results
+            .iter()
+            .map(|r| machine.output(input_node, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(outputs)
+    }
+
+    /// The memory layout for the run's dims (the input dims and the params): planned
+    /// the first time these dims are seen, then cached.
+    fn layout(
+        &self,
+        bindings: &Bindings,
+        params: &HashMap<String, i64>,
+    ) -> Result<Arc<Layout>, GraphError> {
+        let mut dims: Dims = bindings
+            .names
+            .iter()
+            .chain(params)
+            .map(|(n, v)| (n.clone(), *v))
+            .collect();
+        dims.sort();
+        dims.dedup();
+        if let Some(l) = self
+            .layouts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&dims)
+        {
+            return Ok(l.clone());
+        }
+        let map: HashMap<String, i64> = dims.iter().cloned().collect();
+        let plan = plan_memory(&self.graph, &map)?;
+        let layout = Arc::new(Layout::new(plan, &self.steps.refs));
+        self.layouts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dims, layout.clone());
+        Ok(layout)
+    }
+
+    /// The memory plan the executable runs `inputs` (and `params`) on: made by
+    /// [`plan_memory`] for their dims the first time they are seen, then cached. Every
+    /// intermediate of such a run is a view into one arena of `arena_bytes` bytes at
+    /// the plan's offsets.
+    pub fn memory_plan(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+    ) -> Result<Arc<MemoryPlan>, GraphError> {
+        let bindings = bind_graph_inputs(&self.graph, inputs, params)?;
+        Ok(self.layout(&bindings, params)?.plan.clone())
+    }
+
+    /// The bytes of the largest arena kept for reuse (the largest planned arena of the
+    /// runs so far, when no two ran at once; each concurrent run has its own arena).
+    pub fn arena_bytes(&self) -> usize {
+        self.spare
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(a, _)| a.bytes())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How many element buffers the executable has allocated so far: arenas, and
+    /// owned buffers for what the plan does not place (the inputs' typed copies and the
+    /// graph's outputs, reused by later runs when their sizes repeat; a `parallel`
+    /// index). Intermediates are views into the arena, so this does not grow with a
+    /// loop's trip count.
+    pub fn buffer_allocations(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// The prepared graph it runs.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// What the prepare pipeline did.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// Number of nodes of the graph before prepare.
+    pub fn nodes_before(&self) -> usize {
+        self.nodes_before
+    }
+
+    /// Number of Kernel nodes compiled.
+    pub fn kernel_count(&self) -> usize {
+        self.steps.kernels
+    }
+
+    /// The backend its kernels run on.
+    pub fn backend(&self) -> Backend {
+        self.options.backend
+    }
+}
