@@ -40,6 +40,7 @@ pub mod kernels;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
+pub mod schedule;
 pub mod scope;
 pub mod text;
 pub mod verify;
