@@ -95,6 +95,9 @@ pub enum Stage {
     /// The kernels the prepare passes form: each kernel's members, what it reads and
     /// gives, and its program in the `.uop` text format.
     Kernels,
+    /// The static schedule of the prepared graph: per stream its steps (run, signal,
+    /// wait) with every node's rank; `--streams N` caps the streams, `--dot` draws it.
+    Schedule,
 }
 
 #[derive(Subcommand, Debug)]
