@@ -42,6 +42,7 @@ pub mod memory;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
+pub mod schedule;
 pub mod scope;
 pub mod text;
 pub mod verify;

@@ -102,6 +102,9 @@ pub enum Stage {
     /// give: every buffer's offset, size and live steps, the while state, and the sum
     /// of intermediates, the planned arena and the lower bound.
     Memory,
+    /// The static schedule of the prepared graph: per stream its steps (run, signal,
+    /// wait) with every node's rank; `--streams N` caps the streams, `--dot` draws it.
+    Schedule,
 }
 
 #[derive(Subcommand, Debug)]

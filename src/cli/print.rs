@@ -13,6 +13,7 @@ use uop_graph::infer::graph_dims;
 use uop_graph::memory::{MemoryError, plan_memory, print_memory};
 use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
 use uop_graph::print_kernels;
+use uop_graph::schedule::{ScheduleOptions, print_schedule, schedule, schedule_dot};
 use uop_graph::text::print_graph;
 use uop_graph::{Graph, hierarchy, print_hierarchy};
 
@@ -55,21 +56,37 @@ pub struct PrintArgs {
     /// With `--stage memory`: the value of a `$param`, as NAME=INT (repeatable).
     #[arg(long = "param", value_name = "NAME=INT")]
     params: Vec<String>,
+    /// With `--stage schedule`: at most N streams per scope (default: no limit).
+    #[arg(long, value_name = "N")]
+    streams: Option<usize>,
+    /// With `--stage schedule`: write the schedule as a Graphviz graph (nodes coloured
+    /// by stream, signal edges dashed) instead of text.
+    #[arg(long)]
+    dot: bool,
 }
 
 /// Runs `uop print`.
 pub fn print(args: &PrintArgs) -> Result<(), CliError> {
+    if args.stage != Stage::Schedule && (args.streams.is_some() || args.dot) {
+        let flag = if args.dot { "--dot" } else { "--streams" };
+        return fail(format!("{flag} applies to --stage schedule"));
+    }
     let program = match source::load(&args.program)? {
         Source::Graph(g) => return print_graph_stage(args, &g),
         Source::Program(p) => p,
     };
-    if args.stage != Stage::Prepared {
+    // `--stage schedule` schedules the prepared graph: its flags are the graph passes'.
+    let graph_passes = matches!(
+        args.stage,
+        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule
+    );
+    if !graph_passes {
         prepare_flags_unused(args)?;
     }
     if args.stage != Stage::Memory {
         memory_flags_unused(args)?;
     }
-    let pass_opts = if matches!(args.stage, Stage::Prepared | Stage::Kernels | Stage::Memory) {
+    let pass_opts = if graph_passes {
         pass::PassOptions::default()
     } else {
         pass_options(&args.disable_pass)?
@@ -105,7 +122,12 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
-        Stage::Graph | Stage::Hierarchy | Stage::Prepared | Stage::Kernels | Stage::Memory => {
+        Stage::Graph
+        | Stage::Hierarchy
+        | Stage::Prepared
+        | Stage::Kernels
+        | Stage::Memory
+        | Stage::Schedule => {
             // The file itself as a graph: its macro-op calls stay calls (the `kernels`
             // pass groups them by what they compute).
             let graph = source::load_graph(&args.program)?;
@@ -123,7 +145,10 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.stage != Stage::Memory {
         memory_flags_unused(args)?;
     }
-    if matches!(args.stage, Stage::Prepared | Stage::Kernels | Stage::Memory) {
+    if matches!(
+        args.stage,
+        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule
+    ) {
         return print_prepared(args, graph);
     }
     prepare_flags_unused(args)?;
@@ -153,6 +178,20 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `--stage schedule`: the static schedule of the prepared graph, as text or DOT.
+fn schedule_text(args: &PrintArgs, prepared: &Graph) -> Result<String, CliError> {
+    let options = ScheduleOptions {
+        max_streams: args.streams,
+        ..ScheduleOptions::default()
+    };
+    let s = schedule(prepared, &options).map_err(|e| CliError(format!("--streams: {e}")))?;
+    Ok(if args.dot {
+        schedule_dot(prepared, &s)
+    } else {
+        print_schedule(prepared, &s)
+    })
 }
 
 /// An error when a flag of `--stage prepared` is given at another stage.
@@ -290,12 +329,11 @@ fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if !report.printed.is_empty() {
         println!("# prepared");
     }
-    if args.stage == Stage::Kernels {
-        print!("{}", print_kernels(&prepared));
-    } else if args.stage == Stage::Memory {
-        print_memory_stage(args, &prepared, graph)?;
-    } else {
-        print!("{}", print_graph(&prepared));
+    match args.stage {
+        Stage::Kernels => print!("{}", print_kernels(&prepared)),
+        Stage::Memory => print_memory_stage(args, &prepared, graph)?,
+        Stage::Schedule => print!("{}", schedule_text(args, &prepared)?),
+        _ => print!("{}", print_graph(&prepared)),
     }
     if args.time_passes {
         eprint!("{}", report.table());
