@@ -84,7 +84,7 @@ fn version_prints_the_name_and_the_crate_version() {
 fn run_help_names_the_jit_default_and_the_interpreter_oracle() {
     let text = help(Some("run"));
     assert!(
-        text.contains("`cranelift` (the default for programs)"),
+        text.contains("`cranelift` (the default) JIT-compiles it"),
         "{text}"
     );
     assert!(

@@ -22,7 +22,10 @@ fn root() -> PathBuf {
 fn programs() -> Vec<(String, Program)> {
     let registry = uop::ops::registry();
     let mut out = Vec::new();
-    for (dir, prefix) in [("examples/programs", "programs"), ("kernels", "kernels")] {
+    for (dir, prefix) in [
+        ("examples/programs", "programs"),
+        ("prebuilt/kernels", "kernels"),
+    ] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .expect("program folder")
             .map(|e| e.expect("entry").path())

@@ -81,7 +81,10 @@ fn programs() -> Vec<(String, Program)> {
         parse_program(text, &registry).unwrap_or_else(|e| panic!("{what}: {e}"))
     };
     let mut out = Vec::new();
-    for (dir, prefix) in [("examples/programs", "example"), ("prebuilt/kernels", "kernel")] {
+    for (dir, prefix) in [
+        ("examples/programs", "example"),
+        ("prebuilt/kernels", "kernel"),
+    ] {
         for (stem, text) in uop_files(&root().join(dir)) {
             out.push((format!("{prefix}_{stem}"), parse(&stem, &text)));
         }
@@ -292,7 +295,8 @@ fn a_user_binary_needs_no_allow_and_an_overflowing_output_is_refused() {
             &parse("input a: f32[M, K]\ny = reindex(a, [1099511627776, 1099511627776], [0, 0])\noutput y\n"),
         )
         .expect("adds");
-    let softmax = std::fs::read_to_string(root().join("kernels/softmax.uop")).expect("reads");
+    let softmax =
+        std::fs::read_to_string(root().join("prebuilt/kernels/softmax.uop")).expect("reads");
     // Never called: no warning for it either.
     module
         .add("unused_softmax", &parse(&softmax))

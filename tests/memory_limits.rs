@@ -125,8 +125,23 @@ fn one_hot_with_two_to_the_62_classes_is_refused() {
     );
     fails_with(
         &dir,
-        &["run", "p.uop", "--random", "1", "--dim", "N=4"],
+        &[
+            "run",
+            "p.uop",
+            "--backend",
+            "loops",
+            "--random",
+            "1",
+            "--dim",
+            "N=4",
+        ],
         "has 4611686018427387904 elements of 8 bytes: more bytes than fit in memory",
+    );
+    // The JIT holds f32 as 4 bytes: the same refusal, in its own units.
+    fails_with(
+        &dir,
+        &["run", "p.uop", "--random", "1", "--dim", "N=4"],
+        "has 4611686018427387904 elements of 4 bytes: more bytes than fit in memory",
     );
 }
 
@@ -139,6 +154,8 @@ fn max_memory_refuses_what_it_does_not_allow_and_allows_what_it_does() {
             &[
                 "run",
                 "p.uop",
+                "--backend",
+                "loops",
                 "--random",
                 "1",
                 "--dim",

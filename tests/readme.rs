@@ -177,9 +177,7 @@ fn scratch() -> PathBuf {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).expect("clear the scratch directory");
     }
-    for sub in ["examples"] {
-        copy_dir(&root().join(sub), &dir.join(sub));
-    }
+    copy_dir(&root().join("examples"), &dir.join("examples"));
     dir
 }
 

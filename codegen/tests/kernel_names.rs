@@ -22,7 +22,7 @@ use std::process::Command;
 use uop_codegen::backend::cranelift::{self, JitError, Options};
 use uop_codegen::backend::names::NameError;
 use uop_codegen::backend::rust::{EmitError, RustModule, RustOptions};
-use uop_codegen::build::Kernels;
+use uop_codegen::build::{Kernels, Source};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
@@ -223,10 +223,13 @@ fn rust_refuses_keywords_main_and_rt_with_reasons() {
     assert!(err.to_string().contains("`rt`"), "{err}");
     assert!(m.names().next().is_none(), "nothing was added");
     // The build API goes through the same check.
-    let err = Kernels::new().add("fn", &p).map(|_| ()).expect_err("fn");
+    let err = Kernels::new()
+        .add(Source::program("fn", &p))
+        .map(|_| ())
+        .expect_err("fn");
     assert!(err.to_string().contains("Rust keyword"), "{err}");
     Kernels::new()
-        .add("free", &p)
+        .add(Source::program("free", &p))
         .expect("a C library name is fine in Rust");
 }
 

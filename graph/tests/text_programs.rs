@@ -17,7 +17,11 @@ use uop_graph::{Graph, Op, default_registry, run};
 fn programs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
-    for dir in ["examples/programs", "prebuilt/kernels", "examples/custom_op"] {
+    for dir in [
+        "examples/programs",
+        "prebuilt/kernels",
+        "examples/custom_op",
+    ] {
         let mut found: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
             .unwrap_or_else(|e| panic!("{dir}: {e}"))
             .filter_map(|e| e.ok().map(|e| e.path()))
