@@ -239,9 +239,24 @@ impl<'a> Memory<'a> {
 
     /// `v` as an owned tensor.
     pub(crate) fn tensor(&self, v: &Value) -> Tensor {
-        let data = (0..v.len())
-            .map(|i| self.get(v, i).unwrap_or(f64::NAN))
-            .collect();
+        // One checked view, then one conversion loop (not a checked read per element).
+        let r = self.read(v);
+        let n = r.len.min(v.len());
+        // SAFETY: `r` is valid for `r.len` elements of its type (an owned buffer, or an
+        // arena view checked against the arena) and nothing writes it now.
+        let data: Vec<f64> = unsafe {
+            match r.dtype {
+                DType::F32 => std::slice::from_raw_parts(r.ptr.cast::<f32>(), n)
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .collect(),
+                DType::F64 => std::slice::from_raw_parts(r.ptr.cast::<f64>(), n).to_vec(),
+                DType::I32 => std::slice::from_raw_parts(r.ptr.cast::<i32>(), n)
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .collect(),
+            }
+        };
         Tensor {
             dtype: v.dtype(),
             shape: v.shape.clone(),
