@@ -38,22 +38,7 @@ fn seeds() -> u64 {
 
 /// Inputs for `g`: symbolic sizes 3, values seeded.
 fn inputs_for(g: &Graph, seed: u64) -> Vec<Tensor> {
-    g.input_node()
-        .map(|n| {
-            n.outputs
-                .iter()
-                .enumerate()
-                .map(|(k, t)| {
-                    let shape = t
-                        .shape
-                        .iter()
-                        .map(|d| d.as_int().map_or(3, |v| v as usize))
-                        .collect();
-                    Tensor::random(t.dtype, shape, seed.wrapping_mul(7) + k as u64)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    uop_graph::random::random_inputs(g, 3, seed.wrapping_mul(7))
 }
 
 /// True when every call of `g` is one of [`EXACT`].

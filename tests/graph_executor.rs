@@ -82,22 +82,7 @@ fn the_case_inside_a_loop_gives_nnc_numbers_on_both_backends() {
 
 /// Inputs for `g`: every named size `size`, values seeded.
 fn inputs_for(g: &Graph, size: usize, seed: u64) -> Vec<Tensor> {
-    g.input_node()
-        .map(|n| {
-            n.outputs
-                .iter()
-                .enumerate()
-                .map(|(k, t)| {
-                    let shape = t
-                        .shape
-                        .iter()
-                        .map(|d| d.as_int().map_or(size, |v| v as usize))
-                        .collect();
-                    Tensor::random(t.dtype, shape, seed + k as u64)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    uop_graph::random::random_inputs(g, size, seed)
 }
 
 #[test]

@@ -43,6 +43,7 @@
 //! `parse_graph` and the CLI read (see its documentation).
 
 use uop_codegen::index::Expr;
+use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
 
 use crate::builder::{Arg, BuildError, GraphBuilder};
@@ -105,6 +106,28 @@ impl Default for RandomOptions {
             outputs: 3,
         }
     }
+}
+
+/// Seeded random inputs for `graph`'s Input node: every size that is not an integer
+/// (a named or computed dim) is `size`; input `k` is filled from seed `seed + k`.
+pub fn random_inputs(graph: &Graph, size: usize, seed: u64) -> Vec<Tensor> {
+    graph
+        .input_node()
+        .map(|node| {
+            node.outputs
+                .iter()
+                .enumerate()
+                .map(|(k, t)| {
+                    let shape = t
+                        .shape
+                        .iter()
+                        .map(|d| d.as_int().map_or(size, |v| v as usize))
+                        .collect();
+                    Tensor::random(t.dtype, shape, seed.wrapping_add(k as u64))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The random graph of `seed`.

@@ -19,22 +19,7 @@ use memory_support::{check_shape, replay};
 
 /// Random inputs for `g` with every symbolic size `n`.
 fn inputs(g: &Graph, n: usize, seed: u64) -> Vec<Tensor> {
-    g.input_node()
-        .map(|node| {
-            node.outputs
-                .iter()
-                .enumerate()
-                .map(|(k, t)| {
-                    let shape = t
-                        .shape
-                        .iter()
-                        .map(|d| d.as_int().map_or(n, |v| v as usize))
-                        .collect();
-                    Tensor::random(t.dtype, shape, seed + k as u64)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    uop_graph::random::random_inputs(g, n, seed)
 }
 
 #[derive(Default, Debug)]

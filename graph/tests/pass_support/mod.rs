@@ -72,22 +72,7 @@ pub fn check(passes: &[&str], src: &str, expected: &str) -> Report {
 
 /// Inputs for `g`'s Input node: symbolic sizes are 3, values random (seeded).
 pub fn inputs_for(g: &Graph, seed: u64) -> Vec<Tensor> {
-    g.input_node()
-        .map(|n| {
-            n.outputs
-                .iter()
-                .enumerate()
-                .map(|(k, t)| {
-                    let shape = t
-                        .shape
-                        .iter()
-                        .map(|d| d.as_int().map_or(3, |v| v as usize))
-                        .collect();
-                    Tensor::random(t.dtype, shape, seed + k as u64)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    uop_graph::random::random_inputs(g, 3, seed)
 }
 
 /// The bits of every value, with `-0` read as `+0` (`x + 0 → x` keeps a `-0` that IEEE
