@@ -268,6 +268,25 @@ fn row_argmax() {
     );
 }
 
+/// An argmax over an empty axis has no answer (numpy and torch refuse it too): the
+/// Rust kernel refuses it through its entry assertion, as every other backend does.
+#[test]
+fn row_argmax_over_an_empty_row_is_an_error_not_a_value() {
+    let mut y = [7.0f32; 3];
+    let err = kernels::row_argmax_f32(&[], [3, 0], &mut y).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        kernels::row_argmax_f32_shapes([3, 0])
+            .unwrap_err()
+            .to_string()
+    );
+    assert!(err.to_string().contains("min(N, 1)"), "{err}");
+    assert_eq!(y, [7.0; 3], "nothing is written");
+    let mut y = [7.0f64; 3];
+    assert!(kernels::row_argmax_f64(&[], [3, 0], &mut y).is_err());
+    assert_eq!(y, [7.0; 3]);
+}
+
 #[test]
 fn shapes_functions_give_the_output_shapes() {
     let s = kernels::conv2d_f32_shapes([2, 3, 5, 7], [4, 3, 3, 3]).expect("valid shapes");
