@@ -26,6 +26,9 @@
 //! (convolution); broadcasts (`0` on a size-1 axis); slices (`i + 2` over
 //! `0..N - 2`); flips (`N - 1 - i`). Padding (`i - 1` over `0..N + 2`) is rightly
 //! kept checked.
+//!
+//! Cost: O(A · R · (t · 16² + 16 · (L + R)²)) — per access axis, at most
+//! `MAX_CANDIDATES` bounds, `MAX_FUEL` range levels, pairs of facts.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -11,6 +11,9 @@
 //! - innermost loops holding no statements and no carried variables are removed
 //!   (running them had no effect);
 //! - blocks left without any statement are removed.
+//!
+//! Cost: O(E · simplify + L · E_b) per block — two folds of every index expression,
+//! one rename per loop removed.
 
 use crate::loops::{Block, LoopProgram};
 

@@ -5,6 +5,8 @@
 //! data-dependent subscripts) is a read, every store or accumulate target a write —
 //! so two blocks that do not [`conflict`](BlockDeps::conflicts) can run in either
 //! order with the same results.
+//!
+//! Cost: O(E + A log T) to build; `conflicts` is linear in the two blocks' tensor sets.
 
 use std::collections::BTreeSet;
 use std::fmt;

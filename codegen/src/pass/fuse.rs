@@ -63,6 +63,9 @@
 //! then prefix merges of related nests — each time the first legal pair with `j`
 //! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
 //! save a loop header, not a temporary.
+//!
+//! Cost: near-linear, O(n log n) for chains of n nests (see `State` and
+//! `docs/decisions.md`).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 

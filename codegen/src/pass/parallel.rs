@@ -23,6 +23,9 @@
 //! statement inside the loops updates a block variable in the innermost loop, which
 //! is [split](crate::loops::Schedule::split) (so the updates may be reassociated and read none of
 //! the variables).
+//!
+//! Cost: O(L · W_b · A_b) per block — quadratic in one block's accesses, per
+//! candidate loop.
 
 use crate::loops::{Block, LoopProgram, Stmt, Subscript};
 

@@ -35,6 +35,9 @@
 //! with its block's outer loop variable as above, and its first block stores every
 //! element of it before anything reads it (so a row buffer reused for the next row
 //! never shows stale values where the whole tensor would show zeros).
+//!
+//! Cost: O(A_k · A_group) per join and O(T · A) for row-locality — quadratic, not
+//! capped.
 
 use crate::index::Expr;
 use crate::loops::{Block, LoopProgram, Subscript, TensorId, TensorKind};

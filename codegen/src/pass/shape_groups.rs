@@ -11,6 +11,8 @@
 //! inside compound sizes too (`CW - 1` and `C - 1` are equal): a size's canonical form
 //! replaces each named dim or `$param` by its group's representative, simplifies, and
 //! then takes the representative of the result's own group.
+//!
+//! Cost: O(sizes · simplify) to build; `find` has no path compression, O(group size).
 
 use std::collections::HashMap;
 use std::fmt;

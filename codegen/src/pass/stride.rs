@@ -4,6 +4,8 @@
 //! Subscripts are read as affine functions of a loop variable where they are one
 //! (`i2 + i5 - 1` has coefficient 1 in `i2`); anything else that mentions the
 //! variable (`i0 / 2`, a data-dependent subscript) is [`Stride::Other`].
+//!
+//! Cost: O(expression size) per query.
 
 use crate::index::{Expr, IndexOp};
 use crate::loops::{Access, Loop, LoopProgram, Stmt, Subscript, Value};

@@ -26,6 +26,9 @@
 //! multiply-adds; see `docs/decisions.md`. The copy is already laid out in the
 //! order the reduction runs, so the tile does not block the reduction (which would
 //! make a backend repack it per column tile inside the loops outside).
+//!
+//! Cost: O(A_b²) per block; `channels_first` rescans every block per candidate
+//! load, O(B · L · A_b · E).
 
 use crate::index::Expr;
 use crate::loops::{
