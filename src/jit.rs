@@ -3,7 +3,10 @@
 //! [`compile`] lowers a [`Program`] to loop IR, optimizes it and JIT-compiles it;
 //! identical programs share one compiled kernel (a process-wide cache keyed by the
 //! optimized loop IR). A [`Kernel`] is `Send + Sync` and checks every shape before
-//! its machine code runs, returning a [`RunError`] rather than misbehaving.
+//! its machine code runs, returning a [`RunError`] rather than misbehaving; the
+//! memory a run takes (outputs and temporaries, and in [`Kernel::run`] the copies
+//! of the inputs) is accounted against [`uop_runtime::memory_limit`] before
+//! anything is allocated, and an allocation the system refuses is an error too.
 //!
 //! ```
 //! use std::collections::HashMap;

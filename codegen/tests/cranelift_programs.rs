@@ -385,3 +385,81 @@ fn i32_outputs_have_a_slice_type() {
     let found = kernel.run(&[x], &HashMap::new()).expect("runs");
     assert_eq!(found, expected);
 }
+
+/// `Kernel::run` accounts its outputs against the memory limit before allocating
+/// them: 10^12 output elements (12 TB with the f64 tensor returned) are refused with
+/// a message naming the output, where allocating them would abort the process.
+#[test]
+fn run_refuses_outputs_beyond_the_memory_limit_before_allocating() {
+    let kernel = cranelift::compile_program(
+        &parse("param p\ninput x: f32[N]\ny = reindex(x, [$p, $p], [0])\noutput y\n"),
+        &Options::default(),
+    )
+    .expect("compiles");
+    let x = Tensor::new(DType::F32, vec![1], vec![1.0]).expect("consistent");
+    let params = HashMap::from([("p".to_string(), 1_000_000)]);
+    let err = kernel.run(&[x], &params).unwrap_err();
+    assert!(matches!(err, RunError::Memory(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("this needs 12.0 TB") && message.contains("`y`"),
+        "{message}"
+    );
+}
+
+/// A temporary the machine code would allocate counts against the limit too, on
+/// every entry: `big` (p × p f32, 4 TB) is refused by name before the kernel runs,
+/// also when the caller brings its own (small) output buffers.
+#[test]
+fn temporaries_are_accounted_before_the_kernel_runs() {
+    let kernel = cranelift::compile_program(
+        &parse(
+            "param p\ninput x: f32[N]\nbig = exp(reindex(x, [$p, $p], [0]))\n\
+             c = reduce_sum(big, [0])\nr = reduce_sum(big, [1])\noutput c\noutput r\n",
+        ),
+        &Options::default(),
+    )
+    .expect("compiles");
+    assert!(kernel.program().to_string().contains("temp   big"));
+    let p = 1_000_000;
+    let params = HashMap::from([("p".to_string(), p as i64)]);
+    let x = Tensor::new(DType::F32, vec![1], vec![0.0]).expect("consistent");
+    let err = kernel.run(&[x], &params).unwrap_err();
+    assert!(matches!(err, RunError::Memory(_)), "{err:?}");
+    assert!(err.to_string().contains("`big`, 4.0 TB"), "{err}");
+    let (mut c, mut r) = (vec![0.0f32; p], vec![0.0f32; p]);
+    let err = kernel
+        .run_slices(
+            &[(Input::F32(&[0.0]), &[1])],
+            &params,
+            &mut [Output::F32(&mut c), Output::F32(&mut r)],
+        )
+        .unwrap_err();
+    assert!(matches!(err, RunError::Memory(_)), "{err:?}");
+    assert!(err.to_string().contains("`big`, 4.0 TB"), "{err}");
+    // Within the limit, the same kernel runs and agrees with the interpreter.
+    let program = parse(
+        "param p\ninput x: f32[N]\nbig = exp(reindex(x, [$p, $p], [0]))\n\
+         c = reduce_sum(big, [0])\nr = reduce_sum(big, [1])\noutput c\noutput r\n",
+    );
+    let small = HashMap::from([("p".to_string(), 3)]);
+    let x = Tensor::new(DType::F32, vec![1], vec![0.0]).expect("consistent");
+    let expected = interp::run(&program, std::slice::from_ref(&x), &small).expect("runs");
+    assert_eq!(kernel.run(&[x], &small).expect("runs"), expected);
+}
+
+/// An iteration count that overflows is refused by `Kernel::run` before anything
+/// runs, as the interpreters refuse it (2^62 × 2^62 iterations of a sum into one
+/// element would otherwise run "forever").
+#[test]
+fn run_refuses_iteration_counts_that_overflow() {
+    let kernel = cranelift::compile_program(
+        &parse("param p\ninput x: f32[N]\ns = reduce_sum(reindex(x, [$p, $p], [0]), [0, 1])\noutput s\n"),
+        &Options::default(),
+    )
+    .expect("compiles");
+    let x = Tensor::new(DType::F32, vec![1], vec![1.0]).expect("consistent");
+    let params = HashMap::from([("p".to_string(), 1 << 62)]);
+    let err = kernel.run(&[x], &params).unwrap_err();
+    assert!(err.to_string().contains("iterations"), "{err}");
+}

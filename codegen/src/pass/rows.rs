@@ -36,75 +36,165 @@
 //! element of it before anything reads it (so a row buffer reused for the next row
 //! never shows stale values where the whole tensor would show zeros).
 //!
-//! Cost: O(A_k · A_group) per join and O(T · A) for row-locality — quadratic, not
-//! capped.
+//! Cost: near-linear. Every block's accesses are collected once; a block's join is
+//! decided against a summary of its group kept per tensor (what the group writes,
+//! and on which axes every access so far has the bare outer loop variable), in
+//! O(A_k · R) for the block's A_k accesses of rank R; a temporary's row-locality
+//! looks only at the blocks that touch it, found through a per-tensor index, plus
+//! [`fully_written_first`] over its first block alone. In all O(A · R + T + B),
+//! with A the program's accesses, T its tensors and B its blocks, plus hashing.
+
+use std::collections::HashMap;
 
 use crate::index::Expr;
 use crate::loops::{Block, LoopProgram, Subscript, TensorId, TensorKind};
 
 use super::shape_groups::ShapeGroups;
-use super::walk::{AccessAt, block_accesses, fully_written_first};
+use super::walk::{AccessAt, block_accesses, fully_written_first_in};
 
 /// Joins row groups and marks their row-local temporaries (see the module docs).
 pub fn rows(p: &LoopProgram) -> LoopProgram {
     let groups = ShapeGroups::new(p);
     let mut out = p.clone();
     let accesses: Vec<Vec<AccessAt>> = p.blocks.iter().map(block_accesses).collect();
-    let mut first = 0;
-    for k in 1..p.blocks.len() {
-        if joins(p, &groups, &accesses, first, k) {
-            out.blocks[k].loops[0].schedule.joined = true;
-        } else {
-            first = k;
+    // The first block of the group each block belongs to.
+    let mut lead = Vec::with_capacity(p.blocks.len());
+    let mut group: Option<Group> = None;
+    for k in 0..p.blocks.len() {
+        let summary = Group::of(p, &accesses, k);
+        let joined = match group.take() {
+            Some(g) => g.join(p, &groups, summary, k),
+            None => Err(summary),
+        };
+        group = Some(match joined {
+            Ok(g) => {
+                out.blocks[k].loops[0].schedule.joined = true;
+                lead.push(g.first);
+                g
+            }
+            Err(alone) => {
+                lead.push(k);
+                alone
+            }
+        });
+    }
+    // Every access to each tensor, as (block, access), in program order.
+    let mut touching: Vec<Vec<(usize, usize)>> = vec![Vec::new(); p.tensors.len()];
+    for (k, list) in accesses.iter().enumerate() {
+        for (i, a) in list.iter().enumerate() {
+            if let Some(at) = touching.get_mut(a.access.tensor.0) {
+                at.push((k, i));
+            }
         }
     }
     for (t, decl) in p.tensors.iter().enumerate() {
         if decl.kind == TensorKind::Temp {
-            out.tensors[t].row_local = row_local(&out, &accesses, TensorId(t));
+            out.tensors[t].row_local = row_local(&out, &accesses, &lead, &touching[t], TensorId(t));
         }
     }
     out
 }
 
-/// Whether block `k` may join the group of blocks `first..k`.
-fn joins(
-    p: &LoopProgram,
-    groups: &ShapeGroups,
-    accesses: &[Vec<AccessAt>],
+/// What the join rule needs of a row group (blocks `first..=last`), per tensor.
+struct Group {
+    /// Its first block.
     first: usize,
-    k: usize,
-) -> bool {
-    let (lead, b) = (&p.blocks[first], &p.blocks[k]);
-    if !row_nest(lead) || !row_nest(b) {
-        return false;
+    /// Every tensor the group touches: whether a block of it writes the tensor, and
+    /// the axes on which every access to it has its block's bare outer loop variable
+    /// (`None` when a block of the group is no [`row_nest`]).
+    tensors: HashMap<TensorId, Touch>,
+    /// False when the group cannot take another block.
+    open: bool,
+}
+
+/// How a group touches one tensor.
+#[derive(Clone)]
+struct Touch {
+    writes: bool,
+    /// `row_axes[axis]`: every access so far has the bare outer variable there.
+    row_axes: Vec<bool>,
+}
+
+impl Group {
+    /// The group of block `k` alone.
+    fn of(p: &LoopProgram, accesses: &[Vec<AccessAt>], k: usize) -> Group {
+        let b = &p.blocks[k];
+        let mut tensors: HashMap<TensorId, Touch> = HashMap::new();
+        let outer = b.loops.first().map(|l| l.id.0);
+        for a in &accesses[k] {
+            let t = a.access.tensor;
+            let touch = tensors.entry(t).or_insert_with(|| Touch {
+                writes: false,
+                row_axes: vec![true; a.access.index.len()],
+            });
+            touch.writes |= a.write;
+            for (axis, s) in a.access.index.iter().enumerate() {
+                let bare = outer.is_some_and(|n| *s == Subscript::Expr(Expr::Index(n)));
+                if let Some(r) = touch.row_axes.get_mut(axis) {
+                    *r &= bare;
+                }
+            }
+        }
+        Group {
+            first: k,
+            tensors,
+            open: row_nest(b),
+        }
     }
-    let (l, m) = (&lead.loops[0], &b.loops[0]);
-    if !groups.same(&l.start, &m.start)
-        || !groups.same(&l.end, &m.end)
-        || l.schedule.parallel != m.schedule.parallel
-    {
-        return false;
+
+    /// This group with block `k` (summarized by `block`) added, or `block` back
+    /// when `k` may not join (see the module docs).
+    fn join(
+        mut self,
+        p: &LoopProgram,
+        groups: &ShapeGroups,
+        block: Group,
+        k: usize,
+    ) -> Result<Group, Group> {
+        let (lead, b) = (&p.blocks[self.first], &p.blocks[k]);
+        if !self.open || !block.open {
+            return Err(block);
+        }
+        let (l, m) = (&lead.loops[0], &b.loops[0]);
+        if !groups.same(&l.start, &m.start)
+            || !groups.same(&l.end, &m.end)
+            || l.schedule.parallel != m.schedule.parallel
+        {
+            return Err(block);
+        }
+        // Every tensor written by the group and touched by the block, or written by
+        // the block and touched by the group, has a row axis common to all.
+        let shared_has_row_axis = block.tensors.iter().all(|(t, mine)| {
+            let Some(theirs) = self.tensors.get(t) else {
+                return true;
+            };
+            if !theirs.writes && !mine.writes {
+                return true;
+            }
+            theirs
+                .row_axes
+                .iter()
+                .zip(&mine.row_axes)
+                .any(|(a, b)| *a && *b)
+        });
+        if !shared_has_row_axis {
+            return Err(block);
+        }
+        for (t, mine) in block.tensors {
+            match self.tensors.get_mut(&t) {
+                Some(theirs) => {
+                    theirs.writes |= mine.writes;
+                    for (a, b) in theirs.row_axes.iter_mut().zip(&mine.row_axes) {
+                        *a &= *b;
+                    }
+                }
+                None => {
+                    self.tensors.insert(t, mine);
+                }
+            }
+        }
+        Ok(self)
     }
-    let members = first..=k;
-    let shared: Vec<TensorId> = accesses[k]
-        .iter()
-        .map(|a| a.access.tensor)
-        .filter(|&t| {
-            let group_writes = accesses[first..k]
-                .iter()
-                .flatten()
-                .any(|a| a.write && a.access.tensor == t);
-            let group_touches = accesses[first..k]
-                .iter()
-                .flatten()
-                .any(|a| a.access.tensor == t);
-            let block_writes = accesses[k].iter().any(|a| a.write && a.access.tensor == t);
-            group_writes || (block_writes && group_touches)
-        })
-        .collect();
-    shared
-        .into_iter()
-        .all(|t| row_axis(p, accesses, members.clone(), t, false).is_some())
 }
 
 /// A block that can be part of a row group: an outermost loop, nothing at block
@@ -118,48 +208,34 @@ fn row_nest(b: &Block) -> bool {
             .is_none_or(|c| c.schedule.tile.is_none() && !c.schedule.blocked)
 }
 
-/// The axis on which every access to `t` in `blocks` has the bare variable of its
-/// block's outermost loop (all of them unchecked, when `unchecked`).
-fn row_axis(
+/// The row axis of temporary `t`, whose accesses are `touching` (block, access; in
+/// program order), when it can be kept one row at a time: every block touching it
+/// is in one group of two blocks or more, every access to it is unchecked and has
+/// its block's bare outer variable on that axis, and its first block stores all of
+/// it before reading it.
+fn row_local(
     p: &LoopProgram,
     accesses: &[Vec<AccessAt>],
-    blocks: std::ops::RangeInclusive<usize>,
+    lead: &[usize],
+    touching: &[(usize, usize)],
     t: TensorId,
-    unchecked: bool,
 ) -> Option<usize> {
+    let (&(first, _), &(last, _)) = (touching.first()?, touching.last()?);
+    // One group: every block after the first up to the last is joined.
+    if first == last || lead[last] > first {
+        return None;
+    }
+    if fully_written_first_in(p, first, t) != Some(true) {
+        return None;
+    }
     let rank = p.tensors[t.0].shape.len();
     (0..rank).find(|&axis| {
-        blocks.clone().all(|k| {
+        touching.iter().all(|&(k, i)| {
             let outer = p.blocks[k].loops[0].id.0;
-            accesses[k]
-                .iter()
-                .filter(|a| a.access.tensor == t)
-                .all(|a| {
-                    (!unchecked || !a.access.checked)
-                        && a.access.index[axis] == Subscript::Expr(Expr::Index(outer))
-                })
+            let a = &accesses[k][i].access;
+            !a.checked && a.index[axis] == Subscript::Expr(Expr::Index(outer))
         })
     })
-}
-
-/// The row axis of temporary `t` when it can be kept one row at a time.
-fn row_local(p: &LoopProgram, accesses: &[Vec<AccessAt>], t: TensorId) -> Option<usize> {
-    let touching: Vec<usize> = (0..p.blocks.len())
-        .filter(|&k| accesses[k].iter().any(|a| a.access.tensor == t))
-        .collect();
-    let (&first, &last) = (touching.first()?, touching.last()?);
-    // One group: every block after the first up to the last is joined.
-    if first == last || !(first + 1..=last).all(|k| joined(&p.blocks[k])) {
-        return None;
-    }
-    if !fully_written_first(p, t) {
-        return None;
-    }
-    row_axis(p, accesses, first..=last, t, true)
-}
-
-fn joined(b: &Block) -> bool {
-    b.loops.first().is_some_and(|l| l.schedule.joined)
 }
 
 #[cfg(test)]

@@ -27,8 +27,9 @@
 //! order the reduction runs, so the tile does not block the reduction (which would
 //! make a backend repack it per column tile inside the loops outside).
 //!
-//! Cost: O(A_b²) per block; `channels_first` rescans every block per candidate
-//! load, O(B · L · A_b · E).
+//! Cost: O(A_b²) per block (each access against every write); `channels_first`
+//! is O(L · A_b · e_a) per candidate block, the tensors some nest writes being
+//! collected once for the whole program (O(E)): linear in the number of blocks.
 
 use crate::index::Expr;
 use crate::loops::{
@@ -39,7 +40,8 @@ use crate::uop::Accum;
 
 use super::stride::{Stride, access_mentions, injective, stride};
 use super::walk::{
-    block_accesses, for_each_stmt_mut, fresh_loops, fresh_name, map_stmt_accesses, value_reads_var,
+    block_accesses, for_each_stmt_mut, fresh_loops, fresh_name, levels, map_stmt_accesses,
+    stmt_accesses, value_reads_var,
 };
 
 /// Marks (and, for the row loop, reorders) every block that matches, and marks
@@ -55,10 +57,11 @@ pub fn tile(p: &LoopProgram) -> LoopProgram {
     // Transposed copies go first: they read inputs only (which nothing writes), and
     // placed there they do not split the row groups the `rows` pass forms later (a
     // padded image and the convolution reading it).
+    let written = written_tensors(p);
     let mut copies = Vec::new();
     let mut blocks = Vec::with_capacity(p.blocks.len());
     for b in &p.blocks {
-        if let Some((decl, copy, turned)) = channels_first(&out, b, &mut next_loop)
+        if let Some((decl, copy, turned)) = channels_first(&out, &written, b, &mut next_loop)
             && let Some(tiled) = tiled(&turned, false)
         {
             out.tensors.push(decl);
@@ -90,6 +93,7 @@ fn marked(mut b: Block) -> Block {
 /// channel loop last.
 fn channels_first(
     p: &LoopProgram,
+    written: &[bool],
     b: &Block,
     next_loop: &mut usize,
 ) -> Option<(TensorDecl, Block, Block)> {
@@ -133,7 +137,7 @@ fn channels_first(
             return None;
         }
         loads.iter().find_map(|a| {
-            let axis = channel_axis(p, a, pl.id.0, &reduce_ids)?;
+            let axis = channel_axis(p, written, a, pl.id.0, &reduce_ids)?;
             Some((pl, axis, a.clone()))
         })
     })?;
@@ -213,14 +217,16 @@ fn channels_first(
 /// The axis of `a` that holds the bare index of channel loop `n`, when it is not
 /// the last, every other axis holds the bare index of a distinct reduction loop,
 /// and `a` reads an input unchecked that no nest writes: a weight tensor such as
-/// `k[o, c, kh, kw]`.
-fn channel_axis(p: &LoopProgram, a: &Access, n: usize, reduce: &[usize]) -> Option<usize> {
+/// `k[o, c, kh, kw]` (`written[t]`: some nest writes tensor `t`).
+fn channel_axis(
+    p: &LoopProgram,
+    written: &[bool],
+    a: &Access,
+    n: usize,
+    reduce: &[usize],
+) -> Option<usize> {
     let decl = p.tensors.get(a.tensor.0)?;
-    let written = p.blocks.iter().any(|b| {
-        block_accesses(b)
-            .iter()
-            .any(|w| w.write && w.access.tensor == a.tensor)
-    });
+    let written = written.get(a.tensor.0).copied().unwrap_or(false);
     if a.checked || decl.kind != TensorKind::Input || decl.dtype != p.dtype || written {
         return None;
     }
@@ -239,6 +245,23 @@ fn channel_axis(p: &LoopProgram, a: &Access, n: usize, reduce: &[usize]) -> Opti
         }
     }
     axis.filter(|&i| i + 1 < a.index.len() && access_mentions(a, n))
+}
+
+/// `written[t]`: some block of `p` writes tensor `t`.
+fn written_tensors(p: &LoopProgram) -> Vec<bool> {
+    let mut written = vec![false; p.tensors.len()];
+    for b in &p.blocks {
+        for (_, stmts) in levels(b) {
+            for s in stmts {
+                stmt_accesses(s, &mut |a, write| {
+                    if write && let Some(w) = written.get_mut(a.tensor.0) {
+                        *w = true;
+                    }
+                });
+            }
+        }
+    }
+    written
 }
 
 /// `at` (the copy's loop indices, channel last) as the source's subscripts: the

@@ -311,57 +311,62 @@ pub(crate) fn rename_loops_to(block: &mut Block, id: usize, value: &Expr) {
 /// just stored. Otherwise a kernel must zero-fill `t` first, as the reference
 /// interpreter starts every tensor at zero.
 pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
+    (0..p.blocks.len())
+        .find_map(|k| fully_written_first_in(p, k, t))
+        .unwrap_or(false)
+}
+
+/// [`fully_written_first`] when block `first` is the first block touching `t`, in
+/// the time of that one block: `Some(answer)`, or `None` when block `first` does
+/// not touch `t` at all.
+pub(crate) fn fully_written_first_in(p: &LoopProgram, first: usize, t: TensorId) -> Option<bool> {
     let shape = &p.tensors[t.0].shape;
-    for b in &p.blocks {
-        // Every access to `t`: (level, statement position, access, write).
-        let lists = levels(b);
-        let mut touching = Vec::new();
-        for &(level, stmts) in &lists {
-            for (k, s) in stmts.iter().enumerate() {
-                stmt_accesses(s, &mut |a, write| {
-                    if a.tensor == t {
-                        touching.push((level, k, a.clone(), write));
-                    }
-                });
-            }
+    let b = p.blocks.get(first)?;
+    // Every access to `t`: (level, statement position, access, write).
+    let lists = levels(b);
+    let mut touching = Vec::new();
+    for &(level, stmts) in &lists {
+        for (k, s) in stmts.iter().enumerate() {
+            stmt_accesses(s, &mut |a, write| {
+                if a.tensor == t {
+                    touching.push((level, k, a.clone(), write));
+                }
+            });
         }
-        let Some(&(depth, at, ref access, true)) = touching.first() else {
-            if touching.is_empty() {
-                continue;
-            }
-            return false;
-        };
-        let store_is_plain = matches!(lists[depth].1[at], Stmt::Store { .. });
-        let later_reads_of_it = touching[1..]
-            .iter()
-            .all(|(l, k, a, write)| !write && *l == depth && *k > at && a == access);
-        if !store_is_plain || !later_reads_of_it || access.checked {
-            return false;
-        }
-        // The loops enclosing the store (depth 0 = block level, none).
-        let enclosing = &b.loops[..depth];
-        let mut seen = Vec::new();
-        for (s, size) in access.index.iter().zip(shape) {
-            // Subscript 0 covers an axis of size 1 (a kept reduced axis).
-            if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
-                continue;
-            }
-            let Subscript::Expr(Expr::Index(n)) = s else {
-                return false;
-            };
-            let Some(l) = enclosing.iter().find(|l| l.id.0 == *n) else {
-                return false;
-            };
-            if seen.contains(n) || l.start != Expr::Int(0) || l.end != *size {
-                return false;
-            }
-            seen.push(*n);
-        }
-        // Every enclosing loop must index an axis, or some element is written twice
-        // and another never.
-        return seen.len() == enclosing.len();
     }
-    false
+    let &(depth, at, ref access, write) = touching.first()?;
+    if !write {
+        return Some(false);
+    }
+    let store_is_plain = matches!(lists[depth].1[at], Stmt::Store { .. });
+    let later_reads_of_it = touching[1..]
+        .iter()
+        .all(|(l, k, a, write)| !write && *l == depth && *k > at && a == access);
+    if !store_is_plain || !later_reads_of_it || access.checked {
+        return Some(false);
+    }
+    // The loops enclosing the store (depth 0 = block level, none).
+    let enclosing = &b.loops[..depth];
+    let mut seen = Vec::new();
+    for (s, size) in access.index.iter().zip(shape) {
+        // Subscript 0 covers an axis of size 1 (a kept reduced axis).
+        if *s == Subscript::Expr(Expr::Int(0)) && *size == Expr::Int(1) {
+            continue;
+        }
+        let Subscript::Expr(Expr::Index(n)) = s else {
+            return Some(false);
+        };
+        let Some(l) = enclosing.iter().find(|l| l.id.0 == *n) else {
+            return Some(false);
+        };
+        if seen.contains(n) || l.start != Expr::Int(0) || l.end != *size {
+            return Some(false);
+        }
+        seen.push(*n);
+    }
+    // Every enclosing loop must index an axis, or some element is written twice
+    // and another never.
+    Some(seen.len() == enclosing.len())
 }
 
 /// `base`, or `base_2`, `base_3`, … : the first name no tensor has.

@@ -37,6 +37,7 @@
 //! scalar code.
 
 pub mod abi;
+mod buffers;
 pub mod runtime;
 mod translate;
 mod vector;
@@ -63,6 +64,7 @@ use crate::tensor::Tensor;
 use crate::uop::{DType, Program};
 
 pub use abi::Status;
+use buffers::Buffer;
 use runtime::Linking;
 use translate::Entry;
 
@@ -427,51 +429,6 @@ impl Output<'_> {
     }
 }
 
-/// An owned, typed copy of a tensor's elements.
-enum Buffer {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-}
-
-impl Buffer {
-    fn from_tensor(t: &Tensor) -> Buffer {
-        match t.dtype {
-            DType::F32 => Buffer::F32(t.data.iter().map(|&v| v as f32).collect()),
-            DType::F64 => Buffer::F64(t.data.clone()),
-            DType::I32 => Buffer::I32(t.data.iter().map(|&v| v as i32).collect()),
-        }
-    }
-    fn zeroed(dtype: DType, elements: usize) -> Buffer {
-        match dtype {
-            DType::F32 => Buffer::F32(vec![0.0; elements]),
-            DType::F64 => Buffer::F64(vec![0.0; elements]),
-            DType::I32 => Buffer::I32(vec![0; elements]),
-        }
-    }
-    fn input(&self) -> Input<'_> {
-        match self {
-            Buffer::F32(v) => Input::F32(v),
-            Buffer::F64(v) => Input::F64(v),
-            Buffer::I32(v) => Input::I32(v),
-        }
-    }
-    fn output(&mut self) -> Output<'_> {
-        match self {
-            Buffer::F32(v) => Output::F32(v),
-            Buffer::F64(v) => Output::F64(v),
-            Buffer::I32(v) => Output::I32(v),
-        }
-    }
-    fn into_f64(self) -> Vec<f64> {
-        match self {
-            Buffer::F32(v) => v.into_iter().map(f64::from).collect(),
-            Buffer::F64(v) => v,
-            Buffer::I32(v) => v.into_iter().map(f64::from).collect(),
-        }
-    }
-}
-
 impl Kernel {
     /// The loop program this kernel runs.
     pub fn program(&self) -> &LoopProgram {
@@ -521,7 +478,14 @@ impl Kernel {
                 });
             }
         }
-        let buffers: Vec<Buffer> = inputs.iter().map(Buffer::from_tensor).collect();
+        // Every buffer of the run is accounted against the memory limit, and every
+        // loop's iteration count checked, before anything is allocated.
+        buffers::check_run(&self.compiled.program, sig, &bound)?;
+        let buffers: Vec<Buffer> = inputs
+            .iter()
+            .zip(&sig.inputs)
+            .map(|(t, spec)| Buffer::copy_of(&spec.name, t))
+            .collect::<Result<_, _>>()?;
         let args: Vec<(Input<'_>, &[usize])> = buffers
             .iter()
             .zip(&shapes)
@@ -531,22 +495,23 @@ impl Kernel {
             .outputs
             .iter()
             .zip(&bound.outputs)
-            .map(|(spec, extent)| Buffer::zeroed(spec.dtype, extent.elements))
-            .collect();
+            .map(|(spec, extent)| Buffer::zeroed(&spec.name, spec.dtype, extent.elements))
+            .collect::<Result<_, _>>()?;
         {
             let mut slices: Vec<Output<'_>> = outs.iter_mut().map(Buffer::output).collect();
             self.run_bound(&bound, &args, params, &mut slices)?;
         }
-        Ok(outs
-            .into_iter()
+        outs.into_iter()
             .zip(&sig.outputs)
             .zip(bound.output_shapes())
-            .map(|((buffer, spec), shape)| Tensor {
-                dtype: spec.dtype,
-                shape,
-                data: buffer.into_f64(),
+            .map(|((buffer, spec), shape)| {
+                Ok(Tensor {
+                    dtype: spec.dtype,
+                    shape,
+                    data: buffer.into_f64(&spec.name)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// The fast path: runs on borrowed slices, writing into `outputs` (sized by
@@ -608,6 +573,8 @@ impl Kernel {
         outputs: &[RawBuffer],
     ) -> Result<(), RunError> {
         let sig = &self.compiled.signature;
+        // The temporaries the machine code allocates count against the memory limit.
+        buffers::check_temporaries(&self.compiled.program, &bound.bindings)?;
         for ((input, shape), (spec, extent)) in inputs
             .iter()
             .zip(shapes)

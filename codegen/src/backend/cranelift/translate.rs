@@ -1,10 +1,12 @@
 //! Loop IR to Cranelift IR: one function per kernel entry, built with
 //! `cranelift-frontend`.
 //!
-//! The function has the C ABI of [`super::abi`]. Its prologue binds and checks every
-//! size (as [`LoopProgram::bind`] does), computes the shape and row-major strides of
-//! every tensor, allocates temporaries and zeroes the outputs that are not fully
-//! overwritten before being read; then each block becomes a nest of loops:
+//! The function has the C ABI of [`super::abi`]. Its prologue binds the kernel's
+//! [`Signature`] (the input sizes, `$params`, assertions and output shapes, checked
+//! as [`Signature::bind`] checks them), then computes the temporaries' shapes and
+//! every tensor's row-major strides, allocates temporaries and zeroes the outputs
+//! that are not fully overwritten before being read; then each block becomes a nest
+//! of loops:
 //!
 //! ```text
 //! header: i < end ? body : exit        (i, carried variables: frontend Variables)
@@ -34,6 +36,7 @@ use cranelift_module::{Linkage, Module};
 
 use crate::index::{Bindings, Expr, IndexOp};
 use crate::loops::{Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorKind, Value};
+use crate::signature::Signature;
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
 use super::JitError;
@@ -99,11 +102,13 @@ pub(crate) fn build(
     let fail = b.create_block();
     b.append_block_param(fail, I32);
     b.set_cold_block(fail);
+    let signature = program.signature();
     let mut t = Translator {
         b,
         module,
         linking,
         p: program,
+        sig: &signature,
         ty,
         ptr,
         vectorize,
@@ -149,6 +154,8 @@ struct Translator<'f, 'm, M: Module> {
     module: &'m mut M,
     linking: Linking,
     p: &'m LoopProgram,
+    /// The kernel's interface: what the prologue binds and checks.
+    sig: &'m Signature,
     /// The program's float type.
     ty: Type,
     ptr: Type,
@@ -419,14 +426,15 @@ impl<M: Module> Translator<'_, '_, M> {
 
     // ------------------------------------------------------------ prologue
 
-    /// Loads and checks input sizes and params, checks assertions and computes every
-    /// tensor's shape and strides.
+    /// Binds the kernel's [`Signature`]: loads and checks the input sizes and params,
+    /// checks the assertions and computes the outputs' shapes; then every
+    /// temporary's shape and every tensor's strides.
     fn bind(&mut self, input_dims: IrValue, params: IrValue) -> Result<(), JitError> {
+        let sig = self.sig;
         let mut at = 0i32;
-        for &t in &self.p.inputs {
-            let decl = &self.p.tensors[t.0];
-            let mut dims = Vec::with_capacity(decl.shape.len());
-            for e in &decl.shape {
+        for (spec, &t) in sig.inputs.iter().zip(&self.p.inputs) {
+            let mut dims = Vec::with_capacity(spec.shape.len());
+            for e in &spec.shape {
                 let d = self.b.ins().load(I64, trusted(), input_dims, at * 8);
                 at += 1;
                 let ok = self
@@ -454,29 +462,23 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             self.dims[t.0] = dims;
         }
-        for (k, name) in self.p.params.iter().enumerate() {
+        for (k, name) in sig.params.iter().enumerate() {
             let v = self.b.ins().load(I64, trusted(), params, (k * 8) as i32);
             self.params.insert(name.clone(), v);
         }
-        for (l, r) in &self.p.assertions {
+        for (l, r) in &sig.assertions {
             let (lv, rv) = (self.index(l)?, self.index(r)?);
             let ok = self.b.ins().icmp(IntCC::Equal, lv, rv);
             self.check(ok, Status::Assertion);
         }
+        for (spec, &t) in sig.outputs.iter().zip(&self.p.outputs) {
+            self.dims[t.0] = self.sizes(&spec.shape)?;
+        }
         for (k, decl) in self.p.tensors.iter().enumerate() {
-            if decl.kind == TensorKind::Input {
+            if decl.kind != TensorKind::Temp {
                 continue;
             }
-            let mut dims = Vec::with_capacity(decl.shape.len());
-            for e in &decl.shape {
-                let d = self.index(e)?;
-                let ok = self
-                    .b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
-                self.check(ok, Status::NegativeSize);
-                dims.push(d);
-            }
+            let mut dims = self.sizes(&decl.shape)?;
             // A row-local temporary keeps one row: its row axis has size 1 in
             // storage (its accesses are unchecked, see `address`).
             if let Some(axis) = decl.row_local {
@@ -514,6 +516,21 @@ impl<M: Module> Translator<'_, '_, M> {
             self.strides[k] = strides;
         }
         Ok(())
+    }
+
+    /// The values of the size expressions `shape`, each checked to be non-negative.
+    fn sizes(&mut self, shape: &[Expr]) -> Result<Vec<IrValue>, JitError> {
+        let mut dims = Vec::with_capacity(shape.len());
+        for e in shape {
+            let d = self.index(e)?;
+            let ok = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+            self.check(ok, Status::NegativeSize);
+            dims.push(d);
+        }
+        Ok(dims)
     }
 
     fn write_output_shapes(&mut self, out: IrValue) {

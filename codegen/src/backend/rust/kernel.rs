@@ -116,6 +116,9 @@ struct Partials {
 struct Gen<'a> {
     name: &'a str,
     p: &'a LoopProgram,
+    /// The kernel's interface, which the entry checks and the items' signatures
+    /// are written from.
+    sig: Signature,
     checks: Checks,
     is32: bool,
     float: Ident,
@@ -219,13 +222,15 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
             tensors[t.0] = ident(&scope.fresh(&p.tensors[t.0].name));
         }
     }
+    // The interface comes from the kernel's one description.
+    let sig = p.signature();
     let mut params = HashMap::new();
-    for name in &p.params {
+    for name in &sig.params {
         params.insert(name.clone(), ident(&scope.fresh(name)));
     }
     let mut dims = HashMap::new();
-    for t in &p.inputs {
-        for d in &p.tensors[t.0].shape {
+    for spec in &sig.inputs {
+        for d in &spec.shape {
             if let Expr::Name(n) = d
                 && !dims.contains_key(n)
             {
@@ -236,6 +241,7 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
     let mut g = Gen {
         name: &k.name,
         p,
+        sig,
         checks,
         is32,
         float: ident(if is32 { "f32" } else { "f64" }),
@@ -432,12 +438,15 @@ impl Gen<'_> {
                 out.push(e.clone());
             }
         };
+        for spec in &self.sig.outputs {
+            spec.shape.iter().for_each(&mut add);
+        }
         for t in &self.p.tensors {
-            if t.kind != TensorKind::Input {
+            if t.kind == TensorKind::Temp {
                 t.shape.iter().for_each(&mut add);
             }
         }
-        for (l, r) in &self.p.assertions {
+        for (l, r) in &self.sig.assertions {
             add(l);
             add(r);
         }
@@ -2254,8 +2263,8 @@ impl Gen<'_> {
         if checks {
             // A dim another input also names is compared, so it is always bound.
             let mut seen = BTreeSet::new();
-            for t in &self.p.inputs {
-                for d in &self.p.tensors[t.0].shape {
+            for spec in &self.sig.inputs {
+                for d in &spec.shape {
                     if let Expr::Name(n) = d
                         && !seen.insert(n.clone())
                     {
@@ -2264,12 +2273,11 @@ impl Gen<'_> {
                 }
             }
         }
-        for t in &self.p.inputs {
-            let decl = &self.p.tensors[t.0];
-            let input_name = decl.name.as_str();
+        for (spec, t) in self.sig.inputs.iter().zip(&self.p.inputs) {
+            let input_name = spec.name.as_str();
             let mut pats = Vec::new();
             let mut tests = Vec::new();
-            for (axis, d) in decl.shape.iter().enumerate() {
+            for (axis, d) in spec.shape.iter().enumerate() {
                 match d {
                     Expr::Name(n) if !bound.contains_key(n.as_str()) => {
                         bound.insert(n, input_name);
@@ -2321,7 +2329,7 @@ impl Gen<'_> {
             }
             // Checking that every size fits in i64 is worth a line even when no dim is used.
             let named = pats.iter().any(|p| p.to_string() != "_");
-            if named || (checks && !decl.shape.is_empty()) {
+            if named || (checks && !spec.shape.is_empty()) {
                 let shape_arg = self.shape_arg(*t);
                 let f = self.need(Helper::Dims);
                 let pat = if named {
@@ -2344,15 +2352,15 @@ impl Gen<'_> {
     }
 
     fn items(&self, k: &KernelSource, scope: &mut Scope) -> Result<TokenStream, EmitError> {
-        let p = self.p;
+        let (p, sig) = (self.p, &self.sig);
         let kernel = self.kernel_lit();
         let t = &self.float;
-        for input in &p.inputs {
+        for (spec, input) in sig.inputs.iter().zip(&p.inputs) {
             let name = format!("{}_shape", self.tensors[input.0]);
             if scope.fresh(&name) != name {
                 return Err(self.unsupported(format!(
                     "`{name}` names both a tensor and the shape of `{}`",
-                    p.tensors[input.0].name
+                    spec.name
                 )));
             }
         }
@@ -2439,7 +2447,7 @@ impl Gen<'_> {
                     sizes_args.push(self.dims[&name].clone());
                 }
             }
-            for pn in &p.params {
+            for pn in &sig.params {
                 if used.contains(&format!("${pn}")) {
                     sizes_args.push(self.params[pn].clone());
                 }
@@ -2465,29 +2473,28 @@ impl Gen<'_> {
         let mut shape_values = Vec::new();
         let mut len_methods = Vec::new();
         let mut element_checks = Vec::new();
-        for o in &p.outputs {
-            let decl = &p.tensors[o.0];
+        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
             let f = &self.tensors[o.0];
-            let rank = lit(&decl.shape.len().to_string());
+            let rank = lit(&spec.rank().to_string());
             let doc = format!(
                 " Shape of the output `{}`: `{}`.",
-                decl.name,
-                list(&decl.shape)
+                spec.name,
+                list(&spec.shape)
             );
             shape_fields.push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
-            let vals = decl
+            let vals = spec
                 .shape
                 .iter()
                 .map(|e| self.entry_usize(e))
                 .collect::<Result<Vec<_>, _>>()?;
             shape_values.push(quote!(#f: [#(#vals),*]));
             let check = self.need(Helper::CheckElements);
-            let name = decl.name.as_str();
+            let name = spec.name.as_str();
             element_checks.push(quote!(#check(#kernel, #name, &shapes.#f)?;));
             let m = ident(&format!("{f}_len"));
             let doc = format!(
                 " Elements of `{}`: the length `{}` requires of that buffer.",
-                decl.name, k.name
+                spec.name, k.name
             );
             len_methods.push(quote! {
                 #[doc = #doc]
@@ -2497,7 +2504,7 @@ impl Gen<'_> {
             });
         }
         let mut asserts = Vec::new();
-        for (l, r) in &p.assertions {
+        for (l, r) in &sig.assertions {
             let (lv, rv) = (self.entry_value(l)?, self.entry_value(r)?);
             let (ls, rs) = (l.to_string(), r.to_string());
             asserts.push(quote! {
@@ -2540,24 +2547,23 @@ impl Gen<'_> {
         let mut buffer_params = Vec::new();
         let mut shape_args = Vec::new();
         let mut len_checks = Vec::new();
-        for i in &p.inputs {
-            let decl = &p.tensors[i.0];
+        for (spec, i) in sig.inputs.iter().zip(&p.inputs) {
             let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
-            let rank = lit(&decl.shape.len().to_string());
-            let e = elem(decl.dtype);
+            let rank = lit(&spec.rank().to_string());
+            let e = elem(spec.dtype);
             // A rank-0 input has nothing for its shapes function to check.
             let unused = ident(&format!("_{xs}"));
-            let shape_param = if decl.shape.is_empty() { &unused } else { &xs };
+            let shape_param = if spec.shape.is_empty() { &unused } else { &xs };
             shape_params.push(quote!(#shape_param: [usize; #rank]));
             buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
             shape_args.push(quote!(#xs));
             let f = self.need(Helper::CheckLen);
-            let name = decl.name.as_str();
+            let name = spec.name.as_str();
             len_checks.push(quote!(#f(#kernel, #name, #x.len(), &#xs)?;));
         }
         let mut param_params = Vec::new();
         let mut shapes_param_params = Vec::new();
-        for pn in &p.params {
+        for pn in &sig.params {
             let id = &self.params[pn];
             param_params.push(quote!(#id: i64));
             let used = shapes_used.contains(&format!("${pn}"));
@@ -2571,16 +2577,15 @@ impl Gen<'_> {
         }
         let mut out_params = Vec::new();
         let mut zero_fills = Vec::new();
-        for o in &p.outputs {
-            let decl = &p.tensors[o.0];
+        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
             let y = &self.tensors[o.0];
-            let e = elem(decl.dtype);
+            let e = elem(spec.dtype);
             out_params.push(quote!(#y: &mut [#e]));
             let f = self.need(Helper::CheckLen);
-            let name = decl.name.as_str();
+            let name = spec.name.as_str();
             len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
             if !crate::pass::fully_written_first(p, *o) {
-                let zero = if decl.dtype == DType::I32 {
+                let zero = if spec.dtype == DType::I32 {
                     quote!(0)
                 } else {
                     quote!(0.0)
@@ -2596,7 +2601,7 @@ impl Gen<'_> {
             " Output shapes of [`{}`], computed by [`{}_shapes`] from the input shapes{}.",
             k.name,
             k.name,
-            if p.params.is_empty() {
+            if sig.params.is_empty() {
                 ""
             } else {
                 " and parameters"
@@ -2607,7 +2612,7 @@ impl Gen<'_> {
                 " The output shapes of [`{}`] for inputs of the given shapes{}: what to \
                  allocate before calling it.",
                 k.name,
-                if p.params.is_empty() {
+                if sig.params.is_empty() {
                     ""
                 } else {
                     " and these parameters"
@@ -2622,7 +2627,7 @@ impl Gen<'_> {
             ),
         ];
         let kernel_doc = self.kernel_doc(k);
-        let too_many = p.inputs.len() * 2 + p.params.len() + p.outputs.len() > 7;
+        let too_many = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len() > 7;
         let allow = if too_many {
             // The signature mirrors the program: a buffer and a shape per input, one
             // argument per parameter and output.
@@ -2630,7 +2635,7 @@ impl Gen<'_> {
         } else {
             quote!()
         };
-        let shapes_allow = if p.inputs.len() + p.params.len() > 7 {
+        let shapes_allow = if sig.inputs.len() + sig.params.len() > 7 {
             quote!(#[allow(clippy::too_many_arguments)])
         } else {
             quote!()
@@ -3074,8 +3079,8 @@ impl Gen<'_> {
     /// Dims in binding order (first input first).
     fn dim_order(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for t in &self.p.inputs {
-            for d in &self.p.tensors[t.0].shape {
+        for spec in &self.sig.inputs {
+            for d in &spec.shape {
                 if let Expr::Name(n) = d
                     && !out.contains(n)
                 {
