@@ -170,7 +170,12 @@ impl Ctx<'_> {
             seed_at.push(s.map(|_| seed_refs.len()));
             if let Some(s) = s {
                 seed_refs.push(*s);
-                seed_types.push(node.outputs[k].clone());
+                let mut ty = node.outputs[k].clone();
+                if matches!(node.op, Op::Parallel { .. }) {
+                    // The seed is stacked; the body's results are its rows.
+                    ty.shape.remove(0);
+                }
+                seed_types.push(ty);
             }
         }
         let parallel = match &node.op {

@@ -55,6 +55,7 @@ mod while_loop;
 
 pub use spec::{
     GradError, GraphGradInput, GraphGradRole, GraphGradSpec, GraphGradient, TapeMode, TapeParam,
+    float_outputs,
 };
 
 use std::collections::HashMap;

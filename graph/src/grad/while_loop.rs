@@ -36,9 +36,6 @@ impl Ctx<'_> {
                 )));
             }
         };
-        let taped = frame.taped.get(&node.id).cloned().ok_or_else(|| {
-            GradError::Graph(format!("{}: the loop recorded no trip count", node.id))
-        })?;
         let n = node.outputs.len();
         let float: Vec<usize> = (0..n)
             .filter(|&k| node.outputs[k].dtype.is_float())
@@ -51,6 +48,9 @@ impl Ctx<'_> {
         if !wanted_init && captures.is_empty() {
             return Ok(());
         }
+        let taped = frame.taped.get(&node.id).cloned().ok_or_else(|| {
+            GradError::Graph(format!("{}: the loop recorded no trip count", node.id))
+        })?;
         let scalar = ValueType::scalar(self.fwd.dtype);
         let mut cap_types = Vec::new();
         for c in &captures {
