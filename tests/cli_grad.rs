@@ -280,3 +280,99 @@ fn the_gradient_text_differentiates_again_to_the_in_process_second_order() {
     assert_eq!(out[0].data, gx.data);
     assert_eq!(out[1].data, gs.data);
 }
+
+/// `uop grad` on a graph file with scalar inputs: each wanted gradient's value.
+fn graph_grads(test: &str, file: &str, inputs: &[(&str, f64)], extra: &[&str]) -> Vec<f64> {
+    let dir = scratch(test);
+    let mut args: Vec<String> = vec!["grad".into(), file.into()];
+    for (name, v) in inputs {
+        let t = Tensor::new(DType::F32, vec![], vec![*v]).expect("rank 0");
+        let path = write(&dir, &format!("{name}.npy"), &t);
+        args.extend(["--input".into(), format!("{name}={path}")]);
+    }
+    let mut outs = Vec::new();
+    for (name, _) in inputs {
+        let path = dir.join(format!("g_{name}.npy"));
+        args.extend(["--grad".into(), format!("{name}={}", path.display())]);
+        outs.push(path);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = uop(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    outs.iter()
+        .map(|p| read_npy(p).expect("gradient written").data[0])
+        .collect()
+}
+
+#[test]
+fn graph_gradients_give_nnc_numbers() {
+    // power_loop.uop seeds both float outputs (out and the count n, which has no
+    // gradient): d out/dx = 1.11^5, d out/dy = 5 * 0.34 * 1.11^4.
+    for extra in [&[][..], &["--tape", "recompute"], &["--backend", "interp"]] {
+        let d = graph_grads(
+            "grad-graph-power",
+            "examples/graphs/power_loop.uop",
+            &[("x", 0.34), ("y", 1.11)],
+            extra,
+        );
+        assert!((d[0] - 1.685_058_2).abs() < 1e-6, "{extra:?}: {d:?}");
+        assert!(
+            (d[1] - 5.0 * 0.34 * 1.11f64.powi(4)).abs() < 1e-5,
+            "{extra:?}: {d:?}"
+        );
+    }
+    for (x, want) in [(-1.0, 0.0), (0.76, 1.0), (1.226, 0.5), (2.1, 0.0)] {
+        let d = graph_grads(
+            "grad-graph-case",
+            "examples/graphs/piecewise.uop",
+            &[("x", x)],
+            &[],
+        );
+        assert_eq!(d, [want], "x = {x}");
+    }
+    let d = graph_grads(
+        "grad-graph-case-loop",
+        "examples/graphs/piecewise_loop.uop",
+        &[("x", 1.226)],
+        &[],
+    );
+    assert!((d[0] - 0.3 * 0.0625).abs() < 1e-7, "{d:?}");
+}
+
+#[test]
+fn every_example_graph_has_a_gradient() {
+    for entry in std::fs::read_dir("examples/graphs").expect("examples") {
+        let path = entry.expect("entry").path();
+        let path = path.to_str().expect("utf-8");
+        let text = std::fs::read_to_string(path).expect("read");
+        let mut args: Vec<String> = vec!["grad".into(), path.into(), "--random".into(), "1".into()];
+        for dim in ["N", "C", "H", "W", "K", "T", "D", "B", "O", "R", "F"] {
+            if text.contains(&format!("{dim},")) || text.contains(&format!("{dim}]")) {
+                let size = if dim == "H" || dim == "W" { 4 } else { 2 };
+                args.extend(["--dim".into(), format!("{dim}={size}")]);
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = uop(&args);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let o = uop(&["print", path, "--stage", "grad"]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        assert!(stdout(&o).starts_with("# gradient "), "{path}");
+    }
+}
+
+#[test]
+fn tape_applies_to_graphs_only() {
+    let dir = scratch("grad-tape-program");
+    let prog = file(&dir, "p.uop", PROGRAM);
+    let o = uop(&[
+        "grad", &prog, "--random", "1", "--dim", "N=2", "--tape", "stack",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--tape applies to graphs"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -131,7 +131,7 @@ fn what_graphs_do_not_have_yet_is_a_clear_error() {
     let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(
-        "a graph has the stages `graph`, `hierarchy`, `prepared`, `kernels` and `memory`"
+        "a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels` and `memory`"
     ));
     let o = uop(&["stats", "examples/graphs/power_loop.uop", "--json"]);
     assert_eq!(o.status.code(), Some(1));

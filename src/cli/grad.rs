@@ -13,10 +13,11 @@ use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{NodeId, Program};
+use uop_graph::grad::TapeMode;
 
 use super::output::OutputFiles;
 use super::run::{InputArgs, execute, listing};
-use super::{Backend, CliError, fail, load_program, path_assignments, show, split_assignment};
+use super::{Backend, CliError, fail, path_assignments, show, source, split_assignment};
 use crate::npy::{read_npy, write_npy_bytes};
 
 /// Arguments of `uop grad`.
@@ -38,11 +39,42 @@ pub struct GradArgs {
     /// oracle, 100 to 300 times slower).
     #[arg(long, value_enum, default_value = "cranelift")]
     backend: Backend,
+    /// Graphs with `while`: how the gradient gets the states of the forward
+    /// iterations. `stack` (the default) keeps every iteration's float state in a
+    /// tape (memory: trips × state); `recompute` recomputes them from the initial
+    /// state (memory: one state, N·(N−1)/2 extra body runs).
+    #[arg(long, value_enum, value_name = "HOW")]
+    tape: Option<TapeArg>,
+}
+
+/// The values of `--tape`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TapeArg {
+    /// A tape of every iteration's state.
+    Stack,
+    /// Recomputation from the initial state.
+    Recompute,
 }
 
 /// Runs `uop grad`.
 pub fn grad(args: &GradArgs) -> Result<(), CliError> {
-    let program = load_program(&args.program, "grad")?;
+    let program = match source::load(&args.program)? {
+        source::Source::Graph(g) => {
+            let tape = match args.tape {
+                Some(TapeArg::Recompute) => TapeMode::Recompute,
+                _ => TapeMode::Stack,
+            };
+            let files = super::grad_graph::GradFiles {
+                seeds: &args.seeds,
+                grads: &args.grads,
+            };
+            return super::grad_graph::grad(&g, &args.source, &files, args.backend, tape);
+        }
+        source::Source::Program(p) => p,
+    };
+    if args.tape.is_some() {
+        return fail("--tape applies to graphs with `while` loops; this file is a program");
+    }
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     let wanted = wanted_gradients(&program, &args.grads)?;
@@ -100,7 +132,7 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
 
 /// The inputs named by `--grad`, each with the file to write (none: print), in the
 /// order given; every float input, printed, when there is no `--grad`.
-fn wanted_gradients(
+pub(crate) fn wanted_gradients(
     program: &Program,
     grads: &[String],
 ) -> Result<Vec<(NodeId, Option<PathBuf>)>, CliError> {

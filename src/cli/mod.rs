@@ -11,6 +11,7 @@ mod bench;
 mod emit;
 mod fuzz;
 mod grad;
+mod grad_graph;
 mod limits;
 mod ops;
 mod output;

@@ -167,9 +167,10 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
             let h = hierarchy(graph).map_err(|e| CliError(e.to_string()))?;
             print!("{}", print_hierarchy(graph, &h));
         }
+        Stage::Grad => print!("{}", super::grad_graph::print_stage(graph)?),
         other => {
             return fail(format!(
-                "--stage {}: a graph has the stages `graph`, `hierarchy`, `prepared`, `kernels` and `memory` (this \
+                "--stage {}: a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels` and `memory` (this \
                  file has control flow; the loop-IR stages are for programs)",
                 other
                     .to_possible_value()
