@@ -8,15 +8,18 @@
 //! - [`stack`]: the loop stack, its counts and loop-end functions;
 //! - [`drive`]: the run of a node list with chunk nodes, shared by the graph
 //!   interpreter and the executor;
+//! - [`print`]: `uop print --stage partitions`;
 //! - [`variants`]: the graph with other chunk sizes, or without its loops.
 
 pub mod drive;
 pub mod partition;
+pub mod print;
 pub mod stack;
 pub mod variants;
 
 pub use drive::{LoopHooks, LoopSteps, Looped, OutputRows, drive, rows_of};
 pub use partition::{LoopError, Partitions, analyze, looped_rows, partitions};
+pub use print::print_partitions;
 pub use stack::{
     DefaultLoopEnd, Level, LoopControl, LoopCounts, LoopEnd, LoopStack, MAX_LOOPS, default_loop_end,
 };

@@ -274,12 +274,7 @@ pub(crate) fn violations(graph: &Graph) -> Vec<Violation> {
             last = Some((n.id, here));
         }
     }
-    let held: BTreeSet<Ref> = graph
-        .nodes()
-        .iter()
-        .filter(|n| matches!(n.op, Op::Sink))
-        .flat_map(|n| n.inputs.iter().copied())
-        .collect();
+    let held = held_by_sinks(graph);
     for r in &p.sink {
         if !held.contains(r) {
             out.push(Violation {
@@ -291,6 +286,16 @@ pub(crate) fn violations(graph: &Graph) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Every tensor a Sink of `graph` holds.
+pub(crate) fn held_by_sinks(graph: &Graph) -> BTreeSet<Ref> {
+    graph
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.op, Op::Sink))
+        .flat_map(|n| n.inputs.iter().copied())
+        .collect()
 }
 
 /// Orders the top-level definitions of a graph with chunk nodes for running: stably

@@ -14,10 +14,9 @@
 //! every chunk node's input, that no Sink holds yet goes into one new Sink at the end
 //! (one rewrite), which keeps them alive across the iterations in the memory plan.
 
-use std::collections::BTreeSet;
-
 use super::{Budget, PrepareOptions};
 use crate::ir::{Graph, Node, NodeId, Op, Ref};
+use crate::looping::partition::held_by_sinks;
 use crate::looping::partitions;
 use crate::rewrite::{append_nodes, move_nodes};
 
@@ -49,12 +48,7 @@ pub fn loops(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Resu
                 .map_err(|e| format!("sorting the nodes by partition before {chunk}: {e}"))?;
         }
     }
-    let held: BTreeSet<Ref> = graph
-        .nodes()
-        .iter()
-        .filter(|n| matches!(n.op, Op::Sink))
-        .flat_map(|n| n.inputs.iter().copied())
-        .collect();
+    let held = held_by_sinks(graph);
     let missing: Vec<Ref> = p.sink.into_iter().filter(|r| !held.contains(r)).collect();
     if missing.is_empty() || !budget.spend() {
         return Ok(());
