@@ -131,7 +131,7 @@ fn what_graphs_do_not_have_yet_is_a_clear_error() {
     let o = uop(&["print", "examples/graphs/power_loop.uop", "--stage", "opt"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(
-        "a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels` and `memory`"
+        "a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels`, `memory`, `schedule` and `partitions`"
     ));
     let o = uop(&["stats", "examples/graphs/power_loop.uop", "--json"]);
     assert_eq!(o.status.code(), Some(1));
@@ -302,12 +302,13 @@ fn print_stage_prepared_shows_the_graph_after_the_prepare_passes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(headers.len(), 8, "{out}");
+    assert_eq!(headers.len(), 9, "{out}");
     assert!(headers[0].starts_with("# after pass simplify: "));
     assert!(headers[4].starts_with("# after pass kernels: "));
     assert!(headers[5].starts_with("# after pass consts: "));
-    assert!(headers[6].starts_with("# after pass memory: "));
-    assert_eq!(headers[7], "# prepared");
+    assert!(headers[6].starts_with("# after pass loops: "));
+    assert!(headers[7].starts_with("# after pass memory: "));
+    assert_eq!(headers[8], "# prepared");
     assert!(out.ends_with(PREPARED));
     let o = uop(&[
         "print",
@@ -335,7 +336,7 @@ fn time_passes_prints_a_table_and_disable_pass_and_rewrite_limit_change_the_resu
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stderr(&o);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 9, "{table}");
+    assert_eq!(lines.len(), 10, "{table}");
     for word in ["pass", "wall ms", "nodes", "kernels", "changed"] {
         assert!(lines[0].contains(word), "{table}");
     }
@@ -386,7 +387,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, memory)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, loops, memory)"
         ),
         "{}",
         stderr(&o)
@@ -397,10 +398,10 @@ fn prepare_flags_name_graph_passes() {
         "--stage",
         "prepared",
         "--print-after",
-        "loops",
+        "fuse",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--print-after loops: there is no graph pass"));
+    assert!(stderr(&o).contains("--print-after fuse: there is no graph pass"));
     let o = uop(&[
         "print",
         "examples/graphs/power_loop.uop",
@@ -437,4 +438,52 @@ fn print_stage_kernels_lists_each_kernel_with_its_members_and_program() {
         ]
     );
     assert!(out.contains("  v4 = maximum(v3, 0.0)\n"), "{out}");
+}
+
+/// Runs `file` on seeded random inputs with `dims` on `backend`; returns output `y`.
+fn run_random(backend: &str, file: &str, dims: &[&str]) -> Tensor {
+    let dir = scratch(&format!("graph-random-{backend}"));
+    let out = dir.join("y.npy");
+    let out_arg = format!("y={}", out.display());
+    let mut args = vec!["run", file, "--random", "3", "--backend", backend];
+    for d in dims {
+        args.extend(["--dim", d]);
+    }
+    args.extend(["--output", &out_arg]);
+    let o = uop(&args);
+    assert!(o.status.success(), "{backend} {file}: {}", stderr(&o));
+    read_npy(&out).expect("output written")
+}
+
+#[test]
+fn the_chunked_mlp_gives_the_mlps_results_on_every_backend() {
+    // 2,500 rows: chunks of 1,024, 1,024 and a ragged 452.
+    let dims = ["B=2500", "D=3", "H=5", "O=2"];
+    let expected = run_random("interp", "examples/graphs/mlp.uop", &dims);
+    assert_eq!(expected.shape, [2500, 2]);
+    for backend in ["interp", "cranelift", "loops"] {
+        let found = run_random(backend, "examples/graphs/chunked_mlp.uop", &dims);
+        assert_eq!(found.shape, expected.shape, "{backend}");
+        // The interpreter: bit for bit; the JIT may reassociate the matmul's sums.
+        let tolerance = if backend == "interp" { 0.0 } else { 1e-5 };
+        for (f, e) in found.data.iter().zip(&expected.data) {
+            assert!(
+                (f - e).abs() <= tolerance * e.abs().max(1.0),
+                "{backend}: {f} vs {e}"
+            );
+        }
+    }
+    let o = uop(&[
+        "print",
+        "examples/graphs/chunked_mlp.uop",
+        "--stage",
+        "partitions",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("# 1 chunk node(s), partitions 0..=1\n"),
+        "{text}"
+    );
+    assert!(text.contains("sink "), "{text}");
 }

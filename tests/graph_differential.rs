@@ -143,3 +143,69 @@ fn random_graphs_on_cranelift_equal_the_interpreter() {
 fn random_graphs_on_the_loop_interpreter_equal_the_interpreter() {
     sweep(Backend::Loops);
 }
+
+/// `g` looped with chunks of `size` on `backend` against the interpreter on `g`
+/// without its loops (`uop_graph::looping::unchunked`).
+fn check_chunked(g: &Graph, backend: Backend, seed: u64, size: i64) -> Result<(), String> {
+    let looped = uop_graph::looping::with_chunk_size(g, &uop::codegen::index::Expr::Int(size));
+    let inputs = uop_graph::random::random_inputs(g, 7, seed);
+    let options = RunOptions {
+        max_iterations: Some(MAX_ITERATIONS),
+    };
+    let expected = run_with(
+        &uop_graph::looping::unchunked(g),
+        &inputs,
+        &HashMap::new(),
+        &options,
+    )
+    .map_err(|e| format!("the unchunked graph does not run: {e}"))?
+    .outputs;
+    let exe = compile_with(
+        &looped,
+        &ExecOptions {
+            backend,
+            max_iterations: Some(MAX_ITERATIONS),
+            ..ExecOptions::default()
+        },
+    )
+    .map_err(|e| format!("chunks of {size}: {e}"))?;
+    let found = exe
+        .run(&inputs)
+        .map_err(|e| format!("chunks of {size}: {e}"))?;
+    let exact = exact(g);
+    if found.len() != expected.len() || found.iter().zip(&expected).any(|(f, e)| !same(f, e, exact))
+    {
+        return Err(format!(
+            "chunks of {size}: {:?}, unchunked {:?}",
+            found.iter().map(|t| &t.data).collect::<Vec<_>>(),
+            expected.iter().map(|t| &t.data).collect::<Vec<_>>()
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn chunked_random_graphs_on_the_executor_equal_the_unchunked_interpreter() {
+    let mut looped = 0;
+    for seed in 0..seeds() {
+        let g = random_graph(seed, &RandomOptions::default()).expect("builds");
+        if !g.nodes().iter().any(|n| matches!(n.op, Op::Chunk { .. })) {
+            continue;
+        }
+        looped += 1;
+        for backend in [Backend::Cranelift, Backend::Loops] {
+            // 7 rows: chunks of 1, ragged 3, and larger than the batch.
+            for size in [1, 3, 100] {
+                if let Err(found) = check_chunked(&g, backend, seed, size) {
+                    let repro = reproducer(
+                        &g,
+                        &|g| check_chunked(g, backend, seed, size).is_err(),
+                        &found,
+                    );
+                    panic!("seed {seed}, {backend:?}: {found}\nreproducer:\n{repro}");
+                }
+            }
+        }
+    }
+    assert!(looped >= seeds() as usize / 10, "{looped} looped graphs");
+}

@@ -190,7 +190,9 @@ pub fn hierarchy(graph: &Graph) -> Result<Hierarchy, HierarchyError> {
         }
         children.entry(h.placement[&n.id]).or_default().push(n.id);
     }
-    let top = entries(graph, &children, None);
+    let mut top = entries(graph, &children, None);
+    // A graph with chunk nodes runs its top level by partition (§20).
+    crate::looping::partition::order_top(graph, &mut top);
     Ok(Hierarchy { top, ..h })
 }
 

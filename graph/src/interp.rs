@@ -14,8 +14,12 @@
 //!   the number of branches is an error; `if`: `c != 0` takes `then`;
 //! - `parallel`: the body runs for `$i` in `0..N`; output k stacks the iterations'
 //!   k-th results on a new axis 0;
-//! - `call` runs its body; `chunk` passes its input through; Const gives its tensor;
-//!   Kernel runs its program; Sink does nothing.
+//! - `call` runs its body; Const gives its tensor; Kernel runs its program; Sink
+//!   does nothing;
+//! - `chunk` (DESIGN.md §20): a graph with chunk nodes runs its top level through the
+//!   loop stack (`crate::looping`, `docs/graph-looping.md`): every node downstream of
+//!   a chunk node runs once per chunk of its rows, and the outputs are written chunk
+//!   by chunk; [`run_with_hooks`] takes custom loop-end functions.
 //!
 //! Every error names the node (`%7: ...`) or the graph input.
 
@@ -30,6 +34,10 @@ use uop_codegen::uop::{BindError, DType, InputDecl, Program, bind_inputs, concre
 use crate::hierarchy::{Entry, HierarchyError, SubFunction, hierarchy};
 use crate::infer::{call_program_in, list};
 use crate::ir::{Call, Graph, Interface, Node, NodeId, Op, Ref, Source, ValueType};
+use crate::looping::{LoopError, LoopHooks};
+
+#[path = "interp_looped.rs"]
+mod looped;
 
 /// Why a graph could not run.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -57,6 +65,9 @@ pub enum RunError {
     /// A `$param` the graph declares has no value.
     #[error("parameter `${0}` has no value (pass --param {0}=N)")]
     MissingParam(String),
+    /// A graph-looping rule is broken (`docs/graph-looping.md`).
+    #[error(transparent)]
+    Loop(#[from] LoopError),
     /// A node failed.
     #[error("{node}: {message}")]
     Node {
@@ -93,6 +104,11 @@ pub struct Trace {
     /// For each `case` / `if`: the branch taken each time it ran (`-1`: the arguments
     /// passed through).
     pub branches: HashMap<NodeId, Vec<i64>>,
+    /// For each chunk node: the rows of each chunk it gave (first row, rows).
+    pub chunks: HashMap<NodeId, Vec<(u64, u64)>>,
+    /// In a graph with chunk nodes: where each chunk of the outputs went (first row,
+    /// rows).
+    pub output_chunks: Vec<(u64, u64)>,
 }
 
 /// The outputs of a run and its [`Trace`].
@@ -120,6 +136,18 @@ pub fn run_with(
     params: &HashMap<String, i64>,
     options: &RunOptions,
 ) -> Result<Run, RunError> {
+    run_with_hooks(graph, inputs, params, options, &mut LoopHooks::new())
+}
+
+/// [`run_with`] with custom loop-end functions for chunk nodes (a chunk node without
+/// one uses [`crate::looping::default_loop_end`]).
+pub fn run_with_hooks(
+    graph: &Graph,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    options: &RunOptions,
+    hooks: &mut LoopHooks<'_>,
+) -> Result<Run, RunError> {
     let h = hierarchy(graph)?;
     let input = graph
         .node(h.input)
@@ -135,13 +163,21 @@ pub fn run_with(
         trace: Trace::default(),
     };
     m.values.insert(h.input, inputs.to_vec());
-    m.entries(&h.top)?;
-    let outputs = graph
-        .interface
-        .outputs
+    let chunked = graph
+        .nodes()
         .iter()
-        .map(|s| m.source(h.input, s))
-        .collect::<Result<Vec<_>, _>>()?;
+        .any(|n| matches!(n.op, Op::Chunk { .. }));
+    let outputs = if chunked {
+        looped::run_top(&mut m, &h.top, h.input, hooks)?
+    } else {
+        m.entries(&h.top)?;
+        graph
+            .interface
+            .outputs
+            .iter()
+            .map(|s| m.source(h.input, s))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     Ok(Run {
         outputs,
         trace: m.trace,
@@ -384,6 +420,7 @@ impl Machine<'_> {
             Op::Case { .. } => self.case(node, e, inputs)?,
             Op::Parallel { count, .. } => self.parallel(node, e, count, inputs)?,
             Op::NoInline { .. } => self.sub_function(node, sub(node, e, 0)?, inputs)?,
+            // Given by the loop driver; a chunk reached here runs on the whole input.
             Op::Chunk { .. } => inputs,
             Op::Sink => Vec::new(),
         };

@@ -39,6 +39,7 @@ pub mod infer;
 pub mod interp;
 pub mod ir;
 pub mod kernels;
+pub mod looping;
 pub mod memory;
 pub mod pass;
 pub mod random;
@@ -52,7 +53,9 @@ pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };
-pub use interp::{Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with};
+pub use interp::{
+    Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with, run_with_hooks,
+};
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     Source, ValueType,

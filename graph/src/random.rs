@@ -15,8 +15,12 @@
 //!   again on the same values: a **shared sub-expression**;
 //! - `reduce_sum` of a vector, or, inside a `parallel` body, **element `$k` of a
 //!   vector** (`reindex(v, [], [$k])`, binding the innermost body's index);
-//! - a scalar constant, or a **`chunk`**: the first of a vector, each later one of the
-//!   previous chunk, at most four (so the §20 partition rules hold);
+//! - a scalar constant, or (at the top level) a request for a **`chunk`**: a graph
+//!   that asked for `k` chunks (at most four) ends in a *looped tail* instead of
+//!   free outputs: a chunk of a top-level vector, element-wise calls over the looped
+//!   values, top-level scalars and 0.25, a chunk of one of those, ... `k` chunk
+//!   nodes in a chain, and outputs from the last loop (so the rules of §20 and
+//!   `docs/graph-looping.md` hold: the looped graph gives the unlooped results);
 //! - below [`RandomOptions::depth`], a super node whose bodies are scopes of their own:
 //!   `while` (a counter state bounded by its condition, which may also read a closure,
 //!   plus up to two more states), `if` over a visible scalar, `case` with one to three
@@ -146,7 +150,6 @@ pub fn random_graph(seed: u64, options: &RandomOptions) -> Result<Graph, BuildEr
         scopes: Vec::new(),
         index: Vec::new(),
         chunks: 0,
-        last_chunk: None,
         exprs: Vec::new(),
     };
     let x = g.input("x", DType::F32, &["N"])?;
@@ -158,6 +161,12 @@ pub fn random_graph(seed: u64, options: &RandomOptions) -> Result<Graph, BuildEr
     }
     maker.statements(&mut g, 0)?;
     let outputs = 1 + maker.rng.below(options.outputs.max(1));
+    if maker.chunks > 0 {
+        for v in maker.looped_tail(&mut g, outputs)? {
+            g.output(v);
+        }
+        return Ok(g.finish());
+    }
     for _ in 0..outputs {
         if maker.rng.chance(10) {
             g.output(Source::Scalar(0.5));
@@ -180,10 +189,9 @@ struct Gen {
     scopes: Vec<Vec<Ref>>,
     /// `$name`s of the enclosing `parallel` bodies.
     index: Vec<String>,
-    /// Chunk nodes made so far, and the last one: a new chunk reads it, so each
-    /// chunk is downstream of the previous one.
+    /// Chunk nodes asked for (made in the looped tail, a chain: each chunk is
+    /// downstream of the previous one).
     chunks: usize,
-    last_chunk: Option<Ref>,
     /// The element-wise calls made so far (op, inputs), to repeat as shared
     /// sub-expressions.
     exprs: Vec<(&'static str, Vec<Ref>)>,
@@ -347,22 +355,62 @@ impl Gen {
         Ok(())
     }
 
-    /// A Chunk node: the first of a visible vector, each later one of the previous
-    /// chunk (when it is visible here), at most [`MAX_CHUNKS`]. False when none fits.
-    fn chunk(&mut self, g: &mut GraphBuilder) -> R<bool> {
-        if self.chunks >= MAX_CHUNKS {
+    /// Asks for one more chunk node in the looped tail (at the top level only, at
+    /// most [`MAX_CHUNKS`]). False when none fits.
+    fn chunk(&mut self, _: &mut GraphBuilder) -> R<bool> {
+        if self.chunks >= MAX_CHUNKS || self.scopes.len() != 1 {
             return Ok(false);
         }
-        let x = match self.last_chunk {
-            None => self.typed(g, &vector())?,
-            Some(c) if self.visible().contains(&c) => c,
-            Some(_) => return Ok(false),
-        };
-        let r = g.chunk(x, Expr::Int(2))?;
         self.chunks += 1;
-        self.last_chunk = Some(r);
-        self.add(r);
         Ok(true)
+    }
+
+    /// The looped tail of a graph that asked for chunks: a chunk node of a top-level
+    /// vector, element-wise calls over it (with each other, with top-level scalars
+    /// and with 0.25), then a chunk of one of those, and so on; returns `outputs`
+    /// values of the last loop. So the graph keeps the rules of
+    /// `docs/graph-looping.md`: every looped value keeps its rows, and only values
+    /// of one loop meet.
+    fn looped_tail(&mut self, g: &mut GraphBuilder, outputs: usize) -> R<Vec<Ref>> {
+        let top = self.scopes[0].clone();
+        let scalars: Vec<Ref> = top
+            .iter()
+            .copied()
+            .filter(|r| g.type_of(*r).is_ok_and(|t| *t == scalar()))
+            .collect();
+        let mut source = self.typed(g, &vector())?;
+        let mut looped = Vec::new();
+        // Half the time one more: loops in loops.
+        if self.chunks < MAX_CHUNKS && self.rng.chance(50) {
+            self.chunks += 1;
+        }
+        for _ in 0..self.chunks {
+            let c = g.chunk(source, Expr::Int(2))?;
+            looped = vec![c];
+            for _ in 0..1 + self.rng.below(3) {
+                let a = *self.rng.pick(&looped);
+                let r = match self.rng.below(3) {
+                    0 => {
+                        let op = *self.rng.pick(&["neg", "abs", "tanh", "sin"]);
+                        g.op(op, &[a])?
+                    }
+                    1 => {
+                        let b = *self.rng.pick(&looped);
+                        let op = *self.rng.pick(&["add", "mul", "sub"]);
+                        g.op(op, &[a, b])?
+                    }
+                    _ if !scalars.is_empty() && self.rng.chance(60) => {
+                        let b = *self.rng.pick(&scalars);
+                        let op = *self.rng.pick(&["add", "mul", "sub"]);
+                        g.op(op, &[a, b])?
+                    }
+                    _ => g.call("mul", &[a.into(), Arg::Float(0.25)], &[])?,
+                };
+                looped.push(r);
+            }
+            source = *self.rng.pick(&looped);
+        }
+        Ok((0..outputs).map(|_| *self.rng.pick(&looped)).collect())
     }
 
     /// A body: statements over `params` (and the enclosing scopes), returning values

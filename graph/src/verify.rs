@@ -67,8 +67,10 @@ impl Checks {
     /// sub-function Input nodes are exempt (they may stand anywhere before their
     /// super node, also among the Consts) (after the `consts` pass ran).
     pub const CONSTS_FIRST: Checks = Checks(2);
-    /// Graph-looping partitions (§20); for now: at most 4 Chunk nodes, each
-    /// downstream of the previous one.
+    /// Graph-looping partitions (§20, after the `loops` pass ran): at most 4 chunk
+    /// nodes, each downstream of the previous one, every graph output in the last
+    /// partition, uop's rules of `docs/graph-looping.md`, the nodes sorted by
+    /// partition and every tensor read in a later partition held by a Sink.
     pub const PARTITIONS: Checks = Checks(4);
     /// Every flag.
     pub const ALL: Checks = Checks(7);
@@ -176,7 +178,7 @@ pub fn verify(graph: &Graph, checks: Checks) -> Result<(), VerifyError> {
         v.consts_first();
     }
     if checks.contains(Checks::PARTITIONS) {
-        v.out.extend(check_partitions(graph, &v.first));
+        v.out.extend(check_partitions(graph));
     }
     if v.out.is_empty() {
         Ok(())
@@ -185,47 +187,9 @@ pub fn verify(graph: &Graph, checks: Checks) -> Result<(), VerifyError> {
     }
 }
 
-/// The §20 partition rules checked by [`Checks::PARTITIONS`]: at most 4 Chunk nodes
-/// (loop-control nodes), each downstream (through uses) of the previous one.
-///
-/// `first` maps each id to its first position in the list.
-fn check_partitions(graph: &Graph, first: &HashMap<NodeId, usize>) -> Vec<Violation> {
-    let mut out = Vec::new();
-    let nodes = graph.nodes();
-    let chunks: Vec<usize> = (0..nodes.len())
-        .filter(|&p| matches!(nodes[p].op, Op::Chunk { .. }))
-        .collect();
-    if chunks.len() > 4 {
-        let ids: Vec<NodeId> = chunks.iter().map(|&p| nodes[p].id).collect();
-        out.push(Violation {
-            message: format!(
-                "{} chunk nodes ({}), at most 4 loop-control nodes are allowed",
-                ids.len(),
-                join(&ids)
-            ),
-            nodes: ids,
-        });
-    }
-    for pair in chunks.windows(2) {
-        let (prev, next) = (pair[0], pair[1]);
-        // Everything reachable from `prev` through uses: only later nodes can be.
-        let mut reached = vec![false; nodes.len()];
-        reached[prev] = true;
-        for p in prev + 1..=next {
-            reached[p] = nodes[p]
-                .uses()
-                .iter()
-                .any(|r| first.get(&r.node).is_some_and(|&q| q < p && reached[q]));
-        }
-        if !reached[next] {
-            let (a, b) = (nodes[prev].id, nodes[next].id);
-            out.push(Violation {
-                nodes: vec![b, a],
-                message: format!("{b}: chunk not downstream of the previous loop-control node {a}"),
-            });
-        }
-    }
-    out
+/// The §20 partition rules checked by [`Checks::PARTITIONS`] (`crate::looping`).
+fn check_partitions(graph: &Graph) -> Vec<Violation> {
+    crate::looping::partition::violations(graph)
 }
 
 /// The ids as `%a, %b`.

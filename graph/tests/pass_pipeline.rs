@@ -45,7 +45,7 @@ fn the_pipeline_is_in_the_documented_order_and_every_pass_says_what_it_guarantee
     assert_eq!(
         pass_names(),
         [
-            "simplify", "fold", "cse", "dead", "kernels", "consts", "memory"
+            "simplify", "fold", "cse", "dead", "kernels", "consts", "loops", "memory"
         ]
     );
     assert!(pipeline().iter().all(|p| p.doc.len() > 20));
@@ -115,6 +115,7 @@ output w, n
             ("dead", 8),
             ("kernels", 0),
             ("consts", 2),
+            ("loops", 0),
             ("memory", 0)
         ]
     );
@@ -131,10 +132,10 @@ fn unknown_pass_names_are_errors_listing_the_graph_passes() {
     let err = prepare(g.clone(), &options).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts, memory"
+        "unknown pass `fuse`; the passes are: simplify, fold, cse, dead, kernels, consts, loops, memory"
     );
     let options = PrepareOptions {
-        print_after: PrintAfter::Named(vec!["loops".into()]),
+        print_after: PrintAfter::Named(vec!["fuse".into()]),
         ..PrepareOptions::default()
     };
     assert!(matches!(
@@ -162,6 +163,7 @@ fn disabled_passes_are_reported_and_class_flags_skip_passes_with_nothing_to_do()
             ("dead", Status::Ran),
             ("kernels", Status::Ran),
             ("consts", Status::Skipped),
+            ("loops", Status::Skipped),
             ("memory", Status::Ran),
         ]
     );
@@ -202,11 +204,11 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         ..PrepareOptions::default()
     };
     let (_, all) = prepare(g, &options).unwrap();
-    assert_eq!(all.printed.len(), 7);
-    assert_eq!(all.printed[6].1, print_graph(&after));
+    assert_eq!(all.printed.len(), 8);
+    assert_eq!(all.printed[7].1, print_graph(&after));
     let table = report.table();
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 9, "{table}");
+    assert_eq!(lines.len(), 10, "{table}");
     assert!(
         lines[0].starts_with("pass")
             && lines[0].contains("nodes")
@@ -217,8 +219,9 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
         lines[4].starts_with("dead") && lines[4].contains("yes"),
         "{table}"
     );
-    assert!(lines[7].starts_with("memory") && lines[7].contains(" no "));
-    assert!(lines[8].starts_with("total"));
+    assert!(lines[7].starts_with("loops") && lines[7].contains("skipped"));
+    assert!(lines[8].starts_with("memory") && lines[8].contains(" no "));
+    assert!(lines[9].starts_with("total"));
     assert!(
         report
             .passes

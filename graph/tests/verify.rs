@@ -549,9 +549,18 @@ fn chunks_must_follow_each_other_and_be_at_most_four() {
     b.output(s);
     let g = b.finish();
     assert_eq!(report(&g, Checks::DEAD), "");
+    let found = report(&g, Checks::PARTITIONS);
     assert_eq!(
-        report(&g, Checks::PARTITIONS),
-        "%3: chunk not downstream of the previous loop-control node %2"
+        found.lines().next(),
+        Some("%3: chunk not downstream of the previous loop-control node %2"),
+        "{found}"
+    );
+    // No Sink yet: what crosses a partition is reported too.
+    assert!(
+        found.contains(
+            "%2 is read in a later partition than its own (or by a chunk), but no Sink holds it"
+        ),
+        "{found}"
     );
 
     let mut b = GraphBuilder::new(DType::F32);
@@ -563,9 +572,12 @@ fn chunks_must_follow_each_other_and_be_at_most_four() {
     }
     b.output(v);
     let g = b.finish();
-    assert_eq!(
-        report(&g, Checks::PARTITIONS),
-        "5 chunk nodes (%2, %4, %6, %8, %10), at most 4 loop-control nodes are allowed"
+    let found = report(&g, Checks::PARTITIONS);
+    assert!(
+        found.contains(
+            "5 chunk nodes (%2, %4, %6, %8, %10), at most 4 loop-control nodes are allowed"
+        ),
+        "{found}"
     );
 }
 
@@ -590,8 +602,8 @@ fn a_graph_with_nested_super_nodes_built_by_the_builder_verifies() {
     let mut b = GraphBuilder::new(DType::F32);
     let x = b.input("x", DType::F32, &["N"]).unwrap();
     let y = b.input("y", DType::F32, &[]).unwrap();
-    let xc = b.chunk(x, Expr::Int(4)).unwrap();
-    let e = b.op("exp", &[xc]).unwrap();
+    // (No chunk: a chunk loop holds no control flow; see `pass_loops.rs`.)
+    let e = b.op("exp", &[x]).unwrap();
     let total = b
         .call("reduce_sum", &[e.into(), Arg::exprs(&["0"]).unwrap()], &[])
         .unwrap();
@@ -642,7 +654,7 @@ fn a_graph_with_nested_super_nodes_built_by_the_builder_verifies() {
     b.output(p[0]);
     let g = b.finish();
     let kinds: std::collections::BTreeSet<&str> = g.nodes().iter().map(|n| n.op.kind()).collect();
-    for k in ["while", "if", "case", "parallel", "noinline", "chunk"] {
+    for k in ["while", "if", "case", "parallel", "noinline"] {
         assert!(kinds.contains(k), "{k} missing");
     }
     assert_eq!(report(&g, Checks::DEAD | Checks::PARTITIONS), "");

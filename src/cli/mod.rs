@@ -94,7 +94,8 @@ pub enum Stage {
     /// The definition hierarchy of a graph: each definition inside the innermost
     /// function it must be in, loop invariants hoisted.
     Hierarchy,
-    /// A graph after the prepare passes (simplify, fold, cse, dead, kernels, consts, memory).
+    /// A graph after the prepare passes (simplify, fold, cse, dead, kernels, consts, loops,
+    /// memory).
     Prepared,
     /// The kernels the prepare passes form: each kernel's members, what it reads and
     /// gives, and its program in the `.uop` text format.
@@ -106,6 +107,9 @@ pub enum Stage {
     /// The static schedule of the prepared graph: per stream its steps (run, signal,
     /// wait) with every node's rank; `--streams N` caps the streams, `--dot` draws it.
     Schedule,
+    /// The graph-looping partitions of the prepared graph: each node's partition (a
+    /// `chunk` opens the next) and the tensors the Sink holds.
+    Partitions,
 }
 
 #[derive(Subcommand, Debug)]

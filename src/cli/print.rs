@@ -78,7 +78,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     // `--stage schedule` schedules the prepared graph: its flags are the graph passes'.
     let graph_passes = matches!(
         args.stage,
-        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule
+        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule | Stage::Partitions
     );
     if !graph_passes {
         prepare_flags_unused(args)?;
@@ -127,7 +127,8 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
         | Stage::Prepared
         | Stage::Kernels
         | Stage::Memory
-        | Stage::Schedule => {
+        | Stage::Schedule
+        | Stage::Partitions => {
             // The file itself as a graph: its macro-op calls stay calls (the `kernels`
             // pass groups them by what they compute).
             let graph = source::load_graph(&args.program)?;
@@ -147,7 +148,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     }
     if matches!(
         args.stage,
-        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule
+        Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule | Stage::Partitions
     ) {
         return print_prepared(args, graph);
     }
@@ -170,7 +171,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         Stage::Grad => print!("{}", super::grad_graph::print_stage(graph)?),
         other => {
             return fail(format!(
-                "--stage {}: a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels` and `memory` (this \
+                "--stage {}: a graph has the stages `graph`, `hierarchy`, `grad`, `prepared`, `kernels`, `memory`, `schedule` and `partitions` (this \
                  file has control flow; the loop-IR stages are for programs)",
                 other
                     .to_possible_value()
@@ -334,6 +335,7 @@ fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
         Stage::Kernels => print!("{}", print_kernels(&prepared)),
         Stage::Memory => print_memory_stage(args, &prepared, graph)?,
         Stage::Schedule => print!("{}", schedule_text(args, &prepared)?),
+        Stage::Partitions => print!("{}", uop_graph::looping::print_partitions(&prepared)),
         _ => print!("{}", print_graph(&prepared)),
     }
     if args.time_passes {

@@ -63,9 +63,10 @@ use std::sync::{Arc, Mutex};
 use thiserror::Error;
 use uop_codegen::index::Bindings;
 use uop_codegen::tensor::Tensor;
+use uop_graph::looping::LoopHooks;
 use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory};
 use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
-use uop_graph::{Graph, HierarchyError, NodeId, RunError, bind_graph_inputs, hierarchy};
+use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, hierarchy};
 
 use exec::build::{Steps, build};
 use exec::memory::{Arena, Layout, Memory};
@@ -139,6 +140,8 @@ pub struct Executable {
     spare: Mutex<Vec<(Arena, Vec<Option<Value>>)>>,
     /// Element buffers allocated (arenas and owned buffers).
     allocations: AtomicU64,
+    /// The graph has chunk nodes: runs go through the loop stack.
+    looped: bool,
 }
 
 /// Prepares `graph` with the default pipeline and compiles it for Cranelift.
@@ -154,7 +157,6 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
     let h = hierarchy(&prepared)?;
     let steps = build(&prepared, &h, options.backend)?;
     Ok(Executable {
-        graph: prepared,
         report,
         nodes_before,
         steps,
@@ -163,6 +165,11 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
         layouts: Mutex::new(HashMap::new()),
         spare: Mutex::new(Vec::new()),
         allocations: AtomicU64::new(0),
+        looped: prepared
+            .nodes()
+            .iter()
+            .any(|n| matches!(n.op, Op::Chunk { .. })),
+        graph: prepared,
     })
 }
 
@@ -180,6 +187,17 @@ impl Executable {
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
     ) -> Result<Vec<Tensor>, GraphError> {
+        self.run_with_hooks(inputs, params, &mut LoopHooks::new())
+    }
+
+    /// [`Executable::run_with_params`] with custom loop-end functions for chunk nodes
+    /// (DESIGN.md §20; a chunk node without one uses the default).
+    pub fn run_with_hooks(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+        hooks: &mut LoopHooks<'_>,
+    ) -> Result<Vec<Tensor>, GraphError> {
         let bindings = bind_graph_inputs(&self.graph, inputs, params)?;
         let layout = self.layout(&bindings, params)?;
         let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -195,7 +213,9 @@ impl Executable {
                 *v = None;
             }
         }
-        let result = self.run_on(&mut arena, &mut store, &layout, inputs, params, bindings);
+        let result = self.run_on(
+            &mut arena, &mut store, &layout, inputs, params, bindings, hooks,
+        );
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -211,6 +231,7 @@ impl Executable {
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
         bindings: Bindings,
+        hooks: &mut LoopHooks<'_>,
     ) -> Result<Vec<Tensor>, GraphError> {
         let top = &self.steps.top;
         let mem = Memory::new(arena, layout, &self.allocations);
@@ -236,6 +257,15 @@ impl Executable {
             params: params.clone(),
             bindings,
         };
+        if self.looped {
+            return Ok(exec::looped::run_top(
+                &mut machine,
+                &self.graph,
+                top,
+                input_node,
+                hooks,
+            )?);
+        }
         machine.steps(&top.steps)?;
         let outputs = top
             .results

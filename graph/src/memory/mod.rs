@@ -11,7 +11,9 @@
 //!    writing over an input that dies there (in place), a `while`'s carried state, a
 //!    sub-function result written straight into its super node's output.
 //! 3. **Sizes** (`size`): from the dims, with checked arithmetic, rounded up to
-//!    [`ALIGN`] bytes.
+//!    [`ALIGN`] bytes; a value inside a chunk loop (§20) holds one chunk's rows
+//!    ([`crate::looping::looped_rows`]), and a Sink keeps what a later iteration
+//!    reads alive to the end.
 //! 4. **Placement** ([`place`]): best fit and first fit over several orders, the
 //!    smallest arena kept; the lower bound is the fullest step.
 //!
@@ -199,8 +201,13 @@ pub fn plan_memory(graph: &Graph, dims: &HashMap<String, i64>) -> Result<MemoryP
     let overflow = |what: String| MemoryError::Overflow(what);
     let mut bytes: BTreeMap<Ref, usize> = BTreeMap::new();
     let mut intermediates = 0usize;
+    // Inside a chunk loop a value holds one chunk's rows (§20).
+    let looped = crate::looping::looped_rows(graph, &env);
     for (r, v) in &a.values {
-        let b = value_bytes(*r, &v.ty, &env)?;
+        let b = match looped.get(&r.node) {
+            Some(&rows) => value_bytes(*r, &chunk_type(&v.ty, rows), &env)?,
+            None => value_bytes(*r, &v.ty, &env)?,
+        };
         let rounded = size::aligned(b).ok_or_else(|| overflow(format!("{r} has {b} bytes")))?;
         intermediates = intermediates
             .checked_add(rounded)
@@ -244,6 +251,15 @@ pub fn plan_memory(graph: &Graph, dims: &HashMap<String, i64>) -> Result<MemoryP
         dims: dims.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         strategy: placement.strategy,
     })
+}
+
+/// `ty` with `rows` rows: a value inside a chunk loop.
+fn chunk_type(ty: &ValueType, rows: i64) -> ValueType {
+    let mut t = ty.clone();
+    if let Some(d) = t.shape.first_mut() {
+        *d = uop_codegen::index::Expr::Int(rows);
+    }
+    t
 }
 
 /// The bytes of value `r` of type `ty`; the error names the value.

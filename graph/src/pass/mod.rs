@@ -9,8 +9,8 @@
 //! | 4 | `dead` | no dead node ([`Checks::DEAD`]) |
 //! | 5 | `kernels` | the calls of each scope grouped into fused Kernel nodes (`docs/graph-kernels.md`) |
 //! | 6 | `consts` | every Const before every other node ([`Checks::CONSTS_FIRST`]) |
-//! | – | `loops` | (a later issue: graph-looping partitions, §20) |
-//! | 7 | `memory` | every arena value's size is an expression over the input dims and `$params`: [`plan_memory`](crate::memory::plan_memory) gives a plan for any concrete dims (the pass only checks; `docs/graph-memory.md`) |
+//! | 7 | `loops` | partitions numbered, the rules of §20 checked (an error names the nodes), the nodes sorted by partition, every tensor a later partition reads held by a Sink at the end ([`Checks::PARTITIONS`]; `docs/graph-looping.md`) |
+//! | 8 | `memory` | every arena value's size is an expression over the input dims and `$params`: [`plan_memory`](crate::memory::plan_memory) gives a plan for any concrete dims (the pass only checks; `docs/graph-memory.md`) |
 //!
 //! Each pass follows seed 001's three phases through the [rewrite utilities](crate::rewrite):
 //! \[A\] match with the graph read-only, \[B\] build the new nodes, \[C\] apply in one
@@ -66,6 +66,7 @@ mod cse;
 mod dead;
 mod fold;
 mod kernels;
+mod loops;
 mod memory;
 mod report;
 mod simplify;
@@ -85,6 +86,7 @@ pub use cse::cse;
 pub use dead::dead;
 pub use fold::{evaluate_call, fold};
 pub use kernels::kernels;
+pub use loops::loops;
 pub use memory::memory;
 pub use report::{PassReport, Report, Status};
 pub use simplify::simplify;
@@ -182,6 +184,15 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         classes: Classes::Kinds(&[Kind::Const]),
         establishes: Checks::CONSTS_FIRST,
         run: consts,
+    },
+    Pass {
+        name: "loops",
+        doc: "numbers the graph-looping partitions (a chunk node opens the next), checks \
+              the rules of DESIGN.md §20, sorts the nodes by partition and puts every \
+              tensor a later partition reads into one Sink at the end",
+        classes: Classes::Kinds(&[Kind::Chunk]),
+        establishes: Checks::PARTITIONS,
+        run: loops,
     },
     Pass {
         name: "memory",

@@ -37,6 +37,7 @@ pub fn prepared(g: &Graph, options: &PrepareOptions) -> (Graph, Report) {
             match p.name {
                 "dead" => checks |= Checks::DEAD,
                 "consts" => checks |= Checks::CONSTS_FIRST,
+                "loops" => checks |= Checks::PARTITIONS,
                 _ => {}
             }
         }

@@ -1,0 +1,138 @@
+//! The graph interpreter's run of a graph with chunk nodes (DESIGN.md §20,
+//! `docs/graph-looping.md`): the top level, ordered by partition by the hierarchy,
+//! through the shared [`drive`]r and its loop stack.
+
+use super::{Machine, RunError, node_error};
+use crate::hierarchy::Entry;
+use crate::ir::{NodeId, Op};
+use crate::looping::{LoopHooks, LoopSteps, Looped, OutputRows, drive, partitions, rows_of};
+use uop_codegen::tensor::Tensor;
+
+/// Runs the top level `top` of a graph with chunk nodes; returns the outputs, each
+/// assembled from its chunks.
+pub(super) fn run_top(
+    m: &mut Machine<'_>,
+    top: &[Entry],
+    input: NodeId,
+    hooks: &mut LoopHooks<'_>,
+) -> Result<Vec<Tensor>, RunError> {
+    let p = partitions(m.graph)?;
+    let steps = LoopSteps {
+        chunks: top
+            .iter()
+            .map(|e| {
+                m.graph
+                    .node(e.node)
+                    .filter(|n| matches!(n.op, Op::Chunk { .. }))
+                    .map(|n| n.id)
+            })
+            .collect(),
+        partitions: top.iter().map(|e| p.partition(e.node)).collect(),
+    };
+    let max = m.options.max_iterations;
+    let outputs = m.graph.interface.outputs.len();
+    let mut l = Interp {
+        m,
+        top,
+        input,
+        out: OutputRows::new(outputs),
+    };
+    drive(&steps, hooks, max, &mut l)?;
+    l.out.finish(input)
+}
+
+struct Interp<'r, 'a> {
+    m: &'r mut Machine<'a>,
+    top: &'r [Entry],
+    input: NodeId,
+    out: OutputRows,
+}
+
+impl Interp<'_, '_> {
+    /// Chunk step `k`'s node, its size expression and its input.
+    fn chunk_node(
+        &self,
+        k: usize,
+    ) -> Result<(NodeId, &uop_codegen::index::Expr, &Tensor), RunError> {
+        let id = self.top[k].node;
+        let node = self.m.node(id)?;
+        let Op::Chunk { size, .. } = &node.op else {
+            return Err(node_error(id, "is not a chunk node"));
+        };
+        let r = *node
+            .inputs
+            .first()
+            .ok_or_else(|| node_error(id, "a chunk needs an input"))?;
+        Ok((id, size, self.m.value(id, r)?))
+    }
+}
+
+impl Looped for Interp<'_, '_> {
+    fn step(&mut self, k: usize) -> Result<(), RunError> {
+        self.m.entry(&self.top[k])
+    }
+
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
+        let (id, size, x) = self.chunk_node(k)?;
+        let rows = *x.shape.first().ok_or_else(|| {
+            node_error(
+                id,
+                "a chunk needs a value with an axis 0, got a rank-0 value",
+            )
+        })?;
+        let mut b = self.m.bindings.clone();
+        b.params
+            .extend(self.m.params.iter().map(|(k, v)| (k.clone(), *v)));
+        let c = size
+            .eval(&b)
+            .map_err(|e| node_error(id, format!("the chunk size `{size}`: {e}")))?;
+        if c < 1 {
+            return Err(node_error(
+                id,
+                format!("the chunk size `{size}` is {c}: a chunk has at least 1 row"),
+            ));
+        }
+        Ok((rows as u64, c as u64))
+    }
+
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
+        let (id, _, x) = self.chunk_node(k)?;
+        let t = rows_of(x, start, rows).map_err(|e| node_error(id, e))?;
+        *self.m.trace.evaluations.entry(id).or_default() += 1;
+        self.m
+            .trace
+            .chunks
+            .entry(id)
+            .or_default()
+            .push((start, rows));
+        self.m.values.insert(id, vec![t]);
+        Ok(())
+    }
+
+    fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError> {
+        let id = self.top[k].node;
+        for (i, t) in self.m.values.get(&id).into_iter().flatten().enumerate() {
+            if t.shape.first().map(|&n| n as u64) != Some(rows) {
+                return Err(node_error(
+                    id,
+                    format!(
+                        "output {i} has shape {:?} in a loop whose chunk has {rows} rows: every value inside a chunk loop keeps its rows (docs/graph-looping.md)",
+                        t.shape
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError> {
+        let graph = self.m.graph;
+        for (k, s) in graph.interface.outputs.iter().enumerate() {
+            let t = self.m.source(self.input, s)?;
+            let node = s.as_ref().map_or(self.input, |r| r.node);
+            self.out.write(k, node, &t, offset, rows, total)?;
+        }
+        self.m.trace.output_chunks.push((offset, rows));
+        Ok(())
+    }
+}

@@ -1,0 +1,406 @@
+//! Partition numbers by seed 000's method (DESIGN.md §20), and the rules a chunked
+//! graph must keep (`docs/graph-looping.md`).
+//!
+//! One pass over the node list: Consts, Input nodes and Sinks are in partition 0
+//! (Consts count for nothing: they are never sunk); a node's partition is the largest among the nodes it uses (inputs and
+//! sub-function results); a chunk node (loop-control node) must read the current
+//! partition and opens the next one, whose first node it is. Every tensor used in a
+//! higher partition than its producer's — and every input of a chunk node — is
+//! collected (deduplicated, sorted) for the Sink.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+use uop_codegen::index::{Bindings, Expr};
+
+use super::stack::MAX_LOOPS;
+use crate::hierarchy::{Entry, hierarchy};
+use crate::ir::{Graph, NodeId, Op, Ref, Source};
+use crate::verify::Violation;
+
+/// A broken graph-looping rule; the message names the nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopError {
+    /// The nodes involved, the one the message is about first.
+    pub nodes: Vec<NodeId>,
+    /// The whole message.
+    pub message: String,
+}
+
+impl fmt::Display for LoopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LoopError {}
+
+impl From<LoopError> for Violation {
+    fn from(e: LoopError) -> Self {
+        Violation {
+            nodes: e.nodes,
+            message: e.message,
+        }
+    }
+}
+
+fn error(nodes: Vec<NodeId>, message: String) -> LoopError {
+    LoopError { nodes, message }
+}
+
+/// The partitions of a graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Partitions {
+    /// Every node's partition (Consts, Input nodes and Sinks: 0).
+    pub of: HashMap<NodeId, usize>,
+    /// The chunk nodes in list order: `chunks[k]` opens partition `k + 1`.
+    pub chunks: Vec<NodeId>,
+    /// Every tensor read in a higher partition than its producer's, and every chunk
+    /// node's input: what the Sink holds (sorted, each once).
+    pub sink: Vec<Ref>,
+    /// True when a node stands after a node of a higher partition (the list needs
+    /// the stable sort).
+    pub needs_sort: bool,
+    /// The looped rows: axis 0 of the first chunk node's input (`None` without
+    /// chunks).
+    pub batch: Option<Expr>,
+}
+
+impl Partitions {
+    /// The partition of `node` (0 for a node not in the graph).
+    pub fn partition(&self, node: NodeId) -> usize {
+        self.of.get(&node).copied().unwrap_or(0)
+    }
+
+    /// The last partition (the number of chunk nodes).
+    pub fn last(&self) -> usize {
+        self.chunks.len()
+    }
+}
+
+/// The partitions of `graph` and every broken rule, in the order found.
+pub fn analyze(graph: &Graph) -> (Partitions, Vec<LoopError>) {
+    let mut errors = Vec::new();
+    let mut p = Partitions::default();
+    let mut sink = BTreeSet::new();
+    let nodes = graph.nodes();
+    let counts = |r: &Ref| {
+        graph
+            .node(r.node)
+            .is_some_and(|n| !matches!(n.op, Op::Const(_) | Op::Sink))
+    };
+    let mut previous = 0usize;
+    for n in nodes {
+        if matches!(n.op, Op::Const(_) | Op::Input { .. } | Op::Sink) {
+            p.of.insert(n.id, 0);
+            continue;
+        }
+        let uses: Vec<(Ref, usize)> = n
+            .uses()
+            .into_iter()
+            .filter(|r| counts(r))
+            .map(|r| (r, p.partition(r.node)))
+            .collect();
+        let max = uses.iter().map(|u| u.1).max().unwrap_or(0);
+        let min = uses.iter().map(|u| u.1).min().unwrap_or(0);
+        let here = if let Op::Chunk { axis, .. } = n.op {
+            let current = p.chunks.len();
+            if max != current {
+                let prev = p.chunks.last().copied().unwrap_or(n.id);
+                errors.push(error(
+                    vec![n.id, prev],
+                    format!(
+                        "{}: chunk not downstream of the previous loop-control node {prev}",
+                        n.id
+                    ),
+                ));
+            }
+            if axis != 0 {
+                errors.push(error(
+                    vec![n.id],
+                    format!("{}: chunk axis {axis}: only axis 0 is looped", n.id),
+                ));
+            }
+            if p.chunks.is_empty() {
+                p.batch = n
+                    .inputs
+                    .first()
+                    .and_then(|r| graph.type_of(*r))
+                    .and_then(|t| t.shape.first().cloned());
+            }
+            p.chunks.push(n.id);
+            sink.extend(uses.iter().map(|u| u.0));
+            current + 1
+        } else {
+            if min < max {
+                sink.extend(uses.iter().filter(|u| u.1 < max).map(|u| u.0));
+            }
+            max
+        };
+        if here < previous {
+            p.needs_sort = true;
+        }
+        previous = here;
+        p.of.insert(n.id, here);
+    }
+    if p.chunks.len() > MAX_LOOPS {
+        errors.push(error(
+            p.chunks.clone(),
+            format!(
+                "{} chunk nodes ({}), at most {MAX_LOOPS} loop-control nodes are allowed",
+                p.chunks.len(),
+                join(&p.chunks)
+            ),
+        ));
+    }
+    p.sink = sink.into_iter().collect();
+    if let Some(&last) = p.chunks.last() {
+        outputs_in_last(graph, &p, last, &mut errors);
+        placement_and_rows(graph, &p, &mut errors);
+    }
+    (p, errors)
+}
+
+/// The partitions of `graph`, or the first broken rule.
+pub fn partitions(graph: &Graph) -> Result<Partitions, LoopError> {
+    let (p, errors) = analyze(graph);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(p),
+    }
+}
+
+/// Every graph output must be in the last partition.
+fn outputs_in_last(graph: &Graph, p: &Partitions, last: NodeId, errors: &mut Vec<LoopError>) {
+    for (k, s) in graph.interface.outputs.iter().enumerate() {
+        let (text, node) = match s {
+            Source::Ref(r) => (r.to_string(), Some(r.node)),
+            Source::Scalar(v) => (v.to_string(), None),
+        };
+        let inside = node.is_some_and(|id| {
+            p.partition(id) == p.last()
+                && graph
+                    .node(id)
+                    .is_some_and(|n| !matches!(n.op, Op::Const(_) | Op::Input { .. }))
+        });
+        if !inside {
+            errors.push(error(
+                node.into_iter().chain([last]).collect(),
+                format!(
+                    "output {k} ({text}) is not downstream of the last loop-control node {last}"
+                ),
+            ));
+        }
+    }
+}
+
+/// uop's rules where the seed is silent: chunks at the top level, no control flow
+/// inside a loop, and every looped value keeps the looped rows on axis 0.
+fn placement_and_rows(graph: &Graph, p: &Partitions, errors: &mut Vec<LoopError>) {
+    let placement = hierarchy(graph).ok().map(|h| h.placement);
+    for n in graph.nodes() {
+        let part = p.partition(n.id);
+        let nested = placement
+            .as_ref()
+            .and_then(|pl| pl.get(&n.id).copied().flatten());
+        if let (Op::Chunk { .. }, Some(sub)) = (&n.op, nested) {
+            errors.push(error(
+                vec![n.id, sub.super_node],
+                format!(
+                    "{}: a chunk loops the whole graph and must stand at the top level, not in {sub}",
+                    n.id
+                ),
+            ));
+            continue;
+        }
+        if part == 0 || matches!(n.op, Op::Chunk { .. } | Op::Sink) {
+            continue;
+        }
+        let chunk = p.chunks[part - 1];
+        if n.op.is_super() || nested.is_some() {
+            errors.push(error(
+                vec![n.id, chunk],
+                format!(
+                    "{} ({}) reads values looped by chunk {chunk}: control flow inside a chunk loop is not supported",
+                    n.id,
+                    n.op.kind()
+                ),
+            ));
+            continue;
+        }
+        let Some(batch) = &p.batch else { continue };
+        for (k, ty) in n.outputs.iter().enumerate() {
+            if ty.shape.first() != Some(batch) {
+                errors.push(error(
+                    vec![n.id, chunk],
+                    format!(
+                        "{} ({}) gives {ty} in the loop of chunk {chunk}: its axis 0 is not the looped rows `{batch}`, so the chunks' results would differ from the whole batch's (every value inside a chunk loop keeps its rows)",
+                        Ref::new(n.id, k),
+                        n.op.kind()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The violations [`crate::Checks::PARTITIONS`] reports: every broken rule, a list not
+/// sorted by partition, and a tensor read in a higher partition that no Sink holds.
+pub(crate) fn violations(graph: &Graph) -> Vec<Violation> {
+    let (p, errors) = analyze(graph);
+    let mut out: Vec<Violation> = errors.into_iter().map(Violation::from).collect();
+    if p.chunks.is_empty() {
+        return out;
+    }
+    if p.needs_sort {
+        let mut last: Option<(NodeId, usize)> = None;
+        for n in graph.nodes() {
+            if matches!(n.op, Op::Const(_) | Op::Input { .. } | Op::Sink) {
+                continue;
+            }
+            let here = p.partition(n.id);
+            if let Some((prev, q)) = last
+                && here < q
+            {
+                out.push(Violation {
+                    nodes: vec![n.id, prev],
+                    message: format!(
+                        "{} (partition {here}) stands after {prev} (partition {q}): the nodes are not sorted by partition",
+                        n.id
+                    ),
+                });
+                break;
+            }
+            last = Some((n.id, here));
+        }
+    }
+    let held = held_by_sinks(graph);
+    for r in &p.sink {
+        if !held.contains(r) {
+            out.push(Violation {
+                nodes: vec![r.node],
+                message: format!(
+                    "{r} is read in a later partition than its own (or by a chunk), but no Sink holds it"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Every tensor a Sink of `graph` holds.
+pub(crate) fn held_by_sinks(graph: &Graph) -> BTreeSet<Ref> {
+    graph
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.op, Op::Sink))
+        .flat_map(|n| n.inputs.iter().copied())
+        .collect()
+}
+
+/// Orders the top-level definitions of a graph with chunk nodes for running: stably
+/// by partition, a definition counting with everything its sub-functions use, and
+/// Sinks last. Without chunk nodes nothing changes. (The hierarchy's top level lists
+/// definitions by id; running a partition's nodes before the next chunk node is what
+/// lets the loop go back to that chunk node.)
+pub(crate) fn order_top(graph: &Graph, top: &mut Vec<Entry>) {
+    if !graph
+        .nodes()
+        .iter()
+        .any(|n| matches!(n.op, Op::Chunk { .. }))
+    {
+        return;
+    }
+    fn members(e: &Entry, out: &mut Vec<NodeId>) {
+        out.push(e.node);
+        for s in &e.subs {
+            out.push(s.input);
+            for c in &s.nodes {
+                members(c, out);
+            }
+        }
+    }
+    let groups: Vec<Vec<NodeId>> = top
+        .iter()
+        .map(|e| {
+            let mut m = Vec::new();
+            members(e, &mut m);
+            m
+        })
+        .collect();
+    let mut owner: HashMap<NodeId, usize> = HashMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        for id in g {
+            owner.insert(*id, i);
+        }
+    }
+    let mut key = vec![0usize; top.len()];
+    for (i, g) in groups.iter().enumerate() {
+        let node = graph.node(top[i].node);
+        if node.is_some_and(|n| matches!(n.op, Op::Sink)) {
+            key[i] = usize::MAX;
+            continue;
+        }
+        let mut k = 0;
+        for id in g {
+            for r in graph.node(*id).map(|n| n.uses()).unwrap_or_default() {
+                if let Some(&j) = owner.get(&r.node)
+                    && j != i
+                    && key[j] != usize::MAX
+                {
+                    k = k.max(key[j]);
+                }
+            }
+        }
+        if node.is_some_and(|n| matches!(n.op, Op::Chunk { .. })) {
+            k += 1;
+        }
+        key[i] = k;
+    }
+    let mut order: Vec<usize> = (0..top.len()).collect();
+    order.sort_by_key(|&i| key[i]);
+    let mut old: Vec<Option<Entry>> = std::mem::take(top).into_iter().map(Some).collect();
+    top.extend(order.into_iter().filter_map(|i| old[i].take()));
+}
+
+/// Rows of the looped values for concrete dims: for each node in partition `p >= 1`,
+/// the most rows one of its chunks has (`min(batch, size_1, ..., size_p)`). Empty
+/// when the graph has no chunk nodes, breaks a rule or a size does not evaluate (the
+/// memory plan then sizes every value for the whole batch).
+pub fn looped_rows(graph: &Graph, env: &Bindings) -> HashMap<NodeId, i64> {
+    let mut out = HashMap::new();
+    let (p, errors) = analyze(graph);
+    let Some(batch) = p.batch.as_ref() else {
+        return out;
+    };
+    if !errors.is_empty() {
+        return out;
+    }
+    let Ok(mut rows) = batch.eval(env) else {
+        return out;
+    };
+    let mut per_partition = vec![rows];
+    for c in &p.chunks {
+        let size = match graph.node(*c).map(|n| &n.op) {
+            Some(Op::Chunk { size, .. }) => size.eval(env).ok(),
+            _ => None,
+        };
+        let Some(size) = size else { return out };
+        rows = rows.min(size.max(1));
+        per_partition.push(rows);
+    }
+    for (id, part) in &p.of {
+        if *part > 0 {
+            out.insert(*id, per_partition[*part]);
+        }
+    }
+    out
+}
+
+/// The ids as `%a, %b`.
+fn join(ids: &[NodeId]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

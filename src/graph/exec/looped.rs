@@ -1,0 +1,190 @@
+//! The executor's run of a graph with chunk nodes (DESIGN.md §20,
+//! `docs/graph-looping.md`): the top-level steps (ordered by partition by the
+//! hierarchy) through `uop_graph::looping::drive`, the driver the graph interpreter
+//! uses too. A chunk step copies its rows of the input into its slot, which the
+//! memory plan sized for one chunk; the outputs are assembled chunk by chunk.
+
+use uop_codegen::index::Expr;
+use uop_codegen::tensor::Tensor;
+use uop_graph::looping::{LoopHooks, LoopSteps, Looped, OutputRows, drive, partitions};
+use uop_graph::{Graph, NodeId, Op, RunError};
+
+use super::build::{Body, Step, StepKind};
+use super::run::Machine;
+
+fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
+    RunError::Node {
+        node,
+        message: message.into(),
+    }
+}
+
+/// Runs the top level `top` of the prepared `graph`, which has chunk nodes; returns
+/// the outputs.
+pub(crate) fn run_top(
+    machine: &mut Machine<'_>,
+    graph: &Graph,
+    top: &Body,
+    input: NodeId,
+    hooks: &mut LoopHooks<'_>,
+) -> Result<Vec<Tensor>, RunError> {
+    let p = partitions(graph)?;
+    let steps = LoopSteps {
+        chunks: top
+            .steps
+            .iter()
+            .map(|s| matches!(s.kind, StepKind::Chunk).then_some(s.node))
+            .collect(),
+        partitions: top.steps.iter().map(|s| p.partition(s.node)).collect(),
+    };
+    let max = machine.max_iterations;
+    let mut l = Exec {
+        m: machine,
+        graph,
+        top,
+        input,
+        out: OutputRows::new(top.results.len()),
+    };
+    drive(&steps, hooks, max, &mut l)?;
+    l.out.finish(input)
+}
+
+struct Exec<'r, 'a> {
+    m: &'r mut Machine<'a>,
+    graph: &'r Graph,
+    top: &'r Body,
+    input: NodeId,
+    out: OutputRows,
+}
+
+impl Exec<'_, '_> {
+    fn step_of(&self, k: usize) -> &Step {
+        &self.top.steps[k]
+    }
+
+    /// The rows and the elements per row of chunk step `k`'s input.
+    fn input_rows(&self, step: &Step) -> Result<(usize, usize), RunError> {
+        let x = step
+            .inputs
+            .first()
+            .and_then(|s| self.m.store.get(*s))
+            .and_then(Option::as_ref)
+            .ok_or_else(|| node_error(step.node, "reads a value that has none"))?;
+        let rows = *x.shape.first().ok_or_else(|| {
+            node_error(
+                step.node,
+                "a chunk needs a value with an axis 0, got a rank-0 value",
+            )
+        })?;
+        Ok((rows, x.shape[1..].iter().product()))
+    }
+}
+
+impl Looped for Exec<'_, '_> {
+    fn step(&mut self, k: usize) -> Result<(), RunError> {
+        let top = self.top;
+        self.m.steps(std::slice::from_ref(&top.steps[k]))
+    }
+
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
+        let step = self.step_of(k);
+        let size: &Expr = match self.graph.node(step.node).map(|n| &n.op) {
+            Some(Op::Chunk { size, .. }) => size,
+            _ => return Err(node_error(step.node, "is not a chunk node")),
+        };
+        let (rows, _) = self.input_rows(step)?;
+        let mut b = self.m.bindings.clone();
+        b.params
+            .extend(self.m.params.iter().map(|(k, v)| (k.clone(), *v)));
+        let c = size
+            .eval(&b)
+            .map_err(|e| node_error(step.node, format!("the chunk size `{size}`: {e}")))?;
+        if c < 1 {
+            return Err(node_error(
+                step.node,
+                format!("the chunk size `{size}` is {c}: a chunk has at least 1 row"),
+            ));
+        }
+        Ok((rows as u64, c as u64))
+    }
+
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
+        let top = self.top;
+        let step = &top.steps[k];
+        let (all, row) = self.input_rows(step)?;
+        let err = |m: String| node_error(step.node, m);
+        let (start, rows) = (start as usize, rows as usize);
+        if start + rows > all {
+            return Err(err(format!(
+                "rows {start}..{} are not within its {all} rows",
+                start + rows
+            )));
+        }
+        let x = self.m.store[step.inputs[0]]
+            .clone()
+            .ok_or_else(|| err("reads a value that has none".into()))?;
+        let mut shape = x.shape.clone();
+        shape[0] = rows;
+        let slot = step.outputs[0];
+        let previous = self.m.store[slot].take();
+        let mut dst = self
+            .m
+            .mem
+            .place(slot, previous, x.dtype(), &shape)
+            .map_err(err)?;
+        let s = self.m.mem.read(&x);
+        let d = self.m.mem.write(&mut dst).map_err(err)?;
+        let size = s.dtype.size();
+        let (from, n) = (start * row, rows * row);
+        if s.dtype != d.dtype || from + n > s.len || n > d.len {
+            return Err(err(format!(
+                "{n} elements from {from} of {} do not fit its slot of {}",
+                s.len, d.len
+            )));
+        }
+        let src = s.ptr.wrapping_add(from * size);
+        let (a, b, bytes) = (src as usize, d.ptr as usize, n * size);
+        if a < b + bytes && b < a + bytes {
+            return Err(err("the memory plan overlaps a chunk with its input".into()));
+        }
+        // SAFETY: both ranges are valid for `bytes` bytes (checked views, bounds
+        // checked above) and do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.cast_const(), d.ptr, bytes) };
+        self.m.store[slot] = Some(dst);
+        Ok(())
+    }
+
+    fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError> {
+        let step = self.step_of(k);
+        for (i, s) in step.outputs.iter().enumerate() {
+            let Some(v) = self.m.store.get(*s).and_then(Option::as_ref) else {
+                continue;
+            };
+            if v.shape.first().map(|&n| n as u64) != Some(rows) {
+                return Err(node_error(
+                    step.node,
+                    format!(
+                        "output {i} has shape {:?} in a loop whose chunk has {rows} rows: every value inside a chunk loop keeps its rows (docs/graph-looping.md)",
+                        v.shape
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError> {
+        let top = self.top;
+        for (k, (r, src)) in top
+            .results
+            .iter()
+            .zip(&self.graph.interface.outputs)
+            .enumerate()
+        {
+            let t = self.m.output(self.input, r)?;
+            let node = src.as_ref().map_or(self.input, |r| r.node);
+            self.out.write(k, node, &t, offset, rows, total)?;
+        }
+        Ok(())
+    }
+}
