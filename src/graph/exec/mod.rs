@@ -1,9 +1,11 @@
-//! The executor's parts: values and their storage ([`value`]), compiled programs
-//! ([`kernel`]), the step tree built from a prepared graph ([`build`]) and the machine
-//! that runs it ([`run`]).
+//! The executor's parts: values and their storage ([`value`], [`store`]), compiled
+//! programs ([`kernel`]), the step tree built from a prepared graph ([`build`]), the
+//! machine that runs it ([`run`]) and its streams ([`streams`]).
 
 pub(crate) mod build;
 pub(crate) mod kernel;
 pub(crate) mod memory;
 pub(crate) mod run;
+pub(crate) mod store;
+pub(crate) mod streams;
 pub(crate) mod value;
