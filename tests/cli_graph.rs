@@ -80,18 +80,8 @@ fn the_case_inside_a_loop_gives_nnc_numbers() {
 
 #[test]
 fn parallel_rows_run_on_random_inputs_and_print_their_shape() {
-    let o = uop(&[
-        "run",
-        "examples/graphs/rows.uop",
-        "--random",
-        "1",
-        "--dim",
-        "R=2",
-        "--dim",
-        "N=3",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("y: f32[2, 3]\n"), "{}", stdout(&o));
+    let out = run_rows(&[]);
+    assert!(out.starts_with("y: f32[3, 5]\n"), "{out}");
 }
 
 #[test]
@@ -486,4 +476,96 @@ fn the_chunked_mlp_gives_the_mlps_results_on_every_backend() {
         "{text}"
     );
     assert!(text.contains("sink "), "{text}");
+}
+
+/// `uop run examples/graphs/rows.uop --random 1 --dim ...` with extra arguments;
+/// stdout.
+fn run_rows(extra: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "examples/graphs/rows.uop",
+        "--random",
+        "1",
+        "--dim",
+        "R=3",
+        "--dim",
+        "N=5",
+    ];
+    args.extend(extra);
+    let o = uop(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn streams_give_the_same_printed_results_for_every_count() {
+    let one = run_rows(&["--streams", "1"]);
+    assert!(one.starts_with("y: f32[3, 5]\n"), "{one}");
+    for n in ["2", "3", "4"] {
+        assert_eq!(run_rows(&["--streams", n]), one, "--streams {n}");
+    }
+    assert_eq!(run_rows(&[]), one, "the default");
+}
+
+#[test]
+fn bad_stream_counts_and_misplaced_streams_are_one_error_line() {
+    for (value, message) in [
+        (
+            "0",
+            "error: invalid value '0' for '--streams <N>': a graph needs at least one stream\n",
+        ),
+        (
+            "two",
+            "error: invalid value 'two' for '--streams <N>': expected a number of streams, at least 1\n",
+        ),
+    ] {
+        let o = uop(&["run", "examples/graphs/power_loop.uop", "--streams", value]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).starts_with(message), "{}", stderr(&o));
+    }
+    let o = uop(&[
+        "run",
+        "examples/programs/matmul.uop",
+        "--random",
+        "1",
+        "--streams",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --streams applies to graphs (files with `fn`, `while`, `case`, ...); this file is a program, which runs as one kernel\n"
+    );
+    let o = uop(&[
+        "run",
+        "examples/graphs/rows.uop",
+        "--random",
+        "1",
+        "--dim",
+        "R=2",
+        "--dim",
+        "N=3",
+        "--backend",
+        "interp",
+        "--streams",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --streams: the graph interpreter (--backend interp) runs every node in order\n"
+    );
+}
+
+#[test]
+fn run_help_describes_streams() {
+    let o = uop(&["run", "--help"]);
+    assert!(o.status.success());
+    let help = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "--streams <N> Graphs on the executor: at most N streams run independent nodes at once"
+        ),
+        "{help}"
+    );
 }

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use uop::codegen::tensor::Tensor;
-use uop::graph::{Backend, ExecOptions, compile_with};
+use uop::graph::{Backend, ExecOptions, Streams, compile_with};
 use uop_graph::random::{RandomOptions, random_graph, reproducer};
 use uop_graph::{Graph, Op, RunOptions, run_with};
 
@@ -66,8 +66,9 @@ fn same(found: &Tensor, expected: &Tensor, exact: bool) -> bool {
     })
 }
 
-/// `g` on `backend` against the interpreter; the error says what differs.
-fn check(g: &Graph, backend: Backend, seed: u64) -> Result<(), String> {
+/// `g` on `backend` and `streams` against the interpreter; the error says what
+/// differs. True when the executor ran some scope on several streams.
+fn check(g: &Graph, backend: Backend, streams: Streams, seed: u64) -> Result<bool, String> {
     let inputs = inputs_for(g, seed);
     let options = RunOptions {
         max_iterations: Some(MAX_ITERATIONS),
@@ -78,18 +79,20 @@ fn check(g: &Graph, backend: Backend, seed: u64) -> Result<(), String> {
         &ExecOptions {
             backend,
             max_iterations: Some(MAX_ITERATIONS),
+            streams,
             ..ExecOptions::default()
         },
     )
     .map_err(|e| format!("does not compile: {e}"))?;
     let found = exe.run(&inputs);
+    let several = exe.schedule().is_some();
     match (expected, found) {
         (Ok(expected), Ok(found)) => {
             let exact = exact(g);
             if found.len() == expected.len()
                 && found.iter().zip(&expected).all(|(f, e)| same(f, e, exact))
             {
-                Ok(())
+                Ok(several)
             } else {
                 Err(format!(
                     "different results ({}):\ninterpreter {:?}\nexecutor    {:?}",
@@ -103,7 +106,7 @@ fn check(g: &Graph, backend: Backend, seed: u64) -> Result<(), String> {
                 ))
             }
         }
-        (Err(e), Err(f)) if e.to_string() == f.to_string() => Ok(()),
+        (Err(e), Err(f)) if e.to_string() == f.to_string() => Ok(several),
         (Err(e), found) => Err(format!(
             "the interpreter fails ({e}), the executor gives {found:?}"
         )),
@@ -112,26 +115,39 @@ fn check(g: &Graph, backend: Backend, seed: u64) -> Result<(), String> {
 }
 
 fn sweep(backend: Backend) {
-    let n = seeds();
-    let (mut exact_graphs, mut total) = (0, 0);
+    sweep_streams(backend, seeds(), |_| vec![Streams::Auto]);
+}
+
+/// `seeds` random graphs on `backend`, each with every stream choice of `streams`.
+fn sweep_streams(backend: Backend, n: u64, streams: impl Fn(u64) -> Vec<Streams>) {
+    let (mut exact_graphs, mut total, mut runs, mut several) = (0, 0, 0, 0);
     for seed in 0..n {
         let g = random_graph(seed, &RandomOptions::default())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        if let Err(message) = check(&g, backend, seed) {
-            let repro = reproducer(
-                &g,
-                &|small| check(small, backend, seed).is_err(),
-                &format!("seed {seed}, {backend:?}: {message}"),
-            );
-            panic!("seed {seed} on {backend:?}: {message}\n--- reproducer\n{repro}");
+        for s in streams(seed) {
+            runs += 1;
+            let result = check(&g, backend, s, seed);
+            several += usize::from(result == Ok(true));
+            if let Err(message) = result {
+                let repro = reproducer(
+                    &g,
+                    &|small| check(small, backend, s, seed).is_err(),
+                    &format!("seed {seed}, {backend:?}, {s:?}: {message}"),
+                );
+                panic!("seed {seed} on {backend:?}, {s:?}: {message}\n--- reproducer\n{repro}");
+            }
         }
         total += 1;
         exact_graphs += usize::from(exact(&g));
     }
     eprintln!(
-        "{backend:?}: {total} random graphs equal to the interpreter ({exact_graphs} bit for bit)"
+        "{backend:?}: {total} random graphs equal to the interpreter ({exact_graphs} bit for bit); {runs} runs, {several} on several streams"
     );
     assert_eq!(total, n as usize);
+    assert!(
+        streams(0).len() == 1 || several > runs / 8,
+        "too few runs on several streams: {several} of {runs}"
+    );
 }
 
 #[test]
@@ -208,4 +224,20 @@ fn chunked_random_graphs_on_the_executor_equal_the_unchunked_interpreter() {
         }
     }
     assert!(looped >= seeds() as usize / 10, "{looped} looped graphs");
+}
+
+/// Every graph on 1 to 4 streams and on up to 4 streams drawn at random (the test
+/// mode that finds missing waits), on Cranelift: a third of the CI's seeds, each
+/// five ways.
+#[test]
+fn random_graphs_on_1_to_4_streams_and_random_streams_equal_the_interpreter() {
+    sweep_streams(Backend::Cranelift, seeds().div_ceil(3), |seed| {
+        vec![
+            Streams::Max(1),
+            Streams::Max(2),
+            Streams::Max(3),
+            Streams::Max(4),
+            Streams::Random { streams: 4, seed },
+        ]
+    });
 }

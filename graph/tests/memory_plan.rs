@@ -10,7 +10,7 @@ use uop_graph::pass::{PrepareOptions, prepare};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, Ref, default_registry};
 
-use memory_support::check_shape;
+use memory_support::{check_concurrency, check_shape};
 
 fn prepared(src: &str) -> Graph {
     let g = parse_graph(src, default_registry()).unwrap_or_else(|e| panic!("{e}\n{src}"));
@@ -278,5 +278,51 @@ fn the_reference_graphs_plan_within_ten_percent_of_the_lower_bound() {
             ("conv_block", 1048576, 1048576, 1048576),
             ("layernorm", 0, 0, 0),
         ]
+    );
+}
+
+#[test]
+fn streams_cost_the_reference_graphs_no_arena_bytes() {
+    let mut figures = Vec::new();
+    for (name, pairs) in REFERENCE {
+        let src =
+            std::fs::read_to_string(format!("../examples/graphs/{name}.uop")).expect("example");
+        let g = prepared(&src);
+        let sequential = plan_memory(&g, &dims(pairs)).expect("plan");
+        let mut row = vec![sequential.arena_bytes];
+        for streams in [2, 4] {
+            let s = uop_graph::schedule::schedule(
+                &g,
+                &uop_graph::schedule::ScheduleOptions {
+                    max_streams: Some(streams),
+                    ..Default::default()
+                },
+            )
+            .expect("schedules");
+            let plan =
+                uop_graph::memory::plan_memory_scheduled(&g, &dims(pairs), &s).expect("plan");
+            check_shape(&g, &plan).expect("checks");
+            check_concurrency(&g, &plan, &s).expect("no race");
+            row.push(s.max_stream_count());
+            row.push(plan.arena_bytes);
+        }
+        figures.push((name.to_string(), row));
+    }
+    // Per graph: the one-stream arena, then the streams used and the arena for at
+    // most 2 and 4 streams (docs/graph-memory.md). Only the transformer block has
+    // independent nodes (its q, k, v projections), and their buffers are live
+    // together on one stream too.
+    let expected = [
+        ("mlp", [131072, 1, 131072, 1, 131072]),
+        ("transformer_block", [786432, 2, 786432, 3, 786432]),
+        ("conv_block", [1048576, 1, 1048576, 1, 1048576]),
+        ("layernorm", [0, 1, 0, 1, 0]),
+    ];
+    assert_eq!(
+        figures,
+        expected
+            .iter()
+            .map(|(n, r)| (n.to_string(), r.to_vec()))
+            .collect::<Vec<_>>()
     );
 }

@@ -140,3 +140,30 @@ fn removing_a_wait_is_caught_on_some_seeds() {
     }
     assert!(caught > 50, "only {caught} removed waits caught");
 }
+
+#[test]
+fn the_random_test_mode_gives_valid_schedules_within_the_limit() {
+    let mut several = 0;
+    for seed in 0..SEEDS {
+        let g = graph(seed);
+        if hierarchy(&g).is_err() {
+            continue;
+        }
+        for streams in 1..=4 {
+            let options = ScheduleOptions {
+                max_streams: Some(streams),
+                random: Some(seed),
+                ..ScheduleOptions::default()
+            };
+            let s = schedule(&g, &options).expect("schedules");
+            check(&g, &s).unwrap_or_else(|e| panic!("seed {seed}, {streams} streams: {e}"));
+            for scope in all(&s) {
+                assert!(scope.streams.len() <= streams, "seed {seed}");
+            }
+            several += usize::from(s.max_stream_count() > 1);
+            // The same seed draws the same schedule.
+            assert_eq!(schedule(&g, &options).expect("schedules"), s);
+        }
+    }
+    assert!(several > SEEDS as usize, "{several} multi-stream schedules");
+}

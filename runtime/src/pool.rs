@@ -7,9 +7,16 @@
 //! thread alone when the work is small, else on up to [`threads`] threads, the
 //! caller plus kept workers (starting a kept worker takes a microsecond, spawning
 //! a thread tens of microseconds, more than a small kernel's whole run). Idle
-//! workers spin for about 50 µs, then sleep until the next call wakes them. A
-//! call made while another uses the pool (from another thread, or nested) spawns
-//! its own threads for that call instead of waiting.
+//! workers spin for about 50 µs, then sleep until the next call wakes them.
+//!
+//! The pool is a set of *crews* of kept workers: a call takes a free crew (or
+//! starts one) and gives it back when it returns, so calls made at the same time
+//! (from several threads, or nested: a kernel inside a graph stream that itself
+//! runs on the pool, [`run_streams`]) each have their own crew and never wait for
+//! one another. A part that blocks (a stream waiting for an [`Event`](crate::Event))
+//! holds only its own crew's thread: it cannot deadlock a kernel's parallel loops.
+//! A thread may lower the thread count of the kernels it calls
+//! ([`ThreadShare`]): each stream's kernels get a share of the cores.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,6 +32,42 @@ static THREADS: AtomicUsize = AtomicUsize::new(0);
 /// set, else every core. Results do not depend on it.
 pub fn set_threads(n: usize) {
     THREADS.store(n, Ordering::Relaxed);
+}
+
+thread_local! {
+    /// This thread's share of the cores ([`ThreadShare`]); 0: no limit.
+    static SHARE: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// The thread count kernels called on this thread use: [`threads`], or this
+/// thread's share when a [`ThreadShare`] is in force (at least 1).
+pub fn threads_here() -> usize {
+    match SHARE.with(core::cell::Cell::get) {
+        0 => threads(),
+        n => n.min(threads()).max(1),
+    }
+}
+
+/// While it lives, the kernels called on this thread use at most `n` threads
+/// (at least 1); dropping it restores the thread's previous share. A graph
+/// stream sets one so that the streams running at once share the cores.
+pub struct ThreadShare {
+    previous: usize,
+}
+
+impl ThreadShare {
+    /// Limits this thread's kernels to `n` threads (at least 1).
+    pub fn new(n: usize) -> ThreadShare {
+        ThreadShare {
+            previous: SHARE.with(|s| s.replace(n.max(1))),
+        }
+    }
+}
+
+impl Drop for ThreadShare {
+    fn drop(&mut self) {
+        SHARE.with(|s| s.set(self.previous));
+    }
 }
 
 /// The thread count [`set_threads`] chose, or the default.
@@ -161,7 +204,7 @@ struct Job {
     parts: usize,
 }
 
-/// What the caller and the workers of [`POOL`] share: the job of round `round`,
+/// What the caller and the workers of one crew share: the job of round `round`,
 /// and how many workers have not yet finished it.
 struct Board {
     round: AtomicUsize,
@@ -174,13 +217,15 @@ struct Board {
 // the `round` that publishes it (release / acquire).
 unsafe impl Sync for Board {}
 
-/// The worker threads kept for every kernel of the process.
+/// A crew of worker threads kept for the process: one call at a time uses it.
 struct Pool {
     board: &'static Board,
     workers: Vec<std::thread::Thread>,
 }
 
-static POOL: Mutex<Option<Pool>> = Mutex::new(None);
+/// The crews no call is using. A call pops one (or starts a new one) and pushes
+/// it back when it returns.
+static CREWS: Mutex<Vec<Pool>> = Mutex::new(Vec::new());
 
 impl Pool {
     /// Runs `f(0)` here and `f(1)`, ..., `f(count - 1)` on workers (started when
@@ -260,27 +305,27 @@ impl Pool {
 
 /// The number of threads a call with the parallel blocks `blocks` (the loop
 /// ranges of each) runs on: as many as give each at least [`GRAIN`] iterations,
-/// at most [`threads`], at least one.
+/// at most [`threads_here`], at least one.
 pub fn parts_for(blocks: &[&[i64]]) -> usize {
     let work = blocks.iter().fold(0_i64, |total, spans| {
         let w = spans.iter().fold(1_i64, |w, &s| w.saturating_mul(s.max(1)));
         total.saturating_add(w)
     });
-    threads()
+    threads_here()
         .min(usize::try_from(work / GRAIN).unwrap_or(1))
         .max(1)
 }
 
 /// Runs `f` once per part on [`parts_for`]`(blocks)` threads, returning when
 /// every part has returned: small kernels stay on the calling thread. The other
-/// threads come from the process's pool, or are spawned for this call when
-/// another call is using the pool.
+/// threads are a crew of the process's pool.
 pub fn in_parts(blocks: &[&[i64]], f: impl Fn(Part<'_>) + Sync) {
     run_parts(parts_for(blocks), f);
 }
 
 /// Runs `f` once for each of `count` parts (at least one), part 0 on the calling
-/// thread, as [`in_parts`] does.
+/// thread, the others on a free crew of the pool (started when none is free), all
+/// at the same time: a part may wait for another part.
 pub fn run_parts(count: usize, f: impl Fn(Part<'_>) + Sync) {
     let count = count.max(1);
     let barrier = Meeting::new(count);
@@ -294,27 +339,45 @@ pub fn run_parts(count: usize, f: impl Fn(Part<'_>) + Sync) {
         return;
     }
     let run = |index: usize| f(part(index));
-    if let Ok(mut pool) = POOL.try_lock() {
-        let pool = pool.get_or_insert_with(|| Pool {
-            board: Box::leak(Box::new(Board {
-                round: AtomicUsize::new(0),
-                job: core::cell::UnsafeCell::new(Job {
-                    run: &|_| {},
-                    parts: 0,
-                }),
-                pending: AtomicUsize::new(0),
-            })),
-            workers: Vec::new(),
-        });
-        pool.run(count, &run);
-        return;
-    }
-    let run = &run;
-    std::thread::scope(|s| {
-        for index in 1..count {
-            s.spawn(move || run(index));
+    let crew = CREWS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    // Given back when the call returns, also when part 0 unwinds (after every
+    // worker has finished its part: `Pool::run` waits for them).
+    struct Lend(Option<Pool>);
+    impl Drop for Lend {
+        fn drop(&mut self) {
+            if let Some(crew) = self.0.take() {
+                CREWS.lock().unwrap_or_else(|e| e.into_inner()).push(crew);
+            }
         }
-        run(0);
+    }
+    let mut lend = Lend(Some(crew.unwrap_or_else(|| Pool {
+        board: Box::leak(Box::new(Board {
+            round: AtomicUsize::new(0),
+            job: core::cell::UnsafeCell::new(Job {
+                run: &|_| {},
+                parts: 0,
+            }),
+            pending: AtomicUsize::new(0),
+        })),
+        workers: Vec::new(),
+    })));
+    if let Some(crew) = lend.0.as_mut() {
+        crew.run(count, &run);
+    }
+}
+
+/// Runs `f(0)`, ..., `f(count - 1)` at the same time, `f(0)` on the calling
+/// thread and the others on a crew of the pool, returning when all have
+/// returned. Each may block waiting for another (graph streams waiting on
+/// [`Event`](crate::Event)s); the kernels each calls use a share of the
+/// calling thread's cores ([`threads_here`] / `count`, at least 1), so that the
+/// streams together use what one kernel would.
+pub fn run_streams(count: usize, f: impl Fn(usize) + Sync) {
+    let count = count.max(1);
+    let share = (threads_here() / count).max(1);
+    run_parts(count, |part| {
+        let _share = ThreadShare::new(share);
+        f(part.index());
     });
 }
 
@@ -372,5 +435,62 @@ mod tests {
         assert_eq!(parts_for(&[&[10, 10]]), 1);
         assert_eq!(parts_for(&[]), 1);
         assert!(parts_for(&[&[1 << 20, 1 << 20]]) >= 1);
+    }
+
+    #[test]
+    fn streams_that_wait_for_each_other_and_run_kernels_finish() {
+        use crate::Event;
+        // Stream 1 waits for stream 0, which waits for stream 2; each runs a
+        // parallel-for (nested on the pool) while the others block.
+        for _ in 0..50 {
+            let events = [Event::new(), Event::new(), Event::new()];
+            let sums: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+            run_streams(3, |s| {
+                match s {
+                    0 => assert!(events[2].wait()),
+                    1 => assert!(events[0].wait()),
+                    _ => {}
+                }
+                run_parts(2, |part| {
+                    sums[s].fetch_add(part.index() + 1, Ordering::Relaxed);
+                    part.wait();
+                });
+                events[s].set();
+            });
+            for s in &sums {
+                assert_eq!(s.load(Ordering::Relaxed), 3);
+            }
+        }
+    }
+
+    #[test]
+    fn nested_calls_each_take_a_crew() {
+        let total = AtomicUsize::new(0);
+        run_parts(2, |outer| {
+            run_parts(2, |inner| {
+                run_parts(2, |_| {
+                    total.fetch_add(1, Ordering::Relaxed);
+                });
+                inner.wait();
+            });
+            outer.wait();
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 8);
+    }
+
+    #[test]
+    fn streams_share_the_cores_and_restore_the_share() {
+        set_threads(4);
+        let seen: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        run_streams(2, |s| seen[s].store(threads_here(), Ordering::Relaxed));
+        assert_eq!(seen[0].load(Ordering::Relaxed), 2);
+        assert_eq!(seen[1].load(Ordering::Relaxed), 2);
+        assert_eq!(threads_here(), 4);
+        {
+            let _one = ThreadShare::new(1);
+            assert_eq!(parts_for(&[&[1 << 30]]), 1);
+        }
+        assert_eq!(threads_here(), 4);
+        set_threads(0);
     }
 }

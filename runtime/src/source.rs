@@ -8,6 +8,7 @@ const MODULES: &[(&str, &str)] = &[
     ("check", include_str!("check.rs")),
     ("cpu", include_str!("cpu.rs")),
     ("error", include_str!("error.rs")),
+    ("event", include_str!("event.rs")),
     ("memory", include_str!("memory.rs")),
     ("pool", include_str!("pool.rs")),
     ("scalar", include_str!("scalar.rs")),

@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// Skip this optimizer pass (repeatable; for the `cranelift` and `loops` backends).
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
+    /// Graphs on the executor: at most N streams run independent nodes at once
+    /// (default: one per core, as far as the graph has independent work; 1 runs the
+    /// nodes in order). Results are the same for every N.
+    #[arg(long, value_name = "N", value_parser = super::run_graph::stream_count)]
+    streams: Option<usize>,
 }
 
 /// Where a program's inputs and parameters come from (shared by `uop run` and `uop grad`).
@@ -136,6 +141,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         Source::Program(p) => p,
         Source::Graph(g) => return run_graph(args, &g),
     };
+    if args.streams.is_some() {
+        return fail(
+            "--streams applies to graphs (files with `fn`, `while`, `case`, ...); this file is a program, which runs as one kernel",
+        );
+    }
     let backend = args.backend.unwrap_or(Backend::Cranelift);
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
@@ -166,7 +176,7 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
     let declared = source::declarations(graph);
     let params = args.source.params(&declared)?;
     let inputs = args.source.gather(&declared)?;
-    let outputs = super::run_graph::execute(graph, &inputs, &params, args.backend)?;
+    let outputs = super::run_graph::execute(graph, &inputs, &params, args.backend, args.streams)?;
     let names = source::output_names(graph);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut writer = OutputFiles::default();

@@ -10,14 +10,22 @@ use super::{Backend, CliError};
 use crate::graph::{self, ExecOptions};
 
 /// Runs `graph` on `inputs` with the engine `backend` names (the executor on
-/// Cranelift when none is given).
+/// Cranelift when none is given), on at most `streams` streams (the executor's
+/// default when `None`).
 pub(crate) fn execute(
     graph: &Graph,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
     backend: Option<Backend>,
+    streams: Option<usize>,
 ) -> Result<Vec<Tensor>, CliError> {
     let backend = match backend.unwrap_or(Backend::Cranelift) {
+        Backend::Interp if streams.is_some() => {
+            return Err(CliError(
+                "--streams: the graph interpreter (--backend interp) runs every node in order"
+                    .into(),
+            ));
+        }
         Backend::Interp => {
             return uop_graph::run(graph, inputs, params).map_err(|e| CliError(e.to_string()));
         }
@@ -26,9 +34,19 @@ pub(crate) fn execute(
     };
     let options = ExecOptions {
         backend,
+        streams: streams.map_or(graph::Streams::Auto, graph::Streams::Max),
         ..ExecOptions::default()
     };
     let exe = graph::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
     exe.run_with_params(inputs, params)
         .map_err(|e| CliError(e.to_string()))
+}
+
+/// `--streams N`: a stream count, at least 1.
+pub(crate) fn stream_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("a graph needs at least one stream".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("expected a number of streams, at least 1".into()),
+    }
 }

@@ -64,14 +64,15 @@ use thiserror::Error;
 use uop_codegen::index::Bindings;
 use uop_codegen::tensor::Tensor;
 use uop_graph::looping::LoopHooks;
-use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory};
+use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory, plan_memory_scheduled};
 use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
+use uop_graph::schedule::{Schedule, ScheduleError, ScheduleOptions, schedule};
 use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, hierarchy};
 
 use exec::build::{Steps, build};
 use exec::memory::{Arena, Layout, Memory};
 use exec::run::{CallCache, Machine};
-use exec::value::Value;
+use exec::store::Store;
 
 /// What runs the kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -93,6 +94,32 @@ pub struct ExecOptions {
     /// The most iterations any one `while` may run before the run is an error (none
     /// by default).
     pub max_iterations: Option<u64>,
+    /// How many streams run independent nodes at once.
+    pub streams: Streams,
+}
+
+/// How many streams run a graph's independent nodes at once (DESIGN.md §18): the
+/// static schedule ([`uop_graph::schedule`]) spreads each scope's nodes over streams
+/// that run as tasks of the runtime's pool, synchronized by events. Results are the
+/// same for every choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Streams {
+    /// As many as the runtime's thread count ([`uop_runtime::threads`]: `UOP_THREADS`,
+    /// else every core), as far as the graph has independent work
+    /// (`docs/graph-executor.md` says why).
+    #[default]
+    Auto,
+    /// At most this many streams per scope (1: every node in order, on the calling
+    /// thread; 0 is an error).
+    Max(usize),
+    /// The test mode: each node on one of at most `streams` streams drawn from
+    /// `seed`, respecting only the dependencies, to shake out missing waits.
+    Random {
+        /// The most streams per scope.
+        streams: usize,
+        /// The draw.
+        seed: u64,
+    },
 }
 
 /// Why a graph could not be compiled or run.
@@ -119,6 +146,9 @@ pub enum GraphError {
     /// The graph has no memory plan for the run's dims.
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// The graph cannot be scheduled on the streams asked for.
+    #[error("streams: {0}")]
+    Schedule(#[from] ScheduleError),
 }
 
 /// A run's dims (input dims and params), sorted: the key of the layout cache.
@@ -132,12 +162,14 @@ pub struct Executable {
     report: Report,
     nodes_before: usize,
     steps: Steps,
+    /// The static schedule, when it uses more than one stream somewhere.
+    schedule: Option<Schedule>,
     options: ExecOptions,
     calls: CallCache,
     /// The memory layout per set of dims, made once.
     layouts: Mutex<HashMap<Dims, Arc<Layout>>>,
     /// Arenas and slots of earlier runs, reused by later ones.
-    spare: Mutex<Vec<(Arena, Vec<Option<Value>>)>>,
+    spare: Mutex<Vec<(Arena, Store)>>,
     /// Element buffers allocated (arenas and owned buffers).
     allocations: AtomicU64,
     /// The graph has chunk nodes: runs go through the loop stack.
@@ -155,20 +187,29 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
     let nodes_before = graph.len();
     let (prepared, report) = prepare(graph.clone(), &options.prepare)?;
     let h = hierarchy(&prepared)?;
-    let steps = build(&prepared, &h, options.backend)?;
+    let looped = prepared
+        .nodes()
+        .iter()
+        .any(|n| matches!(n.op, Op::Chunk { .. }));
+    // A graph with chunk nodes runs its partitions through the loop stack on one
+    // stream (docs/graph-executor.md).
+    let schedule = if looped {
+        None
+    } else {
+        stream_schedule(&prepared, options.streams)?
+    };
+    let steps = build(&prepared, &h, options.backend, schedule.as_ref())?;
     Ok(Executable {
         report,
         nodes_before,
         steps,
+        schedule,
         options: options.clone(),
         calls: Mutex::new(HashMap::new()),
         layouts: Mutex::new(HashMap::new()),
         spare: Mutex::new(Vec::new()),
         allocations: AtomicU64::new(0),
-        looped: prepared
-            .nodes()
-            .iter()
-            .any(|n| matches!(n.op, Op::Chunk { .. })),
+        looped,
         graph: prepared,
     })
 }
@@ -202,20 +243,18 @@ impl Executable {
         let layout = self.layout(&bindings, params)?;
         let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let (mut arena, mut store) =
-            spare.unwrap_or_else(|| (Arena::default(), vec![None; self.steps.refs.len()]));
+            spare.unwrap_or_else(|| (Arena::default(), Store::new(self.steps.refs.len())));
         if arena.bytes() < layout.plan.arena_bytes {
             arena = Arena::new(layout.plan.arena_bytes);
             self.allocations.fetch_add(1, Ordering::Relaxed);
         }
         // Views into another run's arena mean nothing in this one.
-        for v in store.iter_mut() {
+        for v in store.values_mut() {
             if v.as_ref().is_some_and(|v| v.offset().is_some()) {
                 *v = None;
             }
         }
-        let result = self.run_on(
-            &mut arena, &mut store, &layout, inputs, params, bindings, hooks,
-        );
+        let result = self.run_on(&mut arena, &store, &layout, inputs, params, bindings, hooks);
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -226,7 +265,7 @@ impl Executable {
     fn run_on(
         &self,
         arena: &mut Arena,
-        store: &mut [Option<Value>],
+        store: &Store,
         layout: &Layout,
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
@@ -237,7 +276,7 @@ impl Executable {
         let mem = Memory::new(arena, layout, &self.allocations);
         let input_node = self.graph.interface.input;
         for (slot, t) in top.params.iter().zip(inputs) {
-            let previous = store[*slot].take();
+            let previous = store.take(*slot);
             let v = mem
                 .place(*slot, previous, t.dtype, &t.shape)
                 .and_then(|mut v| mem.fill(&mut v, &t.data).map(|()| v))
@@ -245,7 +284,7 @@ impl Executable {
                     node: input_node,
                     message: m,
                 })?;
-            store[*slot] = Some(v);
+            store.set(*slot, Some(v));
         }
         let mut machine = Machine {
             graph: &self.graph,
@@ -266,7 +305,7 @@ impl Executable {
                 hooks,
             )?);
         }
-        machine.steps(&top.steps)?;
+        machine.run_body(top)?;
         let outputs = top
             .results
             .iter()
@@ -299,7 +338,10 @@ impl Executable {
             return Ok(l.clone());
         }
         let map: HashMap<String, i64> = dims.iter().cloned().collect();
-        let plan = plan_memory(&self.graph, &map)?;
+        let plan = match &self.schedule {
+            Some(s) => plan_memory_scheduled(&self.graph, &map, s)?,
+            None => plan_memory(&self.graph, &map)?,
+        };
         let layout = Arc::new(Layout::new(plan, &self.steps.refs));
         self.layouts
             .lock()
@@ -366,4 +408,34 @@ impl Executable {
     pub fn backend(&self) -> Backend {
         self.options.backend
     }
+
+    /// The static schedule it runs on several streams; `None` when every scope runs
+    /// on one stream (its nodes in order).
+    pub fn schedule(&self) -> Option<&Schedule> {
+        self.schedule.as_ref()
+    }
+}
+
+/// The schedule `streams` asks for, when it uses more than one stream somewhere.
+fn stream_schedule(graph: &Graph, streams: Streams) -> Result<Option<Schedule>, GraphError> {
+    let options = match streams {
+        Streams::Auto => ScheduleOptions {
+            max_streams: Some(uop_runtime::threads()),
+            ..ScheduleOptions::default()
+        },
+        Streams::Max(n) => ScheduleOptions {
+            max_streams: Some(n),
+            ..ScheduleOptions::default()
+        },
+        Streams::Random { streams, seed } => ScheduleOptions {
+            max_streams: Some(streams),
+            random: Some(seed),
+            ..ScheduleOptions::default()
+        },
+    };
+    if options.max_streams == Some(1) {
+        return Ok(None);
+    }
+    let s = schedule(graph, &options)?;
+    Ok((s.max_stream_count() > 1).then_some(s))
 }

@@ -19,7 +19,9 @@ use crate::hierarchy::{Entry, Hierarchy, SubId};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
 use crate::kernels::{OpClass, classify_program};
 
+use super::concurrency;
 use super::timeline::Timeline;
+use crate::schedule::StreamOrder;
 
 /// One arena value.
 #[derive(Clone, Debug)]
@@ -32,6 +34,16 @@ pub(crate) struct Value {
     pub start: usize,
     /// The step of its last read (its start when nothing reads it).
     pub end: usize,
+    /// The steps it is read at (a read inside a sub-function counting at the end of
+    /// the super node holding it).
+    pub reads: Vec<usize>,
+}
+
+impl Value {
+    /// The steps it is written and read at.
+    pub fn accesses(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(self.start).chain(self.reads.iter().copied())
+    }
 }
 
 /// Values sharing one slot.
@@ -91,9 +103,12 @@ enum Join {
     State(NodeId, usize, usize),
 }
 
-/// The analysis of `graph` with hierarchy `h` (see the module docs).
-pub(crate) fn analyze(graph: &Graph, h: &Hierarchy) -> Analysis {
-    let timeline = Timeline::new(graph, h);
+/// The analysis of `graph` with hierarchy `h` (see the module docs), for one stream
+/// running the steps in order (`order` is `None`) or for a schedule's order on each
+/// scope (`concurrency`).
+pub(crate) fn analyze(graph: &Graph, h: &Hierarchy, order: Option<StreamOrder>) -> Analysis {
+    let mut timeline = Timeline::new(graph, h);
+    timeline.order = order;
     let outputs: Vec<Ref> = graph
         .interface
         .outputs
@@ -102,6 +117,7 @@ pub(crate) fn analyze(graph: &Graph, h: &Hierarchy) -> Analysis {
         .collect();
     let mut values = arena_values(graph, &timeline, &outputs);
     read_steps(graph, &timeline, &mut values);
+    concurrency::extend(&timeline, values.values_mut());
     let mut a = Analysis {
         timeline,
         values,
@@ -135,6 +151,7 @@ fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, V
                     scope,
                     start,
                     end,
+                    reads: Vec::new(),
                 },
             );
         }
@@ -183,6 +200,7 @@ fn read_steps(graph: &Graph, t: &Timeline, values: &mut BTreeMap<Ref, Value>) {
         if let Some(v) = values.get_mut(&r) {
             let s = t.use_step(v.scope, at, step);
             v.end = v.end.max(s);
+            v.reads.push(s);
         }
     };
     for n in graph.nodes() {
@@ -274,9 +292,15 @@ impl Sweep<'_> {
                                 let def = a.values[&r].start;
                                 let last = a.values.get(&param).map_or(0, |v| v.end);
                                 let writer = graph.node(r.node);
-                                let fits = last < def
-                                    || (last == def
-                                        && writer.is_some_and(|w| self.may_overwrite(a, w, param)));
+                                let ordered = a
+                                    .values
+                                    .get(&param)
+                                    .is_none_or(|p| a.timeline.done_before(p, def));
+                                let fits = ordered
+                                    && (last < def
+                                        || (last == def
+                                            && writer
+                                                .is_some_and(|w| self.may_overwrite(a, w, param))));
                                 let (mode, which) = if fits {
                                     (Mode::InPlace, 0)
                                 } else {
@@ -365,7 +389,11 @@ impl Sweep<'_> {
             let group = &a.groups[g];
             let free = a.values[&u].end == step
                 && group.last_end == step
-                && group.pinned_until.is_none_or(|p| step > p);
+                && group.pinned_until.is_none_or(|p| step > p)
+                && group
+                    .members
+                    .iter()
+                    .all(|m| a.timeline.done_before(&a.values[m], step));
             if free && self.may_overwrite(a, n, u) {
                 join(a, g, v);
                 a.in_place.insert(v, u);
@@ -380,7 +408,10 @@ impl Sweep<'_> {
         let Op::While { cond, body } = &w.op else {
             return;
         };
-        let (start, end) = (a.timeline.step(w.id), a.timeline.end_of(w.id));
+        let start = a.timeline.step(w.id);
+        // The state slots stay reserved while a node on another stream may still
+        // run at the same time as the loop.
+        let end = concurrency::extended_end(&a.timeline, &[start], a.timeline.end_of(w.id));
         let mut carried = Vec::new();
         for k in 0..w.outputs.len() {
             let mode = self
@@ -397,7 +428,11 @@ impl Sweep<'_> {
                 let once = w.inputs.iter().filter(|r| **r == u).count() == 1;
                 let dies = a.values[&u].end == start
                     && group.last_end == start
-                    && group.pinned_until.is_none_or(|p| start > p);
+                    && group.pinned_until.is_none_or(|p| start > p)
+                    && group
+                        .members
+                        .iter()
+                        .all(|m| a.timeline.done_before(&a.values[m], start));
                 (once && dies && a.values[&u].ty == w.outputs[k]).then_some(g)
             });
             let g0 = reuse.unwrap_or_else(|| empty_group(a, start));

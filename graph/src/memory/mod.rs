@@ -35,6 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod concurrency;
 mod lifetime;
 mod place;
 mod print;
@@ -48,6 +49,7 @@ use uop_codegen::index::Bindings;
 
 use crate::hierarchy::{HierarchyError, hierarchy};
 use crate::ir::{Graph, NodeId, Ref, ValueType};
+use crate::schedule::{Schedule, StreamOrder};
 
 pub use place::{Fit, Order, Strategy};
 pub use print::print_memory;
@@ -189,10 +191,30 @@ pub enum MemoryError {
 }
 
 /// The memory plan of `graph` (normally a prepared graph) for the sizes in `dims`
-/// (dim names and `$params`, the latter without `$`).
+/// (dim names and `$params`, the latter without `$`), for one stream running the
+/// nodes in the definition hierarchy's order.
 pub fn plan_memory(graph: &Graph, dims: &HashMap<String, i64>) -> Result<MemoryPlan, MemoryError> {
+    plan(graph, dims, None)
+}
+
+/// The memory plan of `graph` for `dims` when it runs as `schedule` says (streams
+/// running at once): a buffer's bytes are reused only by a node the schedule orders
+/// after every node that touched the old value (`docs/graph-memory.md`).
+pub fn plan_memory_scheduled(
+    graph: &Graph,
+    dims: &HashMap<String, i64>,
+    schedule: &Schedule,
+) -> Result<MemoryPlan, MemoryError> {
+    plan(graph, dims, Some(StreamOrder::new(schedule)))
+}
+
+fn plan(
+    graph: &Graph,
+    dims: &HashMap<String, i64>,
+    order: Option<StreamOrder>,
+) -> Result<MemoryPlan, MemoryError> {
     let h = hierarchy(graph)?;
-    let a = analyze(graph, &h);
+    let a = analyze(graph, &h, order);
     let env = Bindings {
         names: dims.clone(),
         params: dims.clone(),
@@ -341,7 +363,7 @@ fn carried_slots(
 /// [`plan_memory`] gives a plan once those are known. The error names the value.
 pub fn check_plannable(graph: &Graph) -> Result<(), String> {
     let h = hierarchy(graph).map_err(|e| e.to_string())?;
-    let a = analyze(graph, &h);
+    let a = analyze(graph, &h, None);
     let known: Vec<String> = crate::infer::graph_dims(graph)
         .into_iter()
         .map(|(n, _)| n)

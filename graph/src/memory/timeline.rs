@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::hierarchy::{Entry, Hierarchy, SubId};
 use crate::ir::{Graph, NodeId, Op};
+use crate::schedule::StreamOrder;
 
 /// Step numbers of one graph's execution order.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +27,22 @@ pub(crate) struct Timeline {
     pub placement: HashMap<NodeId, Option<SubId>>,
     /// Number of steps; the last step, `len - 1`, is the graph's return.
     pub len: usize,
+    /// What each step is.
+    pub owner: Vec<Owner>,
+    /// The schedule's order on each scope's nodes (`None`: one stream running the
+    /// steps in order); see `concurrency`.
+    pub order: Option<StreamOrder>,
+}
+
+/// What one step is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A node's step (a super node's start or end).
+    Node(NodeId),
+    /// A sub-function's return.
+    Exit(SubId),
+    /// The graph's return.
+    Return,
 }
 
 impl Timeline {
@@ -37,18 +54,19 @@ impl Timeline {
         };
         t.walk(graph, &h.top);
         // The graph's return (outputs read, Sinks' tensors released).
-        t.len += 1;
+        t.next(Owner::Return);
         t
     }
 
-    fn next(&mut self) -> usize {
+    fn next(&mut self, owner: Owner) -> usize {
+        self.owner.push(owner);
         self.len += 1;
         self.len - 1
     }
 
     fn walk(&mut self, graph: &Graph, entries: &[Entry]) {
         for e in entries {
-            let s = self.next();
+            let s = self.next(Owner::Node(e.node));
             self.start.insert(e.node, s);
             let is_super = graph.node(e.node).is_some_and(|n| n.op.is_super());
             if !is_super {
@@ -56,10 +74,10 @@ impl Timeline {
             }
             for sub in &e.subs {
                 self.walk(graph, &sub.nodes);
-                let x = self.next();
+                let x = self.next(Owner::Exit(sub.id()));
                 self.exit.insert(sub.id(), x);
             }
-            let end = self.next();
+            let end = self.next(Owner::Node(e.node));
             self.end.insert(e.node, end);
         }
     }

@@ -3,10 +3,11 @@
 //! reached exactly once, every stream waits on a signal at most once, the streams
 //! cannot deadlock, and stream 0 ends after every other stream.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use thiserror::Error;
 
+use super::order::Simulation;
 use super::{Schedule, SignalId, Step, dependencies};
 use crate::hierarchy::{SubId, hierarchy};
 use crate::ir::{Graph, NodeId};
@@ -57,11 +58,8 @@ fn check_scope(
     s: &Schedule,
     deps: &HashMap<Option<SubId>, Vec<(NodeId, NodeId)>>,
 ) -> Result<(), CheckError> {
-    // Vector clocks: per step, how many steps of each stream are known to be done.
     let count = s.streams.len();
-    let mut clock_at: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     let mut run_at: HashMap<NodeId, (usize, usize)> = HashMap::new();
-    let mut signal_clock: HashMap<SignalId, Vec<usize>> = HashMap::new();
     let mut signalled: HashMap<SignalId, usize> = HashMap::new();
     for (t, steps) in s.streams.iter().enumerate() {
         let mut waited = HashSet::new();
@@ -90,53 +88,16 @@ fn check_scope(
     if let Some((&g, &c)) = signalled.iter().find(|(g, _)| g.0 >= s.signal_count) {
         return Err(CheckError::Signalled(g, c));
     }
-    // Simulate: advance every stream as far as it can until all are done or stuck.
-    let mut at = vec![0; count];
-    let mut clock: Vec<Vec<usize>> = vec![vec![0; count]; count];
-    loop {
-        let mut moved = false;
-        for t in 0..count {
-            while let Some(&step) = s.streams[t].get(at[t]) {
-                if let Step::Wait(g) = step {
-                    let Some(c) = signal_clock.get(&g) else { break };
-                    let c = c.clone();
-                    for (k, v) in clock[t].iter_mut().enumerate() {
-                        *v = (*v).max(c[k]);
-                    }
-                }
-                at[t] += 1;
-                clock[t][t] = at[t];
-                if let Step::Signal(g) = step {
-                    signal_clock.insert(g, clock[t].clone());
-                }
-                clock_at.insert((t, at[t] - 1), clock[t].clone());
-                moved = true;
-            }
-        }
-        if at.iter().zip(&s.streams).all(|(a, st)| *a == st.len()) {
-            break;
-        }
-        if !moved {
-            let stuck = (0..count)
-                .filter_map(|t| s.streams[t].get(at[t]).map(|st| (t, *st)))
-                .collect();
-            return Err(CheckError::Deadlock(stuck));
-        }
-    }
+    let sim = Simulation::run(s).map_err(CheckError::Deadlock)?;
     for &(u, v) in deps.get(&s.scope).into_iter().flatten() {
-        let (Some(&(tu, iu)), Some(&(tv, iv))) = (run_at.get(&u), run_at.get(&v)) else {
+        if !(run_at.contains_key(&u) && run_at.contains_key(&v)) {
             continue;
-        };
-        let ordered = if tu == tv {
-            iu < iv
-        } else {
-            clock_at[&(tv, iv)][tu] > iu
-        };
-        if !ordered {
+        }
+        if !sim.before(u, v) {
             return Err(CheckError::MissingWait { from: u, to: v });
         }
     }
-    if let Some(t) = (1..count).find(|&t| clock[0][t] < s.streams[t].len()) {
+    if let Some(t) = (1..count).find(|&t| sim.clock[0][t] < s.streams[t].len()) {
         return Err(CheckError::NotJoined(t));
     }
     for n in run_at.keys() {

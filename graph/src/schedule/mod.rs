@@ -36,7 +36,9 @@
 
 mod assignment;
 pub mod check;
+mod order;
 pub mod print;
+mod random;
 mod rank;
 mod reduction;
 mod signals;
@@ -50,6 +52,7 @@ use crate::hierarchy::{Entry, Hierarchy, HierarchyError, SubId, hierarchy};
 use crate::ir::{Graph, NodeId, Op};
 
 pub use check::{CheckError, check};
+pub use order::StreamOrder;
 pub use print::{print_schedule, schedule_dot};
 
 /// What [`schedule`] is asked for.
@@ -63,6 +66,10 @@ pub struct ScheduleOptions {
     /// A partial schedule: only the top-level nodes from which one of these is
     /// reachable (themselves included). Empty: to the end.
     pub destinations: Vec<NodeId>,
+    /// The test mode: every node of every scope on a stream drawn at random from
+    /// this seed (up to `max_streams`, 4 when unlimited), respecting only the
+    /// dependencies, with the signals they need.
+    pub random: Option<u64>,
 }
 
 /// A signal of one schedule, numbered from 0 in the order of the nodes signalling.
@@ -301,13 +308,16 @@ impl Context<'_> {
         let reduced = dag.reduced();
         let rank = rank::ranks(&reduced);
         let kernel: Vec<String> = ids.iter().map(|&n| kernel_key(self.graph, n)).collect();
-        let a = assignment::assign(&assignment::Problem {
-            dag: &dag,
-            reduced: &reduced,
-            rank: &rank,
-            kernel: &kernel,
-            max_streams: self.max_streams,
-        });
+        let a = match options.random {
+            Some(seed) => random::assign(ids.len(), self.max_streams.unwrap_or(4), seed),
+            None => assignment::assign(&assignment::Problem {
+                dag: &dag,
+                reduced: &reduced,
+                rank: &rank,
+                kernel: &kernel,
+                max_streams: self.max_streams,
+            }),
+        };
         let pred = reduction::predecessors(&reduced);
         let (streams, signal_count) = signals::steps(&pred, &a, &ids);
         let mut nested = BTreeMap::new();
@@ -317,7 +327,13 @@ impl Context<'_> {
             }
             for sub in &e.subs {
                 let inner = ScopeNodes::of(self.graph, &sub.nodes);
-                let s = self.scope(Some(sub.id()), &inner, &ScheduleOptions::default());
+                let inner_options = ScheduleOptions {
+                    random: options
+                        .random
+                        .map(|seed| random::nested_seed(seed, e.node.0 as usize, sub.branch)),
+                    ..ScheduleOptions::default()
+                };
+                let s = self.scope(Some(sub.id()), &inner, &inner_options);
                 nested.insert(sub.id(), s);
             }
         }

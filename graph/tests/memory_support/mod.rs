@@ -534,3 +534,157 @@ pub fn check_shape(graph: &Graph, plan: &MemoryPlan) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Where a node touches memory, for [`check_concurrency`]: a node of a scope, or
+/// the end of a scope (a sub-function's return, the graph's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    Node(uop_graph::NodeId),
+    End(Option<uop_graph::hierarchy::SubId>),
+}
+
+/// The scopes around `at`, outermost first, each with the node of that scope
+/// holding `at` (`None`: the scope's end).
+fn nesting(
+    h: &uop_graph::Hierarchy,
+    at: At,
+) -> Vec<(
+    Option<uop_graph::hierarchy::SubId>,
+    Option<uop_graph::NodeId>,
+)> {
+    let (mut scope, held) = match at {
+        At::Node(n) => (h.scope_of(n).flatten(), Some(n)),
+        At::End(s) => (s, None),
+    };
+    let mut out = vec![(scope, held)];
+    while let Some(sub) = scope {
+        scope = h.scope_of(sub.super_node).flatten();
+        out.push((scope, Some(sub.super_node)));
+    }
+    out.reverse();
+    out
+}
+
+/// True when one of `a`, `b` always finishes before the other begins under the
+/// schedule's order: in the deepest scope holding both, the schedule orders their
+/// nodes, or they are one super node (its sub-functions run one after another),
+/// or one is the scope's end, or one holds the other.
+fn ordered(
+    h: &uop_graph::Hierarchy,
+    order: &uop_graph::schedule::StreamOrder,
+    a: At,
+    b: At,
+) -> bool {
+    let (x, y) = (nesting(h, a), nesting(h, b));
+    for (&(sa, ha), &(sb, hb)) in x.iter().zip(&y) {
+        if sa != sb {
+            return true;
+        }
+        match (ha, hb) {
+            (Some(u), Some(v)) if u == v => continue,
+            (Some(u), Some(v)) => {
+                let ready = |n| !order.runs(sa, n);
+                return ready(u) || ready(v) || order.before(sa, u, v) || order.before(sa, v, u);
+            }
+            _ => return true,
+        }
+    }
+    true
+}
+
+/// A region of the arena: what it holds, its bytes, and where it is touched (and
+/// whether there it is written).
+type Region = (String, uop_graph::memory::Slot, Vec<(At, bool)>);
+
+/// No two nodes that the schedule lets run at the same time touch overlapping
+/// arena bytes where one of them writes. Each arena value is written by its node
+/// (a super node's output and a `while` state by the super node) and read by every
+/// node using it, by the end of a sub-function returning it, and by the graph's end
+/// when a Sink holds it.
+pub fn check_concurrency(
+    graph: &Graph,
+    plan: &MemoryPlan,
+    schedule: &uop_graph::schedule::Schedule,
+) -> Result<(), String> {
+    let h = hierarchy(graph).map_err(|e| e.to_string())?;
+    let order = uop_graph::schedule::StreamOrder::new(schedule);
+    let mut touch: HashMap<Ref, Vec<(At, bool)>> = HashMap::new();
+    for r in plan.slots.keys() {
+        let writer = match graph.node(r.node).map(|n| &n.op) {
+            // A sub-function's parameter (a `while` state): written by its super node.
+            Some(Op::Input { .. }) => match h.scope_of(r.node).flatten() {
+                Some(sub) => At::Node(sub.super_node),
+                None => continue,
+            },
+            _ => At::Node(r.node),
+        };
+        touch.entry(*r).or_default().push((writer, true));
+    }
+    for n in graph.nodes() {
+        for r in &n.inputs {
+            let at = if matches!(n.op, Op::Sink) {
+                At::End(None)
+            } else {
+                At::Node(n.id)
+            };
+            if let Some(t) = touch.get_mut(r) {
+                t.push((at, false));
+            }
+        }
+        for (b, i) in n.op.interfaces().into_iter().enumerate() {
+            let sub = uop_graph::hierarchy::SubId {
+                super_node: n.id,
+                branch: b,
+            };
+            for r in i.outputs.iter().filter_map(Source::as_ref) {
+                if let Some(t) = touch.get_mut(&r) {
+                    t.push((At::End(Some(sub)), false));
+                }
+            }
+        }
+    }
+    // Every region of the arena something writes: the values, and the slots of
+    // every `while` state (an alternating state's second slot may hold no value of
+    // the plan, yet the loop writes it).
+    let mut regions: Vec<Region> = plan
+        .slots
+        .iter()
+        .map(|(r, slot)| (r.to_string(), *slot, touch.remove(r).unwrap_or_default()))
+        .collect();
+    for (w, states) in &plan.carried {
+        for c in states {
+            let slots = match c {
+                Carried::InPlace { slot } => vec![*slot],
+                Carried::Alternate { slots } => slots.to_vec(),
+            };
+            for slot in slots {
+                regions.push((
+                    format!("the state of {w}"),
+                    slot,
+                    vec![(At::Node(*w), true)],
+                ));
+            }
+        }
+    }
+    for (i, (a, sa, ta)) in regions.iter().enumerate() {
+        for (b, sb, tb) in &regions[i..] {
+            let overlap = sa.bytes > 0
+                && sb.bytes > 0
+                && sa.offset < sb.offset + sb.bytes
+                && sb.offset < sa.offset + sa.bytes;
+            if !overlap {
+                continue;
+            }
+            for &(x, wx) in ta {
+                for &(y, wy) in tb {
+                    if (wx || wy) && x != y && !ordered(&h, &order, x, y) {
+                        return Err(format!(
+                            "{a} at {x:?} and {b} at {y:?} share bytes and may run at the same time"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

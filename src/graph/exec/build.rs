@@ -10,9 +10,11 @@ use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
 use uop_graph::hierarchy::{Entry, Hierarchy, SubFunction};
 use uop_graph::infer::list;
+use uop_graph::schedule::Schedule;
 use uop_graph::{Call, Graph, Node, NodeId, Op, Ref, Source, ValueType};
 
 use super::kernel::Compiled;
+use super::streams::StreamPlan;
 use super::value::Value;
 use crate::graph::{Backend, GraphError};
 
@@ -34,6 +36,9 @@ pub(crate) struct Body {
     pub steps: Vec<Step>,
     /// Its results.
     pub results: Vec<Src>,
+    /// Its streams, when its schedule uses more than one (else the steps run in
+    /// order).
+    pub plan: Option<StreamPlan>,
 }
 
 /// One node to run.
@@ -115,8 +120,14 @@ pub(crate) struct Steps {
 }
 
 /// Builds the steps of `graph` (prepared) placed as `h` says, compiling every Kernel
-/// node for `backend`.
-pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<Steps, GraphError> {
+/// node for `backend`; with a `schedule` (of `graph`), every body that it puts on
+/// several streams gets their plan.
+pub(crate) fn build(
+    graph: &Graph,
+    h: &Hierarchy,
+    backend: Backend,
+    schedule: Option<&Schedule>,
+) -> Result<Steps, GraphError> {
     let mut slots = HashMap::new();
     let mut refs = Vec::new();
     for n in graph.nodes() {
@@ -135,7 +146,8 @@ pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<St
     let params = (0..input.outputs.len())
         .map(|k| b.slot(h.input, Ref::new(h.input, k)))
         .collect::<Result<_, _>>()?;
-    let steps = b.entries(&h.top)?;
+    let steps = b.entries(&h.top, schedule)?;
+    let plan = stream_plan(&steps, schedule)?;
     let results = graph
         .interface
         .outputs
@@ -147,6 +159,7 @@ pub(crate) fn build(graph: &Graph, h: &Hierarchy, backend: Backend) -> Result<St
             params,
             steps,
             results,
+            plan,
         },
         refs,
         kernels: b.kernels,
@@ -195,11 +208,21 @@ impl Builder<'_> {
         }
     }
 
-    fn entries(&mut self, entries: &[Entry]) -> Result<Vec<Step>, GraphError> {
-        entries.iter().map(|e| self.entry(e)).collect()
+    fn entries(
+        &mut self,
+        entries: &[Entry],
+        schedule: Option<&Schedule>,
+    ) -> Result<Vec<Step>, GraphError> {
+        entries.iter().map(|e| self.entry(e, schedule)).collect()
     }
 
-    fn body(&mut self, owner: &Node, sub: &SubFunction) -> Result<Body, GraphError> {
+    fn body(
+        &mut self,
+        owner: &Node,
+        sub: &SubFunction,
+        schedule: Option<&Schedule>,
+    ) -> Result<Body, GraphError> {
+        let schedule = schedule.and_then(|s| s.nested.get(&sub.id()));
         let interfaces = owner.op.interfaces();
         let interface = interfaces
             .get(sub.branch)
@@ -208,7 +231,8 @@ impl Builder<'_> {
         let params = (0..input.outputs.len())
             .map(|k| self.slot(owner.id, Ref::new(sub.input, k)))
             .collect::<Result<_, _>>()?;
-        let steps = self.entries(&sub.nodes)?;
+        let steps = self.entries(&sub.nodes, schedule)?;
+        let plan = stream_plan(&steps, schedule)?;
         let results = interface
             .outputs
             .iter()
@@ -218,18 +242,25 @@ impl Builder<'_> {
             params,
             steps,
             results,
+            plan,
         })
     }
 
-    fn sub(&mut self, owner: &Node, e: &Entry, k: usize) -> Result<Body, GraphError> {
+    fn sub(
+        &mut self,
+        owner: &Node,
+        e: &Entry,
+        k: usize,
+        schedule: Option<&Schedule>,
+    ) -> Result<Body, GraphError> {
         let sub = e
             .subs
             .get(k)
             .ok_or_else(|| error(owner.id, format!("has no sub-function {k}")))?;
-        self.body(owner, sub)
+        self.body(owner, sub, schedule)
     }
 
-    fn entry(&mut self, e: &Entry) -> Result<Step, GraphError> {
+    fn entry(&mut self, e: &Entry, schedule: Option<&Schedule>) -> Result<Step, GraphError> {
         let graph = self.graph;
         let node = graph
             .node(e.node)
@@ -261,12 +292,12 @@ impl Builder<'_> {
                 }
             }
             Op::While { .. } => StepKind::While {
-                cond: self.sub(node, e, 0)?,
-                body: self.sub(node, e, 1)?,
+                cond: self.sub(node, e, 0, schedule)?,
+                body: self.sub(node, e, 1, schedule)?,
             },
             Op::If { .. } => StepKind::If {
-                then: self.sub(node, e, 0)?,
-                else_: self.sub(node, e, 1)?,
+                then: self.sub(node, e, 0, schedule)?,
+                else_: self.sub(node, e, 1, schedule)?,
             },
             Op::Case { .. } => {
                 let arg_types: Vec<ValueType> = node.inputs[1..]
@@ -277,17 +308,17 @@ impl Builder<'_> {
                     (arg_types != node.outputs).then(|| (list(&arg_types), list(&node.outputs)));
                 StepKind::Case {
                     branches: (0..e.subs.len())
-                        .map(|k| self.sub(node, e, k))
+                        .map(|k| self.sub(node, e, k, schedule))
                         .collect::<Result<_, _>>()?,
                     mismatch,
                 }
             }
             Op::Parallel { count, .. } => StepKind::Parallel {
                 count: count.clone(),
-                body: Box::new(self.sub(node, e, 0)?),
+                body: Box::new(self.sub(node, e, 0, schedule)?),
                 types: node.outputs.clone(),
             },
-            Op::NoInline { .. } => StepKind::NoInline(Box::new(self.sub(node, e, 0)?)),
+            Op::NoInline { .. } => StepKind::NoInline(Box::new(self.sub(node, e, 0, schedule)?)),
             Op::Chunk { .. } => StepKind::Chunk,
             Op::Sink => StepKind::Sink,
         };
@@ -297,5 +328,16 @@ impl Builder<'_> {
             outputs,
             kind,
         })
+    }
+}
+
+/// The stream plan of a body's `steps` under its scope's `schedule`, if any.
+fn stream_plan(
+    steps: &[Step],
+    schedule: Option<&Schedule>,
+) -> Result<Option<StreamPlan>, GraphError> {
+    match schedule {
+        Some(s) => StreamPlan::new(steps, s),
+        None => Ok(None),
     }
 }

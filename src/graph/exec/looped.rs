@@ -68,7 +68,6 @@ impl Exec<'_, '_> {
             .inputs
             .first()
             .and_then(|s| self.m.store.get(*s))
-            .and_then(Option::as_ref)
             .ok_or_else(|| node_error(step.node, "reads a value that has none"))?;
         let rows = *x.shape.first().ok_or_else(|| {
             node_error(
@@ -120,13 +119,15 @@ impl Looped for Exec<'_, '_> {
                 start + rows
             )));
         }
-        let x = self.m.store[step.inputs[0]]
-            .clone()
+        let x = self
+            .m
+            .store
+            .get(step.inputs[0])
             .ok_or_else(|| err("reads a value that has none".into()))?;
         let mut shape = x.shape.clone();
         shape[0] = rows;
         let slot = step.outputs[0];
-        let previous = self.m.store[slot].take();
+        let previous = self.m.store.take(slot);
         let mut dst = self
             .m
             .mem
@@ -150,14 +151,14 @@ impl Looped for Exec<'_, '_> {
         // SAFETY: both ranges are valid for `bytes` bytes (checked views, bounds
         // checked above) and do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src.cast_const(), d.ptr, bytes) };
-        self.m.store[slot] = Some(dst);
+        self.m.store.set(slot, Some(dst));
         Ok(())
     }
 
     fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError> {
         let step = self.step_of(k);
         for (i, s) in step.outputs.iter().enumerate() {
-            let Some(v) = self.m.store.get(*s).and_then(Option::as_ref) else {
+            let Some(v) = self.m.store.get(*s) else {
                 continue;
             };
             if v.shape.first().map(|&n| n as u64) != Some(rows) {

@@ -64,7 +64,9 @@ impl Arena {
     }
 }
 
-/// One run's view of its arena and layout.
+/// One run's view of its arena and layout. Each stream of a run has a clone (with
+/// its own swaps); they all write the one arena.
+#[derive(Clone)]
 pub(crate) struct Memory<'a> {
     base: *mut u8,
     bytes: usize,
@@ -72,6 +74,15 @@ pub(crate) struct Memory<'a> {
     swaps: Vec<(usize, usize)>,
     allocations: &'a AtomicU64,
 }
+
+// SAFETY: the arena is written through `base` by the streams of one run at once.
+// Every write goes to a value's planned bytes, and a multi-stream run's plan is made
+// for its schedule (`uop_graph::memory::plan_memory_scheduled`): two nodes that may
+// run at the same time never touch overlapping bytes where one writes, and a node
+// reading a value runs after the event its writer's stream set (release / acquire).
+unsafe impl Send for Memory<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Memory<'_> {}
 
 impl<'a> Memory<'a> {
     /// The memory of a run on `arena` (at least the layout's arena bytes), counting

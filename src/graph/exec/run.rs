@@ -16,6 +16,7 @@ use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
 use super::build::{Body, Src, Step, StepKind};
 use super::kernel::Compiled;
 use super::memory::Memory;
+use super::store::Store;
 use super::value::{Buf, Data, Value};
 use crate::graph::Backend;
 
@@ -43,7 +44,7 @@ pub(crate) struct Machine<'a> {
     /// Compiled unfused calls.
     pub calls: &'a CallCache,
     /// The value of every slot.
-    pub store: &'a mut [Option<Value>],
+    pub store: &'a Store,
     /// The arena and the plan.
     pub mem: Memory<'a>,
     /// The `$params`.
@@ -52,17 +53,31 @@ pub(crate) struct Machine<'a> {
     pub bindings: Bindings,
 }
 
-impl Machine<'_> {
-    fn value(&self, node: NodeId, slot: usize) -> Result<&Value, RunError> {
+impl<'a> Machine<'a> {
+    /// A machine for another stream of the same run: the same store, arena, caches
+    /// and graph; its own swaps, `$params` and bindings.
+    pub(crate) fn fork(&self) -> Machine<'a> {
+        Machine {
+            graph: self.graph,
+            backend: self.backend,
+            max_iterations: self.max_iterations,
+            calls: self.calls,
+            store: self.store,
+            mem: self.mem.clone(),
+            params: self.params.clone(),
+            bindings: self.bindings.clone(),
+        }
+    }
+
+    fn value(&self, node: NodeId, slot: usize) -> Result<Value, RunError> {
         self.store
             .get(slot)
-            .and_then(Option::as_ref)
             .ok_or_else(|| node_error(node, format!("reads slot {slot}, which has no value")))
     }
 
     fn result(&self, node: NodeId, src: &Src) -> Result<Value, RunError> {
         match src {
-            Src::Slot(s) => self.value(node, *s).cloned(),
+            Src::Slot(s) => self.value(node, *s),
             Src::Value(v) => Ok(v.clone()),
         }
     }
@@ -85,9 +100,9 @@ impl Machine<'_> {
             ));
         }
         for (p, a) in body.params.iter().zip(args) {
-            self.store[*p] = Some(a);
+            self.store.set(*p, Some(a));
         }
-        self.steps(&body.steps)?;
+        self.run_body(body)?;
         body.results.iter().map(|r| self.result(owner, r)).collect()
     }
 
@@ -99,7 +114,7 @@ impl Machine<'_> {
     fn inputs(&self, step: &Step) -> Result<Vec<Value>, RunError> {
         step.inputs
             .iter()
-            .map(|s| self.value(step.node, *s).cloned())
+            .map(|s| self.value(step.node, *s))
             .collect()
     }
 
@@ -119,7 +134,7 @@ impl Machine<'_> {
         }
         for (s, v) in step.outputs.iter().zip(values) {
             let v = self.deliver(*s, v).map_err(|m| node_error(step.node, m))?;
-            self.store[*s] = Some(v);
+            self.store.set(*s, Some(v));
         }
         Ok(())
     }
@@ -134,7 +149,7 @@ impl Machine<'_> {
             }
             _ => {}
         }
-        let previous = self.store[slot].take();
+        let previous = self.store.take(slot);
         let mut placed = self.mem.place(slot, previous, v.dtype(), &v.shape)?;
         self.mem.copy(&mut placed, 0, &v)?;
         Ok(placed)
@@ -143,7 +158,7 @@ impl Machine<'_> {
     fn step(&mut self, step: &Step) -> Result<(), RunError> {
         let node = step.node;
         match &step.kind {
-            StepKind::Const(v) => self.store[step.outputs[0]] = Some(v.clone()),
+            StepKind::Const(v) => self.store.set(step.outputs[0], Some(v.clone())),
             StepKind::Kernel { name, compiled } => {
                 let params = std::mem::take(&mut self.params);
                 let result = self.kernel(step, compiled, &params);
@@ -197,21 +212,24 @@ impl Machine<'_> {
         params: &HashMap<String, i64>,
     ) -> Result<(), String> {
         let mut outs: Vec<Option<Value>> =
-            step.outputs.iter().map(|s| self.store[*s].take()).collect();
+            step.outputs.iter().map(|s| self.store.take(*s)).collect();
         let result = {
-            let ins: Result<Vec<&Value>, String> = step
+            let ins: Result<Vec<Value>, String> = step
                 .inputs
                 .iter()
                 .map(|s| {
-                    self.store[*s]
-                        .as_ref()
+                    self.store
+                        .get(*s)
                         .ok_or_else(|| format!("reads slot {s}, which has no value"))
                 })
                 .collect();
-            ins.and_then(|ins| compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs))
+            ins.and_then(|ins| {
+                let ins: Vec<&Value> = ins.iter().collect();
+                compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs)
+            })
         };
         for (s, v) in step.outputs.iter().zip(outs) {
-            self.store[*s] = v;
+            self.store.set(*s, v);
         }
         result
     }
@@ -379,7 +397,7 @@ impl Machine<'_> {
     ) -> Result<bool, RunError> {
         let c = self.body(node, cond, state.to_vec())?;
         for p in &cond.params {
-            self.store[*p] = None;
+            self.store.set(*p, None);
         }
         if self.one_value(node, "condition", &c)? == 0.0 {
             return Ok(false);
@@ -436,7 +454,7 @@ impl Machine<'_> {
             state[k] = at;
         }
         for p in &body.params {
-            self.store[*p] = None;
+            self.store.set(*p, None);
         }
         Ok(true)
     }
@@ -498,12 +516,12 @@ impl Machine<'_> {
             for (slot, ty) in step.outputs.iter().zip(types) {
                 let shape = concrete_shape(&node.to_string(), &ty.shape, &b)
                     .map_err(|e| err(e.to_string()))?;
-                let previous = self.store[*slot].take();
+                let previous = self.store.take(*slot);
                 let v = self
                     .mem
                     .place(*slot, previous, ty.dtype, &shape)
                     .map_err(err)?;
-                self.store[*slot] = Some(v);
+                self.store.set(*slot, Some(v));
             }
             return Ok(());
         }
@@ -522,7 +540,7 @@ impl Machine<'_> {
             call_args.extend(args.iter().cloned());
             let results = self.body(node, body, call_args)?;
             if let Some(p) = body.params.first() {
-                self.store[*p] = None;
+                self.store.set(*p, None);
             }
             if results.len() != step.outputs.len() {
                 return Err(err(format!(
@@ -536,23 +554,24 @@ impl Machine<'_> {
                     first.push((r.dtype(), r.shape.clone()));
                     let mut shape = vec![n];
                     shape.extend(&r.shape);
-                    let previous = self.store[*slot].take();
+                    let previous = self.store.take(*slot);
                     let v = self
                         .mem
                         .place(*slot, previous, r.dtype(), &shape)
                         .map_err(err)?;
-                    self.store[*slot] = Some(v);
+                    self.store.set(*slot, Some(v));
                 } else if (r.dtype(), &r.shape) != (first[k].0, &first[k].1) {
                     return Err(err(format!(
                         "iteration {i} gave result {k} of shape {:?}, iteration 0 of {:?}",
                         r.shape, first[k].1
                     )));
                 }
-                let mut out = self.store[*slot]
-                    .take()
+                let mut out = self
+                    .store
+                    .take(*slot)
                     .ok_or_else(|| err(format!("output {k} has no storage")))?;
                 let copied = self.mem.copy(&mut out, i * r.len(), r);
-                self.store[*slot] = Some(out);
+                self.store.set(*slot, Some(out));
                 copied.map_err(|m| err(format!("result {k} of iteration {i}: {m}")))?;
             }
         }

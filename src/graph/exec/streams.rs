@@ -1,0 +1,145 @@
+//! Running a body on several streams (DESIGN.md §18): its static schedule turned
+//! into per-stream actions on step indexes ([`StreamPlan`]), run with the streams as
+//! tasks of the runtime's pool ([`uop_runtime::run_streams`]: the kernels of each get
+//! a share of the cores) and the signals as [`Event`]s.
+//!
+//! Each stream runs on a machine of its own (a fork sharing the store, the arena
+//! and the caches) so that a `while`'s swapped slots, the `$params` and the
+//! bindings stay per stream; a super node runs its sub-functions on its stream,
+//! each with its own nested plan. A failing node cancels every event of the body so
+//! that no stream waits forever; the error of the failing node first in list order
+//! is the body's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use uop_graph::schedule::{Schedule, Step as Action};
+use uop_graph::{NodeId, RunError};
+use uop_runtime::Event;
+
+use super::build::{Body, Step, StepKind};
+use super::run::Machine;
+use crate::graph::GraphError;
+
+/// What one stream does, by step index of its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Act {
+    /// Run the body's step with this index.
+    Run(usize),
+    /// Set event `k`.
+    Signal(usize),
+    /// Wait for event `k`.
+    Wait(usize),
+}
+
+/// A body's schedule on two or more streams.
+#[derive(Clone, Debug)]
+pub(crate) struct StreamPlan {
+    /// Steps no schedule runs (Consts), run before the streams start.
+    pub first: Vec<usize>,
+    /// Per stream, its actions.
+    pub streams: Vec<Vec<Act>>,
+    /// The number of events.
+    pub signals: usize,
+}
+
+impl StreamPlan {
+    /// The plan of `steps` as `schedule` (their scope's) says; `None` when it uses one
+    /// stream (the steps then run in order). Every step other than a Const must be
+    /// scheduled exactly once.
+    pub(crate) fn new(
+        steps: &[Step],
+        schedule: &Schedule,
+    ) -> Result<Option<StreamPlan>, GraphError> {
+        if schedule.streams.len() < 2 {
+            return Ok(None);
+        }
+        let index: HashMap<NodeId, usize> =
+            steps.iter().enumerate().map(|(i, s)| (s.node, i)).collect();
+        let mut scheduled = vec![false; steps.len()];
+        let mut streams = Vec::with_capacity(schedule.streams.len());
+        for stream in &schedule.streams {
+            let mut acts = Vec::with_capacity(stream.len());
+            for a in stream {
+                acts.push(match *a {
+                    Action::Run(n) => {
+                        let i = *index.get(&n).ok_or_else(|| GraphError::Compile {
+                            node: n,
+                            message: "the schedule runs a node that is not in its scope".into(),
+                        })?;
+                        scheduled[i] = true;
+                        Act::Run(i)
+                    }
+                    Action::Signal(s) => Act::Signal(s.0),
+                    Action::Wait(s) => Act::Wait(s.0),
+                });
+            }
+            streams.push(acts);
+        }
+        let mut first = Vec::new();
+        for (i, s) in steps.iter().enumerate() {
+            match (&s.kind, scheduled[i]) {
+                (StepKind::Const(_), false) => first.push(i),
+                (_, true) => {}
+                (_, false) => {
+                    return Err(GraphError::Compile {
+                        node: s.node,
+                        message: "the schedule does not run this node".into(),
+                    });
+                }
+            }
+        }
+        Ok(Some(StreamPlan {
+            first,
+            streams,
+            signals: schedule.signal_count,
+        }))
+    }
+}
+
+impl Machine<'_> {
+    /// Runs a body's steps: in order, or on its streams when it has a plan.
+    pub(crate) fn run_body(&mut self, body: &Body) -> Result<(), RunError> {
+        match &body.plan {
+            None => self.steps(&body.steps),
+            Some(plan) => self.streams(&body.steps, plan),
+        }
+    }
+
+    fn streams(&mut self, steps: &[Step], plan: &StreamPlan) -> Result<(), RunError> {
+        for &i in &plan.first {
+            self.steps(&steps[i..=i])?;
+        }
+        let events: Vec<Event> = (0..plan.signals).map(|_| Event::new()).collect();
+        let failed: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
+        let template = &*self;
+        uop_runtime::run_streams(plan.streams.len(), |t| {
+            let mut m = template.fork();
+            for act in &plan.streams[t] {
+                match *act {
+                    Act::Wait(k) => {
+                        if !events[k].wait() {
+                            return;
+                        }
+                    }
+                    Act::Signal(k) => events[k].set(),
+                    Act::Run(i) => {
+                        if let Err(e) = m.steps(&steps[i..=i]) {
+                            failed
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((i, e));
+                            events.iter().for_each(Event::cancel);
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+        match failed.into_iter().min_by_key(|(i, _)| *i) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
