@@ -386,18 +386,24 @@ fn i32_outputs_have_a_slice_type() {
     assert_eq!(found, expected);
 }
 
+/// `src` JIT-compiled with the default options.
+fn jit(src: &str) -> Kernel {
+    cranelift::compile_program(&parse(src), &Options::default()).expect("compiles")
+}
+
+/// A one-element f32 input holding `v`, and the param `p`.
+fn one_element_and_p(v: f64, p: i64) -> (Tensor, HashMap<String, i64>) {
+    let x = Tensor::new(DType::F32, vec![1], vec![v]).expect("consistent");
+    (x, HashMap::from([("p".to_string(), p)]))
+}
+
 /// `Kernel::run` accounts its outputs against the memory limit before allocating
 /// them: 10^12 output elements (12 TB with the f64 tensor returned) are refused with
 /// a message naming the output, where allocating them would abort the process.
 #[test]
 fn run_refuses_outputs_beyond_the_memory_limit_before_allocating() {
-    let kernel = cranelift::compile_program(
-        &parse("param p\ninput x: f32[N]\ny = reindex(x, [$p, $p], [0])\noutput y\n"),
-        &Options::default(),
-    )
-    .expect("compiles");
-    let x = Tensor::new(DType::F32, vec![1], vec![1.0]).expect("consistent");
-    let params = HashMap::from([("p".to_string(), 1_000_000)]);
+    let kernel = jit("param p\ninput x: f32[N]\ny = reindex(x, [$p, $p], [0])\noutput y\n");
+    let (x, params) = one_element_and_p(1.0, 1_000_000);
     let err = kernel.run(&[x], &params).unwrap_err();
     assert!(matches!(err, RunError::Memory(_)), "{err:?}");
     let message = err.to_string();
@@ -412,18 +418,12 @@ fn run_refuses_outputs_beyond_the_memory_limit_before_allocating() {
 /// also when the caller brings its own (small) output buffers.
 #[test]
 fn temporaries_are_accounted_before_the_kernel_runs() {
-    let kernel = cranelift::compile_program(
-        &parse(
-            "param p\ninput x: f32[N]\nbig = exp(reindex(x, [$p, $p], [0]))\n\
-             c = reduce_sum(big, [0])\nr = reduce_sum(big, [1])\noutput c\noutput r\n",
-        ),
-        &Options::default(),
-    )
-    .expect("compiles");
+    let src = "param p\ninput x: f32[N]\nbig = exp(reindex(x, [$p, $p], [0]))\n\
+               c = reduce_sum(big, [0])\nr = reduce_sum(big, [1])\noutput c\noutput r\n";
+    let kernel = jit(src);
     assert!(kernel.program().to_string().contains("temp   big"));
     let p = 1_000_000;
-    let params = HashMap::from([("p".to_string(), p as i64)]);
-    let x = Tensor::new(DType::F32, vec![1], vec![0.0]).expect("consistent");
+    let (x, params) = one_element_and_p(0.0, p as i64);
     let err = kernel.run(&[x], &params).unwrap_err();
     assert!(matches!(err, RunError::Memory(_)), "{err:?}");
     assert!(err.to_string().contains("`big`, 4.0 TB"), "{err}");
@@ -438,13 +438,8 @@ fn temporaries_are_accounted_before_the_kernel_runs() {
     assert!(matches!(err, RunError::Memory(_)), "{err:?}");
     assert!(err.to_string().contains("`big`, 4.0 TB"), "{err}");
     // Within the limit, the same kernel runs and agrees with the interpreter.
-    let program = parse(
-        "param p\ninput x: f32[N]\nbig = exp(reindex(x, [$p, $p], [0]))\n\
-         c = reduce_sum(big, [0])\nr = reduce_sum(big, [1])\noutput c\noutput r\n",
-    );
-    let small = HashMap::from([("p".to_string(), 3)]);
-    let x = Tensor::new(DType::F32, vec![1], vec![0.0]).expect("consistent");
-    let expected = interp::run(&program, std::slice::from_ref(&x), &small).expect("runs");
+    let (x, small) = one_element_and_p(0.0, 3);
+    let expected = interp::run(&parse(src), std::slice::from_ref(&x), &small).expect("runs");
     assert_eq!(kernel.run(&[x], &small).expect("runs"), expected);
 }
 
@@ -453,13 +448,10 @@ fn temporaries_are_accounted_before_the_kernel_runs() {
 /// element would otherwise run "forever").
 #[test]
 fn run_refuses_iteration_counts_that_overflow() {
-    let kernel = cranelift::compile_program(
-        &parse("param p\ninput x: f32[N]\ns = reduce_sum(reindex(x, [$p, $p], [0]), [0, 1])\noutput s\n"),
-        &Options::default(),
-    )
-    .expect("compiles");
-    let x = Tensor::new(DType::F32, vec![1], vec![1.0]).expect("consistent");
-    let params = HashMap::from([("p".to_string(), 1 << 62)]);
+    let kernel = jit(
+        "param p\ninput x: f32[N]\ns = reduce_sum(reindex(x, [$p, $p], [0]), [0, 1])\noutput s\n",
+    );
+    let (x, params) = one_element_and_p(1.0, 1 << 62);
     let err = kernel.run(&[x], &params).unwrap_err();
     assert!(err.to_string().contains("iterations"), "{err}");
 }

@@ -76,8 +76,9 @@ pub use pool::{
     threads, threads_here,
 };
 pub use scalar::{
-    erf_f64, floor_div, floor_mod, line_phase, maximum_f32, maximum_f64, minimum_f32, minimum_f64,
-    mul_add_f32, mul_add_f64, offset, rotated_right, sign_f32, sign_f64,
+    checked_floor_div, checked_floor_mod, erf_f64, floor_div, floor_mod, line_phase, maximum_f32,
+    maximum_f64, minimum_f32, minimum_f64, mul_add_f32, mul_add_f64, offset, rotated_right,
+    sign_f32, sign_f64,
 };
 pub use shared::Shared;
 pub use transpose::{transpose_block_f32, transpose_block_f64};

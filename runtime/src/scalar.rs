@@ -26,6 +26,26 @@ pub fn floor_mod(a: i64, b: i64) -> i64 {
     }
 }
 
+/// [`floor_div`] of sizes: `None` when `b` is 0 or the quotient overflows
+/// (`i64::MIN / -1`).
+#[inline(always)]
+pub fn checked_floor_div(a: i64, b: i64) -> Option<i64> {
+    if b == 0 || (a == i64::MIN && b == -1) {
+        return None;
+    }
+    Some(floor_div(a, b))
+}
+
+/// [`floor_mod`] of sizes: `None` when `b` is 0 (or is -1 with `a` `i64::MIN`,
+/// as for [`checked_floor_div`]).
+#[inline(always)]
+pub fn checked_floor_mod(a: i64, b: i64) -> Option<i64> {
+    if b == 0 || (a == i64::MIN && b == -1) {
+        return None;
+    }
+    Some(floor_mod(a, b))
+}
+
 /// The row-major offset of `index` in a tensor of shape `shape`, or `None` when a
 /// subscript is out of range (a read then gives the fill value and a write is
 /// skipped).
@@ -186,6 +206,17 @@ mod tests {
                 assert!(r == 0 || (r < 0) == (b < 0), "{a} % {b} = {r}");
             }
         }
+    }
+
+    #[test]
+    fn checked_division_of_sizes_refuses_zero_and_the_one_overflow() {
+        assert_eq!(checked_floor_div(-7, 2), Some(-4));
+        assert_eq!(checked_floor_mod(-7, 2), Some(1));
+        assert_eq!(checked_floor_div(7, 0), None);
+        assert_eq!(checked_floor_mod(7, 0), None);
+        assert_eq!(checked_floor_div(i64::MIN, -1), None);
+        assert_eq!(checked_floor_mod(i64::MIN, -1), None);
+        assert_eq!(checked_floor_div(i64::MIN, 1), Some(i64::MIN));
     }
 
     #[test]

@@ -401,19 +401,13 @@ impl Gen<'_> {
                 IndexOp::Div | IndexOp::Mod => {
                     let at = self.checked_idx(a)?;
                     let bt = self.checked_idx(b)?;
-                    let f = self.need(if *op == IndexOp::Div {
-                        Helper::FloorDiv
-                    } else {
-                        Helper::FloorMod
-                    });
                     // Checked: a zero divisor, and the one overflowing quotient, give `None`.
-                    quote!({
-                        let (a, b) = (#at, #bt);
-                        if b == 0 || (a == i64::MIN && b == -1) {
-                            return None;
-                        }
-                        #f(a, b)
-                    })
+                    let f = self.need(if *op == IndexOp::Div {
+                        Helper::CheckedFloorDiv
+                    } else {
+                        Helper::CheckedFloorMod
+                    });
+                    quote!(#f(#at, #bt)?)
                 }
                 IndexOp::Min => {
                     let (at, bt) = (self.checked_idx(a)?, self.checked_idx(b)?);
@@ -1574,13 +1568,16 @@ impl Gen<'_> {
             // Two runs of the loop, split where the store starts a cache line, so
             // that the second's vector stores never straddle two lines (the first
             // is empty when the buffer is aligned; a column sum on a `Vec` went from
-            // 0.19 to 0.15 ms, and an aligned one stayed at 0.16).
+            // 0.19 to 0.15 ms, and an aligned one stayed at 0.16). The body is
+            // written twice on purpose: one loop over both ranges (`for run in
+            // [start..first, first..end]`) made `softmax_4096x1024` 24% slower
+            // (`uop bench --backend rust`, AVX2, see `docs/decisions.md`).
             let n = l.id.0;
             let first = ident(&format!("i{n}_first"));
-            let first_value = self.first_on_line(&a, &i, &start, &end)?;
+            let first_line = self.first_on_line(&first, &a, &i, &start, &end)?;
             let carried: Vec<_> = carried.collect();
             return Ok(quote! {
-                let #first = #first_value;
+                #first_line
                 for #i in #start..#first {
                     #(#carried)*
                     #stmts
@@ -1647,10 +1644,10 @@ impl Gen<'_> {
         let plain = self.stmts(&l.stmts)?;
         let zero = lit(&format!("0.0_{}", self.float));
         let first = local("first");
-        let first_value = self.first_on_line(access, i, &quote!(#lo), &quote!(#hi))?;
+        let first_line = self.first_on_line(&first, access, i, &quote!(#lo), &quote!(#hi))?;
         Ok(quote! {
             let (#lo, #hi) = (#start, #end);
-            let #first = #first_value;
+            #first_line
             let #main = #first + (#hi - #first) / LANES as i64 * LANES as i64;
             for #chunk in (#first..#main).step_by(LANES) {
                 let mut values = [#zero; LANES];
@@ -1809,11 +1806,11 @@ impl Gen<'_> {
         let local = |what: &str| ident(&format!("i{n}_{what}"));
         let (i, chunk, main) = (ident(&format!("i{n}")), local("chunk"), local("main"));
         let (first, last) = (local("first"), local("last"));
-        let first_value = self.first_on_line(a, &i, start, &quote!(#main))?;
+        let first_line = self.first_on_line(&first, a, &i, start, &quote!(#main))?;
         let rotate = self.need(Helper::RotatedRight);
         let lanes = vars.iter().map(|v| ident(&format!("v{}_lanes", v.0)));
         Ok(quote! {
-            let #first = #first_value;
+            #first_line
             let #last = #first + (#main - #first) / LANES as i64 * LANES as i64;
             for #i in #start..#first {
                 let lane = LANES - (#first - #i) as usize;
@@ -1858,10 +1855,12 @@ impl Gen<'_> {
         found
     }
 
-    /// The first iteration from `start` (at most `end`) at which `a`'s element
-    /// starts a cache line (the loop index `i` bound to `start` for the offset).
+    /// `let {first} = ..;`: the first iteration from `start` (at most `end`) at which
+    /// `a`'s element starts a cache line, after binding the loop index `i` to
+    /// `start` for the offset (the loops that follow shadow it).
     fn first_on_line(
         &self,
+        first: &Ident,
         a: &Access,
         i: &Ident,
         start: &TokenStream,
@@ -1870,10 +1869,10 @@ impl Gen<'_> {
         let f = self.need(Helper::LinePhase);
         let t = &self.tensors[a.tensor.0];
         let at = self.offset_unchecked(a)?;
-        Ok(quote!({
+        Ok(quote! {
             let #i = #start;
-            (#i + #f(#t.as_ptr(), #at)).min(#end)
-        }))
+            let #first = (#i + #f(#t.as_ptr(), #at)).min(#end);
+        })
     }
 
     /// A carried variable kept as an array of partial results, `v{n}_{suffix}`

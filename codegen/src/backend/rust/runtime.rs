@@ -31,6 +31,10 @@ pub(super) enum Helper {
     FloorDiv,
     /// The modulo matching floor division.
     FloorMod,
+    /// Floor division of sizes, `None` for a zero divisor or an overflow.
+    CheckedFloorDiv,
+    /// The modulo matching floor division of sizes, `None` as for division.
+    CheckedFloorMod,
     /// NaN-propagating maximum (f32 / f64).
     Maximum(bool),
     /// NaN-propagating minimum (f32 / f64).
@@ -91,6 +95,8 @@ pub(super) fn path(h: Helper) -> TokenStream {
         Helper::Offset => "offset".into(),
         Helper::FloorDiv => "floor_div".into(),
         Helper::FloorMod => "floor_mod".into(),
+        Helper::CheckedFloorDiv => "checked_floor_div".into(),
+        Helper::CheckedFloorMod => "checked_floor_mod".into(),
     };
     let f = format_ident!("{name}");
     quote!(rt::#f)

@@ -214,15 +214,13 @@ unsafe fn conv2d_loops<
         for i7 in i7_lo..i7_hi {
             for i8 in 0..c {
                 for i9 in 0..h + 2 {
-                    let i10_first = {
-                        let i10 = 0;
-                        (i10
-                            + rt::line_phase(
-                                x_pad.as_ptr(),
-                                ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
-                            ))
-                            .min(w + 2)
-                    };
+                    let i10 = 0;
+                    let i10_first = (i10
+                        + rt::line_phase(
+                            x_pad.as_ptr(),
+                            ((i8 * (h + 2) + i9) * (w + 2) + i10) as usize,
+                        ))
+                        .min(w + 2);
                     for i10 in 0..i10_first {
                         *x_pad
                             .get_unchecked_mut(
@@ -240,15 +238,13 @@ unsafe fn conv2d_loops<
             let i11 = i7;
             for i12 in 0..c {
                 for i13 in 0..h {
-                    let i14_first = {
-                        let i14 = 0;
-                        (i14
-                            + rt::line_phase(
-                                x_pad.as_ptr(),
-                                ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
-                            ))
-                            .min(w)
-                    };
+                    let i14 = 0;
+                    let i14_first = (i14
+                        + rt::line_phase(
+                            x_pad.as_ptr(),
+                            ((i12 * (h + 2) + i13 + 1) * (w + 2) + i14 + 1) as usize,
+                        ))
+                        .min(w);
                     for i14 in 0..i14_first {
                         *x_pad
                             .get_unchecked_mut(

@@ -106,10 +106,8 @@ unsafe fn gelu_loops<const FMA: bool, const LANES: usize>(
     unsafe {
         let (i0_lo, i0_hi) = part.range(0, n);
         let (i0_start, i0_end) = (i0_lo, i0_hi);
-        let i0_first = {
-            let i0 = i0_start;
-            (i0 + rt::line_phase(y.as_ptr(), i0 as usize)).min(i0_end)
-        };
+        let i0 = i0_start;
+        let i0_first = (i0 + rt::line_phase(y.as_ptr(), i0 as usize)).min(i0_end);
         let i0_main = i0_first + (i0_end - i0_first) / LANES as i64 * LANES as i64;
         for i0_chunk in (i0_first..i0_main).step_by(LANES) {
             let mut values = [0.0_f32; LANES];

@@ -179,10 +179,9 @@ unsafe fn softmax_loops<const FMA: bool, const LANES: usize>(
             }
             *s.get_unchecked_mut(0) = v1;
             let i10 = i0;
-            let i11_first = {
-                let i11 = 0;
-                (i11 + rt::line_phase(y.as_ptr(), (i10 * n + i11) as usize)).min(n)
-            };
+            let i11 = 0;
+            let i11_first = (i11 + rt::line_phase(y.as_ptr(), (i10 * n + i11) as usize))
+                .min(n);
             for i11 in 0..i11_first {
                 *y.get_unchecked_mut((i10 * n + i11) as usize) = *e
                     .get_unchecked(i11 as usize) / *s.get_unchecked(0);

@@ -200,10 +200,8 @@ unsafe fn sums_loops<const LANES: usize>(
     part.wait();
     unsafe {
         let (i2_lo, i2_hi) = part.range(0, n);
-        let i2_first = {
-            let i2 = i2_lo;
-            (i2 + rt::line_phase(columns.as_ptr(), i2 as usize)).min(i2_hi)
-        };
+        let i2 = i2_lo;
+        let i2_first = (i2 + rt::line_phase(columns.as_ptr(), i2 as usize)).min(i2_hi);
         for i2 in i2_lo..i2_first {
             *columns.get_unchecked_mut(i2 as usize) = 0.0;
         }
@@ -216,10 +214,9 @@ unsafe fn sums_loops<const LANES: usize>(
         let (i2_lo, i2_hi) = part
             .range_in_steps(0, n, 64, rt::line_phase(columns.as_ptr(), 0));
         for i3 in 0..m {
-            let i2_first = {
-                let i2 = i2_lo;
-                (i2 + rt::line_phase(columns.as_ptr(), i2 as usize)).min(i2_hi)
-            };
+            let i2 = i2_lo;
+            let i2_first = (i2 + rt::line_phase(columns.as_ptr(), i2 as usize))
+                .min(i2_hi);
             for i2 in i2_lo..i2_first {
                 *columns.get_unchecked_mut(i2 as usize)
                     += *x.get_unchecked((i3 * n + i2) as usize);
