@@ -242,36 +242,37 @@ impl Executable {
         let bindings = bind_graph_inputs(&self.graph, inputs, params)?;
         let layout = self.layout(&bindings, params)?;
         let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let (mut arena, mut store) =
+        let mut pooled =
             spare.unwrap_or_else(|| (Arena::default(), Store::new(self.steps.refs.len())));
-        if arena.bytes() < layout.plan.arena_bytes {
-            arena = Arena::new(layout.plan.arena_bytes);
+        if pooled.0.bytes() < layout.plan.arena_bytes {
+            pooled.0 = Arena::new(layout.plan.arena_bytes);
             self.allocations.fetch_add(1, Ordering::Relaxed);
         }
         // Views into another run's arena mean nothing in this one.
-        for v in store.values_mut() {
+        for v in pooled.1.values_mut() {
             if v.as_ref().is_some_and(|v| v.offset().is_some()) {
                 *v = None;
             }
         }
-        let result = self.run_on(&mut arena, &store, &layout, inputs, params, bindings, hooks);
+        let result = self.run_on(&mut pooled, &layout, inputs, params, bindings, hooks);
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((arena, store));
+            .push(pooled);
         result
     }
 
+    /// One run in `pooled` (the arena and the slots' values).
     fn run_on(
         &self,
-        arena: &mut Arena,
-        store: &Store,
+        pooled: &mut (Arena, Store),
         layout: &Layout,
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
         bindings: Bindings,
         hooks: &mut LoopHooks<'_>,
     ) -> Result<Vec<Tensor>, GraphError> {
+        let (arena, store) = (&mut pooled.0, &pooled.1);
         let top = &self.steps.top;
         let mem = Memory::new(arena, layout, &self.allocations);
         let input_node = self.graph.interface.input;
