@@ -283,8 +283,8 @@ impl Ctx<'_> {
         }
         let (input, params) = self.open_sub(names, types.clone())?;
         let mut inner = frame.clone();
-        for k in 0..n {
-            inner.env.insert(Ref::new(sub.input, k), params[k]);
+        for (k, p) in params.iter().take(n).enumerate() {
+            inner.env.insert(Ref::new(sub.input, k), *p);
         }
         let index = shape.parallel.map(|(name, _)| (name, params[0]));
         let outputs = self.with_index(index, |cx| {
