@@ -1,4 +1,4 @@
-//! Gradients through a `while` (issue 23): `examples/graphs/rnn.uop`, an RNN of
+//! Gradients through a `while` (issue 23): `examples/graph_grad/rnn.uop`, an RNN of
 //! T = 200 steps `h <- tanh(h W + x_t U)` with H = E = 32, on the graph executor.
 //!
 //! - `graph_grad/rnn/forward`: the forward graph alone;
@@ -26,7 +26,7 @@ const H: usize = 32;
 const E: usize = 32;
 
 fn rnn(c: &mut Criterion) {
-    let src = std::fs::read_to_string("examples/graphs/rnn.uop").expect("example");
+    let src = std::fs::read_to_string("examples/graph_grad/rnn.uop").expect("example");
     let g = parse_graph(&src, default_registry()).expect("parses");
     let scaled = |shape: Vec<usize>, seed: u64, s: f64| {
         let mut t = Tensor::random(DType::F32, shape, seed);

@@ -353,10 +353,6 @@ fn every_example_graph_has_a_gradient() {
                 args.extend(["--dim".into(), format!("{dim}={size}")]);
             }
         }
-        if text.contains("param steps") {
-            // examples/graphs/rnn.uop: T steps.
-            args.extend(["--param".into(), "steps=2".into()]);
-        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = uop(&args);
         assert!(o.status.success(), "{path}: {}", stderr(&o));
