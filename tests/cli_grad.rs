@@ -347,7 +347,7 @@ fn every_example_graph_has_a_gradient() {
         let path = path.to_str().expect("utf-8");
         let text = std::fs::read_to_string(path).expect("read");
         let mut args: Vec<String> = vec!["grad".into(), path.into(), "--random".into(), "1".into()];
-        for dim in ["N", "C", "H", "W", "K", "T", "D", "B", "O", "R", "F"] {
+        for dim in ["N", "C", "H", "W", "K", "T", "D", "B", "O", "R", "F", "E"] {
             if text.contains(&format!("{dim},")) || text.contains(&format!("{dim}]")) {
                 let size = if dim == "H" || dim == "W" { 4 } else { 2 };
                 args.extend(["--dim".into(), format!("{dim}={size}")]);

@@ -40,15 +40,8 @@ fn grads(g: &Graph, spec: &GraphGradSpec, inputs: &[f64]) -> Vec<f64> {
 
 const MODES: [TapeMode; 2] = [TapeMode::Stack, TapeMode::Recompute];
 
-const NNC_WHILE: &str = "\
-input x: f32[]
-input y: f32[]
-fn more(v, i) { return lt(i, 5) }
-fn step(v, i) { return mul(y, v), add(i, 1) }
-v5, n = while(more, step, 1, 0)
-out = mul(x, v5)
-output out, n
-";
+/// NNC's product loop (`examples/graphs/power_loop.uop`).
+const NNC_WHILE: &str = include_str!("../../examples/graphs/power_loop.uop");
 
 #[test]
 fn nnc_product_loop() {
@@ -88,15 +81,8 @@ fn nnc_log_loop() {
     }
 }
 
-const NNC_CASE: &str = "\
-input x: f32[]
-fn zero(v) { return mul(v, 0) }
-fn half(v) { return add(mul(v, 0.5), 0.5) }
-fn flat(v) { return add(mul(v, 0), 1.5) }
-sel = where(lt(x, 0), 0, where(lt(x, 1), -1, where(lt(x, 2), 1, 2)))
-r = case(sel, [zero, half, flat], x)
-output r
-";
+/// NNC's piecewise `case` (`examples/graphs/piecewise.uop`).
+const NNC_CASE: &str = include_str!("../../examples/graphs/piecewise.uop");
 
 #[test]
 fn nnc_piecewise_case() {

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use uop_codegen::grad::{GradRole, GradSpec, gradient};
 use uop_codegen::index::Expr;
+use uop_codegen::uop::{DType, Node as UopNode, NodeId as UopId, Program, Uop};
 
 use super::clone::Frame;
 use super::program::stacked;
@@ -105,6 +106,7 @@ impl Ctx<'_> {
             &self.dims,
         )
         .map_err(|e| GradError::Graph(format!("{}: {}: {}", node.id, call.op, e.message())))?;
+        let program = with_dim_inputs(program, &self.dims);
         let out = program.outputs[0];
         let spec = GradSpec {
             seeds: vec![out],
@@ -281,8 +283,8 @@ impl Ctx<'_> {
         }
         let (input, params) = self.open_sub(names, types.clone())?;
         let mut inner = frame.clone();
-        for k in 0..n {
-            inner.env.insert(Ref::new(sub.input, k), params[k]);
+        for (k, p) in params.iter().take(n).enumerate() {
+            inner.env.insert(Ref::new(sub.input, k), *p);
         }
         let index = shape.parallel.map(|(name, _)| (name, params[0]));
         let outputs = self.with_index(index, |cx| {
@@ -371,4 +373,50 @@ impl Ctx<'_> {
             None => self.zeros(ty),
         }
     }
+}
+
+/// `program` with one more input (`_dimsK: i32[D]`) for each graph dimension `D`
+/// its shapes may name that no input declares (a call's list naming `T` where no
+/// input has it): the gradient program must know every size it uses.
+fn with_dim_inputs(mut program: Program, dims: &[(String, Expr)]) -> Program {
+    let mut declared: Vec<String> = Vec::new();
+    for i in &program.inputs {
+        for d in &program.node(*i).shape {
+            d.visit(&mut |e| {
+                if let Expr::Name(n) = e {
+                    declared.push(n.clone());
+                }
+            });
+        }
+    }
+    let missing: Vec<&String> = dims
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| !declared.contains(n))
+        .collect();
+    if missing.is_empty() {
+        return program;
+    }
+    let at = program.inputs.len();
+    let shift = missing.len();
+    let renumber = |id: UopId| if id.0 >= at { UopId(id.0 + shift) } else { id };
+    let mut nodes: Vec<UopNode> = program.nodes[..at].to_vec();
+    for (k, n) in missing.iter().enumerate() {
+        nodes.push(UopNode {
+            name: format!("_dims{k}"),
+            op: Uop::Input,
+            shape: vec![Expr::name((*n).clone())],
+            dtype: DType::I32,
+        });
+    }
+    for node in &program.nodes[at..] {
+        nodes.push(UopNode {
+            op: node.op.map_nodes(&renumber),
+            ..node.clone()
+        });
+    }
+    program.nodes = nodes;
+    program.inputs.extend((at..at + shift).map(UopId));
+    program.outputs = program.outputs.iter().map(|o| renumber(*o)).collect();
+    program
 }

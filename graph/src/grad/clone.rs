@@ -76,7 +76,6 @@ impl Ctx<'_> {
     }
 
     fn emit_entry(&mut self, e: &Entry, frame: &mut Frame, record: bool) -> Result<(), GradError> {
-        let fwd = self.fwd;
         let node = self.node(e.node)?;
         let inputs: Vec<Ref> = node
             .inputs
@@ -129,13 +128,12 @@ impl Ctx<'_> {
                 self.add(op, inputs)?
             }
         };
-        self.map_outputs(fwd, node, &outputs, frame)
+        self.map_outputs(node, &outputs, frame)
     }
 
     /// Records `outputs` as the values of `node`'s outputs (with their names).
     fn map_outputs(
         &mut self,
-        _fwd: &crate::ir::Graph,
         node: &Node,
         outputs: &[Ref],
         frame: &mut Frame,
@@ -291,8 +289,8 @@ impl Ctx<'_> {
         // cond: the forward condition on the first n parameters.
         let (cin, cparams) = self.open_sub(all_names.clone(), all_types.clone())?;
         let mut inner = frame.clone();
-        for k in 0..n {
-            inner.env.insert(Ref::new(cond.input, k), cparams[k]);
+        for (k, p) in cparams.iter().take(n).enumerate() {
+            inner.env.insert(Ref::new(cond.input, k), *p);
         }
         self.emit_entries(&cond.nodes, &mut inner, false)?;
         let cond_out = self.cond_source(node, 0, &inner)?;
@@ -303,8 +301,8 @@ impl Ctx<'_> {
         // body: the forward body, k + 1, the tapes with row k written.
         let (bin, bparams) = self.open_sub(all_names, all_types)?;
         let mut inner = frame.clone();
-        for k in 0..n {
-            inner.env.insert(Ref::new(body.input, k), bparams[k]);
+        for (k, p) in bparams.iter().take(n).enumerate() {
+            inner.env.insert(Ref::new(body.input, k), *p);
         }
         self.emit_entries(&body.nodes, &mut inner, false)?;
         let mut outputs = self.cond_source(node, 1, &inner)?;
@@ -331,7 +329,7 @@ impl Ctx<'_> {
         }
         let tapes = (0..n).map(|j| stack.then(|| out[n + 1 + j])).collect();
         frame.taped.insert(node.id, Taped { count, tapes, rows });
-        self.map_outputs(self.fwd, node, &out[..n], frame)
+        self.map_outputs(node, &out[..n], frame)
     }
 
     /// Interface `k`'s results of forward node `node`, in `frame`'s values.

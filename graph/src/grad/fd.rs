@@ -155,7 +155,7 @@ pub fn check_gradient(
             let a = analytic[w].data[e];
             let err = (a - numeric).abs();
             let tol = options.atol + options.rtol * a.abs().max(numeric.abs());
-            if !(err <= tol) {
+            if err.is_nan() || err > tol {
                 return Err(GradError::Spec(format!(
                     "d/d {}[{e}]: the gradient graph gives {a}, finite differences {numeric} (error {err:e} > tolerance {tol:e})",
                     input_name(forward, k)

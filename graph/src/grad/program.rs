@@ -257,7 +257,7 @@ impl Ctx<'_> {
     ) -> Result<Ref, GradError> {
         let tape_ty = stacked(row, rows);
         let scalar = ValueType::scalar(self.fwd.dtype);
-        let mut s = self.scratch(&[tape_ty.clone(), scalar], &[row.clone()])?;
+        let mut s = self.scratch(&[tape_ty.clone(), scalar], std::slice::from_ref(row))?;
         let shape = s.shape(&tape_ty.shape);
         let row_shape = s.shape(&row.shape);
         let b = &mut s.b;
@@ -283,7 +283,7 @@ impl Ctx<'_> {
         rows: &Expr,
     ) -> Result<Ref, GradError> {
         let ty = stacked(row, rows);
-        let mut s = self.scratch(std::slice::from_ref(&ty), &[row.clone()])?;
+        let mut s = self.scratch(std::slice::from_ref(&ty), std::slice::from_ref(row))?;
         let row_shape = s.shape(&row.shape);
         let b = &mut s.b;
         let sum = b.reduce(ReduceOp::Sum, &[0], s.inputs[0]).map_err(uop)?;
@@ -305,7 +305,7 @@ impl Ctx<'_> {
         index: &str,
     ) -> Result<Ref, GradError> {
         let ty = stacked(row, rows);
-        let mut s = self.scratch(std::slice::from_ref(&ty), &[row.clone()])?;
+        let mut s = self.scratch(std::slice::from_ref(&ty), std::slice::from_ref(row))?;
         let row_shape = s.shape(&row.shape);
         let mut at = vec![Expr::Param(index.to_string())];
         at.extend((0..row_shape.len()).map(Expr::Index));

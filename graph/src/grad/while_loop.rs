@@ -95,7 +95,7 @@ impl Ctx<'_> {
         // body.
         let (bin, bparams) = self.open_sub(names, types)?;
         let j = self.step(bparams[0], -1.0)?;
-        let state = self.state_at(node, e, body, &taped, j, frame)?;
+        let state = self.state_at(node, body, &taped, j, frame)?;
         let mut inner = frame.clone();
         for (k, s) in state.iter().enumerate() {
             inner.env.insert(Ref::new(body.input, k), *s);
@@ -146,7 +146,6 @@ impl Ctx<'_> {
     fn state_at(
         &mut self,
         node: &Node,
-        e: &Entry,
         body: &SubFunction,
         taped: &Taped,
         j: Ref,
@@ -161,7 +160,6 @@ impl Ctx<'_> {
             }
             return Ok(state);
         }
-        let _ = e;
         // Recompute: while i < j: state = body(state), i += 1.
         let scalar = ValueType::scalar(self.fwd.dtype);
         let (mut names, mut types) = self.params_of(body)?;
