@@ -33,6 +33,7 @@ use std::sync::{Arc, OnceLock};
 use uop_codegen::text::Registry;
 
 pub mod builder;
+pub mod emit;
 pub mod hierarchy;
 pub mod infer;
 pub mod interp;

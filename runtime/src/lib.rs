@@ -49,6 +49,7 @@ mod aligned;
 mod check;
 mod cpu;
 mod error;
+pub mod graph;
 mod memory;
 mod pool;
 mod scalar;
