@@ -34,6 +34,7 @@ use uop_codegen::text::Registry;
 
 pub mod builder;
 pub mod grad;
+pub mod emit;
 pub mod hierarchy;
 pub mod infer;
 pub mod interp;

@@ -80,6 +80,17 @@ pub enum KernelError {
         /// The kernel.
         kernel: &'static str,
     },
+    /// A graph function (a whole graph emitted as Rust) refused a value at run
+    /// time: a condition or selector that is not one value, a `case` selector out
+    /// of range or NaN.
+    Graph {
+        /// The graph function.
+        graph: &'static str,
+        /// The node, as the graph's printed form names it (`%12`).
+        node: &'static str,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl core::fmt::Display for KernelError {
@@ -140,6 +151,11 @@ impl core::fmt::Display for KernelError {
                 f,
                 "{kernel}: a size expression overflows 64 bits or divides by zero"
             ),
+            KernelError::Graph {
+                graph,
+                node,
+                message,
+            } => write!(f, "{graph}: {node}: {message}"),
         }
     }
 }

@@ -51,6 +51,7 @@ mod check;
 mod cpu;
 mod error;
 mod event;
+pub mod graph;
 mod memory;
 mod pool;
 mod scalar;

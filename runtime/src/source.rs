@@ -9,6 +9,7 @@ const MODULES: &[(&str, &str)] = &[
     ("cpu", include_str!("cpu.rs")),
     ("error", include_str!("error.rs")),
     ("event", include_str!("event.rs")),
+    ("graph", include_str!("graph.rs")),
     ("memory", include_str!("memory.rs")),
     ("pool", include_str!("pool.rs")),
     ("scalar", include_str!("scalar.rs")),
@@ -104,7 +105,11 @@ mod tests {
     fn every_module_is_copied_once_without_its_tests() {
         let m = standalone_module();
         for (name, _) in MODULES {
-            let public = if *name == "vmath" { "pub " } else { "" };
+            let public = if matches!(*name, "vmath" | "graph") {
+                "pub "
+            } else {
+                ""
+            };
             assert_eq!(
                 m.matches(&format!("    {public}mod {name} {{\n")).count(),
                 1,

@@ -9,6 +9,7 @@
 
 mod bench;
 mod emit;
+mod emit_graph;
 mod fuzz;
 mod grad;
 mod grad_graph;

@@ -1,0 +1,362 @@
+//! Whole graphs ahead of time (DESIGN.md §21, `uop_graph::emit`): every example graph
+//! (`examples/graphs`) and random graphs (`uop_graph::random`) emitted as Rust into
+//! ONE scratch crate (one module per graph, `#![deny(warnings)]`), built once, run,
+//! and compared with the graph interpreter on the same inputs.
+//!
+//! Each case runs twice on one workspace (the second call reuses its buffers) and
+//! must give the same results both times. Results are compared bit for bit when
+//! every op is exact in both (`neg abs add sub mul where lt reindex`, as in
+//! `graph_differential.rs`), else within `1e-4 · max(1, |expected|)` (the kernels'
+//! vector math and reassociated sums). A graph the interpreter refuses at run time
+//! must make the generated function return an error too.
+//!
+//! `UOP_GRAPH_AOT_SWEEP=N` emits N random graphs instead of the CI's 200.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use uop::codegen::backend::rust::RustOptions;
+use uop::codegen::tensor::Tensor;
+use uop::codegen::uop::DType;
+use uop_graph::emit::GraphModule;
+use uop_graph::random::{RandomOptions, random_graph, random_inputs};
+use uop_graph::text::parse_graph;
+use uop_graph::{Graph, Op, RunOptions, default_registry, run_with};
+
+/// Random graphs in CI.
+const CI_SEEDS: u64 = 200;
+
+/// The loop bound of the interpreter (random loops end after at most 3 iterations).
+const MAX_ITERATIONS: u64 = 1000;
+
+/// Ops whose results are exact (one rounding) in the interpreter and in kernels.
+const EXACT: [&str; 8] = ["neg", "abs", "add", "sub", "mul", "where", "lt", "reindex"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn seeds() -> u64 {
+    std::env::var("UOP_GRAPH_AOT_SWEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CI_SEEDS)
+}
+
+/// One graph of the scratch crate.
+struct Case {
+    /// What it is (file or seed), for messages.
+    what: String,
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    /// The interpreter's outputs, or its error.
+    expected: Result<Vec<Tensor>, String>,
+    exact: bool,
+}
+
+fn exact(g: &Graph) -> bool {
+    g.nodes().iter().all(|n| match &n.op {
+        Op::Call(c) => EXACT.contains(&c.op.as_str()),
+        _ => true,
+    })
+}
+
+fn case(what: String, graph: Graph, inputs: Vec<Tensor>) -> Case {
+    let options = RunOptions {
+        max_iterations: Some(MAX_ITERATIONS),
+    };
+    let expected = run_with(&graph, &inputs, &HashMap::new(), &options)
+        .map(|r| r.outputs)
+        .map_err(|e| e.to_string());
+    Case {
+        what,
+        exact: exact(&graph),
+        graph,
+        inputs,
+        expected,
+    }
+}
+
+/// The example graphs, inputs of size 3 per dim.
+fn example_cases() -> Vec<Case> {
+    let dir = root().join("examples/graphs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("examples/graphs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "uop"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "only {} example graphs", files.len());
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("read");
+            let g = parse_graph(&text, default_registry())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let inputs = random_inputs(&g, 3, 11);
+            case(p.display().to_string(), g, inputs)
+        })
+        .collect()
+}
+
+/// `values` as Rust literals of `dtype`, exact.
+fn literals(t: &Tensor) -> String {
+    let items: Vec<String> = t
+        .data
+        .iter()
+        .map(|v| match t.dtype {
+            DType::F32 => format!("f32::from_bits({:#x})", (*v as f32).to_bits()),
+            DType::F64 => format!("f64::from_bits({:#x})", v.to_bits()),
+            DType::I32 => format!("{}", *v as i32),
+        })
+        .collect();
+    format!("vec![{}]", items.join(", "))
+}
+
+fn elem(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+    }
+}
+
+/// The function of `main.rs` that runs case `k` twice and prints its outputs as
+/// f64 bit patterns, one line per output, or the error.
+fn runner(k: usize, c: &Case) -> String {
+    let m = format!("g{k}");
+    let camel = format!("G{k}");
+    let mut f = String::new();
+    let _ = writeln!(f, "fn case{k}() -> Result<Vec<Vec<u64>>, String> {{");
+    let _ = writeln!(f, "    let mut ws = {m}::{camel}Workspace::new();");
+    let mut args = Vec::new();
+    let mut shapes = Vec::new();
+    for (i, t) in c.inputs.iter().enumerate() {
+        let _ = writeln!(
+            f,
+            "    let in{i}: Vec<{}> = {};",
+            elem(t.dtype),
+            literals(t)
+        );
+        let shape = format!("{:?}", t.shape);
+        args.push(format!("&in{i}, {shape}"));
+        shapes.push(shape);
+    }
+    let _ = writeln!(
+        f,
+        "    let sz = {m}::{m}_sizes({}).map_err(|e| e.to_string())?;",
+        shapes.join(", ")
+    );
+    let outputs: Vec<DType> = c
+        .graph
+        .interface
+        .outputs
+        .iter()
+        .map(|s| c.graph.source_type(s).map_or(DType::F32, |t| t.dtype))
+        .collect();
+    let fields = output_fields(&c.graph);
+    for (i, (d, field)) in outputs.iter().zip(&fields).enumerate() {
+        let _ = writeln!(
+            f,
+            "    let mut out{i} = vec![0 as {}; sz.{field}.iter().product::<usize>()];",
+            elem(*d)
+        );
+        args.push(format!("&mut out{i}"));
+    }
+    let _ = writeln!(f, "    let mut runs = Vec::new();");
+    let _ = writeln!(f, "    for _ in 0..2 {{");
+    let _ = writeln!(
+        f,
+        "        {m}::{m}(&mut ws, {}).map_err(|e| e.to_string())?;",
+        args.join(", ")
+    );
+    let outs: Vec<String> = (0..outputs.len())
+        .map(|i| format!("out{i}.iter().map(|v| f64::from(*v).to_bits()).collect::<Vec<u64>>()"))
+        .collect();
+    let _ = writeln!(f, "        runs.push(vec![{}]);", outs.join(", "));
+    let _ = writeln!(f, "    }}");
+    let _ = writeln!(
+        f,
+        "    if runs[0] != runs[1] {{ return Err(\"the second call differs\".into()); }}"
+    );
+    let _ = writeln!(f, "    Ok(runs.remove(0))");
+    let _ = writeln!(f, "}}");
+    f
+}
+
+/// The sizes struct's field of each output's shape, as the emitter names them.
+fn output_fields(g: &Graph) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    g.interface
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let raw = s
+                .as_ref()
+                .and_then(|r| g.node(r.node).and_then(|n| n.name(r.output)))
+                .map_or(format!("out{k}"), str::to_string);
+            let mut name = raw.to_lowercase();
+            let mut n = 2;
+            while seen.contains(&name) {
+                name = format!("{}_{n}", raw.to_lowercase());
+                n += 1;
+            }
+            seen.push(name.clone());
+            format!("{name}_out_shape")
+        })
+        .collect()
+}
+
+/// Writes `text` unless the file already holds it (so cargo sees no change).
+fn write_if_changed(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return;
+    }
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("scratch dir");
+    std::fs::write(path, text).expect("write scratch file");
+}
+
+/// Emits every case into one crate, builds and runs it; its output.
+fn build_and_run(cases: &[Case]) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("uop_graph_aot");
+    let manifest = format!(
+        "[package]\nname = \"uop_graph_aot\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n[profile.dev]\nopt-level = 1\ndebug = false\n\n[workspace]\n",
+        root().join("runtime")
+    );
+    write_if_changed(&dir.join("Cargo.toml"), &manifest);
+    // Two known issues of the kernel backend (`codegen/src/backend/rust`), not of the
+    // graph emitter, that kernels formed from graphs hit: `neg(neg(x))` is written
+    // `--x` (`double_negations`), and an output named `v2` gets a shapes method
+    // `v2__len` (`non_snake_case`).
+    let mut main =
+        String::from("#![deny(warnings)]\n#![allow(double_negations, non_snake_case)]\n\n");
+    for k in 0..cases.len() {
+        let _ = writeln!(main, "mod g{k};");
+    }
+    main.push_str("\nfn main() {\n");
+    for k in 0..cases.len() {
+        let _ = writeln!(main, "    report({k}, case{k}());");
+    }
+    main.push_str("}\n\nfn report(k: usize, r: Result<Vec<Vec<u64>>, String>) {\n    match r {\n        Ok(outs) => {\n            for o in outs {\n                let bits: Vec<String> = o.iter().map(|b| format!(\"{b:x}\")).collect();\n                println!(\"{k} ok {}\", bits.join(\" \"));\n            }\n            println!(\"{k} end\");\n        }\n        Err(e) => println!(\"{k} err {e}\"),\n    }\n}\n\n");
+    for (k, c) in cases.iter().enumerate() {
+        let mut module = GraphModule::new(RustOptions::default().schedule(false));
+        module
+            .add(&format!("g{k}"), &c.graph, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.what));
+        let source = module.source().expect("source");
+        write_if_changed(&dir.join(format!("src/g{k}.rs")), &source);
+        main.push_str(&runner(k, c));
+        main.push('\n');
+    }
+    write_if_changed(&dir.join("src/main.rs"), &main);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["run", "--offline", "--quiet"])
+        .current_dir(&dir)
+        .env(
+            "CARGO_TARGET_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
+        )
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "the scratch crate does not build or run:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Same bits (`-0` as `+0`, NaN as NaN), or within the tolerance.
+fn same(found: f64, expected: f64, exact: bool) -> bool {
+    if found.is_nan() || expected.is_nan() {
+        return found.is_nan() && expected.is_nan();
+    }
+    if exact {
+        found == expected
+    } else {
+        found == expected || (found - expected).abs() <= 1e-4 * expected.abs().max(1.0)
+    }
+}
+
+/// Every case's printed result against the interpreter's.
+fn compare(cases: &[Case], printed: &str) {
+    let mut found: HashMap<usize, Result<Vec<Vec<f64>>, String>> = HashMap::new();
+    for line in printed.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let k: usize = parts
+            .next()
+            .and_then(|k| k.parse().ok())
+            .expect("case number");
+        match (parts.next(), parts.next()) {
+            (Some("ok"), rest) => {
+                let values = rest
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .map(|b| f64::from_bits(u64::from_str_radix(b, 16).expect("hex")))
+                    .collect();
+                if let Ok(v) = found.entry(k).or_insert_with(|| Ok(Vec::new())) {
+                    v.push(values);
+                }
+            }
+            (Some("end"), _) => {
+                found.entry(k).or_insert_with(|| Ok(Vec::new()));
+            }
+            (Some("err"), rest) => {
+                found.insert(k, Err(rest.unwrap_or("").to_string()));
+            }
+            _ => panic!("unexpected line {line}"),
+        }
+    }
+    let mut failures = Vec::new();
+    for (k, c) in cases.iter().enumerate() {
+        let got = found.remove(&k).unwrap_or(Err("no result printed".into()));
+        match (&c.expected, got) {
+            (Ok(expected), Ok(got)) => {
+                let equal = expected.len() == got.len()
+                    && expected.iter().zip(&got).all(|(e, g)| {
+                        e.data.len() == g.len()
+                            && e.data.iter().zip(g).all(|(e, g)| same(*g, *e, c.exact))
+                    });
+                if !equal {
+                    failures.push(format!(
+                        "{}: different results:\ninterpreter {:?}\ngenerated   {got:?}",
+                        c.what,
+                        expected.iter().map(|t| &t.data).collect::<Vec<_>>()
+                    ));
+                }
+            }
+            (Err(_), Err(_)) => {}
+            (Err(e), Ok(_)) => failures.push(format!(
+                "{}: the interpreter fails ({e}), the generated code does not",
+                c.what
+            )),
+            (Ok(_), Err(e)) => failures.push(format!("{}: the generated code fails: {e}", c.what)),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} graphs differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn example_and_random_graphs_compiled_into_one_crate_give_the_interpreters_results() {
+    let mut cases = example_cases();
+    for seed in 0..seeds() {
+        let g = random_graph(seed, &RandomOptions::default())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let inputs = random_inputs(&g, 3, seed.wrapping_mul(7));
+        cases.push(case(format!("random graph {seed}"), g, inputs));
+    }
+    let printed = build_and_run(&cases);
+    compare(&cases, &printed);
+}
