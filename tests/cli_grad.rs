@@ -340,12 +340,27 @@ fn graph_gradients_give_nnc_numbers() {
     assert!((d[0] - 0.3 * 0.0625).abs() < 1e-7, "{d:?}");
 }
 
+/// Gradients through `chunk` are not built yet (issue 23): a chunked example graph
+/// gets that clear error; every other example graph has a gradient.
 #[test]
-fn every_example_graph_has_a_gradient() {
+fn every_example_graph_without_chunks_has_a_gradient() {
+    let mut chunked = 0;
     for entry in std::fs::read_dir("examples/graphs").expect("examples") {
         let path = entry.expect("entry").path();
         let path = path.to_str().expect("utf-8");
         let text = std::fs::read_to_string(path).expect("read");
+        if text.contains("chunk(") {
+            chunked += 1;
+            let o = uop(&["print", path, "--stage", "grad"]);
+            assert_eq!(o.status.code(), Some(1), "{path}");
+            assert!(
+                stderr(&o)
+                    .contains("gradients through `chunk` (graph looping) are not supported yet"),
+                "{path}: {}",
+                stderr(&o)
+            );
+            continue;
+        }
         let mut args: Vec<String> = vec!["grad".into(), path.into(), "--random".into(), "1".into()];
         for dim in ["N", "C", "H", "W", "K", "T", "D", "B", "O", "R", "F", "E"] {
             if text.contains(&format!("{dim},")) || text.contains(&format!("{dim}]")) {
@@ -360,6 +375,7 @@ fn every_example_graph_has_a_gradient() {
         assert!(o.status.success(), "{path}: {}", stderr(&o));
         assert!(stdout(&o).starts_with("# gradient "), "{path}");
     }
+    assert_eq!(chunked, 1, "examples/graphs/chunked_mlp.uop");
 }
 
 #[test]

@@ -33,8 +33,8 @@ use std::sync::{Arc, OnceLock};
 use uop_codegen::text::Registry;
 
 pub mod builder;
-pub mod grad;
 pub mod emit;
+pub mod grad;
 pub mod hierarchy;
 pub mod infer;
 pub mod interp;
