@@ -31,7 +31,7 @@ pub mod npy;
 #[cfg(feature = "prebuilt")]
 pub use uop_kernels as kernels;
 
-/// The README's Rust examples, compiled and run as doc tests (`tests/readme.rs` runs
+/// The README's Rust examples, compiled and run as doc tests (`tests/suite/readme.rs` runs
 /// its commands).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -36,7 +36,7 @@
 //! [`crate::scope`]); values the outputs do not need are dead at the top level.
 //!
 //! So every generated graph verifies, has a hierarchy, prints and runs (N = 3 for
-//! the counts, which are at most 3); `graph/tests/random_graphs.rs` checks it for
+//! the counts, which are at most 3); `graph/tests/suite/random_graphs.rs` checks it for
 //! hundreds of seeds and counts each construct above.
 //!
 //! # Shrinking

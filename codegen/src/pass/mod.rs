@@ -34,7 +34,7 @@
 //!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
-//! (`tests/passes_oracle.rs`) checks each pass alone and the whole pipeline against
+//! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
 //! the reference interpreter. `tile`, `split`, `parallel` and `rows` only annotate loops
 //! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.

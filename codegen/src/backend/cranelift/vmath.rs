@@ -7,7 +7,7 @@
 //! the Rust code has `if`; each of its `madd`s a fused multiply-add when the host has
 //! FMA, as `cranelift-native` detects it, and a multiply and an add otherwise), so a
 //! kernel's result is bit-identical to that module's function instantiated with
-//! `FMA` = the host's FMA, NaN payloads aside (`tests/cranelift_vmath.rs` checks this on a dense sweep of f32 bit
+//! `FMA` = the host's FMA, NaN payloads aside (`tests/suite/cranelift_vmath.rs` checks this on a dense sweep of f32 bit
 //! patterns, scalar and vector). The accuracy is therefore the one that module
 //! states and measures: at most 1 ulp from the correctly rounded value for `exp`,
 //! `log`, `tanh` and `erf`, 2 for `sigmoid`, over all f32 inputs, with the special

@@ -1,0 +1,38 @@
+//! The integration tests of `uop-codegen`, one test binary: each file of this
+//! folder is a module, so the suite links once instead of once per file.
+//! Run one file's tests with a filter: `cargo test --release --test suite MODULE::`.
+
+#[cfg(feature = "cranelift")]
+mod cranelift_clif;
+#[cfg(feature = "cranelift")]
+mod cranelift_object;
+#[cfg(feature = "cranelift")]
+mod cranelift_oracle;
+#[cfg(feature = "cranelift")]
+mod cranelift_programs;
+#[cfg(feature = "cranelift")]
+mod cranelift_schedule;
+#[cfg(feature = "cranelift")]
+mod cranelift_vmath;
+mod grad_fd;
+mod grad_program;
+mod grad_random;
+mod grad_traps;
+mod index_props;
+mod interp;
+#[cfg(feature = "cranelift")]
+mod kernel_names;
+mod loops_vs_uops;
+mod nnc_programs;
+mod oracle;
+mod passes;
+mod passes_fusion;
+mod passes_oracle;
+mod passes_prefix;
+mod passes_scale;
+mod passes_targets;
+mod random_programs;
+mod rust_backend;
+mod rust_backend_oracle;
+mod text_format;
+mod text_round_trip;

@@ -1,0 +1,36 @@
+//! The integration tests of `uop` (the facade and the command line), one test binary: each file of this
+//! folder is a module, so the suite links once instead of once per file.
+//! Run one file's tests with a filter: `cargo test --release --test suite MODULE::`.
+
+mod common;
+
+mod cli;
+mod cli_bench;
+mod cli_errors;
+mod cli_files;
+mod cli_fuzz;
+mod cli_grad;
+mod cli_graph;
+mod cli_help;
+mod cli_inputs;
+mod cli_memory;
+mod cli_options;
+mod cli_schedule;
+mod compile_driver;
+mod cranelift;
+mod generated_clippy;
+mod generated_crates;
+mod golden;
+mod grad_blocks;
+mod grad_ops;
+mod graph_aot;
+mod graph_arena;
+mod graph_differential;
+mod graph_executor;
+mod graph_grad;
+mod memory_limits;
+mod messages;
+mod npy;
+mod ops_reference;
+mod readme;
+mod sizes;
