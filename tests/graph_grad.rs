@@ -140,6 +140,31 @@ fn close(found: &Tensor, expected: &Tensor) -> bool {
             .all(|(&f, &e)| (f.is_nan() && e.is_nan()) || (f - e).abs() <= 1e-4 * e.abs().max(1.0))
 }
 
+/// Runs gradient graph `grad` on the interpreter and the executor and asserts they
+/// agree ([`close`]); a failure shows `shown`.
+fn executor_matches_interpreter(
+    seed: u64,
+    grad: &Graph,
+    args: &[Tensor],
+    params: &HashMap<String, i64>,
+    shown: &Graph,
+) {
+    let want = uop_graph::run(grad, args, params)
+        .unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}\n{}", print_graph(shown)));
+    let got = compile(grad)
+        .and_then(|exe| exe.run_with_params(args, params))
+        .unwrap_or_else(|e| panic!("seed {seed}: executor: {e}\n{}", print_graph(shown)));
+    for (k, (f, e)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            close(f, e),
+            "seed {seed}: gradient {k}: executor {:?}, interpreter {:?}\n{}",
+            f.data,
+            e.data,
+            print_graph(shown)
+        );
+    }
+}
+
 fn has_chunk(g: &Graph) -> bool {
     g.nodes().iter().any(|n| matches!(n.op, Op::Chunk { .. }))
 }
@@ -182,20 +207,7 @@ fn random_gradient_graphs_run_alike_on_the_executor_and_the_interpreter() {
             .arguments(&inputs, &seeds, &fwd.outputs)
             .expect("arguments");
         let params = grad.params(&fwd.trace, &HashMap::new());
-        let want = uop_graph::run(&grad.graph, &args, &params)
-            .unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}\n{}", print_graph(&g)));
-        let got = compile(&grad.graph)
-            .and_then(|exe| exe.run_with_params(&args, &params))
-            .unwrap_or_else(|e| panic!("seed {seed}: executor: {e}\n{}", print_graph(&g)));
-        for (k, (f, e)) in got.iter().zip(&want).enumerate() {
-            assert!(
-                close(f, e),
-                "seed {seed}: gradient {k}: executor {:?}, interpreter {:?}\n{}",
-                f.data,
-                e.data,
-                print_graph(&g)
-            );
-        }
+        executor_matches_interpreter(seed, &grad.graph, &args, &params, &g);
         checked += 1;
     }
     eprintln!("{checked} random gradient graphs compared");
@@ -219,20 +231,7 @@ fn chunked_gradient_graphs_run_alike_on_the_executor_and_the_interpreter() {
         let grad = gradient(&g, &s).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let seeds = [Tensor::filled(DType::F32, vec![rows, 2], 0.5)];
         let args = grad.arguments(&inputs, &seeds, &[]).expect("arguments");
-        let want = uop_graph::run(&grad.graph, &args, &HashMap::new())
-            .unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}"));
-        let got = compile(&grad.graph)
-            .and_then(|exe| exe.run(&args))
-            .unwrap_or_else(|e| panic!("seed {seed}: executor: {e}\n{}", print_graph(&grad.graph)));
-        for (k, (f, e)) in got.iter().zip(&want).enumerate() {
-            assert!(
-                close(f, e),
-                "seed {seed}: gradient {k}: executor {:?}, interpreter {:?}\n{}",
-                f.data,
-                e.data,
-                print_graph(&grad.graph)
-            );
-        }
+        executor_matches_interpreter(seed, &grad.graph, &args, &HashMap::new(), &grad.graph);
         checked += 1;
     }
     eprintln!("{checked} chunked gradient graphs compared");
