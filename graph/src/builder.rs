@@ -498,6 +498,17 @@ impl GraphBuilder {
         self.add(Op::Chunk { axis: 0, size }, vec![x])
     }
 
+    /// `chunk(x, g, ..., size=C)`: several values with the same rows chunked together;
+    /// one output per value.
+    pub fn chunk_many(&mut self, values: &[Ref], size: Expr) -> Result<Vec<Ref>> {
+        self.add_multi(Op::Chunk { axis: 0, size }, values.to_vec())
+    }
+
+    /// `sum_chunks(v)`: `v` summed over the iterations of the chunk loop.
+    pub fn sum_chunks(&mut self, v: Ref) -> Result<Ref> {
+        self.add(Op::SumChunks, vec![v])
+    }
+
     /// A Sink reading `values` (kept alive; RETAIN).
     pub fn sink(&mut self, values: &[Ref]) -> Result<NodeId> {
         let r = self.add_multi(Op::Sink, values.to_vec())?;

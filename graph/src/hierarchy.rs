@@ -607,6 +607,7 @@ pub(crate) fn definition(n: &Node) -> String {
             s
         }
         Op::Sink => format!("sink({})", refs(&n.inputs)),
+        Op::SumChunks => format!("sum_chunks({})", refs(&n.inputs)),
     };
     lhs + &rhs
 }

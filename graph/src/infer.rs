@@ -489,11 +489,26 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
             )?;
             results_of(body)
         }
-        Op::Chunk { axis, .. } => match input_types.as_slice() {
-            [t] if *axis < t.shape.len() => Ok(vec![t.clone()]),
-            [t] => Err(format!("chunk axis {axis} is not an axis of {t}")),
+        Op::Chunk { axis, .. } => {
+            let Some(first) = input_types.first() else {
+                return Err("chunk takes at least one input, found none".into());
+            };
+            for t in &input_types {
+                if *axis >= t.shape.len() {
+                    return Err(format!("chunk axis {axis} is not an axis of {t}"));
+                }
+                if t.shape[*axis] != first.shape[*axis] {
+                    return Err(format!(
+                        "chunk inputs {first} and {t} differ on axis {axis}: the values chunked together have the same rows"
+                    ));
+                }
+            }
+            Ok(input_types.to_vec())
+        }
+        Op::SumChunks => match input_types.as_slice() {
+            [t] => Ok(vec![t.clone()]),
             _ => Err(format!(
-                "chunk takes one input, found {}",
+                "sum_chunks takes one input, found {}",
                 input_types.len()
             )),
         },

@@ -422,6 +422,8 @@ impl Machine<'_> {
             Op::NoInline { .. } => self.sub_function(node, sub(node, e, 0)?, inputs)?,
             // Given by the loop driver; a chunk reached here runs on the whole input.
             Op::Chunk { .. } => inputs,
+            // Per chunk its input; the driver sums the chunks' values.
+            Op::SumChunks => inputs,
             Op::Sink => Vec::new(),
         };
         self.values.insert(node.id, outputs);

@@ -5,7 +5,9 @@
 use super::{Machine, RunError, node_error};
 use crate::hierarchy::Entry;
 use crate::ir::{NodeId, Op};
-use crate::looping::{LoopHooks, LoopSteps, Looped, OutputRows, drive, partitions, rows_of};
+use crate::looping::{
+    LoopHooks, LoopSteps, Looped, OutputRows, drive, output_kinds, partitions, rows_of,
+};
 use uop_codegen::tensor::Tensor;
 
 /// Runs the top level `top` of a graph with chunk nodes; returns the outputs, each
@@ -17,25 +19,28 @@ pub(super) fn run_top(
     hooks: &mut LoopHooks<'_>,
 ) -> Result<Vec<Tensor>, RunError> {
     let p = partitions(m.graph)?;
-    let steps = LoopSteps {
-        chunks: top
-            .iter()
-            .map(|e| {
-                m.graph
-                    .node(e.node)
-                    .filter(|n| matches!(n.op, Op::Chunk { .. }))
-                    .map(|n| n.id)
-            })
-            .collect(),
-        partitions: top.iter().map(|e| p.partition(e.node)).collect(),
-    };
+    let chunks = top
+        .iter()
+        .map(|e| {
+            m.graph
+                .node(e.node)
+                .filter(|n| matches!(n.op, Op::Chunk { .. }))
+                .map(|n| n.id)
+        })
+        .collect();
+    let nodes: Vec<NodeId> = top.iter().map(|e| e.node).collect();
+    let steps = LoopSteps::new(m.graph, &nodes, chunks, &p);
     let max = m.options.max_iterations;
-    let outputs = m.graph.interface.outputs.len();
+    let batch = match &p.batch {
+        Some(uop_codegen::index::Expr::Name(n)) => Some(n.clone()),
+        _ => None,
+    };
     let mut l = Interp {
+        out: OutputRows::with_kinds(output_kinds(m.graph, &p)),
+        batch,
         m,
         top,
         input,
-        out: OutputRows::new(outputs),
     };
     drive(&steps, hooks, max, &mut l)?;
     l.out.finish(input)
@@ -46,10 +51,12 @@ struct Interp<'r, 'a> {
     top: &'r [Entry],
     input: NodeId,
     out: OutputRows,
+    /// The looped rows' dimension name, which inside the loop is the chunk's rows.
+    batch: Option<String>,
 }
 
 impl Interp<'_, '_> {
-    /// Chunk step `k`'s node, its size expression and its input.
+    /// Chunk step `k`'s node, its size expression and its first input.
     fn chunk_node(
         &self,
         k: usize,
@@ -96,8 +103,13 @@ impl Looped for Interp<'_, '_> {
     }
 
     fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
-        let (id, _, x) = self.chunk_node(k)?;
-        let t = rows_of(x, start, rows).map_err(|e| node_error(id, e))?;
+        let (id, _, _) = self.chunk_node(k)?;
+        let node = self.m.node(id)?;
+        let mut values = Vec::new();
+        for r in &node.inputs {
+            let x = self.m.value(id, *r)?;
+            values.push(rows_of(x, start, rows).map_err(|e| node_error(id, e))?);
+        }
         *self.m.trace.evaluations.entry(id).or_default() += 1;
         self.m
             .trace
@@ -105,13 +117,25 @@ impl Looped for Interp<'_, '_> {
             .entry(id)
             .or_default()
             .push((start, rows));
-        self.m.values.insert(id, vec![t]);
+        self.m.values.insert(id, values);
+        // Inside the loop the batch's name is the chunk's rows (`reindex(v, [N, 3],
+        // ...)` gives one chunk's rows); the cached programs were typed for the old.
+        if let Some(n) = &self.batch {
+            let rows = rows as i64;
+            if self.m.bindings.names.get(n) != Some(&rows) {
+                self.m.bindings.names.insert(n.clone(), rows);
+                self.m.programs.clear();
+            }
+        }
         Ok(())
     }
 
-    fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError> {
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError> {
         let id = self.top[k].node;
         for (i, t) in self.m.values.get(&id).into_iter().flatten().enumerate() {
+            if skip.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             if t.shape.first().map(|&n| n as u64) != Some(rows) {
                 return Err(node_error(
                     id,

@@ -251,7 +251,9 @@ pub enum Op {
         body: Interface,
     },
     /// `chunk(x, size=C)`: a loop-control node; downstream nodes run once per chunk of
-    /// `size` rows of `x`'s axis `axis`. Its output has `x`'s type.
+    /// `size` rows of `x`'s axis `axis`. Its output has `x`'s type. With several
+    /// inputs (`chunk(x, g, size=C)`, all with the same rows) it gives one output per
+    /// input, each the same rows of its input.
     Chunk {
         /// The chunked axis (0).
         axis: usize,
@@ -260,6 +262,9 @@ pub enum Op {
     },
     /// Keeps the tensors a later partition reads alive across chunk iterations.
     Sink,
+    /// `sum_chunks(v)`: a graph output summed over the iterations of the chunk loop
+    /// (a weight's gradient); over the whole batch (no chunk loop) it is `v`.
+    SumChunks,
 }
 
 impl Op {
@@ -277,6 +282,7 @@ impl Op {
             Op::NoInline { .. } => "noinline",
             Op::Chunk { .. } => "chunk",
             Op::Sink => "sink",
+            Op::SumChunks => "sum_chunks",
         }
     }
 
@@ -294,6 +300,7 @@ impl Op {
             Op::NoInline { .. } => Kind::NoInline,
             Op::Chunk { .. } => Kind::Chunk,
             Op::Sink => Kind::Sink,
+            Op::SumChunks => Kind::SumChunks,
         }
     }
 
@@ -352,6 +359,8 @@ pub enum Kind {
     Chunk,
     /// [`Op::Sink`]
     Sink,
+    /// [`Op::SumChunks`]
+    SumChunks,
 }
 
 /// Per-node flags.

@@ -53,8 +53,10 @@ use uop_codegen::uop::DType;
 use crate::builder::{Arg, BuildError, GraphBuilder};
 use crate::ir::{Graph, Interface, Op, Ref, Source, ValueType};
 
+mod chunked;
 mod shrink;
 
+pub use chunked::random_chunked_graph;
 pub use shrink::{reproducer, shrink, without_dead};
 
 /// A small deterministic generator (SplitMix64).

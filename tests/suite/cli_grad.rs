@@ -340,10 +340,10 @@ fn graph_gradients_give_nnc_numbers() {
     assert!((d[0] - 0.3 * 0.0625).abs() < 1e-7, "{d:?}");
 }
 
-/// Gradients through `chunk` are not built yet (issue 23): a chunked example graph
-/// gets that clear error; every other example graph has a gradient.
+/// Every example graph has a gradient, the chunked one included (its gradient
+/// graph loops over the same chunks).
 #[test]
-fn every_example_graph_without_chunks_has_a_gradient() {
+fn every_example_graph_has_a_gradient() {
     let mut chunked = 0;
     for entry in std::fs::read_dir("examples/graphs").expect("examples") {
         let path = entry.expect("entry").path();
@@ -352,14 +352,9 @@ fn every_example_graph_without_chunks_has_a_gradient() {
         if text.contains("chunk(") {
             chunked += 1;
             let o = uop(&["print", path, "--stage", "grad"]);
-            assert_eq!(o.status.code(), Some(1), "{path}");
-            assert!(
-                stderr(&o)
-                    .contains("gradients through `chunk` (graph looping) are not supported yet"),
-                "{path}: {}",
-                stderr(&o)
-            );
-            continue;
+            assert!(o.status.success(), "{path}: {}", stderr(&o));
+            assert!(stdout(&o).contains("= chunk(x, g_y, size=1024)"), "{path}");
+            assert!(stdout(&o).contains("g_w1 = sum_chunks("), "{path}");
         }
         let mut args: Vec<String> = vec!["grad".into(), path.into(), "--random".into(), "1".into()];
         for dim in ["N", "C", "H", "W", "K", "T", "D", "B", "O", "R", "F", "E"] {

@@ -7,7 +7,9 @@
 //! The executor's kernels may reassociate sums and use vector math that differs
 //! from libm in the last bits, so results are compared within
 //! `1e-4 · max(1, |expected|)` per element. `UOP_GRAPH_SWEEP=N` runs N seeds
-//! instead of the CI's 300 (graphs with `chunk`, which the gradient refuses, are skipped).
+//! instead of the CI's 300 (`random_graph`'s chunked graphs, whose loops read values
+//! computed before them, are skipped: their gradient is refused with a clear error;
+//! `random_chunked_graph`'s are run instead).
 
 use std::collections::HashMap;
 
@@ -138,6 +140,31 @@ fn close(found: &Tensor, expected: &Tensor) -> bool {
             .all(|(&f, &e)| (f.is_nan() && e.is_nan()) || (f - e).abs() <= 1e-4 * e.abs().max(1.0))
 }
 
+/// Runs gradient graph `grad` on the interpreter and the executor and asserts they
+/// agree ([`close`]); a failure shows `shown`.
+fn executor_matches_interpreter(
+    seed: u64,
+    grad: &Graph,
+    args: &[Tensor],
+    params: &HashMap<String, i64>,
+    shown: &Graph,
+) {
+    let want = uop_graph::run(grad, args, params)
+        .unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}\n{}", print_graph(shown)));
+    let got = compile(grad)
+        .and_then(|exe| exe.run_with_params(args, params))
+        .unwrap_or_else(|e| panic!("seed {seed}: executor: {e}\n{}", print_graph(shown)));
+    for (k, (f, e)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            close(f, e),
+            "seed {seed}: gradient {k}: executor {:?}, interpreter {:?}\n{}",
+            f.data,
+            e.data,
+            print_graph(shown)
+        );
+    }
+}
+
 fn has_chunk(g: &Graph) -> bool {
     g.nodes().iter().any(|n| matches!(n.op, Op::Chunk { .. }))
 }
@@ -180,20 +207,7 @@ fn random_gradient_graphs_run_alike_on_the_executor_and_the_interpreter() {
             .arguments(&inputs, &seeds, &fwd.outputs)
             .expect("arguments");
         let params = grad.params(&fwd.trace, &HashMap::new());
-        let want = uop_graph::run(&grad.graph, &args, &params)
-            .unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}\n{}", print_graph(&g)));
-        let got = compile(&grad.graph)
-            .and_then(|exe| exe.run_with_params(&args, &params))
-            .unwrap_or_else(|e| panic!("seed {seed}: executor: {e}\n{}", print_graph(&g)));
-        for (k, (f, e)) in got.iter().zip(&want).enumerate() {
-            assert!(
-                close(f, e),
-                "seed {seed}: gradient {k}: executor {:?}, interpreter {:?}\n{}",
-                f.data,
-                e.data,
-                print_graph(&g)
-            );
-        }
+        executor_matches_interpreter(seed, &grad.graph, &args, &params, &g);
         checked += 1;
     }
     eprintln!("{checked} random gradient graphs compared");
@@ -201,4 +215,75 @@ fn random_gradient_graphs_run_alike_on_the_executor_and_the_interpreter() {
         checked * 4 > seeds() as usize,
         "only {checked} graphs checked"
     );
+}
+
+/// Gradient graphs of chunked graphs (a chunk loop with `sum_chunks`) on the
+/// executor: the interpreter's numbers, which equal the unchunked gradient's
+/// (`graph/tests/grad.rs`).
+#[test]
+fn chunked_gradient_graphs_run_alike_on_the_executor_and_the_interpreter() {
+    let mut checked = 0;
+    for seed in 0..seeds() / 3 {
+        let g = uop_graph::random::random_chunked_graph(seed).expect("random chunked graph");
+        let rows = 1 + seed as usize % 9;
+        let inputs = random_inputs(&g, rows, seed);
+        let s = GraphGradSpec::all(&g);
+        let grad = gradient(&g, &s).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let seeds = [Tensor::filled(DType::F32, vec![rows, 2], 0.5)];
+        let args = grad.arguments(&inputs, &seeds, &[]).expect("arguments");
+        executor_matches_interpreter(seed, &grad.graph, &args, &HashMap::new(), &grad.graph);
+        checked += 1;
+    }
+    eprintln!("{checked} chunked gradient graphs compared");
+}
+
+/// `examples/graphs/chunked_mlp.uop` over 2,500 rows (chunks of 1,024, 1,024 and
+/// 452): its gradient graph on the executor gives the unchunked `mlp.uop`'s
+/// gradient on the interpreter.
+#[test]
+fn the_chunked_mlp_gradient_equals_the_mlp_gradient() {
+    let chunked = load("examples/graphs/chunked_mlp.uop");
+    let whole = load("examples/graphs/mlp.uop");
+    let dims: HashMap<String, usize> = [("B", 2500), ("D", 3), ("H", 4), ("O", 2)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let inputs: Vec<Tensor> = chunked
+        .input_node()
+        .expect("inputs")
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let shape: Vec<usize> = t.shape.iter().map(|d| dims[&d.to_string()]).collect();
+            let n: usize = shape.iter().product();
+            let data = (0..n)
+                .map(|i| ((i * 13 + k * 5) % 17) as f64 / 17.0 - 0.45)
+                .collect();
+            Tensor::new(DType::F32, shape, data).unwrap()
+        })
+        .collect();
+    let seed = Tensor::filled(DType::F32, vec![2500, 2], 0.25);
+    let grad = gradient(&chunked, &GraphGradSpec::all(&chunked)).expect("chunked gradient");
+    let text = print_graph(&grad.graph);
+    assert!(text.contains("chunk(x, g_y, size=1024)"), "{text}");
+    let args = grad
+        .arguments(&inputs, std::slice::from_ref(&seed), &[])
+        .unwrap();
+    let got = compile(&grad.graph)
+        .and_then(|exe| exe.run(&args))
+        .expect("executor");
+    let reference = gradient(&whole, &GraphGradSpec::all(&whole)).expect("mlp gradient");
+    let want = reference
+        .run(&whole, &inputs, &[seed], &HashMap::new())
+        .expect("interpreter");
+    assert_eq!(got.len(), 7);
+    for (k, (f, e)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            close(f, e),
+            "gradient {k}: {:?} vs {:?}",
+            &f.data[..4.min(f.data.len())],
+            &e.data[..4.min(e.data.len())]
+        );
+    }
 }

@@ -343,14 +343,15 @@ impl Emitter<'_> {
             // As the interpreter and the executor on main: `chunk` passes its input
             // through (its slice, no copy) and a Sink does nothing; the looping of
             // DESIGN.md §20 is being built there first.
-            Op::Chunk { .. } => {
-                let input = node
-                    .inputs
-                    .first()
-                    .copied()
-                    .ok_or_else(|| self.err(id, "a chunk without input"))?;
-                let value = self.local(frame, id, input)?;
-                frame.locals.insert(node.output(0), value);
+            // `sum_chunks` over the whole batch is its input.
+            Op::Chunk { .. } | Op::SumChunks => {
+                if node.inputs.is_empty() {
+                    return Err(self.err(id, "a chunk without input"));
+                }
+                for (k, input) in node.inputs.iter().enumerate() {
+                    let value = self.local(frame, id, *input)?;
+                    frame.locals.insert(node.output(k), value);
+                }
                 Ok(())
             }
             Op::Sink => Ok(()),

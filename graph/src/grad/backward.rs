@@ -59,7 +59,16 @@ impl Ctx<'_> {
         match &node.op {
             Op::Input { .. } | Op::Const(_) | Op::Sink => Ok(()),
             Op::Call(call) => self.backward_call(node, call, seeds[0], frame, adj),
-            Op::Kernel(_) | Op::Chunk { .. } => Err(GradError::unsupported(
+            // A chunk's values are rows of its inputs: their gradients are the same rows.
+            Op::Chunk { .. } => {
+                for (k, s) in seeds.iter().enumerate() {
+                    if let (Some(s), Some(r)) = (s, node.inputs.get(k)) {
+                        self.accumulate(adj, *r, *s)?;
+                    }
+                }
+                Ok(())
+            }
+            Op::Kernel(_) | Op::SumChunks => Err(GradError::unsupported(
                 node.id,
                 format!("no gradient through a {} node", node.op.kind()),
             )),

@@ -92,10 +92,18 @@ impl Ctx<'_> {
                     "kernel nodes are not differentiated: take the gradient of the graph before `prepare`",
                 ));
             }
+            // The gradient loops at its first chunk node (`chunked.rs`); a chunk
+            // inside that loop runs on the whole chunk: its values are its inputs.
             Op::Chunk { .. } => {
+                for (k, r) in inputs.iter().enumerate() {
+                    frame.env.insert(node.output(k), *r);
+                }
+                return Ok(());
+            }
+            Op::SumChunks => {
                 return Err(GradError::unsupported(
                     node.id,
-                    "gradients through `chunk` (graph looping) are not supported yet",
+                    "no gradient through `sum_chunks`",
                 ));
             }
             Op::While { .. }

@@ -23,7 +23,8 @@
 //! - `parallel`: a `parallel` of the body's gradient, the index passed through; the
 //!   gradients of arguments and invariants are summed over the iterations.
 //!
-//! `chunk` is refused with an error (graph looping of gradients is future work).
+//! - `chunk`: the gradient graph loops over the same chunks; the gradients of
+//!   values every chunk reads (weights) are summed over the chunks (`sum_chunks`).
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -45,6 +46,7 @@
 //! ```
 
 mod backward;
+mod chunked;
 mod clone;
 pub mod fd;
 mod program;
@@ -88,6 +90,9 @@ pub(crate) struct Ctx<'f> {
     pub reach: reach::Reach,
     /// `$names` of the enclosing `parallel` bodies being built, innermost last.
     pub bound: Vec<String>,
+    /// In a chunked gradient graph, once its chunk node is built: the looped rows
+    /// and that chunk node.
+    pub looping: Option<(Expr, NodeId)>,
 }
 
 /// Builds the gradient graph of `forward` for `spec`.
@@ -168,9 +173,29 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
         tapes: Vec::new(),
         reach: reach::Reach::of(forward, &h, &wrt),
         bound: Vec::new(),
+        looping: None,
     };
     let mut frame = clone::Frame::new(env);
-    cx.emit_entries(&h.top, &mut frame, true)?;
+    let chunked = forward
+        .nodes()
+        .iter()
+        .any(|n| matches!(n.op, crate::ir::Op::Chunk { .. }));
+    let looping = if chunked {
+        let p = crate::looping::partitions(forward).map_err(|e| GradError::Graph(e.to_string()))?;
+        let seed_refs: Vec<Ref> = seeds.iter().map(|s| s.1).collect();
+        let supplied_refs: Vec<Ref> = supplied.iter().map(|s| s.1).collect();
+        let c = cx.emit_chunked(&h.top, &p, &mut frame, &seed_refs, &supplied_refs)?;
+        for ((_, s), rows) in seeds.iter_mut().zip(&c.seeds) {
+            *s = *rows;
+        }
+        for ((_, s), rows) in supplied.iter_mut().zip(&c.supplied) {
+            *s = *rows;
+        }
+        Some((p, c))
+    } else {
+        cx.emit_entries(&h.top, &mut frame, true)?;
+        None
+    };
     for (r, s) in &supplied {
         if let Some(r) = r {
             frame.env.insert(*r, *s);
@@ -182,7 +207,13 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
             cx.accumulate(&mut adj, r, s)?;
         }
     }
-    cx.backward_entries(&h.top, &frame, &mut adj)?;
+    match &looping {
+        Some((p, c)) => {
+            cx.backward_entries(&c.looped, &frame, &mut adj)?;
+            cx.check_loop_inputs(&adj, p, input_node.id, c.chunk)?;
+        }
+        None => cx.backward_entries(&h.top, &frame, &mut adj)?,
+    }
     let mut result = Vec::new();
     for (&k, w) in spec.wrt.iter().zip(&wrt) {
         let ty = &input_node.outputs[k];
@@ -192,8 +223,6 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
             Some(g) => cx.copy(*g, ty)?,
             None => cx.zeros(ty)?,
         };
-        let name = fresh(format!("g_{}", names[k]), &mut names);
-        cx.b.name(g, &name).map_err(GradError::build)?;
         result.push(g);
     }
     // The same gradient twice (two wanted inputs that are one value) gets a copy.
@@ -203,8 +232,18 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
             result[k] = cx.copy(result[k], &ty)?;
         }
     }
-    for g in &result {
-        cx.b.output(*g);
+    for (j, (&k, w)) in spec.wrt.iter().zip(&wrt).enumerate() {
+        let mut g = result[j];
+        if let Some((_, c)) = &looping {
+            g = match adj.get(w) {
+                Some(_) => cx.chunked_result(g, *w, c.chunk)?,
+                // Zeros, in partition 0: taken once.
+                None => cx.b.sum_chunks(g).map_err(GradError::build)?,
+            };
+        }
+        let name = fresh(format!("g_{}", names[k]), &mut names);
+        cx.b.name(g, &name).map_err(GradError::build)?;
+        cx.b.output(g);
     }
     let graph = crate::random::without_dead(&cx.b.finish());
     crate::verify(&graph, crate::Checks::NONE)

@@ -13,7 +13,7 @@ use uop_codegen::uop::{
 use super::{Ctx, GradError};
 use crate::builder::{Arg, Item};
 use crate::infer::{fresh_dims, substitute, with_fresh_names};
-use crate::ir::{Ref, ValueType};
+use crate::ir::{NodeId, Ref, ValueType};
 
 /// A scratch program over inputs of given types: sizes that are neither integers
 /// nor plain names stand as fresh names (`_dim0`), which [`Ctx::emit`] puts back.
@@ -104,6 +104,77 @@ impl Ctx<'_> {
         self.emit(&program, &given, &s.back)
     }
 
+    /// In the loop of a chunked gradient graph: the `reindex` nodes of `program`
+    /// that broadcast a value computed before the loop (a weight) over the looped
+    /// rows. Written with the batch axis as 1 instead (the element-wise ops reading
+    /// them broadcast it): the batch's size would be the whole batch's, not the
+    /// chunk's. Only those read by element-wise ops alone and not returned.
+    fn row_expansions(
+        &self,
+        program: &Program,
+        at: &HashMap<UopId, Ref>,
+        back: &HashMap<String, Expr>,
+    ) -> Vec<UopId> {
+        let Some((batch, chunk)) = &self.looping else {
+            return Vec::new();
+        };
+        let mut elementwise_only: HashMap<UopId, bool> = HashMap::new();
+        for node in &program.nodes {
+            let element_wise = matches!(
+                node.op,
+                Uop::Unary { .. } | Uop::Binary { .. } | Uop::Where { .. }
+            );
+            for n in node.op.inputs() {
+                *elementwise_only.entry(n).or_insert(true) &= element_wise;
+            }
+        }
+        let mut out = Vec::new();
+        for (k, node) in program.nodes.iter().enumerate() {
+            let id = UopId(k);
+            let Uop::Reindex { x, index, .. } = &node.op else {
+                continue;
+            };
+            let from_before = at.get(x).is_some_and(|r| !self.depends_on(*r, *chunk));
+            let rows = node
+                .shape
+                .first()
+                .is_some_and(|d| substitute(d, back) == *batch);
+            let reads_rows = index.iter().any(|e| {
+                let mut hit = false;
+                e.visit(&mut |v| hit |= *v == Expr::Index(0));
+                hit
+            });
+            if from_before
+                && rows
+                && !reads_rows
+                && elementwise_only.get(&id).copied().unwrap_or(false)
+                && !program.outputs.contains(&id)
+            {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    /// True when gradient-graph value `r` depends on node `on`.
+    fn depends_on(&self, r: Ref, on: NodeId) -> bool {
+        let g = self.b.graph();
+        let mut stack = vec![r.node];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(n) = stack.pop() {
+            if n == on {
+                return true;
+            }
+            if !seen.insert(n) {
+                continue;
+            }
+            if let Some(node) = g.node(n) {
+                stack.extend(node.uses().iter().map(|u| u.node));
+            }
+        }
+        false
+    }
+
     /// Writes `program` into the gradient graph as calls of micro ops: its input k
     /// reads `inputs[k]` (`None`: only its shape matters, it must not be read);
     /// fresh size names are replaced as `back` says. Returns its outputs.
@@ -121,6 +192,7 @@ impl Ctx<'_> {
         }
         let list =
             |es: &[Expr]| Arg::List(es.iter().map(|e| Item::Expr(substitute(e, back))).collect());
+        let expands = self.row_expansions(program, &at, back);
         for (k, node) in program.nodes.iter().enumerate() {
             let id = UopId(k);
             if node.op == Uop::Input {
@@ -146,9 +218,13 @@ impl Ctx<'_> {
                     if fill.to_bits() != 0f64.to_bits() {
                         attrs.push(("fill", Arg::Float(*fill)));
                     }
+                    let mut shape = node.shape.clone();
+                    if expands.contains(&id) {
+                        shape[0] = Expr::Int(1);
+                    }
                     (
                         "reindex".into(),
-                        vec![tensor(x)?, list(&node.shape), list(index)],
+                        vec![tensor(x)?, list(&shape), list(index)],
                         attrs,
                     )
                 }

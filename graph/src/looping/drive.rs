@@ -10,9 +10,10 @@ use std::collections::HashMap;
 use uop_codegen::sizes::element_count;
 use uop_codegen::tensor::Tensor;
 
+use super::partition::Partitions;
 use super::stack::{LoopControl, LoopEnd, LoopStack, default_loop_end};
 use crate::interp::RunError;
-use crate::ir::NodeId;
+use crate::ir::{Graph, NodeId, Op};
 
 /// Custom loop-end functions, by chunk node; a chunk node without one uses
 /// [`default_loop_end`].
@@ -25,6 +26,62 @@ pub struct LoopSteps {
     pub chunks: Vec<Option<NodeId>>,
     /// The partition of each step.
     pub partitions: Vec<usize>,
+    /// Per step and output: true for a value that need not keep the looped rows
+    /// ([`Partitions::rowless`]).
+    pub rowless: Vec<Vec<bool>>,
+}
+
+impl LoopSteps {
+    /// The steps of the top-level `nodes` of `graph` (partitions `p`), given which
+    /// of them are chunk nodes.
+    pub fn new(
+        graph: &Graph,
+        nodes: &[NodeId],
+        chunks: Vec<Option<NodeId>>,
+        p: &Partitions,
+    ) -> Self {
+        let rowless = |n: &NodeId| {
+            let outputs = graph.node(*n).map_or(0, |n| n.outputs.len());
+            (0..outputs)
+                .map(|k| p.rowless.contains(&crate::ir::Ref::new(*n, k)))
+                .collect()
+        };
+        LoopSteps {
+            chunks,
+            partitions: nodes.iter().map(|n| p.partition(*n)).collect(),
+            rowless: nodes.iter().map(rowless).collect(),
+        }
+    }
+}
+
+/// How a graph output of a looped run is assembled from the iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// Each chunk written at its row offset.
+    Rows,
+    /// `sum_chunks` in a loop: every iteration's value added.
+    Sum,
+    /// `sum_chunks` in partition 0: computed once, taken once.
+    Once,
+}
+
+/// The kind of each output of `graph` (partitions `p`).
+pub fn output_kinds(graph: &Graph, p: &Partitions) -> Vec<OutputKind> {
+    graph
+        .interface
+        .outputs
+        .iter()
+        .map(|s| match s.as_ref().and_then(|r| graph.node(r.node)) {
+            Some(n) if matches!(n.op, Op::SumChunks) => {
+                if p.partition(n.id) == 0 {
+                    OutputKind::Once
+                } else {
+                    OutputKind::Sum
+                }
+            }
+            _ => OutputKind::Rows,
+        })
+        .collect()
 }
 
 /// A machine the driver runs: the interpreter or the executor.
@@ -35,8 +92,9 @@ pub trait Looped {
     fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError>;
     /// Gives chunk step `k` its value: rows `start..start + rows` of its input.
     fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError>;
-    /// Checks that every value step `k` gave (in a loop) has `rows` rows.
-    fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError>;
+    /// Checks that every value step `k` gave (in a loop) has `rows` rows, but the
+    /// outputs `skip` marks.
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError>;
     /// Writes the graph outputs' chunk: `rows` rows at row `offset` of outputs of
     /// `total` rows.
     fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError>;
@@ -86,7 +144,8 @@ pub fn drive(
                     if p > 0
                         && let Some(c) = stack.counts(p - 1)
                     {
-                        m.check_rows(pc, c.current_batches)?;
+                        let skip = steps.rowless.get(pc).map_or(&[][..], Vec::as_slice);
+                        m.check_rows(pc, c.current_batches, skip)?;
                     }
                 }
             }
@@ -141,18 +200,26 @@ pub fn rows_of(t: &Tensor, start: u64, rows: u64) -> Result<Tensor, String> {
     Tensor::new(t.dtype, shape, t.data[a..b].to_vec()).map_err(|e| e.to_string())
 }
 
-/// The graph outputs of a looped run, assembled chunk by chunk. Rows no iteration
-/// wrote (a loop-end function that ended early) stay zero.
+/// The graph outputs of a looped run, assembled chunk by chunk (or summed over the
+/// chunks: [`OutputKind`]). Rows no iteration wrote (a loop-end function that ended
+/// early) stay zero.
 #[derive(Clone, Debug, Default)]
 pub struct OutputRows {
     full: Vec<Option<Tensor>>,
+    kinds: Vec<OutputKind>,
 }
 
 impl OutputRows {
-    /// Room for `n` outputs.
+    /// Room for `n` outputs, each written by rows.
     pub fn new(n: usize) -> Self {
+        OutputRows::with_kinds(vec![OutputKind::Rows; n])
+    }
+
+    /// Room for outputs of `kinds`.
+    pub fn with_kinds(kinds: Vec<OutputKind>) -> Self {
         OutputRows {
-            full: vec![None; n],
+            full: vec![None; kinds.len()],
+            kinds,
         }
     }
 
@@ -168,6 +235,11 @@ impl OutputRows {
         total: u64,
     ) -> Result<(), RunError> {
         let err = |m: String| node_error(node, format!("graph output {k}: {m}"));
+        match self.kinds.get(k).copied().unwrap_or(OutputKind::Rows) {
+            OutputKind::Rows => {}
+            OutputKind::Once if self.full.get(k).is_some_and(Option::is_some) => return Ok(()),
+            OutputKind::Once | OutputKind::Sum => return self.add(k, chunk).map_err(err),
+        }
         let Some((&n, rest)) = chunk.shape.split_first() else {
             return Err(err(
                 "a looped output needs an axis 0, got a rank-0 value".into()
@@ -215,6 +287,29 @@ impl OutputRows {
                 ))
             })?;
         out.data[start..start + chunk.data.len()].copy_from_slice(&chunk.data);
+        Ok(())
+    }
+
+    /// Adds `value` to output `k` (the first value is taken as it is).
+    fn add(&mut self, k: usize, value: &Tensor) -> Result<(), String> {
+        let slot = self.full.get_mut(k).ok_or("no such output")?;
+        match slot {
+            None => *slot = Some(value.clone()),
+            Some(sum) => {
+                if sum.shape != value.shape || sum.dtype != value.dtype {
+                    return Err(format!(
+                        "a sum over chunks of {}{:?} gets a chunk's value of {}{:?}",
+                        sum.dtype.name(),
+                        sum.shape,
+                        value.dtype.name(),
+                        value.shape
+                    ));
+                }
+                for (s, v) in sum.data.iter_mut().zip(&value.data) {
+                    *s += v;
+                }
+            }
+        }
         Ok(())
     }
 

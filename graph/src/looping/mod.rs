@@ -17,7 +17,9 @@ pub mod print;
 pub mod stack;
 pub mod variants;
 
-pub use drive::{LoopHooks, LoopSteps, Looped, OutputRows, drive, rows_of};
+pub use drive::{
+    LoopHooks, LoopSteps, Looped, OutputKind, OutputRows, drive, output_kinds, rows_of,
+};
 pub use partition::{LoopError, Partitions, analyze, looped_rows, partitions};
 pub use print::print_partitions;
 pub use stack::{

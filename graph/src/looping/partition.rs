@@ -64,6 +64,10 @@ pub struct Partitions {
     /// The looped rows: axis 0 of the first chunk node's input (`None` without
     /// chunks).
     pub batch: Option<Expr>,
+    /// Values of a loop that need not keep the looped rows: those of `sum_chunks`
+    /// nodes and the values only `sum_chunks` reads (through other such values): a
+    /// weight's per-chunk gradient.
+    pub rowless: BTreeSet<Ref>,
 }
 
 impl Partitions {
@@ -155,10 +159,99 @@ pub fn analyze(graph: &Graph) -> (Partitions, Vec<LoopError>) {
     }
     p.sink = sink.into_iter().collect();
     if let Some(&last) = p.chunks.last() {
+        p.rowless = rowless(graph, &p);
         outputs_in_last(graph, &p, last, &mut errors);
+        sums(graph, &p, &mut errors);
         placement_and_rows(graph, &p, &mut errors);
     }
     (p, errors)
+}
+
+/// The values of a loop only `sum_chunks` reads (see [`Partitions::rowless`]),
+/// with the values of the `sum_chunks` nodes themselves. A reader passes a value
+/// on to `sum_chunks` when it is one or when all its own values are such.
+fn rowless(graph: &Graph, p: &Partitions) -> BTreeSet<Ref> {
+    let outputs: BTreeSet<Ref> = graph
+        .interface
+        .outputs
+        .iter()
+        .filter_map(|s| s.as_ref())
+        .collect();
+    let mut readers: HashMap<Ref, Vec<NodeId>> = HashMap::new();
+    for n in graph.nodes() {
+        for r in n.uses() {
+            readers.entry(r).or_default().push(n.id);
+        }
+    }
+    let mut out = BTreeSet::new();
+    let mut passes: BTreeSet<NodeId> = BTreeSet::new();
+    for n in graph.nodes().iter().rev() {
+        if matches!(n.op, Op::SumChunks) {
+            out.extend((0..n.outputs.len()).map(|k| n.output(k)));
+            passes.insert(n.id);
+            continue;
+        }
+        if p.partition(n.id) == 0 || !matches!(n.op, Op::Call(_) | Op::Kernel(_)) {
+            continue;
+        }
+        let mut all = true;
+        for k in 0..n.outputs.len() {
+            let r = n.output(k);
+            let by = readers.get(&r).map_or(&[][..], Vec::as_slice);
+            if !outputs.contains(&r) && !by.is_empty() && by.iter().all(|c| passes.contains(c)) {
+                out.insert(r);
+            } else {
+                all = false;
+            }
+        }
+        if all {
+            passes.insert(n.id);
+        }
+    }
+    out
+}
+
+/// `sum_chunks` rules: only a graph output reads one, it stands in partition 0 (one
+/// term) or in the last partition (one term per iteration of the innermost loop),
+/// and in a loop its value has no looped rows (chunks of different sizes do not add).
+fn sums(graph: &Graph, p: &Partitions, errors: &mut Vec<LoopError>) {
+    for n in graph.nodes() {
+        if !matches!(n.op, Op::SumChunks) {
+            continue;
+        }
+        if let Some(c) = graph.consumers(n.id).first() {
+            errors.push(error(
+                vec![n.id, *c],
+                format!(
+                    "{} (sum_chunks) is read by {c}: a sum over the chunks is complete only after the loop, so only graph outputs may read it",
+                    n.id
+                ),
+            ));
+        }
+        let part = p.partition(n.id);
+        if part != 0 && part != p.last() {
+            errors.push(error(
+                vec![n.id],
+                format!(
+                    "{} (sum_chunks) stands in partition {part}: a sum over the chunks stands in partition 0 or in the last partition ({})",
+                    n.id,
+                    p.last()
+                ),
+            ));
+        }
+        if part > 0
+            && let Some(batch) = &p.batch
+            && n.outputs.first().and_then(|t| t.shape.first()) == Some(batch)
+        {
+            errors.push(error(
+                vec![n.id],
+                format!(
+                    "{} (sum_chunks) sums a value with the looped rows `{batch}`: the chunks' values have different rows and do not add (a looped value is an output of its own)",
+                    n.id
+                ),
+            ));
+        }
+    }
 }
 
 /// The partitions of `graph`, or the first broken rule.
@@ -177,12 +270,18 @@ fn outputs_in_last(graph: &Graph, p: &Partitions, last: NodeId, errors: &mut Vec
             Source::Ref(r) => (r.to_string(), Some(r.node)),
             Source::Scalar(v) => (v.to_string(), None),
         };
-        let inside = node.is_some_and(|id| {
-            p.partition(id) == p.last()
-                && graph
-                    .node(id)
-                    .is_some_and(|n| !matches!(n.op, Op::Const(_) | Op::Input { .. }))
+        let sum = node.is_some_and(|id| {
+            graph
+                .node(id)
+                .is_some_and(|n| matches!(n.op, Op::SumChunks))
         });
+        let inside = sum
+            || node.is_some_and(|id| {
+                p.partition(id) == p.last()
+                    && graph
+                        .node(id)
+                        .is_some_and(|n| !matches!(n.op, Op::Const(_) | Op::Input { .. }))
+            });
         if !inside {
             errors.push(error(
                 node.into_iter().chain([last]).collect(),
@@ -213,6 +312,22 @@ fn placement_and_rows(graph: &Graph, p: &Partitions, errors: &mut Vec<LoopError>
             ));
             continue;
         }
+        if let Op::Chunk { .. } = &n.op {
+            let rows: Vec<Option<&Expr>> = n
+                .inputs
+                .iter()
+                .map(|r| graph.type_of(*r).and_then(|t| t.shape.first()))
+                .collect();
+            if rows.iter().any(|r| *r != rows[0]) {
+                errors.push(error(
+                    vec![n.id],
+                    format!(
+                        "{}: the values a chunk loops over together have the same rows on axis 0",
+                        n.id
+                    ),
+                ));
+            }
+        }
         if part == 0 || matches!(n.op, Op::Chunk { .. } | Op::Sink) {
             continue;
         }
@@ -230,6 +345,9 @@ fn placement_and_rows(graph: &Graph, p: &Partitions, errors: &mut Vec<LoopError>
         }
         let Some(batch) = &p.batch else { continue };
         for (k, ty) in n.outputs.iter().enumerate() {
+            if p.rowless.contains(&n.output(k)) {
+                continue;
+            }
             if ty.shape.first() != Some(batch) {
                 errors.push(error(
                     vec![n.id, chunk],
@@ -363,11 +481,12 @@ pub(crate) fn order_top(graph: &Graph, top: &mut Vec<Entry>) {
     top.extend(order.into_iter().filter_map(|i| old[i].take()));
 }
 
-/// Rows of the looped values for concrete dims: for each node in partition `p >= 1`,
+/// Rows of the looped values for concrete dims: for each value in partition `p >= 1`
+/// (but the [`Partitions::rowless`]),
 /// the most rows one of its chunks has (`min(batch, size_1, ..., size_p)`). Empty
 /// when the graph has no chunk nodes, breaks a rule or a size does not evaluate (the
 /// memory plan then sizes every value for the whole batch).
-pub fn looped_rows(graph: &Graph, env: &Bindings) -> HashMap<NodeId, i64> {
+pub fn looped_rows(graph: &Graph, env: &Bindings) -> HashMap<Ref, i64> {
     let mut out = HashMap::new();
     let (p, errors) = analyze(graph);
     let Some(batch) = p.batch.as_ref() else {
@@ -389,9 +508,12 @@ pub fn looped_rows(graph: &Graph, env: &Bindings) -> HashMap<NodeId, i64> {
         rows = rows.min(size.max(1));
         per_partition.push(rows);
     }
-    for (id, part) in &p.of {
-        if *part > 0 {
-            out.insert(*id, per_partition[*part]);
+    for n in graph.nodes() {
+        let part = p.partition(n.id);
+        for k in 0..n.outputs.len() {
+            if part > 0 && !p.rowless.contains(&n.output(k)) {
+                out.insert(n.output(k), per_partition[part]);
+            }
         }
     }
     out

@@ -17,11 +17,13 @@ pub fn with_chunk_size(graph: &Graph, size: &Expr) -> Graph {
     })
 }
 
-/// `graph` without its loops: every chunk node becomes `mul(x, 1)` (its input,
-/// exactly: same type, same values, bit for bit), so nothing loops.
+/// `graph` without its loops: every chunk node of one value, and every
+/// `sum_chunks`, becomes `mul(x, 1)` (its input, exactly: same type, same values,
+/// bit for bit), so nothing loops. (A chunk of several values, which has several
+/// outputs, is left as it is.)
 pub fn unchunked(graph: &Graph) -> Graph {
     rebuilt(graph, |op| match op {
-        Op::Chunk { .. } => Some(Op::Call(Call::new(
+        Op::Chunk { .. } | Op::SumChunks => Some(Op::Call(Call::new(
             "mul",
             vec![CallValue::Input(0), CallValue::Int(1)],
         ))),
@@ -36,8 +38,8 @@ fn rebuilt(graph: &Graph, change: impl Fn(&Op) -> Option<Op>) -> Graph {
         .nodes()
         .iter()
         .map(|n| match change(&n.op) {
-            Some(op) => Node { op, ..n.clone() },
-            None => n.clone(),
+            Some(op) if n.inputs.len() == 1 => Node { op, ..n.clone() },
+            _ => n.clone(),
         })
         .collect();
     let mut g = Graph::from_nodes(graph.dtype, graph.interface.clone(), nodes);

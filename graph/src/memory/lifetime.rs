@@ -159,7 +159,7 @@ fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, V
     for n in graph.nodes() {
         let scope = t.placement.get(&n.id).copied().flatten();
         match &n.op {
-            Op::Call(_) | Op::Kernel(_) | Op::Chunk { .. } => {
+            Op::Call(_) | Op::Kernel(_) | Op::Chunk { .. } | Op::SumChunks => {
                 for (k, ty) in n.outputs.iter().enumerate() {
                     add(n.output(k), ty, scope, (t.step(n.id), t.step(n.id)));
                 }

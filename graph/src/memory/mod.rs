@@ -226,7 +226,7 @@ fn plan(
     // Inside a chunk loop a value holds one chunk's rows (§20).
     let looped = crate::looping::looped_rows(graph, &env);
     for (r, v) in &a.values {
-        let b = match looped.get(&r.node) {
+        let b = match looped.get(r) {
             Some(&rows) => value_bytes(*r, &chunk_type(&v.ty, rows), &env)?,
             None => value_bytes(*r, &v.ty, &env)?,
         };

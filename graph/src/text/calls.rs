@@ -18,7 +18,16 @@ use super::build::{B, Binding, Entry, Result};
 use super::syntax::{FnDef, Stmt};
 
 /// The words that start a super node, `chunk` or `const` on the right of `=`.
-pub(super) const SPECIAL: &[&str] = &["while", "case", "if", "parallel", "call", "chunk", "const"];
+pub(super) const SPECIAL: &[&str] = &[
+    "while",
+    "case",
+    "if",
+    "parallel",
+    "call",
+    "chunk",
+    "sum_chunks",
+    "const",
+];
 
 impl B<'_> {
     /// The values the right side of `=` gives.
@@ -667,6 +676,18 @@ impl B<'_> {
                 self.add_super(g, c, Op::NoInline { name, body }, args)
             }
             "chunk" => self.chunk(g, c),
+            "sum_chunks" => {
+                self.need_args(c, 1, "sum_chunks(v)")?;
+                if a.len() != 1 {
+                    return Err(self.error(
+                        ErrorKind::Arguments,
+                        c.op.at,
+                        "sum_chunks takes one value (usage: sum_chunks(v))",
+                    ));
+                }
+                let v = self.refs(g, a)?;
+                self.add_super(g, c, Op::SumChunks, v)
+            }
             _ => self.constant(g, c),
         }
     }
@@ -694,17 +715,16 @@ impl B<'_> {
         }
     }
 
-    /// `chunk(x, size=C)` (and `axis=K`).
+    /// `chunk(x, size=C)` (and `axis=K`); `chunk(x, g, size=C)` chunks several values
+    /// with the same rows together.
     fn chunk(&mut self, g: &mut GraphBuilder, c: &CallSyntax) -> Result<Vec<Ref>> {
         const USAGE: &str = "chunk(x, size=C)";
-        let mut x = None;
+        let mut x: Vec<Ref> = Vec::new();
         let mut size = None;
         let mut axis = 0usize;
         for a in &c.args {
             match a.attr.as_ref().map(|n| n.text.as_str()) {
-                None if x.is_none() => {
-                    x = Some(self.ref_value(g, a)?);
-                }
+                None if size.is_none() => x.push(self.ref_value(g, a)?),
                 Some("size") => size = Some(self.size(a)?),
                 Some("axis") => match a.value {
                     ValueSyntax::Int(k) if k >= 0 => axis = k as usize,
@@ -725,14 +745,14 @@ impl B<'_> {
                 }
             }
         }
-        let (Some(x), Some(size)) = (x, size) else {
+        let (false, Some(size)) = (x.is_empty(), size) else {
             return Err(self.error(
                 ErrorKind::Arguments,
                 c.op.at,
                 format!("chunk needs a value and `size=` (usage: {USAGE})"),
             ));
         };
-        self.add_super(g, c, Op::Chunk { axis, size }, vec![x])
+        self.add_super(g, c, Op::Chunk { axis, size }, x)
     }
 
     /// `const(f32, [2, 3], 1, 2, 3, 4, 5, 6)`: a constant tensor, row-major.

@@ -374,6 +374,7 @@ impl Printer<'_> {
                 s
             }
             Op::Sink => format!("sink({})", self.refs(&node.inputs).join(", ")),
+            Op::SumChunks => format!("sum_chunks({})", self.refs(&node.inputs).join(", ")),
         }
     }
 

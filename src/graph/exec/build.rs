@@ -104,6 +104,8 @@ pub(crate) enum StepKind {
     NoInline(Box<Body>),
     /// A loop-control node: passes its input through (as the interpreter does).
     Chunk,
+    /// `sum_chunks`: its input (the looped driver sums the iterations' values).
+    SumChunks,
     /// Keeps values alive; does nothing.
     Sink,
 }
@@ -320,6 +322,7 @@ impl Builder<'_> {
             },
             Op::NoInline { .. } => StepKind::NoInline(Box::new(self.sub(node, e, 0, schedule)?)),
             Op::Chunk { .. } => StepKind::Chunk,
+            Op::SumChunks => StepKind::SumChunks,
             Op::Sink => StepKind::Sink,
         };
         Ok(Step {

@@ -2,6 +2,7 @@
 //! its process-wide cache) or the optimized loop IR on the loop-IR interpreter.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use uop_codegen::backend::cranelift::{self, RawBuffer};
 use uop_codegen::interp::run_loops;
@@ -16,10 +17,60 @@ use crate::graph::Backend;
 /// A program ready to run.
 #[derive(Clone, Debug)]
 pub(crate) enum Compiled {
-    /// JIT-compiled machine code.
-    Jit(cranelift::Kernel),
+    /// JIT-compiled machine code, with the output shapes of its last call.
+    Jit(cranelift::Kernel, ShapeCache),
     /// The optimized loop IR, for the loop-IR interpreter.
     Loops(LoopProgram),
+}
+
+/// The output shapes of a kernel's last call, by its input shapes and `$params`: a
+/// kernel in a loop is called with the same shapes every iteration, and binding its
+/// signature (evaluating every size expression) cost as much as a small kernel's
+/// work (callgrind on `benches/graph_grad.rs`). The kernel still checks every shape
+/// when it runs.
+#[derive(Debug, Default)]
+pub(crate) struct ShapeCache(Mutex<Option<ShapeEntry>>);
+
+#[derive(Debug)]
+struct ShapeEntry {
+    inputs: Vec<Vec<usize>>,
+    params: HashMap<String, i64>,
+    outputs: Vec<Vec<usize>>,
+}
+
+impl Clone for ShapeCache {
+    fn clone(&self) -> Self {
+        ShapeCache::default()
+    }
+}
+
+impl ShapeCache {
+    /// `kernel`'s output shapes for `shapes` and `params`, from the last call when
+    /// they are the same.
+    fn output_shapes(
+        &self,
+        kernel: &cranelift::Kernel,
+        shapes: &[&[usize]],
+        params: &HashMap<String, i64>,
+    ) -> Result<Vec<Vec<usize>>, String> {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = last.as_ref()
+            && e.inputs.len() == shapes.len()
+            && e.inputs.iter().zip(shapes).all(|(a, b)| a.as_slice() == *b)
+            && e.params == *params
+        {
+            return Ok(e.outputs.clone());
+        }
+        let outputs = kernel
+            .output_shapes(shapes, params)
+            .map_err(|e| e.to_string())?;
+        *last = Some(ShapeEntry {
+            inputs: shapes.iter().map(|s| s.to_vec()).collect(),
+            params: params.clone(),
+            outputs: outputs.clone(),
+        });
+        Ok(outputs)
+    }
 }
 
 impl Compiled {
@@ -30,7 +81,7 @@ impl Compiled {
             .map_err(|e| e.to_string())?;
         match backend {
             Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
-                .map(Compiled::Jit)
+                .map(|k| Compiled::Jit(k, ShapeCache::default()))
                 .map_err(|e| e.to_string()),
             Backend::Loops => Ok(Compiled::Loops(optimized)),
         }
@@ -51,11 +102,9 @@ impl Compiled {
         outputs: &mut [Option<Value>],
     ) -> Result<(), String> {
         match self {
-            Compiled::Jit(kernel) => {
+            Compiled::Jit(kernel, cache) => {
                 let shapes: Vec<&[usize]> = inputs.iter().map(|v| v.shape.as_slice()).collect();
-                let out_shapes = kernel
-                    .output_shapes(&shapes, params)
-                    .map_err(|e| e.to_string())?;
+                let out_shapes = cache.output_shapes(kernel, &shapes, params)?;
                 let program = kernel.program();
                 if out_shapes.len() != outputs.len() || slots.len() != outputs.len() {
                     return Err(format!(

@@ -6,7 +6,9 @@
 
 use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
-use uop_graph::looping::{LoopHooks, LoopSteps, Looped, OutputRows, drive, partitions};
+use uop_graph::looping::{
+    LoopHooks, LoopSteps, Looped, OutputRows, drive, output_kinds, partitions,
+};
 use uop_graph::{Graph, NodeId, Op, RunError};
 
 use super::build::{Body, Step, StepKind};
@@ -29,21 +31,24 @@ pub(crate) fn run_top(
     hooks: &mut LoopHooks<'_>,
 ) -> Result<Vec<Tensor>, RunError> {
     let p = partitions(graph)?;
-    let steps = LoopSteps {
-        chunks: top
-            .steps
-            .iter()
-            .map(|s| matches!(s.kind, StepKind::Chunk).then_some(s.node))
-            .collect(),
-        partitions: top.steps.iter().map(|s| p.partition(s.node)).collect(),
-    };
+    let chunks = top
+        .steps
+        .iter()
+        .map(|s| matches!(s.kind, StepKind::Chunk).then_some(s.node))
+        .collect();
+    let nodes: Vec<NodeId> = top.steps.iter().map(|s| s.node).collect();
+    let steps = LoopSteps::new(graph, &nodes, chunks, &p);
     let max = machine.max_iterations;
     let mut l = Exec {
         m: machine,
         graph,
         top,
         input,
-        out: OutputRows::new(top.results.len()),
+        out: OutputRows::with_kinds(output_kinds(graph, &p)),
+        batch: match &p.batch {
+            Some(Expr::Name(n)) => Some(n.clone()),
+            _ => None,
+        },
     };
     drive(&steps, hooks, max, &mut l)?;
     l.out.finish(input)
@@ -55,6 +60,8 @@ struct Exec<'r, 'a> {
     top: &'r Body,
     input: NodeId,
     out: OutputRows,
+    /// The looped rows' dimension name.
+    batch: Option<String>,
 }
 
 impl Exec<'_, '_> {
@@ -62,11 +69,11 @@ impl Exec<'_, '_> {
         &self.top.steps[k]
     }
 
-    /// The rows and the elements per row of chunk step `k`'s input.
-    fn input_rows(&self, step: &Step) -> Result<(usize, usize), RunError> {
+    /// The rows and the elements per row of chunk step `k`'s input `i`.
+    fn input_rows(&self, step: &Step, i: usize) -> Result<(usize, usize), RunError> {
         let x = step
             .inputs
-            .first()
+            .get(i)
             .and_then(|s| self.m.store.get(*s))
             .ok_or_else(|| node_error(step.node, "reads a value that has none"))?;
         let rows = *x.shape.first().ok_or_else(|| {
@@ -77,40 +84,10 @@ impl Exec<'_, '_> {
         })?;
         Ok((rows, x.shape[1..].iter().product()))
     }
-}
-
-impl Looped for Exec<'_, '_> {
-    fn step(&mut self, k: usize) -> Result<(), RunError> {
-        let top = self.top;
-        self.m.steps(std::slice::from_ref(&top.steps[k]))
-    }
-
-    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
-        let step = self.step_of(k);
-        let size: &Expr = match self.graph.node(step.node).map(|n| &n.op) {
-            Some(Op::Chunk { size, .. }) => size,
-            _ => return Err(node_error(step.node, "is not a chunk node")),
-        };
-        let (rows, _) = self.input_rows(step)?;
-        let mut b = self.m.bindings.clone();
-        b.params
-            .extend(self.m.params.iter().map(|(k, v)| (k.clone(), *v)));
-        let c = size
-            .eval(&b)
-            .map_err(|e| node_error(step.node, format!("the chunk size `{size}`: {e}")))?;
-        if c < 1 {
-            return Err(node_error(
-                step.node,
-                format!("the chunk size `{size}` is {c}: a chunk has at least 1 row"),
-            ));
-        }
-        Ok((rows as u64, c as u64))
-    }
-
-    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
-        let top = self.top;
-        let step = &top.steps[k];
-        let (all, row) = self.input_rows(step)?;
+    /// Gives chunk step `step`'s output `i`: rows `start..start + rows` of its input
+    /// `i`, copied into its slot.
+    fn chunk_one(&mut self, step: &Step, i: usize, start: u64, rows: u64) -> Result<(), RunError> {
+        let (all, row) = self.input_rows(step, i)?;
         let err = |m: String| node_error(step.node, m);
         let (start, rows) = (start as usize, rows as usize);
         if start + rows > all {
@@ -122,11 +99,11 @@ impl Looped for Exec<'_, '_> {
         let x = self
             .m
             .store
-            .get(step.inputs[0])
+            .get(step.inputs[i])
             .ok_or_else(|| err("reads a value that has none".into()))?;
         let mut shape = x.shape.clone();
         shape[0] = rows;
-        let slot = step.outputs[0];
+        let slot = step.outputs[i];
         let previous = self.m.store.take(slot);
         let mut dst = self
             .m
@@ -154,13 +131,57 @@ impl Looped for Exec<'_, '_> {
         self.m.store.set(slot, Some(dst));
         Ok(())
     }
+}
 
-    fn check_rows(&mut self, k: usize, rows: u64) -> Result<(), RunError> {
+impl Looped for Exec<'_, '_> {
+    fn step(&mut self, k: usize) -> Result<(), RunError> {
+        let top = self.top;
+        self.m.steps(std::slice::from_ref(&top.steps[k]))
+    }
+
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
+        let step = self.step_of(k);
+        let size: &Expr = match self.graph.node(step.node).map(|n| &n.op) {
+            Some(Op::Chunk { size, .. }) => size,
+            _ => return Err(node_error(step.node, "is not a chunk node")),
+        };
+        let (rows, _) = self.input_rows(step, 0)?;
+        let mut b = self.m.bindings.clone();
+        b.params
+            .extend(self.m.params.iter().map(|(k, v)| (k.clone(), *v)));
+        let c = size
+            .eval(&b)
+            .map_err(|e| node_error(step.node, format!("the chunk size `{size}`: {e}")))?;
+        if c < 1 {
+            return Err(node_error(
+                step.node,
+                format!("the chunk size `{size}` is {c}: a chunk has at least 1 row"),
+            ));
+        }
+        Ok((rows as u64, c as u64))
+    }
+
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
+        let step = &self.top.steps[k];
+        for i in 0..step.inputs.len().min(step.outputs.len()) {
+            self.chunk_one(step, i, start, rows)?;
+        }
+        // Inside the loop the batch's name is the chunk's rows, as on the
+        // interpreter (calls compiled at first use key their programs by the dims).
+        if let Some(n) = &self.batch {
+            self.m.bindings.names.insert(n.clone(), rows as i64);
+        }
+        Ok(())
+    }
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError> {
         let step = self.step_of(k);
         for (i, s) in step.outputs.iter().enumerate() {
             let Some(v) = self.m.store.get(*s) else {
                 continue;
             };
+            if skip.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             if v.shape.first().map(|&n| n as u64) != Some(rows) {
                 return Err(node_error(
                     step.node,

@@ -194,7 +194,7 @@ impl<'a> Machine<'a> {
                 let out = self.body(node, body, args)?;
                 self.set_outputs(step, out)?;
             }
-            StepKind::Chunk => {
+            StepKind::Chunk | StepKind::SumChunks => {
                 let args = self.inputs(step)?;
                 self.set_outputs(step, args)?;
             }

@@ -183,7 +183,7 @@ impl Replay<'_> {
             let me = format!("{}", n.id);
             match &n.op {
                 Op::Input { .. } | Op::Const(_) => {}
-                Op::Call(_) | Op::Kernel(_) | Op::Chunk { .. } => {
+                Op::Call(_) | Op::Kernel(_) | Op::Chunk { .. } | Op::SumChunks => {
                     for i in &n.inputs {
                         self.read(*i, &me)?;
                     }
