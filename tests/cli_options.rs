@@ -112,3 +112,26 @@ fn full_checks_is_refused_where_it_would_be_ignored() {
     }
     assert!(!dir.join("k.out").exists());
 }
+
+#[test]
+fn emit_grad_of_a_graph_refuses_chunks_and_tape_applies_to_graphs_only() {
+    let dir = setup("emit-grad-graph");
+    let chunked = "input x: f32[N, 2]\nxc = chunk(x, size=2)\ny = neg(xc)\noutput y\n";
+    fs::write(dir.join("chunked.uop"), chunked).expect("graph");
+    fails_with(
+        &dir,
+        &["emit", "chunked.uop", "--grad", "-o", "g.rs"],
+        "chunked.uop: ",
+    );
+    fails_with(
+        &dir,
+        &["emit", "chunked.uop", "--grad", "-o", "g.rs"],
+        "chunk",
+    );
+    fails_with(
+        &dir,
+        &["emit", "p.uop", "--tape", "recompute", "-o", "g.rs"],
+        "--tape applies to the gradients of graphs with `while` loops",
+    );
+    assert!(!dir.join("g.rs").exists());
+}
