@@ -107,12 +107,15 @@ fn rnn() -> (Graph, Vec<Tensor>, HashMap<String, i64>) {
     (g, inputs, HashMap::from([("steps".to_string(), 3)]))
 }
 
+/// A forward graph to differentiate: what it is, the graph, its inputs and params.
+type Forward = (String, Graph, Vec<Tensor>, HashMap<String, i64>);
+
 /// The gradient graph (`uop_graph::grad`, every float output seeded, every float
 /// input wanted, the stack tape) of every example graph and of the RNN, with
 /// random seeds and the tape sizes of a forward run; a chunked graph's gradient is
 /// refused with the error that names `chunk`.
 fn gradient_cases() -> Vec<Case> {
-    let mut forward: Vec<(String, Graph, Vec<Tensor>, HashMap<String, i64>)> = example_cases()
+    let mut forward: Vec<Forward> = example_cases()
         .into_iter()
         .map(|c| (c.what, c.graph, c.inputs, HashMap::new()))
         .collect();

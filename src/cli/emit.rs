@@ -109,7 +109,7 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         name: &graph_name,
         standalone: args.standalone,
         full_checks: args.full_checks,
-        grad: args.grad.then(|| match args.tape {
+        grad: args.grad.then_some(match args.tape {
             Some(TapeArg::Recompute) => TapeMode::Recompute,
             _ => TapeMode::Stack,
         }),
