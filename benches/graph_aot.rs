@@ -344,7 +344,8 @@ fn main() {
         );
     }
     println!(
-        "(medians of {rounds} alternating rounds; kernels: the clocked AOT module's time in kernels)"
+        "(medians of {rounds} alternating rounds; kernels: the clocked module's time in \
+         kernels; overhead/call: its time outside them per kernel call, the clock included)"
     );
 }
 

@@ -85,6 +85,30 @@ fn both_heads_give_the_interpreters_results_for_several_lengths() {
     assert!((probs.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{probs:?}");
 }
 
+/// The generated function on `m`'s weights, a sequence of `xs.len() / E` rows, the
+/// selector `head` and `steps` steps.
+fn call_rnn_head(m: &Model, xs: &[f32], head: f32, steps: i64) -> Result<Vec<f32>, KernelError> {
+    let mut y = vec![0.0; K];
+    rnn_head(
+        &mut RnnHeadWorkspace::new(),
+        xs,
+        [xs.len() / E, E],
+        &m.h0,
+        [1, H],
+        &m.w,
+        [H, H],
+        &m.u,
+        [E, H],
+        &m.v,
+        [H, K],
+        &[head],
+        [],
+        steps,
+        &mut y,
+    )?;
+    Ok(y)
+}
+
 #[test]
 fn what_the_model_refuses_is_an_error_naming_it() {
     let mut m = model();
@@ -95,47 +119,11 @@ fn what_the_model_refuses_is_an_error_naming_it() {
     assert!(matches!(e, KernelError::Length { .. }), "{e}");
     // A sequence of T rows run for another number of steps: the graph's
     // `assert T == $steps`, checked at entry.
-    let mut ws = RnnHeadWorkspace::new();
     let xs = values(4 * E, 1);
-    let mut y = vec![0.0; K];
-    let e = rnn_head(
-        &mut ws,
-        &xs,
-        [4, E],
-        &m.h0,
-        [1, H],
-        &m.w,
-        [H, H],
-        &m.u,
-        [E, H],
-        &m.v,
-        [H, K],
-        &[0.0],
-        [],
-        3,
-        &mut y,
-    )
-    .expect_err("T != steps");
+    let e = call_rnn_head(&m, &xs, 0.0, 3).expect_err("T != steps");
     assert!(matches!(e, KernelError::Assertion { .. }), "{e}");
     // A head that is neither 0 nor 1: the `case` refuses its selector.
-    let e = rnn_head(
-        &mut ws,
-        &xs,
-        [4, E],
-        &m.h0,
-        [1, H],
-        &m.w,
-        [H, H],
-        &m.u,
-        [E, H],
-        &m.v,
-        [H, K],
-        &[2.0],
-        [],
-        4,
-        &mut y,
-    )
-    .expect_err("no branch 2");
+    let e = call_rnn_head(&m, &xs, 2.0, 4).expect_err("no branch 2");
     let message = e.to_string();
     assert!(message.starts_with("rnn_head: %"), "{message}");
     assert!(
