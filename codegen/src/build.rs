@@ -373,35 +373,22 @@ impl Kernels {
         add: impl FnOnce(&mut Kernels) -> Result<(), BuildError>,
     ) -> ExitCode {
         println!("cargo:rerun-if-changed=build.rs");
-        match add(&mut self).and_then(|()| self.write(file_name)) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        exit_code(add(&mut self).and_then(|()| self.write(file_name).map(drop)))
     }
 
     /// Writes the source to `$OUT_DIR/{file_name}` and prints
     /// `cargo:rerun-if-changed` for every file and directory read. Returns the path.
     pub fn write(&self, file_name: &str) -> Result<PathBuf, BuildError> {
-        let out_dir = std::env::var_os("OUT_DIR").ok_or(BuildError::NoOutDir)?;
-        let path = Path::new(&out_dir).join(file_name);
+        let path = out_dir_path(file_name).ok_or(BuildError::NoOutDir)?;
         self.write_to(&path)?;
-        for input in &self.inputs {
-            println!("cargo:rerun-if-changed={}", input.display());
-        }
+        rerun_if_changed(&self.inputs);
         Ok(path)
     }
 
     /// Writes the source to `path`, leaving the file untouched when it is
     /// already up to date (so dependents are not rebuilt for nothing).
     pub fn write_to(&self, path: &Path) -> Result<(), BuildError> {
-        let source = self.source()?;
-        if std::fs::read_to_string(path).is_ok_and(|old| old == source) {
-            return Ok(());
-        }
-        std::fs::write(path, source).map_err(|source| BuildError::Write {
+        write_if_changed(path, &self.source()?).map_err(|source| BuildError::Write {
             path: path.to_path_buf(),
             source,
         })
@@ -442,6 +429,44 @@ impl Kernels {
             .map(|file| Ok((stem(file), self.read(file)?)))
             .collect()
     }
+}
+
+/// A build script's exit code for `result`: success, or `error: MESSAGE` (the
+/// error as text, not debug output) on stderr and a failure, which fails the build
+/// with that message. Shared by [`Kernels::run`] and the graph layer's builder.
+pub fn exit_code<E: std::fmt::Display>(result: Result<(), E>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `$OUT_DIR/{file_name}`; `None` outside a build script.
+pub fn out_dir_path(file_name: &str) -> Option<PathBuf> {
+    std::env::var_os("OUT_DIR").map(|dir| Path::new(&dir).join(file_name))
+}
+
+/// Prints `cargo:rerun-if-changed` for each of `paths`.
+pub fn rerun_if_changed(paths: &[PathBuf]) {
+    for p in paths {
+        println!("cargo:rerun-if-changed={}", p.display());
+    }
+}
+
+/// Writes `source` to `path`, leaving the file untouched when it already holds it
+/// (so dependents are not rebuilt for nothing).
+///
+/// # Errors
+///
+/// The I/O error of writing.
+pub fn write_if_changed(path: &Path, source: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == source) {
+        return Ok(());
+    }
+    std::fs::write(path, source)
 }
 
 /// A file's stem, as a kernel name.

@@ -8,6 +8,8 @@
 //! zero earlier in the expression), so an emitted size expression is one nested
 //! call; [`size`] turns the result into a `usize` or the error.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::error::KernelError;
 
 /// `buf` resized to `len` elements (new ones zero, none allocated once `buf` has
@@ -37,23 +39,23 @@ pub fn copy_row<T: Copy>(
     value: &[T],
 ) -> Result<(), KernelError> {
     let n = value.len();
-    let range = row
-        .checked_mul(n)
-        .and_then(|start| Some(start..start.checked_add(n)?));
-    match range.and_then(|r| out.get_mut(r)) {
-        Some(dst) => {
-            dst.copy_from_slice(value);
-            Ok(())
-        }
-        None => Err(KernelError::Graph {
-            graph,
-            node,
-            message: format!(
-                "row {row} of {n} elements does not fit in an output of {} elements",
-                out.len()
-            ),
-        }),
-    }
+    copy_at(out, row.checked_mul(n), value).ok_or_else(|| KernelError::Graph {
+        graph,
+        node,
+        message: format!(
+            "row {row} of {n} elements does not fit in an output of {} elements",
+            out.len()
+        ),
+    })
+}
+
+/// Copies `value` into `out` from element `start`; `None` when it does not fit
+/// (or `start` overflowed).
+fn copy_at<T: Copy>(out: &mut [T], start: Option<usize>, value: &[T]) -> Option<()> {
+    let start = start?;
+    let dst = out.get_mut(start..start.checked_add(value.len())?)?;
+    dst.copy_from_slice(value);
+    Some(())
 }
 
 /// Copies a graph's result into the caller's output buffer.
@@ -77,6 +79,123 @@ pub fn deliver<T: Copy>(
     }
     out.copy_from_slice(value);
     Ok(())
+}
+
+/// The rows of one chunk of a `chunk` loop (DESIGN.md §20): the chunk size `size`
+/// (checked: at least 1), or fewer for the last chunk of `total` rows from `start`.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] for a chunk size of 0.
+pub fn chunk_rows(
+    graph: &'static str,
+    node: &'static str,
+    size: usize,
+    total: usize,
+    start: usize,
+) -> Result<usize, KernelError> {
+    if size == 0 {
+        return Err(KernelError::Graph {
+            graph,
+            node,
+            message: "the chunk size is 0: a chunk has at least 1 row".into(),
+        });
+    }
+    Ok(size.min(total.saturating_sub(start)))
+}
+
+/// Rows `start..start + rows` of `value` (rows of `row` elements): one chunk.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] when the rows are not inside `value`.
+pub fn rows<'a, T>(
+    graph: &'static str,
+    node: &'static str,
+    value: &'a [T],
+    start: usize,
+    rows: usize,
+    row: usize,
+) -> Result<&'a [T], KernelError> {
+    let range = start
+        .checked_mul(row)
+        .and_then(|a| Some(a..a.checked_add(rows.checked_mul(row)?)?));
+    range
+        .and_then(|r| value.get(r))
+        .ok_or_else(|| KernelError::Graph {
+            graph,
+            node,
+            message: format!(
+                "rows {start}..{start}+{rows} of {row} elements are not within a value of {} elements",
+                value.len()
+            ),
+        })
+}
+
+/// The elements of `rows` rows of `row` elements (a looped value's length).
+///
+/// # Errors
+///
+/// [`KernelError::TooLarge`] when the count overflows.
+pub fn rows_len(
+    graph: &'static str,
+    value: &'static str,
+    rows: usize,
+    row: usize,
+) -> Result<usize, KernelError> {
+    rows.checked_mul(row).ok_or(KernelError::TooLarge {
+        kernel: graph,
+        buffer: value,
+    })
+}
+
+/// Copies one chunk of a graph's result into rows `start..` (of `row` elements)
+/// of the caller's output buffer.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] when the chunk does not fit there.
+pub fn deliver_rows<T: Copy>(
+    graph: &'static str,
+    output: &'static str,
+    out: &mut [T],
+    start: usize,
+    row: usize,
+    value: &[T],
+) -> Result<(), KernelError> {
+    copy_at(out, start.checked_mul(row), value).ok_or_else(|| KernelError::Graph {
+        graph,
+        node: output,
+        message: format!(
+            "a chunk of {} elements at row {start} does not fit in an output of {} elements",
+            value.len(),
+            out.len()
+        ),
+    })
+}
+
+/// Nanoseconds spent in kernels called through [`clocked`], and their number.
+static KERNEL_CLOCK: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Runs `kernel` and adds its wall time to the kernel clock (see
+/// [`kernel_clock`]). Graph functions emitted with the kernel clock on
+/// (`GraphModule::clock_kernels`, for benchmarks) call every kernel through it.
+pub fn clocked<R>(kernel: impl FnOnce() -> R) -> R {
+    let start = std::time::Instant::now();
+    let r = kernel();
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    KERNEL_CLOCK[0].fetch_add(ns, Ordering::Relaxed);
+    KERNEL_CLOCK[1].fetch_add(1, Ordering::Relaxed);
+    r
+}
+
+/// The kernel clock (nanoseconds in kernels, kernel calls) since the last call,
+/// which resets it.
+pub fn kernel_clock() -> (u64, u64) {
+    (
+        KERNEL_CLOCK[0].swap(0, Ordering::Relaxed),
+        KERNEL_CLOCK[1].swap(0, Ordering::Relaxed),
+    )
 }
 
 /// A value that can be a condition or selector.
@@ -333,5 +452,22 @@ mod tests {
         assert_eq!(out, [0.0, 0.0, 5.0, 6.0]);
         assert!(copy_row("g", "%1", &mut out, 2, &[5.0, 6.0]).is_err());
         assert!(one_value("g", "%1", "condition", &[1.0f32, 2.0]).is_err());
+    }
+
+    #[test]
+    fn chunks_are_rows_and_land_at_their_offset() {
+        assert_eq!(chunk_rows("g", "%2", 2, 5, 0), Ok(2));
+        assert_eq!(chunk_rows("g", "%2", 2, 5, 4), Ok(1));
+        assert_eq!(chunk_rows("g", "%2", 2, 0, 0), Ok(0));
+        assert!(chunk_rows("g", "%2", 0, 5, 0).is_err());
+        let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(rows("g", "%2", &x, 1, 2, 2), Ok(&x[2..6]));
+        assert!(rows("g", "%2", &x, 2, 2, 2).is_err());
+        assert_eq!(rows_len("g", "%3", 3, 4), Ok(12));
+        assert!(rows_len("g", "%3", usize::MAX, 2).is_err());
+        let mut out = [0.0f32; 6];
+        deliver_rows("g", "y", &mut out, 1, 2, &[7.0, 8.0]).expect("fits");
+        assert_eq!(out, [0.0, 0.0, 7.0, 8.0, 0.0, 0.0]);
+        assert!(deliver_rows("g", "y", &mut out, 2, 2, &[7.0, 8.0, 9.0]).is_err());
     }
 }

@@ -1,15 +1,16 @@
 //! `uop emit` for graphs: a file with functions and control flow (`fn`, `while`,
 //! `case`, `if`, `parallel`, `call`), or any file with `--graph`, becomes one Rust
 //! module — its kernels and one function running the whole graph
-//! (`uop_graph::emit`, docs/graph-aot.md). Only `--target rust`; `--grad` waits for
-//! graph gradients.
+//! (`uop_graph::emit`, docs/graph-aot.md). Only `--target rust`; `--grad` emits the
+//! gradient graph (`uop_graph::grad`) instead, as `NAME_grad` by default.
 
 use std::path::Path;
 
-use uop_codegen::backend::rust::{Checks, RustOptions};
 use uop_graph::emit::emit_graph;
+use uop_graph::grad::{GraphGradSpec, TapeMode, gradient};
 use uop_graph::text::parse_graph;
 
+use super::emit::rust_options;
 use super::source::{Source, load, read_source};
 use super::{CliError, fail};
 
@@ -27,8 +28,10 @@ pub(super) struct GraphRequest<'a> {
     pub standalone: bool,
     /// `--full-checks`.
     pub full_checks: bool,
-    /// `--grad`.
-    pub grad: bool,
+    /// `--grad` (with `--tape`): emit the gradient graph instead.
+    pub grad: Option<TapeMode>,
+    /// The gradient function's name.
+    pub grad_name: String,
 }
 
 /// The Rust module of the graph in `request.path`, or `None` when the file is a
@@ -47,24 +50,24 @@ pub(super) fn emit_graph_file(request: &GraphRequest) -> Result<Option<Vec<u8>>,
             path.display()
         ));
     }
-    if request.grad {
-        return fail(format!(
-            "{}: --grad of a graph is not available yet: graph gradients are being built \
-             (DESIGN.md §19)",
-            path.display()
-        ));
-    }
-    let checks = if request.full_checks {
-        Checks::Full
-    } else {
-        Checks::Proven
+    let grad;
+    let (graph, name, source) = match request.grad {
+        None => (&graph, request.name, Some(read_source(path)?)),
+        Some(tape) => {
+            // The gradient graph (`uop_graph::grad`, as `uop grad` builds it): every
+            // float output seeded, every float input wanted. A chunked graph is
+            // refused there with its error.
+            let spec = GraphGradSpec {
+                tape,
+                ..GraphGradSpec::all(&graph)
+            };
+            grad = gradient(&graph, &spec)
+                .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+            (&grad.graph, request.grad_name.as_str(), None)
+        }
     };
-    let options = RustOptions::default()
-        .checks(checks)
-        .schedule(checks == Checks::Proven)
-        .standalone(request.standalone);
-    let text = read_source(path)?;
-    emit_graph(request.name, &graph, Some(&text), &options)
+    let options = rust_options(request.full_checks, request.standalone);
+    emit_graph(name, graph, source.as_deref(), &options)
         .map(|s| Some(s.into_bytes()))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
 }

@@ -112,3 +112,27 @@ fn full_checks_is_refused_where_it_would_be_ignored() {
     }
     assert!(!dir.join("k.out").exists());
 }
+
+#[test]
+fn emit_grad_of_a_graph_refuses_sums_over_chunks_and_tape_applies_to_graphs_only() {
+    let dir = setup("emit-grad-graph");
+    // The weights' gradients are sums over the chunks, which generated code refuses.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/graphs/chunked_mlp.uop");
+    fs::copy(example, dir.join("chunked.uop")).expect("graph");
+    fails_with(
+        &dir,
+        &["emit", "chunked.uop", "--grad", "-o", "g.rs"],
+        "chunked.uop: ",
+    );
+    fails_with(
+        &dir,
+        &["emit", "chunked.uop", "--grad", "-o", "g.rs"],
+        "`sum_chunks` inside a chunk loop",
+    );
+    fails_with(
+        &dir,
+        &["emit", "p.uop", "--tape", "recompute", "-o", "g.rs"],
+        "--tape applies to the gradients of graphs with `while` loops",
+    );
+    assert!(!dir.join("g.rs").exists());
+}

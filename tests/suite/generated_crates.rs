@@ -12,8 +12,9 @@
 //!   and one error type: the binary checks it when it runs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+mod common;
+use common::{cargo_in, scratch_crate};
 use uop::codegen::backend::rust::{EmitError, RustModule, RustOptions};
 use uop::codegen::text::parse_program;
 use uop::codegen::uop::Program;
@@ -124,46 +125,6 @@ fn module(programs: &[(String, Program)], options: RustOptions) -> String {
     m.source().expect("emits")
 }
 
-/// Writes `text` unless the file already holds it (so cargo sees no change).
-fn write_if_changed(path: &Path, text: &str) {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return;
-    }
-    std::fs::create_dir_all(path.parent().expect("a folder")).expect("scratch dir");
-    std::fs::write(path, text).expect("write scratch file");
-}
-
-/// A scratch crate `name` depending on the runtime, with `files` under `src/`.
-fn scratch_crate(name: &str, files: &[(&str, String)]) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let manifest = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n[workspace]\n",
-        root().join("runtime")
-    );
-    write_if_changed(&dir.join("Cargo.toml"), &manifest);
-    for (file, text) in files {
-        write_if_changed(&dir.join("src").join(file), text);
-    }
-    dir
-}
-
-/// Runs cargo `args` in `dir` with the shared target directory; its output.
-fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    Command::new(cargo)
-        .args(args)
-        .args(["--offline", "--quiet"])
-        .current_dir(dir)
-        .env(
-            "CARGO_TARGET_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
-        )
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("run cargo")
-}
-
 #[test]
 fn every_program_and_macro_op_compiles_without_warnings_in_both_modes() {
     let programs = programs();
@@ -173,6 +134,7 @@ fn every_program_and_macro_op_compiles_without_warnings_in_both_modes() {
                /// With the crate, only safe indexing.\npub mod full_checks;\n";
     let dir = scratch_crate(
         "uop_generated_warnings",
+        "",
         &[
             ("lib.rs", lib.into()),
             ("with_runtime.rs", module(&programs, RustOptions::default())),
@@ -183,7 +145,7 @@ fn every_program_and_macro_op_compiles_without_warnings_in_both_modes() {
             ("full_checks.rs", module(&programs, RustOptions::safe())),
         ],
     );
-    let out = cargo(&dir, &["check", "--lib"]);
+    let out = cargo_in(&dir, "check", &["--lib"]);
     assert!(
         out.status.success(),
         "generated code has warnings or errors:\n{}",
@@ -249,13 +211,14 @@ fn two_kernel_files_in_one_binary_share_one_pool_one_thread_setting_one_error_ty
     };
     let dir = scratch_crate(
         "uop_two_files",
+        "",
         &[
             ("main.rs", TWO_FILES_MAIN.into()),
             ("first.rs", file("relu")),
             ("second.rs", file("softmax")),
         ],
     );
-    let out = cargo(&dir, &["run"]);
+    let out = cargo_in(&dir, "run", &[]);
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
         "the two-file binary failed:\n{}{}",
@@ -303,12 +266,13 @@ fn a_user_binary_needs_no_allow_and_an_overflowing_output_is_refused() {
         .expect("adds");
     let dir = scratch_crate(
         "uop_user_binary",
+        "",
         &[
             ("main.rs", USER_MAIN.into()),
             ("kernels.rs", module.source().expect("emits")),
         ],
     );
-    let out = cargo(&dir, &["run"]);
+    let out = cargo_in(&dir, "run", &[]);
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
         "the user binary failed:\n{}{}",

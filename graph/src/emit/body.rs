@@ -24,6 +24,7 @@ use super::{GraphEmitError, KernelTable};
 use crate::hierarchy::{Entry, Hierarchy, SubFunction};
 use crate::infer::{call_program_in, graph_dims};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
+use uop_codegen::index::Expr;
 
 /// Names the generated functions use for their own locals.
 pub(super) const RESERVED: &[&str] = &[
@@ -49,6 +50,21 @@ struct Frame {
     locals: HashMap<Ref, String>,
     /// The buffer holding each value a node computes.
     buffers: HashMap<Ref, String>,
+    /// The rows (code) of each looped value: the rows of its chunk.
+    rows: HashMap<Ref, String>,
+    /// The `chunk` loops open around the code being written, outermost first.
+    levels: Vec<ChunkLevel>,
+}
+
+/// One open `chunk` loop (DESIGN.md §20): its locals.
+#[derive(Clone, Debug)]
+struct ChunkLevel {
+    /// The first row of this chunk.
+    start: String,
+    /// The rows of this chunk.
+    rows: String,
+    /// The rows of the chunk node's input.
+    total: String,
 }
 
 impl Frame {
@@ -59,6 +75,8 @@ impl Frame {
             fields: Vec::new(),
             locals: HashMap::new(),
             buffers: HashMap::new(),
+            rows: HashMap::new(),
+            levels: Vec::new(),
         }
     }
 
@@ -88,6 +106,8 @@ pub(super) struct Emitter<'g> {
     pub(super) swapped: HashSet<Ref>,
     /// The `static` of each constant, visible in every function of the graph.
     pub(super) consts: HashMap<Ref, String>,
+    /// Every kernel called through `rt::graph::clocked`.
+    pub(super) clocked: bool,
 }
 
 impl Emitter<'_> {
@@ -197,12 +217,16 @@ impl Emitter<'_> {
             ..Frame::new()
         };
         self.entries(&mut body, &top)?;
-        for ((name, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
-            let value = self.source(&body, self.h.input, src)?;
-            body.code.line(format!(
-                "rt::graph::deliver({g}, {}, {arg}, {value})?;",
-                string(name)
-            ));
+        if body.levels.is_empty() {
+            for ((name, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
+                let value = self.source(&body, self.h.input, src)?;
+                body.code.line(format!(
+                    "rt::graph::deliver({g}, {}, {arg}, {value})?;",
+                    string(name)
+                ));
+            }
+        } else {
+            self.deliver_chunks(&mut body, outputs, &out_args)?;
         }
         body.code.line("Ok(())");
         let ws = format!("{}Workspace", camel(&self.name));
@@ -340,20 +364,9 @@ impl Emitter<'_> {
             Op::Case { .. } => self.case(frame, &node, e),
             Op::Parallel { count, .. } => self.parallel(frame, &node, e, count),
             Op::NoInline { name, .. } => self.call(frame, &node, e, name),
-            // As the interpreter and the executor on main: `chunk` passes its input
-            // through (its slice, no copy) and a Sink does nothing; the looping of
-            // DESIGN.md §20 is being built there first.
-            // `sum_chunks` over the whole batch is its input.
-            Op::Chunk { .. } | Op::SumChunks => {
-                if node.inputs.is_empty() {
-                    return Err(self.err(id, "a chunk without input"));
-                }
-                for (k, input) in node.inputs.iter().enumerate() {
-                    let value = self.local(frame, id, *input)?;
-                    frame.locals.insert(node.output(k), value);
-                }
-                Ok(())
-            }
+            Op::Chunk { size, .. } => self.chunk(frame, &node, size),
+            Op::SumChunks => self.sum_chunks(frame, &node),
+            // What the Sink keeps alive lives in buffers of its own anyway.
             Op::Sink => Ok(()),
         }
     }
@@ -386,7 +399,11 @@ impl Emitter<'_> {
         for r in &node.inputs {
             let ty = self.ty(*r)?;
             args.push(self.local(frame, node.id, *r)?);
-            args.push(sized(&self.name, node.id, self.sizes.shape(&ty.shape))?);
+            let shape = match frame.rows.get(r) {
+                Some(rows) => self.sizes.looped_shape(&ty.shape, rows),
+                None => self.sizes.shape(&ty.shape),
+            };
+            args.push(sized(&self.name, node.id, shape)?);
         }
         for p in &sig.params {
             if let Some((_, k)) = bind.iter().find(|(n, _)| n == p) {
@@ -406,19 +423,193 @@ impl Emitter<'_> {
             }
         }
         let mut bufs = Vec::new();
-        for (k, ty) in node.outputs.iter().enumerate() {
-            let r = node.output(k);
-            let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
-            let len = sized(
+        for k in 0..node.outputs.len() {
+            let (r, buf, len) = self.output_buffer(frame, node, k)?;
+            args.push(format!("rt::graph::slot({buf}, {len})"));
+            bufs.push((r, buf));
+        }
+        let call = format!("{kernel}({})", args.join(", "));
+        if self.clocked {
+            frame.code.line(format!("rt::graph::clocked(|| {call})?;"));
+        } else {
+            frame.code.line(format!("{call}?;"));
+        }
+        self.bind_buffers(frame, bufs);
+        Ok(())
+    }
+
+    /// The workspace buffer of output `k` of `node` (a new field) and the code of
+    /// its length.
+    fn output_buffer(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        k: usize,
+    ) -> Result<(Ref, String, String), GraphEmitError> {
+        let r = node.output(k);
+        let ty = &node.outputs[k];
+        let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
+        let len = match frame.levels.last() {
+            // In a chunk loop every value has the chunk's rows (the loops pass).
+            Some(level) => {
+                let rest = ty.shape.get(1..).ok_or_else(|| {
+                    self.err(node.id, format!("{r} in a chunk loop has no axis 0"))
+                })?;
+                let row = sized(&self.name, node.id, self.sizes.len(rest, &format!("{r}")))?;
+                frame.rows.insert(r, level.rows.clone());
+                format!(
+                    "rt::graph::rows_len({}, {}, {}, {row})?",
+                    string(&self.name),
+                    string(&r.to_string()),
+                    level.rows
+                )
+            }
+            None => sized(
                 &self.name,
                 node.id,
                 self.sizes.len(&ty.shape, &format!("{r}")),
+            )?,
+        };
+        frame.buffers.insert(r, buf.clone());
+        Ok((r, buf, len))
+    }
+
+    /// `chunk(x, size=C)` (DESIGN.md §20, at the top level): opens a loop over
+    /// chunks of rows of `x`, which stays open to the end of the graph's body (the
+    /// nodes after it in partition order are its loop; a later chunk nests a loop
+    /// inside). The default loop end: the next chunk while rows remain.
+    fn chunk(&mut self, frame: &mut Frame, node: &Node, size: &Expr) -> Result<(), GraphEmitError> {
+        let (g, id) = (string(&self.name), string(&node.id.to_string()));
+        let first = node
+            .inputs
+            .first()
+            .copied()
+            .ok_or_else(|| self.err(node.id, "a chunk without input"))?;
+        // The values a chunk loops over together share their rows (the verifier
+        // checks it); the first one's count the loop.
+        let mut values = Vec::with_capacity(node.inputs.len());
+        for &input in &node.inputs {
+            let value = self.local(frame, node.id, input)?;
+            let ty = self.ty(input)?;
+            let Some((axis0, rest)) = ty.shape.split_first() else {
+                return Err(self.err(
+                    node.id,
+                    "a chunk needs a value with an axis 0, got a rank-0 value",
+                ));
+            };
+            let row = sized(
+                &self.name,
+                node.id,
+                self.sizes.len(rest, &format!("a row of {input}")),
             )?;
-            args.push(format!("rt::graph::slot({buf}, {len})"));
-            frame.buffers.insert(r, buf.clone());
-            bufs.push((r, buf));
+            values.push((input, value, axis0.clone(), row));
         }
-        frame.code.line(format!("{kernel}({})?;", args.join(", ")));
+        let total = match frame.rows.get(&first) {
+            Some(rows) => rows.clone(),
+            None => sized(&self.name, node.id, self.sizes.at(&values[0].2))?,
+        };
+        let size = sized(&self.name, node.id, self.sizes.at(size))?;
+        let level = ChunkLevel {
+            start: frame.names.fresh("chunk_start"),
+            rows: frame.names.fresh("chunk_rows"),
+            total: frame.names.fresh("chunk_total"),
+        };
+        let ChunkLevel {
+            start,
+            rows,
+            total: total_var,
+        } = &level;
+        frame.code.comment(&format!(
+            "{} = chunk(..): a loop over chunks of {size} rows (partition {})",
+            outputs_text(node),
+            frame.levels.len() + 1
+        ));
+        frame.code.line(format!("let {total_var} = {total};"));
+        frame.code.line(format!("let mut {start} = 0_usize;"));
+        frame.code.open("loop {");
+        frame.code.line(format!(
+            "let {rows} = rt::graph::chunk_rows({g}, {id}, {size}, {total_var}, {start})?;"
+        ));
+        for (k, (_, value, _, row)) in values.iter().enumerate() {
+            let chunk = format!("rt::graph::rows({g}, {id}, {value}, {start}, {rows}, {row})?");
+            let r = node.output(k);
+            if self.used.contains(&r) {
+                let name = frame.names.fresh(&self.base_name(r));
+                frame.code.line(format!("let {name} = {chunk};"));
+                frame.locals.insert(r, name);
+            } else {
+                frame.code.line(format!("{chunk};"));
+            }
+            frame.rows.insert(r, rows.clone());
+        }
+        frame.levels.push(level);
+        Ok(())
+    }
+
+    /// `sum_chunks(v)`: outside any chunk loop, `v` itself. Inside one (the gradient
+    /// of a chunked graph) it is a sum over the loop's chunks, which generated code
+    /// does not have yet: a clear error rather than one chunk's value.
+    fn sum_chunks(&mut self, frame: &mut Frame, node: &Node) -> Result<(), GraphEmitError> {
+        if !frame.levels.is_empty() {
+            return Err(self.err(
+                node.id,
+                "`sum_chunks` inside a chunk loop (a gradient of a chunked graph) is not emitted as Rust yet",
+            ));
+        }
+        let input = node
+            .inputs
+            .first()
+            .copied()
+            .ok_or_else(|| self.err(node.id, "a sum_chunks without input"))?;
+        let value = self.local(frame, node.id, input)?;
+        frame.locals.insert(node.output(0), value);
+        Ok(())
+    }
+
+    /// The end of the innermost chunk loop: each graph output's chunk written at the
+    /// global row offset (the sum of the open loops' starts), then every loop
+    /// advanced and closed, innermost first.
+    fn deliver_chunks(
+        &mut self,
+        frame: &mut Frame,
+        outputs: &[(String, ValueType, Source)],
+        out_args: &[(String, String)],
+    ) -> Result<(), GraphEmitError> {
+        let g = string(&self.name);
+        let offset: Vec<&str> = frame.levels.iter().map(|l| l.start.as_str()).collect();
+        let offset = offset.join(" + ");
+        for ((name, ty, src), (arg, _)) in outputs.iter().zip(out_args) {
+            let value = self.source(frame, self.h.input, src)?;
+            let rest = ty.shape.get(1..).ok_or_else(|| GraphEmitError::Graph {
+                graph: self.name.clone(),
+                message: format!("output `{name}` of a chunked graph has no axis 0"),
+            })?;
+            let row = sized(
+                &self.name,
+                self.h.input,
+                self.sizes.len(rest, &format!("a row of output {name}")),
+            )?;
+            frame.code.line(format!(
+                "rt::graph::deliver_rows({g}, {}, {arg}, {offset}, {row}, {value})?;",
+                string(name)
+            ));
+        }
+        for level in frame.levels.clone().iter().rev() {
+            frame
+                .code
+                .line(format!("{} += {};", level.start, level.rows));
+            frame
+                .code
+                .open(format!("if {} >= {} {{", level.start, level.total));
+            frame.code.line("break;");
+            frame.code.close("}");
+            frame.code.close("}");
+        }
+        Ok(())
+    }
+
+    /// Each read value of `bufs` bound as a slice of its buffer: `let h = &h_buf[..];`.
+    fn bind_buffers(&self, frame: &mut Frame, bufs: impl IntoIterator<Item = (Ref, String)>) {
         for (r, buf) in bufs {
             if self.used.contains(&r) {
                 let name = frame.names.fresh(&self.base_name(r));
@@ -426,7 +617,6 @@ impl Emitter<'_> {
                 frame.locals.insert(r, name);
             }
         }
-        Ok(())
     }
 
     fn sub<'e>(
@@ -503,17 +693,34 @@ impl Emitter<'_> {
             .comment(&format!("{} = if(...)", outputs_text(node)));
         self.unread_args(frame, e, &args, 0);
         let outs = self.bind_outputs(frame, node);
-        frame.code.open(format!(
-            "let {outs} = if rt::graph::one_value({}, {}, \"condition\", {cond})? != 0.0 {{",
+        let mut branches = Vec::new();
+        for k in 0..2 {
+            let nested = frame.code.nested();
+            let outer = std::mem::replace(&mut frame.code, nested);
+            let sub = self.sub(node, e, k);
+            let done = sub.and_then(|sub| self.inline(frame, node, sub, &args));
+            branches.push(std::mem::replace(&mut frame.code, outer).finish());
+            done?;
+        }
+        let test = format!(
+            "rt::graph::one_value({}, {}, \"condition\", {cond})?",
             string(&self.name),
             string(&node.id.to_string())
-        ));
-        let then = self.sub(node, e, 0)?;
-        self.inline(frame, node, then, &args)?;
-        frame.code.middle("} else {");
-        let else_ = self.sub(node, e, 1)?;
-        self.inline(frame, node, else_, &args)?;
-        frame.code.close("};");
+        );
+        if branches[0] == branches[1] {
+            // Both branches compute the same: the condition is checked, one runs
+            // (no `if` with identical blocks).
+            frame.code.line(format!("{test};"));
+            frame.code.line(format!("let {outs} = {{"));
+            frame.code.append(&branches[0]);
+            frame.code.line("};");
+        } else {
+            frame.code.line(format!("let {outs} = if {test} != 0.0 {{"));
+            frame.code.append(&branches[0]);
+            frame.code.line("} else {");
+            frame.code.append(&branches[1]);
+            frame.code.line("};");
+        }
         Ok(())
     }
 
@@ -545,9 +752,19 @@ impl Emitter<'_> {
             self.unread_args(frame, e, &args, 0);
         }
         let outs = self.bind_outputs(frame, node);
-        frame.code.open(format!(
-            "let {outs} = match rt::graph::branch({g}, {id}, rt::graph::one_value({g}, {id}, \"selector\", {sel})?, {n}, {passes})? {{"
-        ));
+        let branch = format!(
+            "rt::graph::branch({g}, {id}, rt::graph::one_value({g}, {id}, \"selector\", {sel})?, {n}, {passes})?"
+        );
+        if n == 1 && !passes {
+            // One branch and no pass-through: the selector is checked, then the
+            // branch runs (no `match` with one arm).
+            frame.code.line(format!("{branch};"));
+            frame.code.open(format!("let {outs} = {{"));
+            self.inline(frame, node, self.sub(node, e, 0)?, &args)?;
+            frame.code.close("};");
+            return Ok(());
+        }
+        frame.code.open(format!("let {outs} = match {branch} {{"));
         for k in 0..n {
             let last = k + 1 == n;
             let pattern = match (last, passes) {
@@ -659,14 +876,8 @@ impl Emitter<'_> {
             frame.code.line(format!("std::mem::swap({a}, {b});"));
         }
         frame.code.close("}");
-        for (k, buf) in state.iter().enumerate() {
-            let r = node.output(k);
-            if self.used.contains(&r) {
-                let name = frame.names.fresh(&self.base_name(r));
-                frame.code.line(format!("let {name} = &{buf}[..];"));
-                frame.locals.insert(r, name);
-            }
-        }
+        let bound = state.into_iter().enumerate();
+        self.bind_buffers(frame, bound.map(|(k, buf)| (node.output(k), buf)));
         Ok(())
     }
 
@@ -675,7 +886,7 @@ impl Emitter<'_> {
         frame: &mut Frame,
         node: &Node,
         e: &Entry,
-        count: &uop_codegen::index::Expr,
+        count: &Expr,
     ) -> Result<(), GraphEmitError> {
         let args = self.args(frame, node, 0)?;
         let (g, id) = (string(&self.name), string(&node.id.to_string()));
@@ -687,19 +898,12 @@ impl Emitter<'_> {
         self.unread_args(frame, e, &args, 1);
         let mut outs = Vec::new();
         frame.code.open("{");
-        for (k, ty) in node.outputs.iter().enumerate() {
-            let r = node.output(k);
-            let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
-            let len = sized(
-                &self.name,
-                node.id,
-                self.sizes.len(&ty.shape, &format!("{r}")),
-            )?;
+        for k in 0..node.outputs.len() {
+            let (r, buf, len) = self.output_buffer(frame, node, k)?;
             let out = frame.names.fresh(&format!("{}_rows", self.base_name(r)));
             frame
                 .code
                 .line(format!("let {out} = rt::graph::slot({buf}, {len});"));
-            frame.buffers.insert(r, buf.clone());
             outs.push((r, buf, out));
         }
         frame.code.open(format!("for i in 0..{n} {{"));
@@ -721,13 +925,7 @@ impl Emitter<'_> {
         }
         frame.code.close("}");
         frame.code.close("}");
-        for (r, buf, _) in outs {
-            if self.used.contains(&r) {
-                let name = frame.names.fresh(&self.base_name(r));
-                frame.code.line(format!("let {name} = &{buf}[..];"));
-                frame.locals.insert(r, name);
-            }
-        }
+        self.bind_buffers(frame, outs.into_iter().map(|(r, buf, _)| (r, buf)));
         Ok(())
     }
 

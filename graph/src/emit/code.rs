@@ -1,10 +1,9 @@
 //! The text the graph emitter writes: indented lines, Rust identifiers made from
-//! the graph's names, element types and literals.
+//! the graph's names (the codegen's shared [`Idents`]), element types and literals.
 
-use std::collections::HashSet;
-
-use uop_codegen::backend::names::is_rust_keyword;
 use uop_codegen::uop::DType;
+
+pub(super) use uop_codegen::backend::names::{Idents, camel, snake};
 
 /// Lines of Rust with an indentation level (four spaces a level).
 #[derive(Clone, Debug, Default)]
@@ -35,11 +34,17 @@ impl Code {
         self.line(line);
     }
 
-    /// A line between two blocks (`} else {`): one level out for it, then back in.
-    pub(super) fn middle(&mut self, line: impl AsRef<str>) {
-        self.depth = self.depth.saturating_sub(1);
-        self.line(line);
-        self.depth += 1;
+    /// An empty block one level deeper, to be written and then [`Code::append`]ed.
+    pub(super) fn nested(&self) -> Code {
+        Code {
+            text: String::new(),
+            depth: self.depth + 1,
+        }
+    }
+
+    /// The lines of a [`Code::nested`] block, as they are.
+    pub(super) fn append(&mut self, block: &str) {
+        self.text.push_str(block);
     }
 
     /// `// ...` lines, one per line of `text`.
@@ -60,73 +65,6 @@ impl Code {
     pub(super) fn finish(self) -> String {
         self.text
     }
-}
-
-/// Hands out distinct snake_case identifiers.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Idents {
-    used: HashSet<String>,
-}
-
-impl Idents {
-    /// An identifier set in which `reserved` are taken.
-    pub(super) fn with_reserved(reserved: &[&str]) -> Self {
-        Idents {
-            used: reserved.iter().map(|s| s.to_string()).collect(),
-        }
-    }
-
-    /// Takes `name` as it is; false when it is already taken.
-    pub(super) fn take(&mut self, name: &str) -> bool {
-        self.used.insert(name.to_string())
-    }
-
-    /// A fresh identifier as close to `raw` as possible: lowercased, other
-    /// characters replaced by `_`, a numeric suffix when taken.
-    pub(super) fn fresh(&mut self, raw: &str) -> String {
-        let mut base = snake(raw);
-        if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
-            base.insert_str(0, "t_");
-        }
-        if is_rust_keyword(&base) || base == "_" {
-            base.push('_');
-        }
-        let mut name = base.clone();
-        let mut n = 2;
-        while self.used.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        self.used.insert(name.clone());
-        name
-    }
-}
-
-/// `Layer-Norm` -> `layer_norm`.
-pub(super) fn snake(raw: &str) -> String {
-    raw.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// `rnn_cell` -> `RnnCell`.
-pub(super) fn camel(name: &str) -> String {
-    name.split('_')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let mut c = p.chars();
-            match c.next() {
-                Some(first) => first.to_ascii_uppercase().to_string() + c.as_str(),
-                None => String::new(),
-            }
-        })
-        .collect()
 }
 
 /// The Rust element type of `dtype`.
@@ -168,17 +106,6 @@ pub(super) fn string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn identifiers_are_snake_case_distinct_and_no_keywords() {
-        let mut ids = Idents::with_reserved(&["ws"]);
-        assert_eq!(ids.fresh("H"), "h");
-        assert_eq!(ids.fresh("h"), "h_2");
-        assert_eq!(ids.fresh("type"), "type_");
-        assert_eq!(ids.fresh("ws"), "ws_2");
-        assert_eq!(ids.fresh("3d"), "t_3d");
-        assert_eq!(camel("rnn_cell"), "RnnCell");
-    }
 
     #[test]
     fn literals_are_exact() {

@@ -34,6 +34,7 @@
 //! ```
 
 mod body;
+pub mod build;
 mod code;
 mod sizes;
 
@@ -132,6 +133,8 @@ pub struct GraphModule {
     items: Vec<String>,
     names: Idents,
     graphs: Vec<String>,
+    /// Every kernel called through `rt::graph::clocked` (benchmarks).
+    clocked: bool,
 }
 
 impl GraphModule {
@@ -145,7 +148,15 @@ impl GraphModule {
             items: Vec::new(),
             names: Idents::with_reserved(&["rt", "KernelError"]),
             graphs: Vec::new(),
+            clocked: false,
         }
+    }
+
+    /// Graphs added from now on call every kernel through `rt::graph::clocked`,
+    /// which adds its time to the runtime's kernel clock (`rt::graph::kernel_clock`):
+    /// for benchmarks that compare a graph's time with the sum of its kernels'.
+    pub fn clock_kernels(&mut self, on: bool) {
+        self.clocked = on;
     }
 
     /// The graph functions added so far, in order.
@@ -264,6 +275,7 @@ impl GraphModule {
             used,
             swapped,
             consts: HashMap::new(),
+            clocked: self.clocked,
         };
         let function = emitter.graph_function(&doc, &outputs)?;
         let sizes_items = emitter.sizes.items(&camel_name);

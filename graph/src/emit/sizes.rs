@@ -160,6 +160,19 @@ impl Sizes {
         ))
     }
 
+    /// A looped value's shape (DESIGN.md §20): `rows` (the code of its chunk's rows)
+    /// as axis 0, then the rest of `shape` as [`Sizes::shape`] writes it.
+    pub(super) fn looped_shape(&mut self, shape: &[Expr], rows: &str) -> Result<String, String> {
+        let rest = shape
+            .get(1..)
+            .ok_or("a looped value needs an axis 0, got a rank-0 value")?;
+        let fields = self.fields(rest)?;
+        let all: Vec<String> = std::iter::once(rows.to_string())
+            .chain(fields.iter().map(|f| prefixed(f)))
+            .collect();
+        Ok(format!("[{}]", all.join(", ")))
+    }
+
     /// The element count of a shape for code that has the sizes as `sz`; `what`
     /// names the value in the overflow error.
     pub(super) fn len(&mut self, shape: &[Expr], what: &str) -> Result<String, String> {

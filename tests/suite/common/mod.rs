@@ -47,3 +47,42 @@ pub fn write(dir: &Path, name: &str, t: &Tensor) -> String {
     write_npy(&path, t).expect("write fixture");
     path.to_string_lossy().into_owned()
 }
+
+/// A scratch crate `name` in the tests' target tmpdir, depending on `uop-runtime`,
+/// with `extra` appended to its manifest and `files` under `src/`; each file is
+/// written only when it changed, so cargo rebuilds only what did.
+pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String)]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [dependencies]\nuop-runtime = {{ path = {:?} }}\n{extra}\n[workspace]\n",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime")
+    );
+    std::fs::create_dir_all(dir.join("src")).expect("scratch crate");
+    let write = |path: PathBuf, text: &str| {
+        uop::codegen::build::write_if_changed(&path, text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    };
+    write(dir.join("Cargo.toml"), &manifest);
+    for (file, text) in files {
+        write(dir.join("src").join(file.as_ref()), text);
+    }
+    dir
+}
+
+/// `cargo SUBCOMMAND --offline --quiet ARGS` in a scratch crate, with the target
+/// folder the scratch crates share and without the caller's `RUSTFLAGS`.
+pub fn cargo_in(dir: &Path, subcommand: &str, args: &[&str]) -> Output {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    Command::new(cargo)
+        .args([subcommand, "--offline", "--quiet"])
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "CARGO_TARGET_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
+        )
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo")
+}

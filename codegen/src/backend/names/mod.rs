@@ -6,7 +6,7 @@
 //! of an object file and its header. It is therefore never renamed: a name that
 //! would clash is refused, with an error that says why. Internal names are the
 //! ones that give way: the program's tensor, dimension and `$param` names become
-//! fresh locals (`type` -> `type_`), the runtime is reached only through `rt::`,
+//! fresh locals (`type` -> `t_type`, [`Idents`]), the runtime is reached only through `rt::`,
 //! and the JIT's own imports are prefixed (`uop_exp`, ...).
 //!
 //! The rule:
@@ -27,6 +27,9 @@
 //!   not ending in `_t`, which POSIX reserves for types (`int32_t`).
 
 mod c;
+mod idents;
+
+pub use idents::{Idents, camel, snake};
 
 use thiserror::Error;
 

@@ -316,7 +316,8 @@ impl Gen<'_> {
                 return Err(self.unsupported(format!("unresolved shape reference `{e}`")));
             }
             Expr::Neg(a) => {
-                let a = self.idx_operand(a, Prec::Prefix)?;
+                // `-(-a)`, never `--a` (clippy's `double_negations`).
+                let a = self.idx_operand(a, Prec::Postfix)?;
                 (quote!(-#a), Prec::Prefix)
             }
             Expr::Bin(op, a, b) => match op {
@@ -505,6 +506,22 @@ impl Gen<'_> {
                 ty: Ty::Float,
             };
         }
+        if let Some(name) = named_constant(v.abs(), self.is32) {
+            // `1.1283792` is `FRAC_2_SQRT_PI` in f32: the constant by its name, as
+            // clippy's `approx_constant` asks (exactly the same value).
+            let c = Ident::new(name, Span::call_site());
+            let ts = quote!(core::#t::consts::#c);
+            let (ts, prec) = if v.is_sign_negative() {
+                (quote!(-#ts), Prec::Prefix)
+            } else {
+                (ts, Prec::Postfix)
+            };
+            return Out {
+                ts,
+                prec,
+                ty: Ty::Float,
+            };
+        }
         let text = if self.is32 {
             format!("{:?}", (v as f32).abs())
         } else {
@@ -582,6 +599,11 @@ impl Gen<'_> {
                     // A constant condition chooses at generation time.
                     return self.value(if c != 0.0 { a } else { b });
                 }
+                if a == b {
+                    // `where(c, a, a)` is `a` (the condition reads only elements; no
+                    // `if` with identical blocks, clippy's `if_same_then_else`).
+                    return self.value(a);
+                }
                 let c = match &**c {
                     // `where(a < b, ..)` reads as `if a < b`, which is the same test.
                     Value::Binary(op, x, y) if op.is_comparison() => self.comparison(*op, x, y)?,
@@ -632,7 +654,8 @@ impl Gen<'_> {
             if let Ty::Literal(c) = xo.ty {
                 return Ok(self.float_lit(-c, false));
             }
-            let x = self.float(xo, Prec::Prefix, false);
+            // `-(-x)`, never `--x` (clippy's `double_negations`).
+            let x = self.float(xo, Prec::Postfix, false);
             return Ok(Out {
                 ts: quote!(-#x),
                 prec: Prec::Prefix,
@@ -3195,6 +3218,41 @@ fn row_shape(decl: &TensorDecl) -> Vec<&Expr> {
 
 /// The length of one row of a row-local temporary when it is a literal small
 /// enough for the stack (up to 4 KB of f32).
+/// The name in `f32::consts` / `f64::consts` of a constant whose value is exactly
+/// `v` in the float type (f32 when `is32`), if any.
+fn named_constant(v: f64, is32: bool) -> Option<&'static str> {
+    use std::f64::consts as c;
+    const CONSTS: [(&str, f64); 19] = [
+        ("E", c::E),
+        ("FRAC_1_PI", c::FRAC_1_PI),
+        ("FRAC_1_SQRT_2", c::FRAC_1_SQRT_2),
+        ("FRAC_2_PI", c::FRAC_2_PI),
+        ("FRAC_2_SQRT_PI", c::FRAC_2_SQRT_PI),
+        ("FRAC_PI_2", c::FRAC_PI_2),
+        ("FRAC_PI_3", c::FRAC_PI_3),
+        ("FRAC_PI_4", c::FRAC_PI_4),
+        ("FRAC_PI_6", c::FRAC_PI_6),
+        ("FRAC_PI_8", c::FRAC_PI_8),
+        ("LN_10", c::LN_10),
+        ("LN_2", c::LN_2),
+        ("LOG10_E", c::LOG10_E),
+        ("LOG2_E", c::LOG2_E),
+        ("LOG2_10", c::LOG2_10),
+        ("LOG10_2", c::LOG10_2),
+        ("PI", c::PI),
+        ("SQRT_2", c::SQRT_2),
+        ("TAU", c::TAU),
+    ];
+    CONSTS.iter().find_map(|&(name, k)| {
+        let same = if is32 {
+            (k as f32).to_bits() == (v as f32).to_bits()
+        } else {
+            k.to_bits() == v.to_bits()
+        };
+        same.then_some(name)
+    })
+}
+
 fn row_literal_len(decl: &TensorDecl) -> Option<i64> {
     const STACK_ELEMENTS: i64 = 1024;
     let len = row_shape(decl).iter().try_fold(1_i64, |n, d| match d {

@@ -1,0 +1,12 @@
+//! Writes the model `model/rnn_head.uop` (a `while` over a sequence and a `case`)
+//! as one Rust module into OUT_DIR: its kernels and the function `rnn_head` running
+//! the whole graph.
+
+use uop_graph::build::{GraphSource, Graphs};
+
+fn main() -> std::process::ExitCode {
+    Graphs::new().run("model.rs", |graphs| {
+        graphs.add(GraphSource::file("model/rnn_head.uop"))?;
+        Ok(())
+    })
+}
