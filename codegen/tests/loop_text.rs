@@ -14,6 +14,9 @@ use uop_codegen::testing::{GenConfig, random_case, random_program};
 use uop_codegen::text::Registry;
 use uop_codegen::uop::{DType, Program};
 
+mod common;
+use common::same_bits;
+
 /// Requires `print(parse(print(p))) == print(p)`.
 fn round_trips(what: &str, p: &LoopProgram) -> LoopProgram {
     let text = p.to_string();
@@ -110,19 +113,6 @@ fn random_programs_print_back_identically_at_every_stage_and_run_the_same() {
             }
         }
     }
-}
-
-/// Equal outputs, bit for bit (NaN included).
-fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            x.shape == y.shape
-                && x.data.len() == y.data.len()
-                && x.data
-                    .iter()
-                    .zip(&y.data)
-                    .all(|(u, v)| u.to_bits() == v.to_bits())
-        })
 }
 
 /// The rendered error of parsing `src`.

@@ -28,6 +28,9 @@ use uop_codegen::loops::{self, LoopProgram, parse_program};
 use uop_codegen::pass;
 use uop_codegen::tensor::Tensor;
 
+mod common;
+use common::same_bits;
+
 /// One case of a pass file.
 #[derive(Default)]
 struct Case {
@@ -195,18 +198,6 @@ fn run(p: &LoopProgram, b: &Bindings) -> Result<Vec<Tensor>, String> {
         inputs.push(Tensor::new(decl.dtype, shape, data).map_err(|e| e.to_string())?);
     }
     interp::run_loops(p, &inputs, &b.params).map_err(|e| e.to_string())
-}
-
-fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            x.shape == y.shape
-                && x.data.len() == y.data.len()
-                && x.data
-                    .iter()
-                    .zip(&y.data)
-                    .all(|(u, v)| u.to_bits() == v.to_bits())
-        })
 }
 
 /// Runs the case's passes; the IR before and after as printed, or what went wrong.

@@ -515,7 +515,7 @@ impl<'s> Reader<'s> {
                 break;
             };
             let after = sp(rest);
-            if !(after.starts_with('=') && !after.starts_with("==")) {
+            if !after.starts_with('=') || after.starts_with("==") {
                 break;
             }
             self.next += 1;
@@ -768,46 +768,42 @@ impl<'s> Reader<'s> {
     }
 
     fn compare(&self, i: &'s str) -> PResult<'s, Value> {
-        let (mut i, mut acc) = self.sum(i)?;
+        self.chain(i, &COMPARISONS, Self::sum)
+    }
+
+    fn sum(&self, i: &'s str) -> PResult<'s, Value> {
+        self.chain(
+            i,
+            &[("+", BinaryOp::Add), ("-", BinaryOp::Sub)],
+            Self::product,
+        )
+    }
+
+    fn product(&self, i: &'s str) -> PResult<'s, Value> {
+        self.chain(
+            i,
+            &[("*", BinaryOp::Mul), ("/", BinaryOp::Div)],
+            Self::prefix,
+        )
+    }
+
+    /// `operand (op operand)*`, left-associative, for one binding strength.
+    fn chain(
+        &self,
+        i: &'s str,
+        operators: &[(&str, BinaryOp)],
+        operand: fn(&Self, &'s str) -> PResult<'s, Value>,
+    ) -> PResult<'s, Value> {
+        let (mut i, mut acc) = operand(self, i)?;
         loop {
             let at = sp(i);
-            let Some((rest, op)) = COMPARISONS
+            let Some((rest, op)) = operators
                 .iter()
                 .find_map(|(t, op)| at.strip_prefix(t).map(|r| (r, *op)))
             else {
                 return Ok((i, acc));
             };
-            let (rest, rhs) = self.sum(rest)?;
-            acc = Value::Binary(op, Box::new(acc), Box::new(rhs));
-            i = rest;
-        }
-    }
-
-    fn sum(&self, i: &'s str) -> PResult<'s, Value> {
-        let (mut i, mut acc) = self.product(i)?;
-        loop {
-            let at = sp(i);
-            let op = match at.chars().next() {
-                Some('+') if !at.starts_with("+=") => BinaryOp::Add,
-                Some('-') => BinaryOp::Sub,
-                _ => return Ok((i, acc)),
-            };
-            let (rest, rhs) = self.product(&at[1..])?;
-            acc = Value::Binary(op, Box::new(acc), Box::new(rhs));
-            i = rest;
-        }
-    }
-
-    fn product(&self, i: &'s str) -> PResult<'s, Value> {
-        let (mut i, mut acc) = self.prefix(i)?;
-        loop {
-            let at = sp(i);
-            let op = match at.chars().next() {
-                Some('*') if !at.starts_with("*=") => BinaryOp::Mul,
-                Some('/') => BinaryOp::Div,
-                _ => return Ok((i, acc)),
-            };
-            let (rest, rhs) = self.prefix(&at[1..])?;
+            let (rest, rhs) = operand(self, rest)?;
             acc = Value::Binary(op, Box::new(acc), Box::new(rhs));
             i = rest;
         }

@@ -185,24 +185,14 @@ pub fn pipeline() -> &'static [Pass] {
 }
 
 /// Which passes to skip, and whether to verify the IR between passes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PassOptions {
     /// Names of passes not to run (every occurrence in the pipeline); empty runs all.
     pub disabled: Vec<String>,
     /// Run the [verifier](crate::loops::verify) on the program before the first pass
-    /// and after every pass, stopping at the first invalid program. On in the tests,
-    /// `uop fuzz` and debug builds; off by default in release builds (`uop
-    /// --verify` turns it on).
+    /// and after every pass, stopping at the first invalid program. On in the tests
+    /// and the differential oracle (`uop fuzz`); off by default.
     pub verify_each_pass: bool,
-}
-
-impl Default for PassOptions {
-    fn default() -> Self {
-        PassOptions {
-            disabled: Vec::new(),
-            verify_each_pass: cfg!(debug_assertions),
-        }
-    }
 }
 
 impl PassOptions {
