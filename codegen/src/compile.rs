@@ -218,7 +218,10 @@ impl CompileOptions {
         if !self.schedule {
             disabled.extend(SCHEDULE_PASSES.iter().map(|s| s.to_string()));
         }
-        PassOptions { disabled }
+        PassOptions {
+            disabled,
+            verify_each_pass: self.passes.verify_each_pass,
+        }
     }
 }
 

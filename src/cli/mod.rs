@@ -287,5 +287,6 @@ pub(crate) fn pass_options(disabled: &[String]) -> Result<PassOptions, CliError>
     }
     Ok(PassOptions {
         disabled: disabled.to_vec(),
+        ..PassOptions::default()
     })
 }

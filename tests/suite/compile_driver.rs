@@ -76,6 +76,7 @@ fn default_options_make_the_loop_ir_the_pipeline_made_before_the_driver() {
 fn scheduling_off_leaves_out_the_schedule_passes_and_nothing_else() {
     let without_schedule = PassOptions {
         disabled: SCHEDULE_PASSES.iter().map(|s| s.to_string()).collect(),
+        ..PassOptions::default()
     };
     for (stem, program) in programs() {
         let plain =
@@ -89,6 +90,52 @@ fn scheduling_off_leaves_out_the_schedule_passes_and_nothing_else() {
                 !text.contains(mark),
                 "{stem}: `{mark}` without a schedule:\n{text}"
             );
+        }
+    }
+}
+
+/// The program of every golden case: each macro op at least once.
+fn golden_programs() -> Vec<(String, Program)> {
+    let registry = uop::ops::registry();
+    let mut out = Vec::new();
+    let cases = root().join("tests/golden/cases");
+    let mut groups: Vec<PathBuf> = std::fs::read_dir(&cases)
+        .expect("golden cases")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    groups.sort();
+    for group in groups {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&group)
+            .expect("golden group")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.join("program.uop").is_file())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let file = dir.join("program.uop");
+            let text = std::fs::read_to_string(&file).expect("reads");
+            let program = parse_program(&text, &registry)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            out.push((dir.display().to_string(), program));
+        }
+    }
+    out
+}
+
+#[test]
+fn loop_ir_text_reads_back_identically_at_every_stage_for_every_program_and_macro_op() {
+    let mut programs = programs();
+    programs.extend(golden_programs());
+    for (stem, program) in programs {
+        let lowered = uop::codegen::loops::lower(&program);
+        let mut stages = vec![("loops", lowered.clone())];
+        stages.extend(pass::optimize_traced(&lowered, &PassOptions::default()).expect("runs"));
+        for (stage, p) in stages {
+            let text = p.to_string();
+            let parsed = uop::codegen::loops::parse_program(&text)
+                .unwrap_or_else(|e| panic!("{stem} after {stage}: {e}"));
+            assert_eq!(parsed.to_string(), text, "{stem} after {stage}");
         }
     }
 }

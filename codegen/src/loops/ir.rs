@@ -12,7 +12,9 @@ pub struct TensorId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VarId(pub usize);
 
-/// A loop, unique within a program; `Expr::Index(n)` is the variable of loop `n`.
+/// A loop, unique within its block (lowering numbers loops uniquely in the program;
+/// a pass adding a block may reuse ids, as `order` does); `Expr::Index(n)` is the
+/// variable of loop `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LoopId(pub usize);
 
@@ -43,7 +45,9 @@ pub struct TensorDecl {
     /// the bare variable of its block's outermost loop as the subscript on this
     /// axis, and every row of which is stored before it is read. A backend that
     /// runs the group row by row may keep just one row of it (per thread); one that
-    /// ignores the annotation allocates it whole, with the same results.
+    /// ignores the annotation allocates it whole, with the same results. Verified:
+    /// a temporary, the axis exists, only blocks of one joined group touch it, each
+    /// access with the bare outermost loop variable on this axis.
     pub row_local: Option<usize>,
 }
 
@@ -139,6 +143,12 @@ pub struct Carried {
 /// §6, step 7). An annotation never changes which values a program computes, only,
 /// where it says so, the association of float reductions; the interpreters and any
 /// backend may ignore every annotation and still run the program correctly.
+///
+/// Each field states what its mark guarantees. The structural part of each
+/// guarantee (where the mark may sit, the shape of the nest under it) is checked by
+/// [`verify`](super::verify) after every pass in the tests; the dependence part
+/// (disjoint writes of `parallel`, shared loads of `tile`) is the pass's proof,
+/// checked by the differential tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Schedule {
     /// The loop's iterations write disjoint elements: its range may be shared out
@@ -147,7 +157,8 @@ pub struct Schedule {
     /// a column sum's rows do), each thread runs every iteration of the loops
     /// outside and its share of this one, whose range does not depend on them: every
     /// element is then updated by one thread, in the original order. At most one
-    /// loop of a block is marked.
+    /// loop of a block is marked (verified), and an inner marked loop's range does
+    /// not depend on the loops outside it (verified).
     pub parallel: bool,
     /// Set on the outermost loop of a block that reduces into its own carried
     /// variables (a full sum): the loop may run in pieces of a fixed number of
@@ -156,25 +167,31 @@ pub struct Schedule {
     /// pieces' results then combined in piece order before the block's statements.
     /// Reassociates `+` and `*` like [`split`](Schedule::split); the pieces may run
     /// on different threads and the result is the same on any number of them.
+    /// Verified: only on the outermost loop, the block has carried variables and its
+    /// loops hold nothing but updates.
     pub pieces: bool,
     /// This innermost loop's updates of carried variables may keep several
     /// independent partial results (one per vector lane and accumulator), combined
     /// in order after the loop: reassociates `+` and `*` (not `max`/`min`, which are
-    /// exact in any order).
+    /// exact in any order). Verified: only on the innermost loop.
     pub split: bool,
     /// This loop and the loop just outside it run as a register tile: a block of
     /// outer-loop rows by this loop's columns whose carried variables are kept in
-    /// registers while the reduction loops inside run (see [`Tile`]).
+    /// registers while the reduction loops inside run (see [`Tile`]). Verified: the
+    /// loop has a parent, carried variables of its own, and reduction loops inside
+    /// that carry nothing and only update those variables.
     pub tile: Option<Tile>,
     /// This loop and the loop just outside it run in square blocks that fit the
     /// cache (an element-wise nest that reads across the rows it writes along, as a
-    /// transpose does).
+    /// transpose does). Verified: the loop has a parent.
     pub blocked: bool,
     /// This block's outermost loop is joined to the outermost loop of the block
     /// before it (same range, same `parallel`): a backend may run the two as one
     /// loop, iteration `i` of the earlier block's body followed by iteration `i` of
     /// this one's. Set by the `rows` pass only where each iteration of either
-    /// touches just its own row of what the other writes.
+    /// touches just its own row of what the other writes. Verified: only on the
+    /// outermost loop, after a block whose outermost loop has the same range (sizes
+    /// equal by name or assertion) and the same `parallel`.
     pub joined: bool,
 }
 
@@ -186,7 +203,7 @@ pub struct Schedule {
 pub struct Tile {
     /// The outermost reduction loop may also be cut into blocks that fit the cache,
     /// each block's partial sums added into the output (reassociates `+`; legal
-    /// only where every statement after the reduction is `out[..] = v`).
+    /// only where every statement after the reduction is `out[..] = v`; verified).
     pub block_reduction: bool,
 }
 

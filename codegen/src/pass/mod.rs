@@ -62,20 +62,22 @@ mod order;
 mod pad;
 mod parallel;
 mod rows;
-mod shape_groups;
 mod split;
-pub(crate) mod stride;
 mod subst;
 mod tile;
-pub(crate) mod walk;
 
 use std::collections::HashMap;
 
 use thiserror::Error;
 
-use crate::index::Bindings;
-use crate::loops::{LoopProgram, TensorKind};
+// The analyses the passes share live in `loops::analysis` (the backends use them
+// too); the passes reach them as `super::walk`, `super::stride`, `super::shape_groups`.
+use crate::loops::analysis::{shape_groups, stride, walk};
 
+use crate::index::Bindings;
+use crate::loops::{LoopProgram, TensorKind, VerifyError};
+
+pub use crate::loops::analysis::ShapeGroups;
 pub use bounds::bounds;
 pub use cleanup::cleanup;
 pub use dce::dce;
@@ -86,12 +88,9 @@ pub use order::order;
 pub use pad::pad;
 pub use parallel::parallel;
 pub use rows::rows;
-pub use shape_groups::ShapeGroups;
 pub use split::split;
-pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
 pub use subst::subst;
 pub use tile::tile;
-pub(crate) use walk::{block_accesses, fully_written_first, stmt_accesses};
 
 /// A named program-to-program transformation.
 #[derive(Clone, Copy, Debug)]
@@ -185,11 +184,23 @@ pub fn pipeline() -> &'static [Pass] {
     PIPELINE.passes()
 }
 
-/// Which passes to skip.
+/// Which passes to skip, and whether to verify the IR between passes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PassOptions {
     /// Names of passes not to run (every occurrence in the pipeline); empty runs all.
     pub disabled: Vec<String>,
+    /// Run the [verifier](crate::loops::verify) on the program before the first pass
+    /// and after every pass, stopping at the first invalid program. On in the tests
+    /// and the differential oracle (`uop fuzz`); off by default.
+    pub verify_each_pass: bool,
+}
+
+impl PassOptions {
+    /// These options with [`verify_each_pass`](PassOptions::verify_each_pass) set.
+    pub fn verified(mut self, on: bool) -> Self {
+        self.verify_each_pass = on;
+        self
+    }
 }
 
 /// Why the optimizer could not run.
@@ -203,6 +214,23 @@ pub enum PassError {
         /// The valid names, comma-separated.
         valid: String,
     },
+    /// With [`PassOptions::verify_each_pass`]: a pass left (or was given) a program
+    /// that breaks the loop IR's invariants.
+    #[error("after {after}: {error}")]
+    Invalid {
+        /// The pass that made the program (`lowering` for the program given).
+        after: &'static str,
+        /// What the verifier found.
+        error: VerifyError,
+    },
+}
+
+/// Verifies `p` when `opts` asks for it.
+fn check(p: &LoopProgram, opts: &PassOptions, after: &'static str) -> Result<(), PassError> {
+    if opts.verify_each_pass {
+        crate::loops::verify(p).map_err(|error| PassError::Invalid { after, error })?;
+    }
+    Ok(())
 }
 
 /// Checks that every name `opts` disables is a pass of the pipeline.
@@ -230,10 +258,12 @@ pub fn optimize_traced(
     opts: &PassOptions,
 ) -> Result<Vec<(&'static str, LoopProgram)>, PassError> {
     PIPELINE.check_names(opts.disabled.iter().map(String::as_str))?;
+    check(p, opts, "lowering")?;
     let mut trace: Vec<(&'static str, LoopProgram)> = Vec::new();
     for pass in PIPELINE.enabled(&opts.disabled) {
         let current = trace.last().map_or(p, |(_, prog)| prog);
         let next = (pass.run)(current);
+        check(&next, opts, pass.name)?;
         trace.push((pass.name, next));
     }
     Ok(trace)
@@ -258,11 +288,13 @@ pub fn optimize_timed(
     opts: &PassOptions,
 ) -> Result<(LoopProgram, Vec<PassTime>), PassError> {
     PIPELINE.check_names(opts.disabled.iter().map(String::as_str))?;
+    check(p, opts, "lowering")?;
     let mut current = p.clone();
     let mut times = Vec::new();
     for pass in PIPELINE.enabled(&opts.disabled) {
         let start = std::time::Instant::now();
         current = (pass.run)(&current);
+        check(&current, opts, pass.name)?;
         times.push(PassTime {
             name: pass.name,
             time: start.elapsed(),
@@ -312,12 +344,4 @@ pub fn stats(p: &LoopProgram, dims: &HashMap<String, i64>, params: &HashMap<Stri
         temporaries: temps.len(),
         temp_bytes,
     }
-}
-
-/// The optimized loop program of a `.uop` text (micro ops only), for the passes'
-/// unit tests.
-#[cfg(test)]
-pub(crate) fn optimized_text(src: &str) -> LoopProgram {
-    let p = crate::text::parse_program(src, &crate::text::Registry::new()).expect("valid program");
-    optimize(&crate::loops::lower(&p), &PassOptions::default()).expect("valid options")
 }

@@ -152,28 +152,3 @@ fn reads_carried(v: &Value, carried: &[Carried]) -> bool {
         .iter()
         .any(|c| super::walk::value_reads_var(v, c.var))
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::pass::optimized_text as optimized;
-
-    #[test]
-    fn a_column_sum_accumulates_along_rows() {
-        let p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [0])\noutput y\n");
-        let text = p.to_string();
-        assert_eq!(p.blocks.len(), 2, "{text}");
-        assert!(text.contains("y[0, i0] += x[i1, i0]"), "{text}");
-    }
-
-    #[test]
-    fn a_row_sum_is_left_alone() {
-        let p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [1])\noutput y\n");
-        assert_eq!(p.blocks.len(), 1, "{p}");
-    }
-
-    #[test]
-    fn a_reduction_whose_result_is_scaled_is_left_alone() {
-        let p = optimized("input x: f32[M, N]\ny = reduce_mean(x, [0])\noutput y\n");
-        assert_eq!(p.blocks.len(), 1, "{p}");
-    }
-}

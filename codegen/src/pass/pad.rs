@@ -524,6 +524,7 @@ mod tests {
         let p = conv("3", "H", "i2 + i5 - 1");
         let opts = PassOptions {
             disabled: vec!["pad".into()],
+            verify_each_pass: true,
         };
         let lp = optimize(&lower(&p), &opts).unwrap_or_else(|e| panic!("{e}"));
         assert!(lp.to_string().contains("?? 0.0"), "{lp}");

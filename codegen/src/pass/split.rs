@@ -57,20 +57,3 @@ fn splittable(b: &Block) -> bool {
             .iter()
             .all(|s| updated.iter().all(|v| !stmt_reads_var(s, *v)))
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::pass::optimized_text as optimized;
-
-    #[test]
-    fn a_row_sum_splits_its_inner_loop() {
-        let p = optimized("input x: f32[M, N]\ny = reduce_sum(x, [1])\noutput y\n");
-        assert!(p.to_string().contains("for i1 in 0..N [split] {"), "{p}");
-    }
-
-    #[test]
-    fn an_elementwise_loop_is_not_split() {
-        let p = optimized("input x: f32[N]\ny = exp(x)\noutput y\n");
-        assert!(!p.to_string().contains("[split]"), "{p}");
-    }
-}

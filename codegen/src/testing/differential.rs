@@ -64,6 +64,7 @@ impl Backend for LoopsBackend {
         let opts = CompileOptions {
             passes: PassOptions {
                 disabled: self.disabled_passes.clone(),
+                verify_each_pass: true,
             },
             ..CompileOptions::default()
         };
@@ -345,6 +346,7 @@ pub fn check_program(p: &Program, case: &Case, opts: &CheckOptions) -> Result<()
     let compile_opts = CompileOptions {
         passes: PassOptions {
             disabled: opts.disabled_passes.clone(),
+            verify_each_pass: true,
         },
         ..CompileOptions::default()
     };

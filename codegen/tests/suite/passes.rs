@@ -57,6 +57,7 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
     assert_eq!(all.len(), 12);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
+        verify_each_pass: true,
     };
     let some = pass::optimize_traced(&lowered, &opts).unwrap();
     let names: Vec<&str> = some.iter().map(|(n, _)| *n).collect();
@@ -82,6 +83,7 @@ fn disabling_every_pass_returns_the_program_unchanged() {
         ]
         .map(String::from)
         .to_vec(),
+        verify_each_pass: true,
     };
     assert_eq!(pass::optimize(&lowered, &opts).unwrap(), lowered);
 }
@@ -91,6 +93,7 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
     let lowered = loops::lower(&chain());
     let opts = PassOptions {
         disabled: vec!["fusion".into()],
+        ..PassOptions::default()
     };
     let err = pass::optimize(&lowered, &opts).unwrap_err();
     assert_eq!(

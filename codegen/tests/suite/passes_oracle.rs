@@ -106,10 +106,14 @@ fn check_program_with(seed: u64, program: &Program, cfg: &GenConfig) -> Option<(
     let lowered = loops::lower(&program);
     check_stage(seed, &program, "lower", &lowered, &want, &case);
     for p in pass::pipeline() {
-        check_stage(seed, &program, p.name, &(p.run)(&lowered), &want, &case);
+        let alone = (p.run)(&lowered);
+        if let Err(e) = loops::verify(&alone) {
+            panic!("seed {seed}: {} alone: {e}\n{alone}", p.name);
+        }
+        check_stage(seed, &program, p.name, &alone, &want, &case);
     }
-    let trace =
-        pass::optimize_traced(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let trace = pass::optimize_traced(&lowered, &PassOptions::default().verified(true))
+        .unwrap_or_else(|e| panic!("{e}"));
     for (name, lp) in &trace {
         check_stage(seed, &program, name, lp, &want, &case);
     }
@@ -149,8 +153,8 @@ fn the_pipeline_fuses_random_programs() {
     let (mut before, mut after) = (0, 0);
     for seed in 0..100 {
         let lowered = loops::lower(&random_program(seed, &GenConfig::default()));
-        let optimized =
-            pass::optimize(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let optimized = pass::optimize(&lowered, &PassOptions::default().verified(true))
+            .unwrap_or_else(|e| panic!("{e}"));
         let none = HashMap::new();
         before += pass::stats(&lowered, &none, &none).blocks;
         after += pass::stats(&optimized, &none, &none).blocks;
@@ -215,8 +219,8 @@ fn padded_windows_match_the_reference_and_lose_their_checks() {
         let program =
             parse_program(&src, &Registry::new()).unwrap_or_else(|e| panic!("{src}\n{e}"));
         let lowered = loops::lower(&program);
-        let optimized =
-            pass::optimize(&lowered, &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let optimized = pass::optimize(&lowered, &PassOptions::default().verified(true))
+            .unwrap_or_else(|e| panic!("{e}"));
         padded += usize::from(optimized.tensors.iter().any(|t| t.name == "x_pad"));
         if let Some(()) = check_program_with(seed, &program, &cfg) {
             checked += 1;
@@ -233,7 +237,7 @@ fn random_programs_exercise_the_pad_pass() {
     let mut padded = 0;
     for seed in 0..programs() {
         let lowered = loops::lower(&random_program(seed, &GenConfig::default()));
-        let trace = pass::optimize_traced(&lowered, &PassOptions::default())
+        let trace = pass::optimize_traced(&lowered, &PassOptions::default().verified(true))
             .unwrap_or_else(|e| panic!("{e}"));
         let at = trace.iter().position(|(name, _)| *name == "pad");
         if let Some(at) = at.filter(|&at| at > 0)

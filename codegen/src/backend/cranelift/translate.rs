@@ -619,7 +619,7 @@ impl<M: Module> Translator<'_, '_, M> {
         }
         for k in 0..self.p.outputs.len() {
             let t = self.p.outputs[k];
-            if crate::pass::fully_written_first(self.p, t) {
+            if crate::loops::analysis::fully_written_first(self.p, t) {
                 continue;
             }
             let size = self.p.tensors[t.0].dtype.size() as i64;
@@ -1331,7 +1331,7 @@ impl<M: Module> Translator<'_, '_, M> {
         for load in vector::invariant_loads(l) {
             // In a jam, a load that moves with the rows is loaded per row.
             if let (Some((r, ..)), Value::Load { access, .. }) = (self.jam, &load)
-                && crate::pass::access_mentions(access, r)
+                && crate::loops::analysis::access_mentions(access, r)
             {
                 continue;
             }

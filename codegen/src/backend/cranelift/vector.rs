@@ -244,7 +244,7 @@ pub(crate) fn plan(p: &LoopProgram, l: &Loop) -> Option<VectorPlan> {
 
 /// The two accesses of a nest `for r { for c [blocked] { dst[..] = src[..] } }` that
 /// can run as `lanes × lanes` tiles transposed in registers: a
-/// [`transpose_copy`](crate::pass::transpose_copy) marked `[blocked]`.
+/// [`transpose_copy`](crate::loops::analysis::transpose_copy) marked `[blocked]`.
 pub(crate) fn transpose_plan<'p>(
     p: &LoopProgram,
     r: &'p Loop,
@@ -253,7 +253,7 @@ pub(crate) fn transpose_plan<'p>(
     if !c.schedule.blocked {
         return None;
     }
-    crate::pass::transpose_copy(p, r, c)
+    crate::loops::analysis::transpose_copy(p, r, c)
 }
 
 /// True for a nest `for r { for c { y[..] op= f(r, c) } }` whose rows can be
@@ -268,7 +268,7 @@ pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
     };
     let moves_with_r = |e: &Expr| e.indices().contains(&r.id.0);
     let mut reads_target = false;
-    crate::pass::walk::value_loads(value, &mut |a, _| {
+    crate::loops::analysis::walk::value_loads(value, &mut |a, _| {
         reads_target |= a.tensor == access.tensor;
     });
     r.carried.is_empty()
@@ -342,7 +342,7 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
     }
     let mut written = HashSet::new();
     for s in &c.stmts {
-        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+        crate::loops::analysis::walk::stmt_accesses(s, &mut |a, write| {
             if write {
                 written.insert(a.tensor);
             }
@@ -384,7 +384,7 @@ pub(crate) fn unit_axes(access: &Access, l: LoopId) -> Option<Vec<usize>> {
 pub(crate) fn invariant_loads(l: &Loop) -> Vec<Value> {
     let mut written = HashSet::new();
     for s in &l.stmts {
-        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+        crate::loops::analysis::walk::stmt_accesses(s, &mut |a, write| {
             if write {
                 written.insert(a.tensor);
             }
@@ -392,7 +392,7 @@ pub(crate) fn invariant_loads(l: &Loop) -> Vec<Value> {
     }
     let mut loads: Vec<Value> = Vec::new();
     for s in &l.stmts {
-        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+        crate::loops::analysis::walk::stmt_accesses(s, &mut |a, write| {
             let load = Value::Load {
                 access: a.clone(),
                 fill: 0.0,

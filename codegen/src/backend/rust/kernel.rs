@@ -21,7 +21,7 @@ use crate::loops::{
 };
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
-use crate::pass::{access_mentions, value_mentions};
+use crate::loops::analysis::{access_mentions, value_mentions};
 
 use super::names::{Scope, camel, kernel_items};
 use super::runtime::{Helper, RESERVED, path};
@@ -1212,7 +1212,7 @@ impl Gen<'_> {
     /// other loops; else `0` (cuts at whole steps).
     fn line_phase(&self, b: &Block, l: &Loop) -> Result<TokenStream, EmitError> {
         let n = l.id.0;
-        let writes: Vec<_> = crate::pass::block_accesses(b)
+        let writes: Vec<_> = crate::loops::analysis::block_accesses(b)
             .into_iter()
             .filter(|a| a.write)
             .collect();
@@ -1227,7 +1227,8 @@ impl Gen<'_> {
         if !only_l
             || self.row_local(w.access.tensor).is_some()
             || writes.iter().any(|a| a.access.tensor != w.access.tensor)
-            || crate::pass::stride::stride(&w.access, n) != crate::pass::stride::Stride::Unit
+            || crate::loops::analysis::stride::stride(&w.access, n)
+                != crate::loops::analysis::stride::Stride::Unit
         {
             return Ok(quote!(0));
         }
@@ -1359,7 +1360,7 @@ impl Gen<'_> {
     fn stack_rows(&self, blocks: &[Block]) -> BTreeMap<TensorId, i64> {
         blocks
             .iter()
-            .flat_map(crate::pass::block_accesses)
+            .flat_map(crate::loops::analysis::block_accesses)
             .filter_map(|a| Some((a.access.tensor, self.row_on_stack(a.access.tensor)?)))
             .collect()
     }
@@ -1503,10 +1504,10 @@ impl Gen<'_> {
     }
 
     /// The accesses of a blocked nest the [`Helper::Transpose`] helper can copy
-    /// ([`crate::pass::transpose_copy`]), into a tensor this kernel writes and
+    /// ([`crate::loops::analysis::transpose_copy`]), into a tensor this kernel writes and
     /// between buffers it holds whole.
     fn transpose_copy<'l>(&self, rl: &Loop, cl: &'l Loop) -> Option<(&'l Access, &'l Access)> {
-        let (dst, src) = crate::pass::transpose_copy(self.p, rl, cl)?;
+        let (dst, src) = crate::loops::analysis::transpose_copy(self.p, rl, cl)?;
         let whole = |a: &Access| self.row_local(a.tensor).is_none();
         (whole(dst) && whole(src) && self.tensor_kind(dst.tensor) != TensorKind::Input)
             .then_some((dst, src))
@@ -1541,7 +1542,7 @@ impl Gen<'_> {
             Ok::<_, EmitError>(quote!(#base.add(#at)))
         };
         let (to, from) = (pointer(dst, true)?, pointer(src, false)?);
-        let stride = |a: &Access, l: usize| match crate::pass::unit_axis(a, l) {
+        let stride = |a: &Access, l: usize| match crate::loops::analysis::unit_axis(a, l) {
             Some(axis) => self.row_stride(a.tensor, axis),
             None => Err(self.unsupported("a transposed copy's stride")),
         };
@@ -1648,8 +1649,8 @@ impl Gen<'_> {
         let computed = self.float(self.value(value)?, Prec::Lowest, false);
         let put = self.store_value(access, None, quote!(value))?;
         // Each half numbers its lanes only if it uses the index.
-        let in_value = crate::pass::value_mentions(value, n);
-        let in_access = crate::pass::access_mentions(access, n);
+        let in_value = crate::loops::analysis::value_mentions(value, n);
+        let in_access = crate::loops::analysis::access_mentions(access, n);
         let lanes = |used: bool, all: TokenStream, plain: TokenStream| {
             if used {
                 (
@@ -1860,7 +1861,7 @@ impl Gen<'_> {
         let n = l.id.0;
         let mut found = None;
         for s in &l.stmts {
-            crate::pass::walk::stmt_accesses(s, &mut |a, is_write| {
+            crate::loops::analysis::walk::stmt_accesses(s, &mut |a, is_write| {
                 let wanted = if write {
                     is_write
                 } else {
@@ -1869,7 +1870,8 @@ impl Gen<'_> {
                 if found.is_none()
                     && wanted
                     && !a.checked
-                    && crate::pass::stride::stride(a, n) == crate::pass::stride::Stride::Unit
+                    && crate::loops::analysis::stride::stride(a, n)
+                        == crate::loops::analysis::stride::Stride::Unit
                 {
                     found = Some(a.clone());
                 }
@@ -2606,7 +2608,7 @@ impl Gen<'_> {
             let f = self.need(Helper::CheckLen);
             let name = spec.name.as_str();
             len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
-            if !crate::pass::fully_written_first(p, *o) {
+            if !crate::loops::analysis::fully_written_first(p, *o) {
                 let zero = if spec.dtype == DType::I32 {
                     quote!(0)
                 } else {
@@ -3282,7 +3284,7 @@ fn threads_work(b: &Block) -> bool {
 fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
     let mut out = BTreeSet::new();
     for b in &p.blocks {
-        for a in crate::pass::block_accesses(b) {
+        for a in crate::loops::analysis::block_accesses(b) {
             out.insert(a.access.tensor);
         }
     }
@@ -3393,7 +3395,7 @@ fn elementwise_math(l: &Loop) -> bool {
     // Reads of the stored tensor, in the value or in a data-dependent subscript,
     // would see a chunk's stores late.
     let mut reads_target = false;
-    crate::pass::stmt_accesses(store, &mut |a, write| {
+    crate::loops::analysis::stmt_accesses(store, &mut |a, write| {
         reads_target |= !write && a.tensor == access.tensor;
     });
     l.carried.is_empty() && !access.checked && math(value) && !reads_target

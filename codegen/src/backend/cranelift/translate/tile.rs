@@ -147,7 +147,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let loads: Vec<Access> = carried_loads(k)
             .into_iter()
             .filter(|(a, _)| {
-                !crate::pass::access_mentions(a, r.id.0)
+                !crate::loops::analysis::access_mentions(a, r.id.0)
                     && vector::stride(a, c.id) == Some(vector::Stride::Unit)
             })
             .map(|(a, _)| a)
@@ -361,7 +361,8 @@ impl<M: Module> Translator<'_, '_, M> {
                 };
                 step = self.b.ins().iadd(step, bytes);
             }
-            let rows: Vec<Option<i64>> = if crate::pass::access_mentions(&a, tile.r.id.0) {
+            let rows: Vec<Option<i64>> = if crate::loops::analysis::access_mentions(&a, tile.r.id.0)
+            {
                 (0..ROWS).map(Some).collect()
             } else {
                 vec![None]
@@ -420,7 +421,7 @@ impl<M: Module> Translator<'_, '_, M> {
 fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
     let mut loads: Vec<Access> = Vec::new();
     for s in &k.stmts {
-        crate::pass::walk::stmt_accesses(s, &mut |a, write| {
+        crate::loops::analysis::walk::stmt_accesses(s, &mut |a, write| {
             if !write && !loads.contains(a) {
                 loads.push(a.clone());
             }

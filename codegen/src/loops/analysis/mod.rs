@@ -1,0 +1,13 @@
+//! Analyses of the loop IR that the passes and both backends share, one definition
+//! each: how an access moves along a loop ([`stride`]), traversals and rewrites of
+//! blocks ([`walk`]), and which symbolic sizes are equal ([`ShapeGroups`]).
+//! Nothing here changes a program's meaning; the backends depend on these, not on
+//! the optimizer (`pass/`).
+
+pub(crate) mod shape_groups;
+pub(crate) mod stride;
+pub(crate) mod walk;
+
+pub use shape_groups::ShapeGroups;
+pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
+pub(crate) use walk::{block_accesses, fully_written_first, stmt_accesses};
