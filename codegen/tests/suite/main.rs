@@ -2,6 +2,8 @@
 //! folder is a module, so the suite links once instead of once per file.
 //! Run one file's tests with a filter: `cargo test --release --test suite MODULE::`.
 
+mod common;
+
 #[cfg(feature = "cranelift")]
 mod cranelift_clif;
 #[cfg(feature = "cranelift")]
@@ -22,9 +24,11 @@ mod index_props;
 mod interp;
 #[cfg(feature = "cranelift")]
 mod kernel_names;
+mod loop_text;
 mod loops_vs_uops;
 mod nnc_programs;
 mod oracle;
+mod pass_files;
 mod passes;
 mod passes_fusion;
 mod passes_oracle;

@@ -14,7 +14,7 @@ use uop_codegen::testing::{GenConfig, random_case, random_program};
 use uop_codegen::text::Registry;
 use uop_codegen::uop::{DType, Program};
 
-mod common;
+use crate::common;
 use common::same_bits;
 
 /// Requires `print(parse(print(p))) == print(p)`.

@@ -28,7 +28,7 @@ use uop_codegen::loops::{self, LoopProgram, parse_program};
 use uop_codegen::pass;
 use uop_codegen::tensor::Tensor;
 
-mod common;
+use crate::common;
 use common::same_bits;
 
 /// One case of a pass file.
