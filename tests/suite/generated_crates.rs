@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::{cargo_in, scratch_crate};
 use uop::codegen::backend::rust::{EmitError, RustModule, RustOptions};
 use uop::codegen::text::parse_program;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-mod common;
+use crate::common;
 use common::{cargo_in, scratch_crate};
 use uop::codegen::backend::names::Idents;
 use uop::codegen::backend::rust::RustOptions;
