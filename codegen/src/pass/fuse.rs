@@ -64,7 +64,8 @@
 //! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
 //! save a loop header, not a temporary.
 //!
-//! Cost: near-linear, O(n log n) for chains of n nests (see `State` and
+//! Cost: near-linear, O(n log n) for chains of n nests of equal or different depths
+//! and for n independent ones (see `State`, `links` and
 //! `docs/decisions.md`).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
