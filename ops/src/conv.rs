@@ -26,6 +26,7 @@ use uop_codegen::uop::{BinaryOp, Builder, NodeId, ReduceOp};
 
 use crate::error::{Context, OpError};
 use crate::linalg::{add_channel_bias, optional_bias, same_size};
+use crate::names::named;
 use crate::shape::drop_axes;
 
 /// Registers this module's ops by name.
@@ -332,9 +333,13 @@ fn contract(
 ) -> Result<NodeId, OpError> {
     let axes: Vec<usize> = (c_axis..space.len()).collect();
     let xx = b.reindex_exprs(x, space.clone(), &[], ix, 0.0).op(op)?;
+    let xx = named(b, op, xx, "windows")?;
     let ww = b.reindex_exprs(w, space, &[], iw, 0.0).op(op)?;
+    let ww = named(b, op, ww, "weights")?;
     let prod = b.binary(BinaryOp::Mul, xx, ww).op(op)?;
+    let prod = named(b, op, prod, "products")?;
     let sum = b.reduce(ReduceOp::Sum, &axes, prod).op(op)?;
+    let sum = named(b, op, sum, "sum")?;
     let y = drop_axes(b, op, sum, &axes)?;
     add_channel_bias(b, op, y, bias, 1)
 }

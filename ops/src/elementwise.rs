@@ -13,6 +13,7 @@ use uop_codegen::text::{Args, Attrs, MacroError, MacroFn, Registry};
 use uop_codegen::uop::{BinaryOp, Builder, NodeId, Operand, UnaryOp};
 
 use crate::error::{Context, OpError};
+use crate::names::named;
 use crate::shape::{broadcast_shapes, is_one};
 
 /// Brings tensor operands to their common numpy broadcast shape; scalars and
@@ -177,7 +178,9 @@ pub fn leaky_relu(b: &mut Builder, x: NodeId, alpha: f64) -> Result<NodeId, OpEr
         return Err(OpError::attr(op, "alpha", alpha, "must be a finite number"));
     }
     let positive = b.binary(BinaryOp::Gt, x, 0.0).op(op)?;
+    let positive = named(b, op, positive, "positive")?;
     let scaled = b.binary(BinaryOp::Mul, x, alpha).op(op)?;
+    let scaled = named(b, op, scaled, "scaled")?;
     b.where_(positive, x, scaled).op(op)
 }
 
@@ -215,20 +218,30 @@ pub fn gelu(b: &mut Builder, x: NodeId, approximate: GeluApproximate) -> Result<
             let scaled = b
                 .binary(BinaryOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)
                 .op(op)?;
+            let scaled = named(b, op, scaled, "scaled")?;
             let s = b.unary(UnaryOp::Erf, scaled).op(op)?;
+            let s = named(b, op, s, "erfs")?;
             let one_plus = b.binary(BinaryOp::Add, s, 1.0).op(op)?;
+            let one_plus = named(b, op, one_plus, "one_plus")?;
             let half = b.binary(BinaryOp::Mul, x, 0.5).op(op)?;
+            let half = named(b, op, half, "half")?;
             b.binary(BinaryOp::Mul, half, one_plus).op(op)
         }
         GeluApproximate::Tanh => {
             // x + 0.044715 x^3 as x (1 + 0.044715 x^2): one multiply fewer.
             let square = b.binary(BinaryOp::Mul, x, x).op(op)?;
+            let square = named(b, op, square, "square")?;
             let cubic = b.binary(BinaryOp::Mul, square, 0.044715).op(op)?;
+            let cubic = named(b, op, cubic, "cubic")?;
             let factor = b.binary(BinaryOp::Add, cubic, 1.0).op(op)?;
+            let factor = named(b, op, factor, "factor")?;
             let inner = b.binary(BinaryOp::Mul, x, factor).op(op)?;
+            let inner = named(b, op, inner, "inner")?;
             let two_sqrt_2_over_pi = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
             let scaled = b.binary(BinaryOp::Mul, inner, two_sqrt_2_over_pi).op(op)?;
+            let scaled = named(b, op, scaled, "scaled")?;
             let s = b.unary(UnaryOp::Sigmoid, scaled).op(op)?;
+            let s = named(b, op, s, "sigmoids")?;
             b.binary(BinaryOp::Mul, x, s).op(op)
         }
     }
@@ -237,6 +250,7 @@ pub fn gelu(b: &mut Builder, x: NodeId, approximate: GeluApproximate) -> Result<
 /// `x * sigmoid(x)` (also known as swish).
 pub fn silu(b: &mut Builder, x: NodeId) -> Result<NodeId, OpError> {
     let s = b.unary(UnaryOp::Sigmoid, x).op("silu")?;
+    let s = named(b, "silu", s, "sigmoids")?;
     b.binary(BinaryOp::Mul, x, s).op("silu")
 }
 

@@ -20,6 +20,7 @@ pub mod error;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
+mod names;
 pub mod nn;
 pub mod pool;
 pub mod reduce;

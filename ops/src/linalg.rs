@@ -19,6 +19,7 @@ use uop_codegen::text::{Args, Attrs, MacroError, Registry};
 use uop_codegen::uop::{BinaryOp, Builder, NodeId, ReduceOp};
 
 use crate::error::{Context, OpError};
+use crate::names::named;
 use crate::shape::{broadcast_shapes, drop_axes, is_one};
 
 /// Registers this module's ops by name.
@@ -94,9 +95,13 @@ pub fn matmul(b: &mut Builder, a: NodeId, c: NodeId) -> Result<NodeId, OpError> 
     ic.extend(n_axis.map(Expr::Index));
 
     let aa = b.reindex_exprs(a, space.clone(), &[], ia, 0.0).op(OP)?;
+    let aa = named(b, OP, aa, "a_wide")?;
     let cc = b.reindex_exprs(c, space, &[], ic, 0.0).op(OP)?;
+    let cc = named(b, OP, cc, "b_wide")?;
     let prod = b.binary(BinaryOp::Mul, aa, cc).op(OP)?;
+    let prod = named(b, OP, prod, "products")?;
     let sum = b.reduce(ReduceOp::Sum, &[k_axis], prod).op(OP)?;
+    let sum = named(b, OP, sum, "sum")?;
     drop_axes(b, OP, sum, &[k_axis])
 }
 

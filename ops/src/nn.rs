@@ -11,6 +11,7 @@ use uop_codegen::uop::{BinaryOp, Builder, DType, NodeId, ReduceOp, UnaryOp};
 
 use crate::elementwise::{broadcast_operands, broadcast_to};
 use crate::error::{Context, OpError};
+use crate::names::named;
 use crate::reduce::logsumexp_keep;
 use crate::shape::{drop_axes, normalize_axes, normalize_axis};
 
@@ -20,11 +21,17 @@ pub fn softmax(b: &mut Builder, x: NodeId, axis: i64) -> Result<NodeId, OpError>
     let shape = b.shape(x).to_vec();
     let a = normalize_axis(op, "axis", axis, shape.len())?;
     let m = b.reduce(ReduceOp::Max, &[a], x).op(op)?;
+    let m = named(b, op, m, "max")?;
     let m = broadcast_to(b, op, m, &shape)?;
+    let m = named(b, op, m, "max_wide")?;
     let shifted = b.binary(BinaryOp::Sub, x, m).op(op)?;
+    let shifted = named(b, op, shifted, "shifted")?;
     let e = b.unary(UnaryOp::Exp, shifted).op(op)?;
+    let e = named(b, op, e, "exps")?;
     let s = b.reduce(ReduceOp::Sum, &[a], e).op(op)?;
+    let s = named(b, op, s, "sum")?;
     let s = broadcast_to(b, op, s, &shape)?;
+    let s = named(b, op, s, "sum_wide")?;
     b.binary(BinaryOp::Div, e, s).op(op)
 }
 
@@ -36,6 +43,7 @@ pub fn log_softmax(b: &mut Builder, x: NodeId, axis: i64) -> Result<NodeId, OpEr
     let a = normalize_axis(op, "axis", axis, shape.len())?;
     let lse = logsumexp_keep(b, op, x, &[a])?;
     let lse = broadcast_to(b, op, lse, &shape)?;
+    let lse = named(b, op, lse, "lse_wide")?;
     b.binary(BinaryOp::Sub, x, lse).op(op)
 }
 
@@ -115,17 +123,29 @@ pub fn layernorm(
         return Err(OpError::attr(op, "axis", "[]", "name at least one axis"));
     }
     let gamma = along_axes(b, op, "gamma", gamma, x, &axes)?;
+    let gamma = named(b, op, gamma, "gamma_wide")?;
     let beta = along_axes(b, op, "beta", beta, x, &axes)?;
+    let beta = named(b, op, beta, "beta_wide")?;
     let mean = b.reduce(ReduceOp::Mean, &axes, x).op(op)?;
+    let mean = named(b, op, mean, "mean")?;
     let mean = broadcast_to(b, op, mean, &shape)?;
+    let mean = named(b, op, mean, "mean_wide")?;
     let d = b.binary(BinaryOp::Sub, x, mean).op(op)?;
+    let d = named(b, op, d, "centered")?;
     let d2 = b.binary(BinaryOp::Mul, d, d).op(op)?;
+    let d2 = named(b, op, d2, "squares")?;
     let var = b.reduce(ReduceOp::Mean, &axes, d2).op(op)?;
+    let var = named(b, op, var, "var")?;
     let var = b.binary(BinaryOp::Add, var, eps).op(op)?;
+    let var = named(b, op, var, "var_eps")?;
     let scale = b.unary(UnaryOp::Rsqrt, var).op(op)?;
+    let scale = named(b, op, scale, "inv_std")?;
     let scale = broadcast_to(b, op, scale, &shape)?;
+    let scale = named(b, op, scale, "inv_std_wide")?;
     let normalized = b.binary(BinaryOp::Mul, d, scale).op(op)?;
+    let normalized = named(b, op, normalized, "normalized")?;
     let scaled = b.binary(BinaryOp::Mul, normalized, gamma).op(op)?;
+    let scaled = named(b, op, scaled, "scaled")?;
     b.binary(BinaryOp::Add, scaled, beta).op(op)
 }
 
@@ -157,12 +177,19 @@ pub fn rmsnorm(
         return Err(OpError::attr(op, "axis", "[]", "name at least one axis"));
     }
     let gamma = along_axes(b, op, "gamma", gamma, x, &axes)?;
+    let gamma = named(b, op, gamma, "gamma_wide")?;
     let x2 = b.binary(BinaryOp::Mul, x, x).op(op)?;
+    let x2 = named(b, op, x2, "squares")?;
     let ms = b.reduce(ReduceOp::Mean, &axes, x2).op(op)?;
+    let ms = named(b, op, ms, "mean_square")?;
     let ms = b.binary(BinaryOp::Add, ms, eps).op(op)?;
+    let ms = named(b, op, ms, "mean_square_eps")?;
     let scale = b.unary(UnaryOp::Rsqrt, ms).op(op)?;
+    let scale = named(b, op, scale, "inv_rms")?;
     let scale = broadcast_to(b, op, scale, &shape)?;
+    let scale = named(b, op, scale, "inv_rms_wide")?;
     let normalized = b.binary(BinaryOp::Mul, x, scale).op(op)?;
+    let normalized = named(b, op, normalized, "normalized")?;
     b.binary(BinaryOp::Mul, normalized, gamma).op(op)
 }
 
@@ -198,6 +225,7 @@ impl Reduction {
             Reduction::Sum => ReduceOp::Sum,
         };
         let r = b.reduce(reduce_op, &all, x).op(op)?;
+        let r = named(b, op, r, reduce_op.name())?;
         drop_axes(b, op, r, &all)
     }
 }
@@ -261,16 +289,23 @@ pub fn cross_entropy(
     let index = b
         .reindex_exprs(target, column, &[], vec![Expr::Index(0)], 0.0)
         .op(op)?;
+    let index = named(b, op, index, "target_column")?;
     let picked = b.select(1, logits, index).op(op)?;
+    let picked = named(b, op, picked, "picked")?;
     // Picking from ones tells whether the target was in range: `select` reads 0 outside.
     let ones = b
         .reindex_exprs(logits, ls.clone(), &[], vec![Expr::Int(-1); 2], 1.0)
         .op(op)?;
+    let ones = named(b, op, ones, "ones")?;
     let in_range = b.select(1, ones, index).op(op)?;
+    let in_range = named(b, op, in_range, "in_range")?;
     let lse = logsumexp_keep(b, op, logits, &[1])?;
     let loss = b.binary(BinaryOp::Sub, lse, picked).op(op)?;
+    let loss = named(b, op, loss, "loss")?;
     let loss = b.where_(in_range, loss, f64::NAN).op(op)?;
+    let loss = named(b, op, loss, "loss_checked")?;
     let loss = drop_axes(b, op, loss, &[1])?;
+    let loss = named(b, op, loss, "losses")?;
     reduction.apply(b, op, loss)
 }
 
@@ -286,7 +321,9 @@ pub fn mse_loss(
     let operands = broadcast_operands(b, op, &[x.into(), t.into()])?;
     let [x, t] = <[_; 2]>::try_from(operands).expect("two operands in, two out");
     let d = b.binary(BinaryOp::Sub, x, t).op(op)?;
+    let d = named(b, op, d, "diff")?;
     let d2 = b.binary(BinaryOp::Mul, d, d).op(op)?;
+    let d2 = named(b, op, d2, "squares")?;
     reduction.apply(b, op, d2)
 }
 

@@ -13,6 +13,7 @@ use uop_codegen::uop::{BinaryOp, Builder, NodeId, Operand, ReduceOp, UnaryOp};
 
 use crate::elementwise::broadcast_to;
 use crate::error::{Context, OpError};
+use crate::names::named;
 use crate::shape::{drop_axes, normalize_axes, normalize_axis};
 
 /// The axes `axis` names in a tensor of rank `rank`, sorted: all of them when `None`.
@@ -152,10 +153,15 @@ fn squared_deviations(
 ) -> Result<NodeId, OpError> {
     let shape = b.shape(x).to_vec();
     let mean = b.reduce(ReduceOp::Mean, axes, x).op(op)?;
+    let mean = named(b, op, mean, "mean")?;
     let mean = broadcast_to(b, op, mean, &shape)?;
+    let mean = named(b, op, mean, "mean_wide")?;
     let d = b.binary(BinaryOp::Sub, x, mean).op(op)?;
+    let d = named(b, op, d, "centered")?;
     let d2 = b.binary(BinaryOp::Mul, d, d).op(op)?;
-    b.reduce(ReduceOp::Sum, axes, d2).op(op)
+    let d2 = named(b, op, d2, "squares")?;
+    let ss = b.reduce(ReduceOp::Sum, axes, d2).op(op)?;
+    named(b, op, ss, "sum_squares")
 }
 
 fn variance(
@@ -186,6 +192,7 @@ fn variance(
         }
     };
     let mut v = b.binary(BinaryOp::Div, ss, dof).op(op)?;
+    v = named(b, op, v, "var")?;
     if take_sqrt {
         v = b.unary(UnaryOp::Sqrt, v).op(op)?;
     }
@@ -234,15 +241,25 @@ pub fn logsumexp_keep(
 ) -> Result<NodeId, OpError> {
     let shape = b.shape(x).to_vec();
     let m = b.reduce(ReduceOp::Max, axes, x).op(op)?;
+    let m = named(b, op, m, "max")?;
     let size = b.unary(UnaryOp::Abs, m).op(op)?;
+    let size = named(b, op, size, "max_abs")?;
     let infinite = b.binary(BinaryOp::Eq, size, f64::INFINITY).op(op)?;
+    let infinite = named(b, op, infinite, "max_infinite")?;
     let m = b.where_(infinite, 0.0, m).op(op)?;
+    let m = named(b, op, m, "max_finite")?;
     let wide = broadcast_to(b, op, m, &shape)?;
+    let wide = named(b, op, wide, "max_wide")?;
     let shifted = b.binary(BinaryOp::Sub, x, wide).op(op)?;
+    let shifted = named(b, op, shifted, "shifted")?;
     let e = b.unary(UnaryOp::Exp, shifted).op(op)?;
+    let e = named(b, op, e, "exps")?;
     let s = b.reduce(ReduceOp::Sum, axes, e).op(op)?;
+    let s = named(b, op, s, "sum")?;
     let l = b.unary(UnaryOp::Log, s).op(op)?;
-    b.binary(BinaryOp::Add, l, m).op(op)
+    let l = named(b, op, l, "log_sum")?;
+    let lse = b.binary(BinaryOp::Add, l, m).op(op)?;
+    named(b, op, lse, "lse")
 }
 
 /// `log(sum(exp(x)))` over `axis`, computed stably (see [`logsumexp_keep`]).

@@ -25,6 +25,10 @@ use crate::jit::{Input, Kernel, Output};
 #[cfg(feature = "prebuilt")]
 use crate::kernels;
 
+pub mod limits;
+
+pub use limits::Limits;
+
 /// Names of the workloads, in `peers.py`'s order.
 pub const NAMES: [&str; 9] = [
     "gelu_4M",
@@ -37,17 +41,6 @@ pub const NAMES: [&str; 9] = [
     "conv2d_8x64x56x56_k3",
     "transpose_1024",
 ];
-
-/// DRAM bandwidth of one thread on the project's machines (STREAM triad), GB/s.
-pub const DRAM_GBS: f64 = 46.0;
-/// DRAM bandwidth of two threads (STREAM triad), GB/s.
-pub const DRAM2_GBS: f64 = 90.0;
-/// f32 FMA peak of two threads with 512-bit vectors, GFLOP/s.
-pub const FMA512_2_GFLOPS: f64 = 569.0;
-/// f32 FMA peak of one thread with 512-bit vectors, GFLOP/s (AVX-512, the wider of
-/// the two limits in `../shared/bench/README.md`; the matmul target exceeds
-/// the 256-bit peak of 142 GFLOP/s).
-pub const FMA512_GFLOPS: f64 = 285.0;
 
 /// What a workload's speed is measured in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,17 +65,6 @@ impl Measure {
         match self {
             Measure::Bytes(_) => "GB/s",
             Measure::Flops(_) => "GFLOP/s",
-        }
-    }
-
-    /// The physical limit `rate` is compared against (same unit) on `threads`
-    /// threads (the machines have two cores: more threads share the same two).
-    pub fn limit(self, threads: usize) -> f64 {
-        match (self, threads) {
-            (Measure::Bytes(_), 0 | 1) => DRAM_GBS,
-            (Measure::Bytes(_), _) => DRAM2_GBS,
-            (Measure::Flops(_), 0 | 1) => FMA512_GFLOPS,
-            (Measure::Flops(_), _) => FMA512_2_GFLOPS,
         }
     }
 }

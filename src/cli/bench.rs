@@ -123,6 +123,15 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         reps: args.reps,
         budget: Duration::from_secs(2),
     };
+    // Measured before any workload runs, once per process and thread count (see
+    // `bench::limits`): rows on `threads` threads and Cranelift's on one.
+    let mut thread_counts = vec![args.threads];
+    if args.threads != 1 && backends.contains(&BenchBackend::Cranelift) {
+        thread_counts.push(1);
+    }
+    for &t in &thread_counts {
+        bench::limits::measured(t);
+    }
     if !args.json {
         println!("{}", header());
     }
@@ -182,19 +191,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         }
     }
     if !args.json {
-        let (dram, fma) = match args.threads {
-            1 => (bench::DRAM_GBS, bench::FMA512_GFLOPS),
-            _ => (bench::DRAM2_GBS, bench::FMA512_2_GFLOPS),
-        };
+        for &t in &thread_counts {
+            println!("{}", bench::limits::measured(t).describe());
+        }
         println!(
-            "limits: DRAM {dram} GB/s ({} STREAM triad), f32 FMA {fma} GFLOP/s (512-bit); \
-             rust runs on {} thread{}, cranelift on 1; x naive = naive Rust loop time (1 thread) \
+            "rust runs on {} thread{}, cranelift on 1; x naive = naive Rust loop time (1 thread) \
              / kernel time{}",
-            if args.threads == 1 {
-                "1 thread,"
-            } else {
-                "2 threads,"
-            },
             args.threads,
             if args.threads == 1 { "" } else { "s" },
             if args.quick {
@@ -216,6 +218,7 @@ fn header() -> String {
 
 fn table_row(r: &Row) -> String {
     let rate = r.measure.rate(r.ms);
+    let limits = bench::limits::measured(r.threads);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -225,7 +228,7 @@ fn table_row(r: &Row) -> String {
         r.ms,
         rate,
         r.measure.unit(),
-        100.0 * rate / r.measure.limit(r.threads),
+        100.0 * rate / limits.of(r.measure),
         r.naive_ms,
         r.naive_ms / r.ms,
         r.max_rel_diff
@@ -244,6 +247,7 @@ fn num(v: f64) -> String {
 
 fn json(r: &Row, quick: bool) -> String {
     let threads = r.threads;
+    let limits = bench::limits::measured(threads);
     let rate = r.measure.rate(r.ms);
     let mut s = format!(
         "{{\"workload\": \"{}\", \"backend\": \"{}\", \"impl\": \"uop_{}\", \"threads\": {threads}, \
@@ -255,8 +259,8 @@ fn json(r: &Row, quick: bool) -> String {
         num(r.ms),
         num(rate),
         r.measure.unit(),
-        num(r.measure.limit(r.threads)),
-        num(100.0 * rate / r.measure.limit(r.threads)),
+        num(limits.of(r.measure)),
+        num(100.0 * rate / limits.of(r.measure)),
         num(r.naive_ms),
         num(r.naive_ms / r.ms),
         num(r.max_rel_diff),

@@ -64,7 +64,8 @@
 //! smallest, then `i` nearest. An unrelated pair is never prefix-merged: it would
 //! save a loop header, not a temporary.
 //!
-//! Cost: near-linear, O(n log n) for chains of n nests (see `State` and
+//! Cost: near-linear, O(n log n) for chains of n nests of equal or different depths
+//! and for n independent ones (see `State`, `links` and
 //! `docs/decisions.md`).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -76,6 +77,10 @@ use super::cleanup::remove_loops_running_once;
 use super::deps::BlockDeps;
 use super::shape_groups::ShapeGroups;
 use super::walk::{AccessAt, block_accesses, levels, rename_loops, stmt_reads_var};
+
+mod links;
+
+use links::Links;
 
 /// Fuses blocks as long as a legal merge exists (see the module docs).
 pub fn fuse(p: &LoopProgram) -> LoopProgram {
@@ -171,6 +176,16 @@ impl Node {
 /// only; a tensor only the merged block touches is dropped from its dependencies.
 /// Pairs whose blocks failed to fuse are not tried again. A chain of `n` element-wise
 /// nests, or `n` independent ones, fuses in O(n log n).
+///
+/// Whether a block may move past the blocks between a pair is read from [`Links`]
+/// (each block's nearest related blocks), not by walking them. The unrelated tier
+/// sweeps its `j` once, in order (`resume`); a merge marks in `dirty_unrelated` only
+/// the already swept `j` that it can have given a legal partner: the merged block,
+/// the blocks after it that it may join or that may join it, and, past the block
+/// that disappeared, those that were related to it or that a block related to it
+/// may now reach. Chains of `n` matmuls, convolutions or softmaxes (nests of
+/// different depths and ranges) fuse in O(n log n) that way, where sweeping the
+/// unrelated tier again from the merged pair after every merge was cubic.
 struct State {
     nodes: Vec<Option<Node>>,
     alive: BTreeSet<usize>,
@@ -184,8 +199,13 @@ struct State {
     by_ranges: HashMap<Vec<(Expr, Expr)>, BTreeSet<usize>>,
     /// Blocks to visit again as `j` in the related tiers (1 and 3).
     dirty: [BTreeSet<usize>; 2],
-    /// The first slot to visit again as `j` in the unrelated tier (2).
+    /// The first slot to visit as `j` in the unrelated tier (2): those after it are
+    /// yet to be swept.
     resume: usize,
+    /// Swept slots (below `resume`) to visit again as `j` in the unrelated tier.
+    dirty_unrelated: BTreeSet<usize>,
+    /// Each slot's nearest related slots.
+    links: Links,
 }
 
 impl State {
@@ -201,13 +221,26 @@ impl State {
             by_ranges: HashMap::new(),
             dirty: [(0..n).collect(), (0..n).collect()],
             resume: 0,
+            dirty_unrelated: BTreeSet::new(),
+            links: Links::new(n),
         };
         for (k, b) in blocks.into_iter().enumerate() {
             let node = Node::new(b, k, groups);
             state.index(k, &node, true);
             state.nodes.push(Some(node));
         }
+        for k in 0..n {
+            state.link(k);
+        }
         state
+    }
+
+    /// Records the nearest related slots of the block at `slot`.
+    fn link(&mut self, slot: usize) {
+        let related = self.related(slot);
+        let next = related.range(slot + 1..).next().copied();
+        let prev = related.range(..slot).next_back().copied();
+        self.links.set(slot, next, prev);
     }
 
     /// Adds (or removes) `slot` to the indexes of the tensors and ranges of `node`.
@@ -260,11 +293,20 @@ impl State {
             }
             self.dirty[0].remove(&j);
         }
-        while let Some(&j) = self.alive.range(self.resume..).next() {
+        loop {
+            // Swept slots marked again come first: all of them are below `resume`.
+            let again = self.dirty_unrelated.first().copied();
+            let Some(j) = again.or_else(|| self.alive.range(self.resume..).next().copied()) else {
+                break;
+            };
             if let Some(found) = self.merge_into(j, Tier::UnrelatedEqual, groups) {
                 return Some(found);
             }
-            self.resume = j + 1;
+            if again.is_some() {
+                self.dirty_unrelated.remove(&j);
+            } else {
+                self.resume = j + 1;
+            }
         }
         while let Some(&j) = self.dirty[1].first() {
             if let Some(found) = self.merge_into(j, Tier::RelatedPrefix, groups) {
@@ -285,20 +327,30 @@ impl State {
         if !self.alive.contains(&j) {
             return None;
         }
-        let related: Vec<usize> = self.related(j).range(..j).rev().copied().collect();
         // Left merges need no block between conflicting with `j`: only the nearest
         // related block and the blocks after it qualify.
-        let nearest = related.first().copied();
+        let nearest = self.links.prev(j);
         let candidates: Vec<usize> = match tier {
-            Tier::RelatedEqual | Tier::RelatedPrefix => related,
+            Tier::RelatedEqual | Tier::RelatedPrefix => {
+                self.related(j).range(..j).rev().copied().collect()
+            }
+            // The blocks of the same ranges after the nearest related one (unrelated
+            // to `j` since it is the nearest), then those before it that nothing up
+            // to `j` conflicts with: the only ones a left or right merge can take.
             Tier::UnrelatedEqual => {
-                let same = &self.by_ranges[&self.node(j).ranges];
-                let related: HashSet<usize> = related.into_iter().collect();
-                same.range(..j)
-                    .rev()
-                    .copied()
-                    .filter(|i| !related.contains(i))
-                    .collect()
+                let ranges = &self.node(j).ranges;
+                let same = &self.by_ranges[ranges];
+                let after = nearest.map_or(0, |k| k + 1);
+                let mut out: Vec<usize> = same.range(after..j).rev().copied().collect();
+                if let Some(k) = nearest {
+                    out.extend(
+                        self.links
+                            .unrelated_past(k, j)
+                            .into_iter()
+                            .filter(|&i| same.contains(&i)),
+                    );
+                }
+                out
             }
         };
         for i in candidates {
@@ -312,11 +364,8 @@ impl State {
                 continue;
             }
             let left = nearest.is_none_or(|k| i >= k);
-            let right = left
-                || self
-                    .alive
-                    .range(i + 1..j)
-                    .all(|&k| !ni.deps.conflicts(&self.node(k).deps));
+            // No block between conflicts with `i`: its first related one is not before `j`.
+            let right = left || self.links.next(i) >= j;
             if !right {
                 continue;
             }
@@ -337,7 +386,8 @@ impl State {
         let (at, gone) = if plan.left { (i, j) } else { (j, i) };
         // Pairs the disappearing block sat between may now be legal.
         let mut again: BTreeSet<usize> = BTreeSet::new();
-        for k in self.related(gone) {
+        let related_gone = self.related(gone);
+        for &k in &related_gone {
             if k != at {
                 again.extend(self.related(k));
             }
@@ -365,13 +415,61 @@ impl State {
         self.index(at, &merged, true);
         self.nodes[at] = Some(merged);
         again.insert(at);
-        again.extend(self.related(at));
+        let related_at = self.related(at);
+        again.extend(related_at.iter().copied());
         again.remove(&gone);
         for d in &mut self.dirty {
             d.remove(&gone);
             d.extend(again.iter().copied());
         }
-        self.resume = self.resume.min(i);
+        // Links: the merged block's, and those of the blocks related to either half.
+        self.links.clear(gone);
+        for k in related_gone.iter().chain(&related_at).chain([&at]) {
+            if *k != gone && self.alive.contains(k) {
+                self.link(*k);
+            }
+        }
+        self.mark_unrelated(at, gone, &related_gone);
+    }
+
+    /// Marks the swept slots that the merge into `at` (with `gone` removed) can have
+    /// given a legal partner in the unrelated tier: a pair `(i', j')` is legal after
+    /// the merge but not before only if it involves the merged block, or `gone` sat
+    /// between them and was the block that `i'` could not move past or the nearest
+    /// block related to `j'`. The merged block only gained dependencies (its own
+    /// tensors touched by no other block aside), which forbids, never allows.
+    fn mark_unrelated(&mut self, at: usize, gone: usize, related_gone: &BTreeSet<usize>) {
+        self.dirty_unrelated.remove(&gone);
+        let swept = self.resume;
+        let mut marks: Vec<usize> = Vec::new();
+        if at < swept {
+            marks.push(at);
+            let same = &self.by_ranges[&self.node(at).ranges];
+            // `j'` that `at` can move down to, and `j'` that can join `at` at its place.
+            let reach = self.links.next(at).min(swept);
+            marks.extend(same.range(at + 1..reach.max(at + 1)));
+            marks.extend(
+                self.links
+                    .unrelated_since(at + 1..swept, at)
+                    .into_iter()
+                    .filter(|s| same.contains(s)),
+            );
+        }
+        for &k in related_gone {
+            if k == gone || !self.alive.contains(&k) {
+                continue;
+            }
+            if k > gone && k < swept {
+                // `gone` may have been `k`'s nearest related block.
+                marks.push(k);
+            } else if k < gone {
+                // `k` may now move down past where `gone` was.
+                let same = &self.by_ranges[&self.node(k).ranges];
+                let reach = self.links.next(k).min(swept);
+                marks.extend(same.range(gone + 1..reach.max(gone + 1)));
+            }
+        }
+        self.dirty_unrelated.extend(marks);
     }
 }
 

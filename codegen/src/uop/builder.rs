@@ -36,6 +36,8 @@ pub struct Builder {
     nodes: Vec<Node>,
     /// Whether each node's name was given (true) or is a placeholder (false).
     named: Vec<bool>,
+    /// Whether an unnamed node's placeholder is a hint ([`Builder::name_hint`]).
+    hinted: Vec<bool>,
     /// The node of each given name.
     by_name: HashMap<String, NodeId>,
     assertions: Vec<(Expr, Expr)>,
@@ -60,6 +62,7 @@ impl Builder {
             dims: HashMap::new(),
             nodes: Vec::new(),
             named: Vec::new(),
+            hinted: Vec::new(),
             by_name: HashMap::new(),
             assertions: Vec::new(),
         }
@@ -119,6 +122,31 @@ impl Builder {
         Ok(())
     }
 
+    /// Suggests a name for a node nobody named, after what it computes (a macro op's
+    /// `max`, `shifted`, `exps`, `sum`): [`Builder::combine`] gives it that name
+    /// instead of `t{k}`, with a suffix (`sum_1`) where the name is taken or not one
+    /// a `.uop` text may give a tensor (a micro op, a keyword, a dimension). A node
+    /// that has a name or a hint keeps it: the first suggestion wins, so a helper's
+    /// name for what it made is not overwritten by a caller that got that node back.
+    pub fn name_hint(&mut self, id: NodeId, hint: &str) -> Result<()> {
+        let mut chars = hint.chars();
+        let identifier = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return Err(UopError::BadExpr {
+                op: "name hint".into(),
+                message: format!("`{hint}` is not a valid tensor name"),
+            });
+        }
+        if !self.named[id.0] && !self.hinted[id.0] {
+            self.nodes[id.0].name = hint.to_string();
+            self.hinted[id.0] = true;
+        }
+        Ok(())
+    }
+
     /// Looks a named node up.
     pub fn find(&self, name: &str) -> Option<NodeId> {
         self.by_name.get(name).copied()
@@ -133,6 +161,7 @@ impl Builder {
             dtype,
         });
         self.named.push(false);
+        self.hinted.push(false);
         id
     }
 
@@ -665,18 +694,33 @@ impl Builder {
         for (k, &old) in order.iter().enumerate() {
             new_id[old] = k;
         }
-        let taken: HashSet<&str> = order
+        let mut taken: HashSet<String> = order
             .iter()
             .filter(|&&i| self.named[i])
-            .map(|&i| self.nodes[i].name.as_str())
+            .map(|&i| self.nodes[i].name.clone())
             .collect();
+        if order.iter().any(|&i| self.hinted[i]) {
+            // Names the text format keeps for other things: a hint never takes them.
+            taken.extend(crate::text::micro_ops().into_iter().map(|m| m.name));
+            taken.extend(crate::text::KEYWORDS.iter().map(|k| k.to_string()));
+            taken.extend(self.dims.keys().cloned());
+        }
+        let mut fresh = FreshNames {
+            taken,
+            next_suffix: HashMap::new(),
+        };
         let mut nodes = Vec::with_capacity(order.len());
         for (k, &old) in order.iter().enumerate() {
             let node = &self.nodes[old];
             let name = if self.named[old] {
                 node.name.clone()
             } else {
-                fresh_name(k, &taken)
+                let base = if self.hinted[old] {
+                    node.name.clone()
+                } else {
+                    format!("t{k}")
+                };
+                fresh.take(&base)
             };
             nodes.push(Node {
                 name,
@@ -696,14 +740,29 @@ impl Builder {
     }
 }
 
-/// `t{k}`, or `t{k}_{n}` if a given name already took it.
-fn fresh_name(k: usize, taken: &HashSet<&str>) -> String {
-    let base = format!("t{k}");
-    if !taken.contains(&base.as_str()) {
-        return base;
+/// Hands out unique node names: `base` (`t{k}` or a hint), or `{base}_{n}` with the
+/// first `n` not taken. Names are only ever added, so the search for a base resumes
+/// where it stopped last time: a hint used by `k` nodes costs O(k) in all, not O(k²).
+struct FreshNames {
+    taken: HashSet<String>,
+    next_suffix: HashMap<String, usize>,
+}
+
+impl FreshNames {
+    fn take(&mut self, base: &str) -> String {
+        let name = if self.taken.contains(base) {
+            let n = self.next_suffix.entry(base.to_string()).or_insert(1);
+            loop {
+                let candidate = format!("{base}_{n}");
+                *n += 1;
+                if !self.taken.contains(&candidate) {
+                    break candidate;
+                }
+            }
+        } else {
+            base.to_string()
+        };
+        self.taken.insert(name.clone());
+        name
     }
-    (1..)
-        .map(|n| format!("{base}_{n}"))
-        .find(|c| !taken.contains(&c.as_str()))
-        .unwrap_or(base)
 }

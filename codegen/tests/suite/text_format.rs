@@ -639,6 +639,36 @@ mod errors {
 mod macro_ops {
     use super::*;
 
+    /// What a macro op names the nodes it makes (issue 16): a hint names a node nobody
+    /// named, unique (`sum`, `sum_1`), never a micro op (`exp`) or a dimension (`N`);
+    /// the first hint stays, a given name wins, and the program prints and parses back.
+    #[test]
+    fn name_hints_name_unnamed_nodes_uniquely_without_taking_reserved_names() {
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["N"]).unwrap();
+        let e1 = b.unary(uop_codegen::uop::UnaryOp::Exp, x).unwrap();
+        b.name_hint(e1, "exp").unwrap();
+        let s1 = b.reduce(ReduceOp::Sum, &[0], e1).unwrap();
+        b.name_hint(s1, "sum").unwrap();
+        b.name_hint(s1, "total").unwrap();
+        let e2 = b.unary(uop_codegen::uop::UnaryOp::Neg, x).unwrap();
+        let s2 = b.reduce(ReduceOp::Sum, &[0], e2).unwrap();
+        b.name_hint(s2, "sum").unwrap();
+        let n = b.unary(uop_codegen::uop::UnaryOp::Abs, x).unwrap();
+        b.name_hint(n, "N").unwrap();
+        let y = b.binary(BinaryOp::Add, s1, s2).unwrap();
+        b.name_hint(y, "both").unwrap();
+        b.set_name(y, "y").unwrap();
+        b.name_hint(x, "input_hint").unwrap();
+        assert!(b.name_hint(x, "2x").is_err(), "not an identifier");
+        let p = b.combine(&[x], &[y, n]).unwrap();
+        let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["x", "exp_1", "sum", "t3", "sum_1", "N_1", "y"]);
+        let text = print_program(&p);
+        let back = parse_program(&text, &Registry::new()).unwrap();
+        assert_eq!(print_program(&back), text);
+    }
+
     /// softmax along `axis` (default: the last), written against the registry API.
     fn softmax(b: &mut Builder, args: &Args, attrs: &Attrs) -> Result<NodeId, MacroError> {
         let x = args.node(0)?;
