@@ -117,7 +117,10 @@ fn full_checks_is_refused_where_it_would_be_ignored() {
 fn emit_grad_of_a_graph_refuses_sums_over_chunks_and_tape_applies_to_graphs_only() {
     let dir = setup("emit-grad-graph");
     // The weights' gradients are sums over the chunks, which generated code refuses.
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/graphs/chunked_mlp.uop");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/graphs/chunked_mlp.uop"
+    );
     fs::copy(example, dir.join("chunked.uop")).expect("graph");
     fails_with(
         &dir,

@@ -153,7 +153,12 @@ fn gradient_cases() -> Vec<Case> {
             .arguments(&inputs, &seeds, &run.outputs)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let grad_params = grad.params(&run.trace, &params);
-        if grad.graph.nodes().iter().any(|n| matches!(n.op, Op::SumChunks)) {
+        if grad
+            .graph
+            .nodes()
+            .iter()
+            .any(|n| matches!(n.op, Op::SumChunks))
+        {
             let mut module = GraphModule::new(RustOptions::default());
             let e = module
                 .add("g", &grad.graph, None)
