@@ -599,9 +599,11 @@ impl Gen<'_> {
                     // A constant condition chooses at generation time.
                     return self.value(if c != 0.0 { a } else { b });
                 }
-                if a == b {
-                    // `where(c, a, a)` is `a` (the condition reads only elements; no
-                    // `if` with identical blocks, clippy's `if_same_then_else`).
+                if a == b && !reads_tensor(c) {
+                    // `where(c, a, a)` is `a` (no `if` with identical blocks, clippy's
+                    // `if_same_then_else`). Not when the condition reads a tensor: that
+                    // read may be the tensor's only one, and dropping it would leave the
+                    // loops function an unused parameter.
                     return self.value(a);
                 }
                 let c = match &**c {
@@ -3218,8 +3220,17 @@ fn row_shape(decl: &TensorDecl) -> Vec<&Expr> {
         .collect()
 }
 
-/// The length of one row of a row-local temporary when it is a literal small
-/// enough for the stack (up to 4 KB of f32).
+/// Whether `v` reads a tensor element.
+fn reads_tensor(v: &Value) -> bool {
+    match v {
+        Value::Load { .. } => true,
+        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
+        Value::Unary(_, x) => reads_tensor(x),
+        Value::Binary(_, a, b) => reads_tensor(a) || reads_tensor(b),
+        Value::Where(c, a, b) => reads_tensor(c) || reads_tensor(a) || reads_tensor(b),
+    }
+}
+
 /// The name in `f32::consts` / `f64::consts` of a constant whose value is exactly
 /// `v` in the float type (f32 when `is32`), if any.
 fn named_constant(v: f64, is32: bool) -> Option<&'static str> {
@@ -3255,6 +3266,8 @@ fn named_constant(v: f64, is32: bool) -> Option<&'static str> {
     })
 }
 
+/// The length of one row of a row-local temporary when it is a literal small
+/// enough for the stack (up to 4 KB of f32).
 fn row_literal_len(decl: &TensorDecl) -> Option<i64> {
     const STACK_ELEMENTS: i64 = 1024;
     let len = row_shape(decl).iter().try_fold(1_i64, |n, d| match d {
