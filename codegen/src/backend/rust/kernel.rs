@@ -599,12 +599,19 @@ impl Gen<'_> {
                     // A constant condition chooses at generation time.
                     return self.value(if c != 0.0 { a } else { b });
                 }
-                if a == b && !reads_tensor(c) {
+                if a == b {
                     // `where(c, a, a)` is `a` (no `if` with identical blocks, clippy's
-                    // `if_same_then_else`). Not when the condition reads a tensor: that
-                    // read may be the tensor's only one, and dropping it would leave the
-                    // loops function an unused parameter.
-                    return self.value(a);
+                    // `if_same_then_else`). A condition that reads a tensor is still
+                    // evaluated, as the `if` did: that read may be the tensor's only
+                    // one, and the loops function takes the tensor as a parameter.
+                    if !reads_tensor(c) {
+                        return self.value(a);
+                    }
+                    let c = self.value(c)?;
+                    let c = self.float(c, Prec::Lowest, true);
+                    let a = self.value(a)?;
+                    let a = self.float(a, Prec::Lowest, false);
+                    return Ok(float_out(quote!({ let _ = #c; #a }), Prec::Postfix));
                 }
                 let c = match &**c {
                     // `where(a < b, ..)` reads as `if a < b`, which is the same test.
