@@ -12,9 +12,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use uop::codegen::backend::cranelift::{self, Input, Kernel, Options, Output};
 use uop::codegen::text::{Registry, parse_program};
 use uop::codegen::uop::Program;
+use uop::cranelift::{self, Input, Kernel, Options, Output};
 
 fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))

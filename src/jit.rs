@@ -24,10 +24,10 @@
 //!
 //! For ahead-of-time use, [`emit_object`] writes a relocatable object file and
 //! [`c_header`] its C header (the ABI is documented in
-//! [`uop_codegen::backend::cranelift::abi`]).
+//! [`uop_cranelift::abi`]).
 
-use uop_codegen::backend::cranelift as backend;
 use uop_codegen::uop::Program;
+use uop_cranelift as backend;
 
 pub use backend::{Input, JitError, Kernel, Options, Output, RunError, Status, clear_cache};
 

@@ -1,11 +1,12 @@
 //! `uop`: the micro-op tensor compiler. This crate re-exports the compiler
-//! ([`uop_codegen`]), the macro-op library ([`uop_ops`]) and the runtime generated
+//! ([`uop_codegen`]), its Cranelift backend ([`uop_cranelift`]), the macro-op library ([`uop_ops`]) and the runtime generated
 //! kernels call ([`uop_runtime`]), and holds the `uop` command-line tool.
 //!
 //! With the feature `prebuilt` (off by default: a long compile), `uop::kernels`
 //! re-exports the prebuilt kernels of the crate `uop-kernels`.
 
 pub use uop_codegen as codegen;
+pub use uop_cranelift as cranelift;
 pub use uop_ops as ops;
 pub use uop_runtime as runtime;
 

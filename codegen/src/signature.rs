@@ -5,7 +5,7 @@
 //! names the loop program's outputs after it, so [`LoopProgram::signature`] gives the
 //! same description, and every backend reads its interface from there: the Rust
 //! backend's items and entry checks, the Cranelift entry, the C header and Rust
-//! `extern` block, and the JIT's [`Kernel`](crate::backend::cranelift::Kernel).
+//! `extern` block, and the JIT's `Kernel` (crate `uop-cranelift`).
 //!
 //! [`Signature::bind`] is the one place concrete shapes meet the description: it
 //! binds the named dims, checks ranks, fixed sizes, `$params` and assertions, and

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use uop_codegen::backend::cranelift::{self, Options, Status};
 use uop_codegen::compile::{CompileOptions, Target, compile};
 use uop_codegen::text::parse_program;
+use uop_cranelift::{self as cranelift, Options, Status};
 
 /// Kernel name and program file, relative to this crate.
 const KERNELS: [(&str, &str); 4] = [

@@ -21,11 +21,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use uop_codegen::backend::cranelift::{self, Options};
 use uop_codegen::backend::names::{Language, check_kernel_name};
 use uop_codegen::backend::rust::{self, Checks, RustModule, RustOptions};
 use uop_codegen::build::{full_gradient_spec, gradient_doc};
 use uop_codegen::grad::gradient;
+use uop_cranelift::{self as cranelift, Options};
 
 use uop_graph::grad::TapeMode;
 

@@ -18,10 +18,11 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use uop_codegen::testing::{
-    CheckOptions, CraneliftBackend, Failure, GenConfig, Tolerance, check_program, random_case_with,
-    random_program, reproducer, shrink_failure,
+    CheckOptions, Failure, GenConfig, Tolerance, check_program, random_case_with, random_program,
+    reproducer, shrink_failure,
 };
 use uop_codegen::uop::Program;
+use uop_cranelift::CraneliftBackend;
 
 use super::{CliError, fail, pass_options};
 

@@ -4,13 +4,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clap::Args;
-use uop_codegen::backend::cranelift;
 use uop_codegen::compile::{CompileOptions, Target, compile};
 use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::Program;
 use uop_codegen::{interp, sizes};
+use uop_cranelift as cranelift;
 
 use uop_graph::Graph;
 

@@ -302,7 +302,7 @@ type Times = [(f64, f64); 2];
 /// interleaved so load changes on the machine hit both alike.
 fn compile_times(program: &Program, reps: usize) -> Times {
     use std::time::Instant;
-    use uop::codegen::backend::cranelift;
+    use uop::cranelift;
     let mut passes = [Vec::new(), Vec::new()];
     let mut clif = [Vec::new(), Vec::new()];
     for _ in 0..reps {

@@ -2,11 +2,9 @@
 //! interpreters (DESIGN.md §8).
 //!
 //! - [`rust`]: Rust source, one function per program, for build scripts and `uop emit`.
-//! - [`cranelift`]: machine code, in memory (JIT) or as a relocatable object file with
-//!   a C header. Behind the `cranelift` feature (on by default).
+//! - Cranelift (machine code, in memory or as an object file) is the crate
+//!   `uop-cranelift`, beside this one so that the two build at the same time.
 //! - [`names`]: the rule every kernel name is checked against, per target language.
 
-#[cfg(feature = "cranelift")]
-pub mod cranelift;
 pub mod names;
 pub mod rust;

@@ -3,7 +3,7 @@
 //! invariants. The interpreter is
 //! [`interp::run_loops`](crate::interp::run_loops).
 
-pub(crate) mod analysis;
+pub mod analysis;
 mod bind;
 mod ir;
 mod lower;

@@ -73,27 +73,6 @@ impl Backend for LoopsBackend {
     }
 }
 
-/// The Cranelift JIT with default options, as a [`Backend`]: the path `uop run
-/// --backend cranelift` and `uop fuzz --backend cranelift` take.
-#[cfg(feature = "cranelift")]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CraneliftBackend;
-
-#[cfg(feature = "cranelift")]
-impl Backend for CraneliftBackend {
-    fn name(&self) -> String {
-        "cranelift".into()
-    }
-
-    fn run(&self, p: &Program, case: &Case) -> Result<Vec<Tensor>, String> {
-        use crate::backend::cranelift::{Options, compile_program};
-        let kernel = compile_program(p, &Options::default()).map_err(|e| e.to_string())?;
-        kernel
-            .run(&case.inputs, &case.params)
-            .map_err(|e| e.to_string())
-    }
-}
-
 /// How far a value may be from the reference's: `|found - expected| <= abs + rel *
 /// max(|found|, |expected|)`. NaN and infinities must still match exactly.
 #[derive(Clone, Copy, Debug, PartialEq)]

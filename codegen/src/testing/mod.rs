@@ -22,8 +22,6 @@ pub mod generate;
 pub mod programs;
 pub mod shrink;
 
-#[cfg(feature = "cranelift")]
-pub use differential::CraneliftBackend;
 pub use differential::{
     Backend, CheckOptions, Difference, LoopsBackend, Mismatch, Stage, Tolerance, check_program,
     compare_outputs,

@@ -4,26 +4,12 @@
 
 mod common;
 
-#[cfg(feature = "cranelift")]
-mod cranelift_clif;
-#[cfg(feature = "cranelift")]
-mod cranelift_object;
-#[cfg(feature = "cranelift")]
-mod cranelift_oracle;
-#[cfg(feature = "cranelift")]
-mod cranelift_programs;
-#[cfg(feature = "cranelift")]
-mod cranelift_schedule;
-#[cfg(feature = "cranelift")]
-mod cranelift_vmath;
 mod grad_fd;
 mod grad_program;
 mod grad_random;
 mod grad_traps;
 mod index_props;
 mod interp;
-#[cfg(feature = "cranelift")]
-mod kernel_names;
 mod loop_text;
 mod loops_vs_uops;
 mod nnc_programs;

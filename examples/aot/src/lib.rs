@@ -18,7 +18,7 @@ use std::ffi::c_void;
 pub mod ffi {
     //! The declarations `build.rs` generated: per kernel `NAME` the functions
     //! `NAME_shapes` and `NAME` (the C ABI of
-    //! `uop_codegen::backend::cranelift::abi`), the constants `NAME_INPUT_RANKS`,
+    //! `uop_cranelift::abi`), the constants `NAME_INPUT_RANKS`,
     //! `NAME_NUM_PARAMS`, `NAME_OUTPUT_RANKS`, and the return codes `UOP_*`.
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }

@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use uop_codegen::backend::cranelift::{self, RawBuffer};
 use uop_codegen::interp::run_loops;
 use uop_codegen::loops::{self, LoopProgram};
 use uop_codegen::pass::{self, PassOptions};
 use uop_codegen::uop::Program;
+use uop_cranelift::{self as cranelift, RawBuffer};
 
 use super::memory::Memory;
 use super::value::Value;

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use uop_codegen::backend::cranelift::RawBuffer;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
+use uop_cranelift::RawBuffer;
 use uop_graph::memory::{Carried, MemoryPlan, Slot};
 use uop_graph::{NodeId, Ref};
 

@@ -4,10 +4,10 @@
 //! Nothing here changes a program's meaning; the backends depend on these, not on
 //! the optimizer (`pass/`).
 
-pub(crate) mod shape_groups;
-pub(crate) mod stride;
-pub(crate) mod walk;
+pub mod shape_groups;
+pub mod stride;
+pub mod walk;
 
 pub use shape_groups::ShapeGroups;
-pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
-pub(crate) use walk::{block_accesses, fully_written_first, stmt_accesses};
+pub use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
+pub use walk::{block_accesses, fully_written_first, stmt_accesses};

@@ -12,7 +12,7 @@ use crate::loops::{Access, Loop, LoopProgram, Stmt, Subscript, Value};
 
 /// The movement of one access along one loop, in elements of the innermost axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stride {
+pub enum Stride {
     /// The access does not depend on the loop: a broadcast.
     Zero,
     /// Only the last subscript moves, by one element per iteration.
@@ -23,7 +23,7 @@ pub(crate) enum Stride {
 
 /// The coefficient of loop variable `n` in `e` when `e` is affine in it (other
 /// terms may be anything that does not mention it); `None` otherwise.
-pub(crate) fn coefficient(e: &Expr, n: usize) -> Option<i64> {
+pub fn coefficient(e: &Expr, n: usize) -> Option<i64> {
     let mentions = |x: &Expr| x.indices().contains(&n);
     match e {
         Expr::Index(m) => Some(i64::from(*m == n)),
@@ -42,7 +42,7 @@ pub(crate) fn coefficient(e: &Expr, n: usize) -> Option<i64> {
 }
 
 /// True when `v` mentions loop variable `n` anywhere (index values, subscripts).
-pub(crate) fn value_mentions(v: &Value, n: usize) -> bool {
+pub fn value_mentions(v: &Value, n: usize) -> bool {
     match v {
         Value::Load { access, .. } => access_mentions(access, n),
         Value::Var(_) | Value::Const(_) | Value::Param(_) => false,
@@ -56,7 +56,7 @@ pub(crate) fn value_mentions(v: &Value, n: usize) -> bool {
 }
 
 /// True when any subscript of `a` mentions loop variable `n`.
-pub(crate) fn access_mentions(a: &Access, n: usize) -> bool {
+pub fn access_mentions(a: &Access, n: usize) -> bool {
     a.index.iter().any(|s| match s {
         Subscript::Expr(e) => e.indices().contains(&n),
         Subscript::Value(v) => value_mentions(v, n),
@@ -64,7 +64,7 @@ pub(crate) fn access_mentions(a: &Access, n: usize) -> bool {
 }
 
 /// How `a` moves along loop `n`.
-pub(crate) fn stride(a: &Access, n: usize) -> Stride {
+pub fn stride(a: &Access, n: usize) -> Stride {
     if !access_mentions(a, n) {
         return Stride::Zero;
     }
@@ -84,7 +84,7 @@ pub(crate) fn stride(a: &Access, n: usize) -> Stride {
 /// True when `a` names a different element for every combination of the loop
 /// variables `loops`: each of them is the only loop of `loops` in one subscript of
 /// its own, with a non-zero coefficient there.
-pub(crate) fn injective(a: &Access, loops: &[usize]) -> bool {
+pub fn injective(a: &Access, loops: &[usize]) -> bool {
     let mut seen = Vec::new();
     for s in &a.index {
         let Subscript::Expr(e) = s else {
@@ -109,7 +109,7 @@ pub(crate) fn injective(a: &Access, loops: &[usize]) -> bool {
 
 /// The one axis of `a` whose subscript mentions loop `n`, when there is exactly one
 /// and it moves by one element per iteration (`n` plus terms free of it).
-pub(crate) fn unit_axis(a: &Access, n: usize) -> Option<usize> {
+pub fn unit_axis(a: &Access, n: usize) -> Option<usize> {
     let mut axes = a.index.iter().enumerate().filter(|(_, s)| match s {
         Subscript::Expr(e) => e.indices().contains(&n),
         Subscript::Value(_) => true,
@@ -127,7 +127,7 @@ pub(crate) fn unit_axis(a: &Access, n: usize) -> Option<usize> {
 /// of `dst` (so no two iterations write one element), and `c`'s range free of `r`.
 /// The element at `(r + i, c + j)` is then a fixed stride times `i` and `j` away from
 /// the one at `(r, c)` in either tensor, so the nest may be copied by tiles.
-pub(crate) fn transpose_copy<'l>(
+pub fn transpose_copy<'l>(
     p: &LoopProgram,
     r: &Loop,
     c: &'l Loop,

@@ -13,7 +13,7 @@ use crate::loops::{
 
 /// One tensor access of a block, where it sits and whether it writes.
 #[derive(Clone, Debug)]
-pub(crate) struct AccessAt {
+pub struct AccessAt {
     /// The access (a copy).
     pub access: Access,
     /// Level of the statement holding it.
@@ -25,7 +25,7 @@ pub(crate) struct AccessAt {
 }
 
 /// The statement lists of a block with their levels, outermost first.
-pub(crate) fn levels(block: &Block) -> Vec<(usize, &Vec<Stmt>)> {
+pub fn levels(block: &Block) -> Vec<(usize, &Vec<Stmt>)> {
     std::iter::once((0, &block.stmts))
         .chain(
             block
@@ -38,12 +38,12 @@ pub(crate) fn levels(block: &Block) -> Vec<(usize, &Vec<Stmt>)> {
 }
 
 /// The number of statements of a block, at all levels.
-pub(crate) fn stmt_count(block: &Block) -> usize {
+pub fn stmt_count(block: &Block) -> usize {
     block.stmts.len() + block.loops.iter().map(|l| l.stmts.len()).sum::<usize>()
 }
 
 /// The statement list at `level`, mutably.
-pub(crate) fn stmts_at_mut(block: &mut Block, level: usize) -> &mut Vec<Stmt> {
+pub fn stmts_at_mut(block: &mut Block, level: usize) -> &mut Vec<Stmt> {
     match level {
         0 => &mut block.stmts,
         l => &mut block.loops[l - 1].stmts,
@@ -52,7 +52,7 @@ pub(crate) fn stmts_at_mut(block: &mut Block, level: usize) -> &mut Vec<Stmt> {
 
 /// Calls `f(access, write)` on every access of `stmt`: its target (a write) and
 /// every load of its value and of data-dependent subscripts (reads).
-pub(crate) fn stmt_accesses(stmt: &Stmt, f: &mut impl FnMut(&Access, bool)) {
+pub fn stmt_accesses(stmt: &Stmt, f: &mut impl FnMut(&Access, bool)) {
     match stmt {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
             f(access, true);
@@ -72,7 +72,7 @@ fn subscript_loads(access: &Access, f: &mut impl FnMut(&Access, bool)) {
 }
 
 /// Calls `f(access, false)` on every load inside `v`, including loads in subscripts.
-pub(crate) fn value_loads(v: &Value, f: &mut impl FnMut(&Access, bool)) {
+pub fn value_loads(v: &Value, f: &mut impl FnMut(&Access, bool)) {
     match v {
         Value::Load { access, .. } => {
             f(access, false);
@@ -93,7 +93,7 @@ pub(crate) fn value_loads(v: &Value, f: &mut impl FnMut(&Access, bool)) {
 }
 
 /// Every access of `block` with its level and statement position.
-pub(crate) fn block_accesses(block: &Block) -> Vec<AccessAt> {
+pub fn block_accesses(block: &Block) -> Vec<AccessAt> {
     let mut out = Vec::new();
     for (level, stmts) in levels(block) {
         for (k, s) in stmts.iter().enumerate() {
@@ -111,7 +111,7 @@ pub(crate) fn block_accesses(block: &Block) -> Vec<AccessAt> {
 }
 
 /// True when `v` reads the carried variable `var`.
-pub(crate) fn value_reads_var(v: &Value, var: crate::loops::VarId) -> bool {
+pub fn value_reads_var(v: &Value, var: crate::loops::VarId) -> bool {
     match v {
         Value::Var(x) => *x == var,
         Value::Load { access, .. } => access_reads_var(access, var),
@@ -132,7 +132,7 @@ fn access_reads_var(a: &Access, var: crate::loops::VarId) -> bool {
 }
 
 /// True when `stmt` reads the carried variable `var` (in its value or subscripts).
-pub(crate) fn stmt_reads_var(stmt: &Stmt, var: crate::loops::VarId) -> bool {
+pub fn stmt_reads_var(stmt: &Stmt, var: crate::loops::VarId) -> bool {
     match stmt {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
             access_reads_var(access, var) || value_reads_var(value, var)
@@ -142,7 +142,7 @@ pub(crate) fn stmt_reads_var(stmt: &Stmt, var: crate::loops::VarId) -> bool {
 }
 
 /// Rewrites every index expression of `block` (loop ranges, subscripts, index values).
-pub(crate) fn map_block_exprs(block: &mut Block, f: &mut impl FnMut(&Expr) -> Expr) {
+pub fn map_block_exprs(block: &mut Block, f: &mut impl FnMut(&Expr) -> Expr) {
     for l in &mut block.loops {
         l.start = f(&l.start);
         l.end = f(&l.end);
@@ -151,7 +151,7 @@ pub(crate) fn map_block_exprs(block: &mut Block, f: &mut impl FnMut(&Expr) -> Ex
 }
 
 /// Calls `f` on every statement of `block`.
-pub(crate) fn for_each_stmt_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)) {
+pub fn for_each_stmt_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)) {
     for s in &mut block.stmts {
         f(s);
     }
@@ -163,7 +163,7 @@ pub(crate) fn for_each_stmt_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)
 }
 
 /// Rewrites the index expressions of one statement.
-pub(crate) fn map_stmt_exprs(s: &mut Stmt, f: &mut impl FnMut(&Expr) -> Expr) {
+pub fn map_stmt_exprs(s: &mut Stmt, f: &mut impl FnMut(&Expr) -> Expr) {
     match s {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
             map_access_exprs(access, f);
@@ -201,7 +201,7 @@ fn map_value_exprs(v: &mut Value, f: &mut impl FnMut(&Expr) -> Expr) {
 }
 
 /// Calls `f` on every access of `s` (targets and loads, nested ones included).
-pub(crate) fn map_stmt_accesses(s: &mut Stmt, f: &mut impl FnMut(&mut Access)) {
+pub fn map_stmt_accesses(s: &mut Stmt, f: &mut impl FnMut(&mut Access)) {
     match s {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
             map_access(access, f);
@@ -221,7 +221,7 @@ fn map_access(a: &mut Access, f: &mut impl FnMut(&mut Access)) {
 }
 
 /// Calls `f` on every load of `v`.
-pub(crate) fn map_value_accesses(v: &mut Value, f: &mut impl FnMut(&mut Access)) {
+pub fn map_value_accesses(v: &mut Value, f: &mut impl FnMut(&mut Access)) {
     match v {
         Value::Load { access, .. } => map_access(access, f),
         Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
@@ -239,7 +239,7 @@ pub(crate) fn map_value_accesses(v: &mut Value, f: &mut impl FnMut(&mut Access))
 }
 
 /// Renames loop variables: every `Index(n)` with a replacement in `rename` becomes it.
-pub(crate) fn rename_loops(block: &mut Block, rename: &impl Fn(usize) -> Option<usize>) {
+pub fn rename_loops(block: &mut Block, rename: &impl Fn(usize) -> Option<usize>) {
     map_block_exprs(block, &mut |e| {
         e.map_leaves(&mut |leaf| match leaf {
             Expr::Index(n) => rename(*n).map(Expr::Index),
@@ -251,7 +251,7 @@ pub(crate) fn rename_loops(block: &mut Block, rename: &impl Fn(usize) -> Option<
 /// Removes temporaries no statement accesses, renumbering the remaining tensors so
 /// `tensors`, `inputs`, `outputs` and every access stay consistent. Inputs and
 /// outputs are part of the calling convention and are always kept.
-pub(crate) fn drop_unused_temps(p: &mut LoopProgram) {
+pub fn drop_unused_temps(p: &mut LoopProgram) {
     let mut used = vec![false; p.tensors.len()];
     for b in &p.blocks {
         for a in block_accesses(b) {
@@ -295,7 +295,7 @@ pub(crate) fn drop_unused_temps(p: &mut LoopProgram) {
 }
 
 /// Replaces loop variable `id` by the expression `value` everywhere in `block`.
-pub(crate) fn rename_loops_to(block: &mut Block, id: usize, value: &Expr) {
+pub fn rename_loops_to(block: &mut Block, id: usize, value: &Expr) {
     map_block_exprs(block, &mut |e| {
         e.map_leaves(&mut |leaf| match leaf {
             Expr::Index(n) if *n == id => Some(value.clone()),
@@ -310,7 +310,7 @@ pub(crate) fn rename_loops_to(block: &mut Block, id: usize, value: &Expr) {
 /// in that block but loads, in later statements of the same loop, of the element
 /// just stored. Otherwise a kernel must zero-fill `t` first, as the reference
 /// interpreter starts every tensor at zero.
-pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
+pub fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
     (0..p.blocks.len())
         .find_map(|k| fully_written_first_in(p, k, t))
         .unwrap_or(false)
@@ -319,7 +319,7 @@ pub(crate) fn fully_written_first(p: &LoopProgram, t: TensorId) -> bool {
 /// [`fully_written_first`] when block `first` is the first block touching `t`, in
 /// the time of that one block: `Some(answer)`, or `None` when block `first` does
 /// not touch `t` at all.
-pub(crate) fn fully_written_first_in(p: &LoopProgram, first: usize, t: TensorId) -> Option<bool> {
+pub fn fully_written_first_in(p: &LoopProgram, first: usize, t: TensorId) -> Option<bool> {
     let shape = &p.tensors[t.0].shape;
     let b = p.blocks.get(first)?;
     // Every access to `t`: (level, statement position, access, write).
@@ -370,7 +370,7 @@ pub(crate) fn fully_written_first_in(p: &LoopProgram, first: usize, t: TensorId)
 }
 
 /// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
-pub(crate) fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
+pub fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
     let taken = |n: &str| tensors.iter().any(|t| t.name == n);
     if !taken(base) {
         return base.to_string();
@@ -382,7 +382,7 @@ pub(crate) fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
 }
 
 /// Fresh loops `0..size`, one per axis of `shape`.
-pub(crate) fn fresh_loops(shape: &[Expr], next_loop: &mut usize) -> Vec<Loop> {
+pub fn fresh_loops(shape: &[Expr], next_loop: &mut usize) -> Vec<Loop> {
     shape
         .iter()
         .map(|size| {

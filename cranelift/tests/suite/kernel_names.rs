@@ -19,7 +19,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use uop_codegen::backend::cranelift::{self, JitError, Options};
 use uop_codegen::backend::names::NameError;
 use uop_codegen::backend::rust::{EmitError, RustModule, RustOptions};
 use uop_codegen::build::{Kernels, Source};
@@ -27,6 +26,7 @@ use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
+use uop_cranelift::{self as cranelift, JitError, Options};
 
 /// Softmax over rows and a scaled `tanh`: calls `exp` and `tanh` (the C
 /// library's in an object file), reductions, temporaries.

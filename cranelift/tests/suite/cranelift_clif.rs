@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use uop_codegen::backend::cranelift::{self, Options};
 use uop_codegen::text::{Registry, parse_program};
+use uop_cranelift::{self as cranelift, Options};
 
 fn snapshot(name: &str, src: &str) {
     let program = parse_program(src, &Registry::new()).expect("parses");

@@ -1,16 +1,16 @@
-//! The Cranelift backend: optimized loop IR to machine code, JIT-compiled in
+//! The Cranelift backend of uop: optimized loop IR to machine code, JIT-compiled in
 //! memory or written to a relocatable object file with a C header.
 //!
 //! ```
 //! use std::collections::HashMap;
-//! use uop_codegen::backend::cranelift::{self, Options};
 //! use uop_codegen::{tensor::Tensor, uop::{Builder, DType, ReduceOp, UnaryOp}};
+//! use uop_cranelift::{Options, compile_program};
 //!
 //! let mut b = Builder::new(DType::F32);
 //! let x = b.input("x", DType::F32, &["N"])?;
 //! let e = b.unary(UnaryOp::Exp, x)?;
 //! let s = b.reduce(ReduceOp::Sum, &[0], e)?;
-//! let kernel = cranelift::compile_program(&b.combine(&[x], &[s])?, &Options::default())?;
+//! let kernel = compile_program(&b.combine(&[x], &[s])?, &Options::default())?;
 //!
 //! let x = Tensor::new(DType::F32, vec![3], vec![0.0, 0.0, 0.0])?;
 //! let out = kernel.run(&[x], &HashMap::new())?;
@@ -29,12 +29,19 @@
 //! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
 //!   ([`emit_object`], [`emit_clif`]).
 //!
-//! Results are bit-identical to [`interp::run_loops`](crate::interp::run_loops) with
+//! Results are bit-identical to [`interp::run_loops`](uop_codegen::interp::run_loops) with
 //! [`Options::vectorize`] off, except `exp log tanh sigmoid erf` in f32 programs: those
 //! are the inline polynomials, within 1 ulp (2 for `sigmoid`) of the interpreter's
 //! correctly rounded result. With vectorization on (the default), vectorized sums add
 //! in a different order (see [`vector`](self)'s rules); everything else stays as in
 //! scalar code.
+//!
+//! It is a crate of its own, beside [`uop_codegen`], so that the rest of the compiler
+//! builds while Cranelift does (docs/build-time.md). Its modules name the compiler's
+//! modules as `crate::loops`, `crate::uop`, ... through the imports below.
+
+// The compiler's modules under the names this backend's files use.
+use uop_codegen::{backend, index, loops, run, signature, sizes, tensor, uop};
 
 pub mod abi;
 mod buffers;
@@ -56,12 +63,12 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 use thiserror::Error;
 
 use crate::backend::names::{Language, NameError, check_kernel_name};
-use crate::compile::{self, CompileError, CompileOptions, Target};
 use crate::loops::LoopProgram;
 pub use crate::run::RunError;
 use crate::signature::{Bound, Signature};
 use crate::tensor::Tensor;
 use crate::uop::{DType, Program};
+use uop_codegen::compile::{self, CompileError, CompileOptions, Target};
 
 pub use abi::Status;
 use buffers::Buffer;
@@ -459,7 +466,7 @@ impl Kernel {
             .output_shapes())
     }
 
-    /// Runs on tensors, returning the outputs (like [`interp::run_loops`](crate::interp::run_loops)).
+    /// Runs on tensors, returning the outputs (like [`interp::run_loops`](uop_codegen::interp::run_loops)).
     pub fn run(
         &self,
         inputs: &[Tensor],
@@ -793,4 +800,25 @@ pub fn rust_extern_block(program: &LoopProgram, name: &str) -> Result<String, Ji
     check_name(name)?;
     check_kernel_name(name, Language::Rust)?;
     Ok(abi::rust_extern_block(&program.signature(), name))
+}
+
+/// The Cranelift JIT with default options as a backend of the differential oracle
+/// ([`uop_codegen::testing`]): the path `uop run --backend cranelift` and `uop fuzz
+/// --backend cranelift` take.
+#[cfg(feature = "testing")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CraneliftBackend;
+
+#[cfg(feature = "testing")]
+impl uop_codegen::testing::Backend for CraneliftBackend {
+    fn name(&self) -> String {
+        "cranelift".into()
+    }
+
+    fn run(&self, p: &Program, case: &uop_codegen::testing::Case) -> Result<Vec<Tensor>, String> {
+        let kernel = compile_program(p, &Options::default()).map_err(|e| e.to_string())?;
+        kernel
+            .run(&case.inputs, &case.params)
+            .map_err(|e| e.to_string())
+    }
 }

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use uop_codegen::backend::cranelift::{self, Options};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
+use uop_cranelift::{self as cranelift, Options};
 
 /// Softmax over rows, then a scaled copy: exercises libm calls, reductions, vectors.
 const SOFTMAX: &str = "input x: f32[B, N]\nm = reduce_max(x, [1])\n\

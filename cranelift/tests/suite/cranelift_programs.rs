@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use uop_codegen::backend::cranelift::{self, Input, Kernel, Options, Output, RunError, Status};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case_with};
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
+use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError, Status};
 
 fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))

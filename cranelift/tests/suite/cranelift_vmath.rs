@@ -13,9 +13,9 @@
 
 use std::collections::HashMap;
 
-use uop_codegen::backend::cranelift::{self, Input, Options, Output};
 use uop_codegen::backend::rust::vmath;
 use uop_codegen::uop::{Builder, DType, Program, UnaryOp};
+use uop_cranelift::{self as cranelift, Input, Options, Output};
 
 /// Inputs: a strided sweep of all bit patterns, dense windows around the points
 /// where the algorithms change behaviour, and the special values.

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use uop_codegen::backend::cranelift::{self, Options};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
+use uop_cranelift::{self as cranelift, Options};
 
 fn parse(src: &str) -> Program {
     parse_program(src, &Registry::new()).unwrap_or_else(|e| panic!("{e}\n{src}"))

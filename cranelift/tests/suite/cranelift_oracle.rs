@@ -15,12 +15,12 @@
 //!
 //! `UOP_CRANELIFT_FUZZ_CASES=N` runs N programs per test instead of the default.
 
-use uop_codegen::backend::cranelift::{self, Input, Kernel, Options, Output, RunError};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
+use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError};
 
 fn cases() -> u64 {
     std::env::var("UOP_CRANELIFT_FUZZ_CASES")
