@@ -610,3 +610,35 @@ fn run_help_describes_streams() {
         "{help}"
     );
 }
+
+#[test]
+fn a_chunk_loop_that_mixes_rows_is_refused_on_every_backend_naming_the_node() {
+    let dir = scratch("mixing-rows");
+    let file = dir.join("flip.uop");
+    std::fs::write(
+        &file,
+        "input x: f32[N, 3]\na = chunk(x, size=2)\ny = flip(a, axis=0)\noutput y\n",
+    )
+    .expect("written");
+    let file = file.display().to_string();
+    for backend in ["interp", "cranelift", "loops"] {
+        let o = uop(&[
+            "run",
+            &file,
+            "--random",
+            "1",
+            "--dim",
+            "N=5",
+            "--backend",
+            backend,
+        ]);
+        assert!(!o.status.success(), "{backend}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("%3 (call flip) mixes the rows of the loop of chunk %2")
+                || err.contains("(kernel k0) mixes the rows of the loop of chunk %2"),
+            "{backend}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{backend}: {err}");
+    }
+}
