@@ -9,8 +9,9 @@
 //!   and its events cost the most relative to the work.
 //!
 //! Every case runs `rounds` rounds; a round times `reps` runs on each stream count
-//! in turn (1, then 2, then auto), so the machine's load hits both alike. Printed:
-//! the median time per run of each, the ratio of the medians, and the arena of one
+//! in turn (1, then 2, then auto, then 2 with the `kernels` pass's `split-joins`
+//! decision off), so the machine's load hits all alike. Printed: the median time
+//! per run of each, the ratios of the medians to one stream's, and the arena of one
 //! and of two streams.
 //!
 //! `cargo bench --bench streams` (the JIT's kernels run on one thread each; the
@@ -21,6 +22,8 @@ use std::time::Instant;
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
 use uop::graph::{ExecOptions, Streams, compile_with};
+use uop_graph::kernels::joins;
+use uop_graph::pass::PrepareOptions;
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
 
@@ -88,18 +91,26 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn compare(name: &str, g: &Graph, inputs: &[Tensor], rounds: usize, reps: usize) {
+    // The last: two streams with the `split-joins` decision of the `kernels` pass
+    // off, so a join is fused into one branch's kernel (what it gains).
+    let fused_joins = PrepareOptions {
+        disabled: vec![joins::NAME.to_string()],
+        ..PrepareOptions::default()
+    };
     let choices = [
-        ("1 stream", Streams::Max(1)),
-        ("2 streams", Streams::Max(2)),
-        ("auto", Streams::Auto),
+        ("1 stream", Streams::Max(1), PrepareOptions::default()),
+        ("2 streams", Streams::Max(2), PrepareOptions::default()),
+        ("auto", Streams::Auto, PrepareOptions::default()),
+        ("2 streams, joins fused", Streams::Max(2), fused_joins),
     ];
     let exes: Vec<_> = choices
         .iter()
-        .map(|(_, s)| {
+        .map(|(_, s, prepare)| {
             compile_with(
                 g,
                 &ExecOptions {
                     streams: *s,
+                    prepare: prepare.clone(),
                     ..ExecOptions::default()
                 },
             )
@@ -128,13 +139,15 @@ fn compare(name: &str, g: &Graph, inputs: &[Tensor], rounds: usize, reps: usize)
     let line: Vec<String> = choices
         .iter()
         .zip(&med)
-        .map(|((n, _), t)| format!("{n} {:.3} ms", t * 1e3))
+        .map(|((n, _, _), t)| format!("{n} {:.3} ms", t * 1e3))
         .collect();
     println!(
-        "{name:<10} {}   2 streams: {:.2}x, auto: {:.2}x   arena {} -> {} bytes",
+        "{name:<10} {}\n           2 streams: {:.2}x, auto: {:.2}x, 2 streams with joins fused: \
+         {:.2}x   arena {} -> {} bytes",
         line.join(", "),
         med[0] / med[1],
         med[0] / med[2],
+        med[0] / med[3],
         exes[0].arena_bytes(),
         exes[1].arena_bytes()
     );

@@ -197,6 +197,9 @@ pub struct Kernel {
     pub members: Vec<NodeId>,
     /// The op of each member, in the order of `members` (for printing).
     pub ops: Vec<String>,
+    /// The decisions of the `kernels` pass that shaped it (`split-joins: ...`), for
+    /// printing.
+    pub notes: Vec<String>,
 }
 
 /// What a node computes.

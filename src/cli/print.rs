@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use uop_graph::infer::graph_dims;
 use uop_graph::memory::{MemoryError, plan_memory, print_memory};
-use uop_graph::pass::{PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
+use uop_graph::pass::{DECISIONS, PrepareOptions, PrintAfter, pass_names, pipeline, prepare};
 use uop_graph::print_kernels;
 use uop_graph::schedule::{ScheduleOptions, print_schedule, schedule, schedule_dot};
 use uop_graph::text::print_graph;
@@ -286,10 +286,12 @@ fn print_memory_stage(
 fn print_prepared(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     let graph_passes = || pass_names().join(", ");
     for name in &args.disable_pass {
-        if !pass_names().contains(&name.as_str()) {
+        if !pass_names().contains(&name.as_str()) && !DECISIONS.contains(&name.as_str()) {
             return fail(format!(
-                "--disable-pass {name}: there is no graph pass `{name}` (graph passes: {})",
-                graph_passes()
+                "--disable-pass {name}: there is no graph pass `{name}` (graph passes: {}; \
+                 decisions: {})",
+                graph_passes(),
+                DECISIONS.join(", ")
             ));
         }
     }

@@ -377,7 +377,7 @@ fn prepare_flags_name_graph_passes() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, loops, memory)"
+            "--disable-pass fuse: there is no graph pass `fuse` (graph passes: simplify, fold, cse, dead, kernels, consts, loops, memory; decisions: split-joins)"
         ),
         "{}",
         stderr(&o)
@@ -428,6 +428,47 @@ fn print_stage_kernels_lists_each_kernel_with_its_members_and_program() {
         ]
     );
     assert!(out.contains("  v4 = maximum(v3, 0.0)\n"), "{out}");
+}
+
+#[test]
+fn print_stage_kernels_notes_a_split_join_and_disable_pass_turns_it_off() {
+    let dir = scratch("split-joins");
+    let file = dir.join("towers.uop");
+    std::fs::write(
+        &file,
+        "input x: f32[B, D]\ninput v: f32[D, D]\ninput w: f32[D, D]\n\
+         y = add(relu(matmul(x, v)), relu(matmul(x, w)))\noutput y\n",
+    )
+    .expect("written");
+    let file = file.display().to_string();
+    let headers = |extra: &[&str]| {
+        let mut args = vec!["print", file.as_str(), "--stage", "kernels"];
+        args.extend(extra);
+        let o = uop(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .filter(|l| l.starts_with("kernel ") || l.starts_with("  #"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        headers(&[]),
+        [
+            "kernel k0 = {%2 matmul, %3 relu}",
+            "kernel k1 = {%4 matmul, %5 relu}",
+            "kernel k2 = {%6 add}",
+            "  # split-joins: %6 add joins %3 and %5, independent branches with a contraction \
+             or reduction each: kept out of their kernels",
+        ]
+    );
+    assert_eq!(
+        headers(&["--disable-pass", "split-joins"]),
+        [
+            "kernel k0 = {%4 matmul, %5 relu}",
+            "kernel k1 = {%2 matmul, %3 relu, %6 add}",
+        ]
+    );
 }
 
 /// Runs `file` on seeded random inputs with `dims` on `backend`; returns output `y`.
@@ -568,4 +609,36 @@ fn run_help_describes_streams() {
         ),
         "{help}"
     );
+}
+
+#[test]
+fn a_chunk_loop_that_mixes_rows_is_refused_on_every_backend_naming_the_node() {
+    let dir = scratch("mixing-rows");
+    let file = dir.join("flip.uop");
+    std::fs::write(
+        &file,
+        "input x: f32[N, 3]\na = chunk(x, size=2)\ny = flip(a, axis=0)\noutput y\n",
+    )
+    .expect("written");
+    let file = file.display().to_string();
+    for backend in ["interp", "cranelift", "loops"] {
+        let o = uop(&[
+            "run",
+            &file,
+            "--random",
+            "1",
+            "--dim",
+            "N=5",
+            "--backend",
+            backend,
+        ]);
+        assert!(!o.status.success(), "{backend}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("%3 (call flip) mixes the rows of the loop of chunk %2")
+                || err.contains("(kernel k0) mixes the rows of the loop of chunk %2"),
+            "{backend}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{backend}: {err}");
+    }
 }

@@ -30,6 +30,10 @@
 //!    groups is an output of its kernel, never recomputed (unless rule 2 made it
 //!    cheap).
 //!
+//! 5. **Split joins** ([`super::joins`], on unless `KernelOptions::split_joins` is
+//!    off): an element-wise or reindex call reading two independent producer groups
+//!    that each hold a contraction or reduction joins neither of them.
+//!
 //! The values a kernel gives are the members' values read outside it (by other
 //! nodes, sub-function results or graph outputs), in list order.
 
@@ -39,6 +43,7 @@ use crate::hierarchy::{Entry, Hierarchy, SubId};
 use crate::ir::{Flags, Graph, NodeId, Op};
 
 use super::classify::{OpClass, classify};
+use super::joins::{Producer, cross_branch_join};
 use super::{KernelError, KernelOptions};
 
 /// One kernel to form.
@@ -59,6 +64,8 @@ pub(crate) struct GroupPlan {
     pub anchor: NodeId,
     /// The class of the group: the largest class of its members.
     pub class: OpClass,
+    /// The decisions that shaped it (`split-joins: ...`), for printing.
+    pub notes: Vec<String>,
 }
 
 /// Everything \[A\] found.
@@ -108,6 +115,14 @@ struct Forming {
     members: Vec<NodeId>,
     contractions: usize,
     reductions: bool,
+    notes: Vec<String>,
+}
+
+impl Forming {
+    /// Holds a contraction or a reduction.
+    fn heavy(&self) -> bool {
+        self.contractions > 0 || self.reductions
+    }
 }
 
 fn plan_scope(
@@ -167,16 +182,42 @@ fn plan_scope(
         let mut reductions = class == OpClass::Reduction;
         let mut merged: Vec<usize> = Vec::new();
         let mut set: HashSet<NodeId> = HashSet::from([id]);
+        // Rule 5: a join of independent heavy branches joins neither.
+        let mut producer_groups: Vec<usize> = Vec::new();
         for r in &node.inputs {
-            let Some(&g) = group_of.get(&r.node) else {
-                continue;
+            if let Some(&g) = group_of.get(&r.node)
+                && !producer_groups.contains(&g)
+            {
+                producer_groups.push(g);
+            }
+        }
+        let split = if options.split_joins && class.is_injective() {
+            let producers: Vec<Producer<'_>> = producer_groups
+                .iter()
+                .filter_map(|g| groups[*g].as_ref())
+                .map(|f| Producer {
+                    members: &f.members,
+                    heavy: f.heavy(),
+                })
+                .collect();
+            let op = match &node.op {
+                Op::Call(c) => c.op.as_str(),
+                _ => "",
             };
+            cross_branch_join(graph, node, op, &producers)
+        } else {
+            None
+        };
+        for g in producer_groups {
             if merged.contains(&g) {
                 continue;
             }
             let Some(forming) = groups[g].as_ref() else {
                 continue;
             };
+            if split.is_some() && forming.heavy() {
+                continue;
+            }
             let c = contractions + forming.contractions;
             let red = reductions || forming.reductions;
             if c > 1 || (c == 1 && red) {
@@ -203,12 +244,15 @@ fn plan_scope(
             members: Vec::new(),
             contractions,
             reductions,
+            notes: Vec::new(),
         };
         for g in merged {
             if let Some(f) = groups[g].take() {
                 forming.members.extend(f.members);
+                forming.notes.extend(f.notes);
             }
         }
+        forming.notes.extend(split);
         forming.members.push(id);
         forming.members.sort_by_key(|m| pos(*m));
         let index = groups.len();
@@ -258,6 +302,7 @@ fn plan_scope(
             outputs,
             anchor,
             class,
+            notes: forming.notes,
         });
     }
     // Cheap values read by something other than a group of this scope get a kernel.
@@ -289,6 +334,7 @@ fn plan_scope(
             outputs: vec![c],
             anchor: c,
             class,
+            notes: Vec::new(),
         });
     }
     plan.cheap.extend(cheap_in_order);

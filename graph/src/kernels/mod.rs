@@ -63,6 +63,7 @@ use crate::rewrite::{
 
 pub mod classify;
 pub(crate) mod group;
+pub mod joins;
 pub(crate) mod program;
 
 pub use classify::{OpClass, classify_program};
@@ -74,6 +75,9 @@ pub struct KernelOptions {
     /// outside the scope's calls) inside every kernel that reads them, instead of
     /// giving them kernels of their own. On by default.
     pub recompute: bool,
+    /// Keep a join of independent heavy branches out of both branches' kernels (the
+    /// [`joins::NAME`] decision, [`joins`]). On by default.
+    pub split_joins: bool,
     /// Lower and optimize every kernel's program to report its loop blocks. On by
     /// default.
     pub count_loops: bool,
@@ -85,6 +89,7 @@ impl Default for KernelOptions {
     fn default() -> Self {
         KernelOptions {
             recompute: true,
+            split_joins: true,
             count_loops: true,
             rewrite_limit: None,
         }
@@ -114,6 +119,8 @@ pub struct KernelInfo {
     pub outputs: usize,
     /// Loop blocks of its program after the loop-IR optimizer (when counted).
     pub loop_blocks: Option<usize>,
+    /// The decisions that shaped it (`split-joins: ...`).
+    pub notes: Vec<String>,
 }
 
 impl KernelInfo {
@@ -155,6 +162,9 @@ impl KernelReport {
                 loops,
                 member_list(&k.members)
             );
+            for note in &k.notes {
+                let _ = writeln!(out, "        # {note}");
+            }
         }
         let _ = writeln!(
             out,
@@ -275,6 +285,7 @@ pub fn form_kernels(
             inputs: inputs.len(),
             outputs: b.types.len(),
             loop_blocks,
+            notes: group.notes.clone(),
         });
         let mut node = Node::new(
             id,
@@ -283,6 +294,7 @@ pub fn form_kernels(
                 program: b.program,
                 members: group.members.clone(),
                 ops,
+                notes: group.notes.clone(),
             })),
             inputs,
             b.types,
@@ -378,6 +390,9 @@ pub fn kernel_summary(kernel: &Kernel) -> String {
 /// and its program as `.uop` text (inputs `in0, in1, ...` in the order the node
 /// reads them; member `%4`'s value is `v4`).
 ///
+/// A kernel's notes (the decisions that shaped it) follow its summary as `# ...`
+/// lines.
+///
 /// ```text
 /// kernel k0 = {%2 matmul, %3 add, %4 relu}
 ///   %5 = k0(%1, %1.1, %1.2)  # gives v4
@@ -389,6 +404,9 @@ pub fn print_kernels(graph: &Graph) -> String {
     for n in graph.nodes() {
         let Op::Kernel(k) = &n.op else { continue };
         let _ = writeln!(out, "{}", kernel_summary(k));
+        for note in &k.notes {
+            let _ = writeln!(out, "  # {note}");
+        }
         let outs: Vec<String> = (0..n.outputs.len())
             .map(|o| n.output(o).to_string())
             .collect();

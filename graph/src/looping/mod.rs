@@ -14,6 +14,7 @@
 pub mod drive;
 pub mod partition;
 pub mod print;
+pub(crate) mod rows;
 pub mod stack;
 pub mod variants;
 

@@ -13,9 +13,11 @@ use std::fmt;
 
 use uop_codegen::index::{Bindings, Expr};
 
+use super::rows::mixing_uop;
 use super::stack::MAX_LOOPS;
 use crate::hierarchy::{Entry, hierarchy};
-use crate::ir::{Graph, NodeId, Op, Ref, Source};
+use crate::infer::{call_program_in, graph_dims};
+use crate::ir::{Graph, Node, NodeId, Op, Ref, Source};
 use crate::verify::Violation;
 
 /// A broken graph-looping rule; the message names the nodes.
@@ -359,6 +361,60 @@ fn placement_and_rows(graph: &Graph, p: &Partitions, errors: &mut Vec<LoopError>
                 ));
             }
         }
+        let all_rowless = (0..n.outputs.len()).all(|k| p.rowless.contains(&n.output(k)));
+        if !all_rowless && let Some(what) = mixes_rows(graph, p, n, batch) {
+            errors.push(error(
+                vec![n.id, chunk],
+                format!(
+                    "{} ({}) mixes the rows of the loop of chunk {chunk}: {what}, so the chunks' results would differ from the whole batch's (an op inside a chunk loop computes each row from that row alone)",
+                    n.id,
+                    op_name(n)
+                ),
+            ));
+        }
+    }
+}
+
+/// `call softmax`, `kernel k3`, or the node's kind.
+fn op_name(n: &Node) -> String {
+    match &n.op {
+        Op::Call(c) => format!("call {}", c.op),
+        Op::Kernel(k) => format!("kernel {}", k.name),
+        other => other.kind().to_string(),
+    }
+}
+
+/// What of `n`'s uops mixes the looped rows `batch` ([`super::rows`]), if anything.
+/// A call whose program cannot be built is left to the errors that say so.
+fn mixes_rows(graph: &Graph, p: &Partitions, n: &Node, batch: &Expr) -> Option<String> {
+    let looped: Vec<bool> = n
+        .inputs
+        .iter()
+        .map(|r| p.partition(r.node) > 0 && !p.rowless.contains(r))
+        .collect();
+    let checked: Vec<bool> = (0..n.outputs.len())
+        .map(|k| !p.rowless.contains(&n.output(k)))
+        .collect();
+    match &n.op {
+        Op::Kernel(k) => mixing_uop(&k.program, &looped, &checked, batch),
+        Op::Call(call) => {
+            let types: Vec<_> = n
+                .inputs
+                .iter()
+                .map(|r| graph.type_of(*r).cloned())
+                .collect::<Option<_>>()?;
+            let (program, _) = call_program_in(
+                graph.dtype,
+                &graph.params,
+                &graph.registry,
+                call,
+                &types,
+                &graph_dims(graph),
+            )
+            .ok()?;
+            mixing_uop(&program, &looped, &checked, batch)
+        }
+        _ => None,
     }
 }
 

@@ -4,11 +4,17 @@
 
 use super::{Budget, PrepareOptions};
 use crate::ir::Graph;
-use crate::kernels::{KernelOptions, form_kernels};
+use crate::kernels::{KernelOptions, form_kernels, joins};
 
-/// The pass (module docs).
-pub fn kernels(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+/// The pass (module docs). `options.disabled` naming [`joins::NAME`] turns the
+/// split-joins decision off.
+pub fn kernels(
+    graph: &mut Graph,
+    budget: &mut Budget,
+    options: &PrepareOptions,
+) -> Result<(), String> {
     let options = KernelOptions {
+        split_joins: !options.disabled.iter().any(|d| d == joins::NAME),
         // The loop counts are for reports (`uop print --stage kernels`), not for prepare.
         count_loops: false,
         rewrite_limit: budget.remaining(),

@@ -214,6 +214,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
     },
 ]);
 
+/// Named decisions inside passes that `PrepareOptions::disabled` (and
+/// `--disable-pass`) may also name to switch them off: `split-joins` (the `kernels`
+/// pass keeps a join of independent heavy branches out of their kernels,
+/// [`crate::kernels::joins`]).
+pub const DECISIONS: &[&str] = &[crate::kernels::joins::NAME];
+
 /// The graph passes in the order [`prepare`] runs them.
 pub fn pipeline() -> &'static [Pass] {
     PIPELINE.passes()
@@ -249,7 +255,7 @@ impl PrintAfter {
 /// How [`prepare`] runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrepareOptions {
-    /// Names of passes not to run.
+    /// Names of passes not to run, and of [`DECISIONS`] not to take.
     pub disabled: Vec<String>,
     /// After which passes to print the graph (into [`Report::printed`]).
     pub print_after: PrintAfter,
@@ -389,7 +395,13 @@ pub fn prepare_with(
     options: &PrepareOptions,
 ) -> Result<(Graph, Report), PrepareError> {
     let list = passes;
-    list.check_names(options.disabled.iter().map(String::as_str))?;
+    list.check_names(
+        options
+            .disabled
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !DECISIONS.contains(n)),
+    )?;
     if let PrintAfter::Named(names) = &options.print_after {
         list.check_names(names.iter().map(String::as_str))?;
     }

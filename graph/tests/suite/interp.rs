@@ -526,6 +526,7 @@ fn a_kernel_runs_its_program_and_a_const_gives_its_tensor() {
                 program,
                 members: Vec::new(),
                 ops: Vec::new(),
+                notes: Vec::new(),
             })),
             vec![Ref::new(NodeId(1), 0), Ref::new(NodeId(2), 0)],
             vec![n()],

@@ -11,6 +11,7 @@ mod hierarchy;
 mod hierarchy_containment;
 mod interp;
 mod interp_text;
+mod kernel_joins;
 mod kernels;
 mod looping;
 mod memory_plan;

@@ -210,3 +210,80 @@ output y
         "{control}"
     );
 }
+
+#[test]
+fn ops_that_mix_rows_but_keep_their_number_are_errors_naming_the_node() {
+    // Each keeps the chunk's rows, so "every looped value keeps its rows" holds, but
+    // row r of the result reads other rows: a chunk alone cannot compute it.
+    let mixing = [
+        (
+            "softmax(a, axis=0)",
+            "its reduce_max (max) reduces axis 0, across the looped rows",
+        ),
+        (
+            "flip(a, axis=0)",
+            "its reindex (t1) reads its input's rows at other positions",
+        ),
+        (
+            "cumsum(a, axis=0)",
+            "its reindex (t1) reads its input's rows at other positions",
+        ),
+    ];
+    for (op, what) in mixing {
+        let src = format!("input x: f32[N, 3]\na = chunk(x, size=2)\ny = {op}\noutput y\n");
+        let e = error(&src);
+        assert!(e.starts_with("pass `loops`: %3 (call "), "{op}: {e}");
+        assert!(
+            e.contains("mixes the rows of the loop of chunk %2: "),
+            "{op}: {e}"
+        );
+        assert!(e.contains(what), "{op}: {e}");
+        assert!(
+            e.ends_with(
+                "so the chunks' results would differ from the whole batch's (an op inside \
+                 a chunk loop computes each row from that row alone)"
+            ),
+            "{op}: {e}"
+        );
+    }
+    // An iota over the rows as a call of its own stands in partition 0 (it reads
+    // nothing); the kernels pass recomputes it inside the kernel that reads it,
+    // which is in the loop, where the chunk's rows are numbered from 0.
+    let src = "input x: f32[N, 3]\na = chunk(x, size=2)\ny = add(a, iota([N, 3], 0))\noutput y\n";
+    let e = match prepare(parse(src), &only(&["kernels", "loops"])) {
+        Ok((g, _)) => panic!("no error; the result:\n{}", print(&g)),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains(
+            "(kernel k0) mixes the rows of the loop of chunk %2: its iota (v3) numbers the \
+             looped rows along axis 0: a chunk's rows are numbered from 0"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn ops_along_other_axes_and_lookups_by_row_keep_each_row_to_itself() {
+    for op in [
+        "softmax(a, axis=1)",
+        "flip(a, axis=1)",
+        "cumsum(a, axis=1)",
+        "mul(a, reindex(w, [N, 3], [i1]))",
+        "add(a, iota([N, 3], 1))",
+    ] {
+        let src = format!(
+            "input x: f32[N, 3]\ninput w: f32[3]\na = chunk(x, size=2)\ny = {op}\noutput y\n"
+        );
+        partitions(&parse(&src)).unwrap_or_else(|e| panic!("{op}: {e}"));
+    }
+    // An embedding lookup: a table outside the loop read at each row's index.
+    let src = "\
+input ix: i32[N]
+input table: f32[V, 3]
+c = chunk(ix, size=2)
+y = index_select(table, c, axis=0)
+output y
+";
+    partitions(&parse(src)).unwrap_or_else(|e| panic!("index_select: {e}"));
+}
