@@ -37,6 +37,7 @@ use cranelift_module::{Linkage, Module};
 use crate::index::{Bindings, Expr, IndexOp};
 use crate::loops::{Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorKind, Value};
 use crate::signature::Signature;
+use crate::target::Target;
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
 use super::JitError;
@@ -112,7 +113,7 @@ pub(crate) fn build(
         ty,
         ptr,
         vectorize,
-        fma,
+        target: Target::cranelift(fma),
         funcs: HashMap::new(),
         names: HashMap::new(),
         params: HashMap::new(),
@@ -160,8 +161,9 @@ struct Translator<'f, 'm, M: Module> {
     ty: Type,
     ptr: Type,
     vectorize: bool,
-    /// The host has fused multiply-add (inline math fuses its multiply-adds).
-    fma: bool,
+    /// The machine the code is for: 128-bit vectors, tile and block sizes, and
+    /// whether the host has fused multiply-add (inline math fuses its multiply-adds).
+    target: Target,
     funcs: HashMap<RuntimeFn, FuncRef>,
     /// Named dimensions, bound from the input sizes.
     names: HashMap<String, IrValue>,
@@ -741,22 +743,22 @@ impl<M: Module> Translator<'_, '_, M> {
     }
 
     /// A nest `for r { for c { y[..] op= f(r, c) } }` of [`vector::jam_plan`]:
-    /// `JAM` rows at a time, each element of `y` loaded once, combined with the
+    /// [`Target::jam_rows`] rows at a time (a power of two), each element of `y` loaded once, combined with the
     /// rows' values in row order and stored once (a column sum: one load and one
     /// store of `y` per four rows instead of per row); the last rows run plainly.
     /// Every element gets the same operations in the same order.
     fn jammed_rows(&mut self, r: &Loop, c: &Loop) -> Result<(), JitError> {
-        const JAM: i64 = 4;
+        let jam = i64::from(self.target.jam_rows);
         let start = self.index(&r.start)?;
         let end = self.index(&r.end)?;
         let count = self.trip_count(start, end);
-        let whole = self.b.ins().band_imm_s(count, -JAM);
+        let whole = self.b.ins().band_imm_s(count, -jam);
         let jam_end = self.b.ins().iadd(start, whole);
         let iv = self.b.declare_var(I64);
         self.b.def_var(iv, start);
-        self.counted_loop(iv, jam_end, JAM, |t, i| {
+        self.counted_loop(iv, jam_end, jam, |t, i| {
             t.loops.insert(r.id.0, i);
-            t.jam = Some((r.id.0, i, JAM));
+            t.jam = Some((r.id.0, i, jam));
             let inner = t.nest(std::slice::from_ref(c));
             t.jam = None;
             inner
@@ -1195,7 +1197,7 @@ impl<M: Module> Translator<'_, '_, M> {
         if self.ty == F32
             && let Some(f) = Inline::of(op)
         {
-            return vmath::emit(&mut self.b, f, x, self.fma);
+            return vmath::emit(&mut self.b, f, x, self.target.fma);
         }
         let math = |m: MathFn| RuntimeFn::Math(m);
         let wide_call = |t: &mut Self, f: RuntimeFn, x: IrValue| {
@@ -1389,7 +1391,7 @@ impl<M: Module> Translator<'_, '_, M> {
     }
 
     /// A blocked nest `for r { for c { dst[..] = src[..] } }` of
-    /// [`vector::transpose_plan`]: `BLOCK × BLOCK` cache blocks of `lanes × lanes`
+    /// [`vector::transpose_plan`]: [`Target::cache_block`]-square cache blocks of `lanes × lanes`
     /// tiles, each read as `lanes` vectors along `r` (one per column), transposed in
     /// registers and written as `lanes` vectors along `c` (one per row); the ragged
     /// right and bottom strips run element by element. Every element is written once
@@ -1425,7 +1427,7 @@ impl<M: Module> Translator<'_, '_, M> {
         src: &Access,
         (rs, re): (IrValue, IrValue),
     ) -> Result<(), JitError> {
-        const BLOCK: i64 = 16;
+        let block = i64::from(self.target.cache_block);
         let lanes = self.lanes() as i64;
         let (cs, ce) = (self.index(&cl.start)?, self.index(&cl.end)?);
         let main_end = |t: &mut Self, start: IrValue, end: IrValue| {
@@ -1442,12 +1444,12 @@ impl<M: Module> Translator<'_, '_, M> {
             v
         };
         let rb = var(self, rs);
-        self.counted_loop(rb, r_main, BLOCK, |t, rb| {
-            let rb_end = t.b.ins().iadd_imm_s(rb, BLOCK);
+        self.counted_loop(rb, r_main, block, |t, rb| {
+            let rb_end = t.b.ins().iadd_imm_s(rb, block);
             let rb_end = t.b.ins().smin(rb_end, r_main);
             let cb = var(t, cs);
-            t.counted_loop(cb, c_main, BLOCK, |t, cb| {
-                let cb_end = t.b.ins().iadd_imm_s(cb, BLOCK);
+            t.counted_loop(cb, c_main, block, |t, cb| {
+                let cb_end = t.b.ins().iadd_imm_s(cb, block);
                 let cb_end = t.b.ins().smin(cb_end, c_main);
                 let ri = var(t, rb);
                 t.counted_loop(ri, rb_end, lanes, |t, ri| {
@@ -1691,7 +1693,9 @@ impl<M: Module> Translator<'_, '_, M> {
                         self.b.ins().fdiv(ones, x)
                     }
                     _ => match Inline::of(*op) {
-                        Some(f) if self.ty == F32 => vmath::emit(&mut self.b, f, x, self.fma),
+                        Some(f) if self.ty == F32 => {
+                            vmath::emit(&mut self.b, f, x, self.target.fma)
+                        }
                         _ => self.lanewise(&[x], |t, xs| t.unary(*op, xs[0])),
                     },
                 }

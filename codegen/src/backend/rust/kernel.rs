@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::quote;
+use quote::{ToTokens, quote};
 
 use crate::index::{Expr, IndexOp, list};
 use crate::loops::{
@@ -28,6 +28,7 @@ use super::runtime::{Helper, RESERVED, path};
 use super::{Checks, EmitError};
 use crate::compile::CompileOptions;
 use crate::signature::Signature;
+use crate::target::Target;
 
 /// What the emitter needs of one kernel.
 #[derive(Clone, Debug)]
@@ -185,6 +186,30 @@ const PIECE: i64 = 1 << 15;
 /// iterations from its start, so that with unit-stride writes (a column sum's
 /// output row) they rarely write the same cache line in every outer iteration.
 const SHARE_STEP: i64 = 64;
+
+/// The const generics of `NAME_loops`, in the order they are declared: each names
+/// one fact of a [`Target`] (see [`target_const`]).
+const TARGET_CONSTS: [&str; 7] = ["FMA", "LANES", "MR", "NR", "KC", "TB", "VEC"];
+
+/// The value of the const generic `name` (one of [`TARGET_CONSTS`]) on `target`.
+fn target_const(target: &Target, name: &str) -> TokenStream {
+    let n = match name {
+        "FMA" => {
+            return if target.fma {
+                quote!(true)
+            } else {
+                quote!(false)
+            };
+        }
+        "LANES" => target.lanes,
+        "MR" => target.tile_rows,
+        "NR" => target.tile_cols,
+        "KC" => target.tile_depth,
+        "TB" => target.cache_block,
+        _ => target.vector_bytes,
+    };
+    Literal::u32_unsuffixed(n).into_token_stream()
+}
 
 /// Emits one kernel's items.
 pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenStream, EmitError> {
@@ -2745,8 +2770,9 @@ impl Gen<'_> {
         let p = self.p;
         let name = &k.name;
         let loops_fn = ident(&format!("{name}_loops"));
-        let avx2_fn = ident(&format!("{name}_avx2"));
-        let avx512_fn = ident(&format!("{name}_avx512"));
+        let [_, avx2_target, avx512_target] = Target::X86_64;
+        let avx2_fn = ident(&format!("{name}_{}", avx2_target.name));
+        let avx512_fn = ident(&format!("{name}_{}", avx512_target.name));
         let t = &self.float;
         let mut params = Vec::new();
         let mut args = Vec::new();
@@ -2848,29 +2874,12 @@ impl Gen<'_> {
         // Per target: fused multiply-add, partial results of a split reduction,
         // register tile rows × columns, reduction block of a tile.
         let consts = self.consts.borrow().clone();
-        let targets = [
-            ("FMA", ["false", "true", "true"]),
-            ("LANES", ["16", "32", "64"]),
-            ("MR", ["4", "6", "4"]),
-            ("NR", ["8", "16", "64"]),
-            ("KC", ["256", "256", "1024"]),
-            ("TB", ["16", "16", "16"]),
-            ("VEC", ["16", "32", "64"]),
-        ];
-        // Each thread its own panel per packed tile, with room for the largest
-        // `KC` × `NR` of any target.
-        let widest = |c: &str| {
-            targets
-                .iter()
-                .find(|(name, _)| *name == c)
-                .map_or(1, |(_, v)| {
-                    v.iter().filter_map(|x| x.parse().ok()).max().unwrap_or(1)
-                })
-        };
+        let copies = Target::X86_64;
+        let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
         for panel in self.panels.borrow().iter() {
             let name = &panel.name;
-            let kc = lit(&widest("KC").to_string());
-            let cells = lit(&(widest("NR") * panel.loads).to_string());
+            let kc = lit(&widest(|t| t.tile_depth).to_string());
+            let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
             let len = match panel.trips.as_slice() {
                 [first, inner @ ..] if !inner.is_empty() => {
                     quote!((#first.min(#kc) #(* #inner)*).max(0))
@@ -2887,7 +2896,7 @@ impl Gen<'_> {
         }
         let mut generics = Vec::new();
         let mut values: [Vec<TokenStream>; 3] = Default::default();
-        for (c, per_target) in targets {
+        for c in TARGET_CONSTS {
             if !consts.contains(c) {
                 continue;
             }
@@ -2897,8 +2906,8 @@ impl Gen<'_> {
             } else {
                 quote!(const #id: usize)
             });
-            for (v, value) in values.iter_mut().zip(per_target) {
-                v.push(TokenStream::from_str(value).map_err(|e| self.unsupported(e.to_string()))?);
+            for (v, target) in values.iter_mut().zip(&copies) {
+                v.push(target_const(target, c));
             }
         }
         let [generic, avx2, avx512] = &values;
@@ -2940,8 +2949,15 @@ impl Gen<'_> {
              panel room for `KC` × `NR` cells per packed load and inner reduction \
              iteration."
         };
-        let avx2_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX2 and FMA.");
-        let avx512_doc = format!(" [`{name}_loops`] compiled for x86-64 with AVX-512.");
+        let avx2_doc = format!(
+            " [`{name}_loops`] compiled for {}.",
+            avx2_target.description
+        );
+        let avx512_doc = format!(
+            " [`{name}_loops`] compiled for {}.",
+            avx512_target.description
+        );
+        let (avx2_features, avx512_features) = (avx2_target.features, avx512_target.features);
         let items = quote! {
             #[doc = #loops_doc]
             ///
@@ -2957,7 +2973,7 @@ impl Gen<'_> {
 
             #[doc = #avx2_doc]
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
+            #[target_feature(enable = #avx2_features)]
             #allow_args
             unsafe fn #avx2_fn(#(#params),*) {
                 unsafe { #loops_fn #avx2(#(#forward),*) }
@@ -2965,7 +2981,7 @@ impl Gen<'_> {
 
             #[doc = #avx512_doc]
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+            #[target_feature(enable = #avx512_features)]
             #allow_args
             unsafe fn #avx512_fn(#(#params),*) {
                 unsafe { #loops_fn #avx512(#(#forward),*) }
