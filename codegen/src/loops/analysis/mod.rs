@@ -9,5 +9,7 @@ pub(crate) mod stride;
 pub(crate) mod walk;
 
 pub use shape_groups::ShapeGroups;
-pub(crate) use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
+pub(crate) use stride::{
+    Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,
+};
 pub(crate) use walk::{block_accesses, fully_written_first, stmt_accesses};

@@ -136,7 +136,7 @@ impl<M: Module> Translator<'_, '_, M> {
             .into_iter()
             .filter(|(a, _)| {
                 !crate::loops::analysis::access_mentions(a, r.id.0)
-                    && vector::stride(a, c.id) == Some(vector::Stride::Unit)
+                    && vector::stride(a, c.id) == crate::loops::analysis::Stride::Unit
             })
             .map(|(a, _)| a)
             .collect();
@@ -408,7 +408,7 @@ impl<M: Module> Translator<'_, '_, M> {
 /// The loads of `k`'s statements whose address can be carried from one iteration
 /// of `k` to the next, each once, with the axes that move with `k` (see
 /// [`vector::unit_axes`]): proven in range, their subscripts built by `+ - *`
-/// alone, which wrap (see `Translator::wrapping`), so computing an address before
+/// alone, which wrap (see [`Arith::Wrapping`](super::index::Arith)), so computing an address before
 /// a loop that does not run cannot fail.
 fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
     let mut loads: Vec<Access> = Vec::new();
@@ -423,7 +423,7 @@ fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
         .into_iter()
         .filter_map(|a| {
             let ring = a.index.iter().all(|s| match s {
-                Subscript::Expr(e) => super::ring_only(e),
+                Subscript::Expr(e) => super::index::ring_only(e),
                 Subscript::Value(_) => false,
             });
             let axes = vector::unit_axes(&a, k.id).filter(|_| ring && !a.checked)?;
