@@ -99,7 +99,7 @@ impl Gen<'_> {
                 forward.push(quote!(#id));
             }
         }
-        for pc in self.pieces.borrow().iter() {
+        for pc in &self.pieces {
             let n = pc.outer.id.0;
             if let Some(sh) = &shared {
                 for c in &pc.vars {

@@ -157,8 +157,9 @@ struct Gen<'a> {
     /// While an inner parallel loop's nest is emitted: that loop's id and this
     /// thread's part of its range, which [`Gen::range`] gives instead of its own.
     share: RefCell<Option<(usize, TokenStream, TokenStream)>>,
-    /// The blocks folded in pieces so far: what the kernel allocates and passes.
-    pieces: RefCell<Vec<Pieces>>,
+    /// The blocks folded in pieces, planned before emission ([`Gen::pieces_plan`]):
+    /// what the kernel allocates and passes.
+    pieces: Vec<Pieces>,
 }
 
 /// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
@@ -252,9 +253,10 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
         packed: RefCell::new(Vec::new()),
         panels: RefCell::new(Vec::new()),
         share: RefCell::new(None),
-        pieces: RefCell::new(Vec::new()),
+        pieces: Vec::new(),
     };
     g.sizes = g.entry_sizes();
+    g.pieces = g.pieces_plan();
     let mut scope_for_locals = scope;
     g.items(k, &mut scope_for_locals)
 }

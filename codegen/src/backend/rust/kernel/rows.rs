@@ -11,7 +11,7 @@ impl Gen<'_> {
         let b = &blocks[0];
         // Joined blocks share their outermost loop only.
         let lone = blocks.len() == 1;
-        if self.threaded && lone && b.loops.first().is_some_and(|l| l.schedule.pieces) {
+        if lone && self.folds_in_pieces(b) {
             return self.in_pieces(b);
         }
         let depth = b

@@ -32,11 +32,6 @@ impl Gen<'_> {
             combine.push(self.update(&v, c.op, quote!(*#buffer.get_unchecked(#piece as usize))));
         }
         let stmts = self.stmts(&b.stmts)?;
-        self.pieces.borrow_mut().push(Pieces {
-            outer: l.clone(),
-            inner: b.loops[1..].to_vec(),
-            vars: b.carried.clone(),
-        });
         // The piece buffers hold one value per piece, each piece written by the
         // one thread that folds it.
         Ok(quote! {
@@ -69,7 +64,7 @@ impl Gen<'_> {
     pub(super) fn piece_buffers(&self) -> Result<TokenStream, EmitError> {
         let mut out = TokenStream::new();
         let t = &self.float;
-        for pc in self.pieces.borrow().iter() {
+        for pc in &self.pieces {
             let n = pc.outer.id.0;
             let local = |what: &str| ident(&format!("i{n}_{what}"));
             let (len, count) = (local("piece_len"), local("pieces"));
@@ -132,6 +127,28 @@ impl Gen<'_> {
 
     /// The blocks in runs of one block and the blocks joined to it (when the
     /// schedule is honored; else one block each).
+    /// The blocks folded in pieces ([`Gen::in_pieces`]), in the order the kernel
+    /// runs them: planned before anything is emitted, since the kernel allocates
+    /// their buffers and the per-CPU loops take them as arguments.
+    pub(super) fn pieces_plan(&self) -> Vec<Pieces> {
+        self.groups()
+            .into_iter()
+            .filter_map(|group| match group {
+                [b] if self.folds_in_pieces(b) => Some(Pieces {
+                    outer: b.loops[0].clone(),
+                    inner: b.loops[1..].to_vec(),
+                    vars: b.carried.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether block `b`, alone in its group, runs [`Gen::in_pieces`].
+    pub(super) fn folds_in_pieces(&self, b: &Block) -> bool {
+        self.threaded && b.loops.first().is_some_and(|l| l.schedule.pieces)
+    }
+
     pub(super) fn groups(&self) -> Vec<&[Block]> {
         let blocks = &self.p.blocks;
         let mut out = Vec::new();
