@@ -16,9 +16,6 @@ impl Gen<'_> {
         let p = self.p;
         let name = &k.name;
         let loops_fn = ident(&format!("{name}_loops"));
-        let [_, avx2_target, avx512_target] = Target::X86_64;
-        let avx2_fn = ident(&format!("{name}_{}", avx2_target.name));
-        let avx512_fn = ident(&format!("{name}_{}", avx512_target.name));
         let t = &self.float;
         let mut params = Vec::new();
         let mut args = Vec::new();
@@ -141,22 +138,24 @@ impl Gen<'_> {
             forward.push(quote!(#name));
         }
         let mut generics = Vec::new();
-        let mut values: [Vec<TokenStream>; 3] = Default::default();
+        let mut values = vec![Vec::new(); copies.len()];
         for fact in Fact::ALL.into_iter().filter(|f| consts.contains(f)) {
             generics.push(fact.generic());
             for (v, target) in values.iter_mut().zip(&copies) {
                 v.push(fact.value(target));
             }
         }
-        let [generic, avx2, avx512] = &values;
-        let turbofish = |v: &Vec<TokenStream>| {
-            if v.is_empty() {
-                quote!()
-            } else {
-                quote!(::<#(#v),*>)
-            }
-        };
-        let (generic, avx2, avx512) = (turbofish(generic), turbofish(avx2), turbofish(avx512));
+        // Per copy, the const arguments of the loops function.
+        let turbofish: Vec<TokenStream> = values
+            .iter()
+            .map(|v| {
+                if v.is_empty() {
+                    quote!()
+                } else {
+                    quote!(::<#(#v),*>)
+                }
+            })
+            .collect();
         let generics = if generics.is_empty() {
             quote!()
         } else {
@@ -187,15 +186,38 @@ impl Gen<'_> {
              panel room for `KC` × `NR` cells per packed load and inner reduction \
              iteration."
         };
-        let avx2_doc = format!(
-            " [`{name}_loops`] compiled for {}.",
-            avx2_target.description
-        );
-        let avx512_doc = format!(
-            " [`{name}_loops`] compiled for {}.",
-            avx512_target.description
-        );
-        let (avx2_features, avx512_features) = (avx2_target.features, avx512_target.features);
+        // Inside a thread team the copy returns from the team's closure.
+        let done = if self.threaded {
+            quote!(return;)
+        } else {
+            quote!(return Ok(());)
+        };
+        // A copy of the loops per level above the baseline, compiled with the
+        // level's features; the dispatch tries the widest first.
+        let mut copy_items = Vec::new();
+        let mut arms = Vec::new();
+        for (n, (target, fish)) in copies.iter().zip(&turbofish).enumerate().skip(1) {
+            let copy_fn = ident(&format!("{name}_{}", target.name));
+            let doc = format!(" [`{name}_loops`] compiled for {}.", target.description);
+            let features = target.features;
+            copy_items.push(quote! {
+                #[doc = #doc]
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = #features)]
+                #allow_args
+                unsafe fn #copy_fn(#(#params),*) {
+                    unsafe { #loops_fn #fish(#(#forward),*) }
+                }
+            });
+            let n = Literal::usize_unsuffixed(n);
+            arms.push(quote! {
+                #n => {
+                    unsafe { #copy_fn(#(#args),*) };
+                    #done
+                }
+            });
+        }
+        arms.reverse();
         let items = quote! {
             #[doc = #loops_doc]
             ///
@@ -209,41 +231,15 @@ impl Gen<'_> {
                 #body
             }
 
-            #[doc = #avx2_doc]
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = #avx2_features)]
-            #allow_args
-            unsafe fn #avx2_fn(#(#params),*) {
-                unsafe { #loops_fn #avx2(#(#forward),*) }
-            }
-
-            #[doc = #avx512_doc]
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = #avx512_features)]
-            #allow_args
-            unsafe fn #avx512_fn(#(#params),*) {
-                unsafe { #loops_fn #avx512(#(#forward),*) }
-            }
+            #(#copy_items)*
         };
-        // Inside a thread team the copy returns from the team's closure.
-        let done = if self.threaded {
-            quote!(return;)
-        } else {
-            quote!(return Ok(());)
-        };
+        let generic = &turbofish[0];
         let level = self.need(Helper::CpuLevel);
         let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
             #[cfg(target_arch = "x86_64")]
             match #level() {
-                2 => {
-                    unsafe { #avx512_fn(#(#args),*) };
-                    #done
-                }
-                1 => {
-                    unsafe { #avx2_fn(#(#args),*) };
-                    #done
-                }
+                #(#arms)*
                 _ => {}
             }
             unsafe { #loops_fn #generic(#(#args),*) };
