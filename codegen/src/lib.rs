@@ -32,6 +32,7 @@ pub mod pass;
 pub mod run;
 pub mod signature;
 pub mod sizes;
+pub mod target;
 pub mod tensor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

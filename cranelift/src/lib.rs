@@ -41,7 +41,7 @@
 //! modules as `crate::loops`, `crate::uop`, ... through the imports below.
 
 // The compiler's modules under the names this backend's files use.
-use uop_codegen::{backend, index, loops, run, signature, sizes, tensor, uop};
+use uop_codegen::{backend, index, loops, run, signature, sizes, target, tensor, uop};
 
 pub mod abi;
 mod buffers;

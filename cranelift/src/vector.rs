@@ -59,18 +59,10 @@
 
 use std::collections::HashSet;
 
-use crate::index::{Expr, IndexOp};
+use crate::index::Expr;
+use crate::loops::analysis::{self, Stride, coefficient};
 use crate::loops::{Access, Loop, LoopId, LoopProgram, Stmt, Subscript, TensorId, Value, VarId};
 use crate::uop::{Accum, BinaryOp, UnaryOp};
-
-/// How an access moves as the vectorized loop's index advances.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stride {
-    /// The same element every iteration.
-    Invariant,
-    /// The next element every iteration.
-    Unit,
-}
 
 /// A loop that can be vectorized, and its reductions.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,43 +112,26 @@ fn unroll(l: &Loop, reductions: &[(VarId, Accum)]) -> u8 {
 }
 
 fn mentions(e: &Expr, l: LoopId) -> bool {
-    e.any(&mut |x| matches!(x, Expr::Index(n) if *n == l.0))
+    e.indices().contains(&l.0)
 }
 
 /// True when `e` is the loop index plus (or minus) terms independent of it.
 fn is_unit(e: &Expr, l: LoopId) -> bool {
-    match e {
-        Expr::Index(n) => *n == l.0,
-        Expr::Bin(IndexOp::Add, a, b) => {
-            (is_unit(a, l) && !mentions(b, l)) || (is_unit(b, l) && !mentions(a, l))
-        }
-        Expr::Bin(IndexOp::Sub, a, b) => is_unit(a, l) && !mentions(b, l),
-        _ => false,
-    }
+    coefficient(e, l.0) == Some(1)
 }
 
-/// The stride of an access along loop `l`, `None` when it is neither unit nor invariant.
-pub(crate) fn stride(access: &Access, l: LoopId) -> Option<Stride> {
-    let mut exprs = Vec::with_capacity(access.index.len());
-    for s in &access.index {
-        match s {
-            Subscript::Expr(e) => exprs.push(e),
-            Subscript::Value(_) => return None,
-        }
+/// The stride of an access along loop `l` ([`crate::loops::analysis::stride`]), with
+/// any data-dependent subscript [`Stride::Other`]: a vector loop computes no
+/// subscript from a float.
+pub(crate) fn stride(access: &Access, l: LoopId) -> Stride {
+    if access
+        .index
+        .iter()
+        .any(|s| matches!(s, Subscript::Value(_)))
+    {
+        return Stride::Other;
     }
-    let Some((last, rest)) = exprs.split_last() else {
-        return Some(Stride::Invariant);
-    };
-    if rest.iter().any(|e| mentions(e, l)) {
-        return None;
-    }
-    if !mentions(last, l) {
-        Some(Stride::Invariant)
-    } else if is_unit(last, l) {
-        Some(Stride::Unit)
-    } else {
-        None
-    }
+    analysis::stride(access, l.0)
 }
 
 /// What the statements of a loop read.
@@ -223,11 +198,11 @@ pub(crate) fn plan(p: &LoopProgram, l: &Loop) -> Option<VectorPlan> {
     }
     let float = |a: &Access| p.tensors.get(a.tensor.0).map(|t| t.dtype) == Some(p.dtype);
     for a in reads.loads.iter().chain(&writes) {
-        if a.checked || !float(a) || stride(a, l.id).is_none() {
+        if a.checked || !float(a) || stride(a, l.id) == Stride::Other {
             return None;
         }
     }
-    if writes.iter().any(|a| stride(a, l.id) != Some(Stride::Unit)) {
+    if writes.iter().any(|a| stride(a, l.id) != Stride::Unit) {
         return None;
     }
     let written: HashSet<TensorId> = writes.iter().map(|a| a.tensor).collect();
@@ -286,19 +261,26 @@ pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
 
 /// A register tile the JIT can run (see [`Schedule::tile`](crate::loops::Schedule)):
 /// the nest `for r { for c [tile] { v = id; for k… { v op= f(r, c, k) }; stmts(v) } }`
-/// of `loops = [r, c, k…]`, with
+/// of `loops = [r, c, k…]`.
+///
+/// The `[tile]` mark is trusted: `loops::verify` checks what it guarantees (a parent
+/// loop, carried variables of `c`'s own, reduction loops that carry nothing and only
+/// update them, each with its variable's operator), and this does not check it
+/// again. What is checked here is what this backend's realization needs beyond the
+/// mark:
 ///
 /// - `r` carrying nothing and holding no statements of its own;
 /// - the reduction loops' ranges independent of `r` and `c`, so every cell of a
-///   tile runs the same reduction loops;
-/// - the reduction loops holding nothing but the innermost one's updates, one per
-///   carried variable of `c` and with its operator (sum, max or min, so the
-///   accumulators start from the variable's reset value), whose values read no carried
-///   variable of `c` and no tensor that `c`'s statements write;
+///   tile runs the same reduction loops, and only the innermost one holding
+///   statements;
+/// - one update per carried variable of `c`, each a sum, max or min (so the
+///   accumulators start from the variable's reset value), whose values read no
+///   carried variable of `c` and no tensor that `c`'s statements write;
 /// - every load of those values a float, proven in range, and unit stride or
 ///   invariant along `c` (data-dependent subscripts excluded).
 ///
-/// Returns the reductions in statement order.
+/// A marked nest outside these runs untiled, with the same results. Returns the
+/// reductions in statement order.
 pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, Accum)>> {
     let [r, c, reduce @ ..] = loops else {
         return None;
@@ -314,10 +296,7 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
         || depends(&c.start)
         || depends(&c.end)
         || reduce.iter().any(|k| depends(&k.start) || depends(&k.end))
-        || !innermost.carried.is_empty()
-        || outer
-            .iter()
-            .any(|k| !k.carried.is_empty() || !k.stmts.is_empty())
+        || outer.iter().any(|k| !k.stmts.is_empty())
     {
         return None;
     }
@@ -329,7 +308,6 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
         };
         if !matches!(op, Accum::Add | Accum::Max | Accum::Min)
             || reductions.iter().any(|(v, _)| v == var)
-            || !c.carried.iter().any(|k| k.var == *var && k.op == *op)
         {
             return None;
         }
@@ -353,7 +331,10 @@ pub(crate) fn tile_plan(p: &LoopProgram, loops: &[Loop]) -> Option<Vec<(VarId, A
         .loads
         .iter()
         .all(|a| {
-            !a.checked && float(a) && !written.contains(&a.tensor) && stride(a, c.id).is_some()
+            !a.checked
+                && float(a)
+                && !written.contains(&a.tensor)
+                && stride(a, c.id) != Stride::Other
         })
         .then_some(reductions)
 }
@@ -399,7 +380,7 @@ pub(crate) fn invariant_loads(l: &Loop) -> Vec<Value> {
             };
             if !write
                 && !written.contains(&a.tensor)
-                && stride(a, l.id) == Some(Stride::Invariant)
+                && stride(a, l.id) == Stride::Zero
                 && !loads.contains(&load)
             {
                 loads.push(load);
@@ -422,17 +403,22 @@ mod tests {
             checked: false,
         };
         let i = |n| Expr::Index(n);
-        assert_eq!(stride(&access(vec![i(0), i(2)]), l), Some(Stride::Unit));
+        assert_eq!(stride(&access(vec![i(0), i(2)]), l), Stride::Unit);
         assert_eq!(
             stride(&access(vec![i(0), i(2) + Expr::Int(1)]), l),
-            Some(Stride::Unit)
+            Stride::Unit
         );
+        assert_eq!(stride(&access(vec![i(0), i(1)]), l), Stride::Zero);
+        assert_eq!(stride(&access(vec![i(2), i(1)]), l), Stride::Other);
         assert_eq!(
-            stride(&access(vec![i(0), i(1)]), l),
-            Some(Stride::Invariant)
+            stride(&access(vec![i(0), Expr::Int(2) * i(2)]), l),
+            Stride::Other
         );
-        assert_eq!(stride(&access(vec![i(2), i(1)]), l), None);
-        assert_eq!(stride(&access(vec![i(0), Expr::Int(2) * i(2)]), l), None);
-        assert_eq!(stride(&access(vec![]), l), Some(Stride::Invariant));
+        assert_eq!(stride(&access(vec![]), l), Stride::Zero);
+        // A data-dependent subscript is never vectorized, even when it does not move.
+        let mut data = access(vec![i(0)]);
+        data.index
+            .push(Subscript::Value(Box::new(Value::Const(1.0))));
+        assert_eq!(stride(&data, l), Stride::Other);
     }
 }

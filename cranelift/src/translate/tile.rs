@@ -1,6 +1,6 @@
 //! Register tiles in the JIT: a [`tile_plan`](super::vector::tile_plan) nest
 //! `for r { for c [tile] { v = id; for k… { v op= f(r, c, k) }; stmts(v) } }` runs
-//! `ROWS` rows by `VECTORS` vectors of columns at a time, each cell's partial
+//! `tile_rows` rows by `tile_vectors` vectors of columns at a time, each cell's partial
 //! result in a lane of a vector register for the whole reduction:
 //!
 //! ```text
@@ -53,22 +53,6 @@ struct Place<'a> {
 /// and the step in bytes per iteration.
 type Carried = (Access, Option<i64>, Variable, IrValue);
 
-/// Rows of a tile.
-const ROWS: i64 = 4;
-/// Vectors of columns of a tile: 8 f32 columns (4 f64). With `ROWS` it takes 8
-/// accumulators, 2 column vectors and a broadcast row value of the 16 vector
-/// registers of x86-64. Measured (matmul 512³ / conv2d of `uop bench`, ms, before
-/// the carried addresses): 4 × 2 vectors 6.8 / 82, 6 × 2 9.1 / 121, 4 × 3
-/// 11.2 / 169 (the larger ones spill). Multiply-adds are not fused: with the
-/// carried addresses the tile runs 5.5 / 47 unfused and 5.9 / 49 fused. On Zen 5
-/// two 128-bit multiplies and two adds issue per cycle, as many flops as two
-/// fused multiply-adds, so the tile keeps the interpreter's rounding at no cost.
-const VECTORS: i64 = 2;
-
-/// The bytes of a tile's packed column panel: a stack slot, so reductions of up to
-/// 2048 steps of one packed load (f32 or f64) are packed, longer ones read in place.
-const PANEL_BYTES: u32 = 64 << 10;
-
 /// A column panel of a tile with one reduction loop: the loads that move with the
 /// columns but not with the rows (matmul's `b[k, j]`) copied, per column tile,
 /// into a contiguous stack slot, step `k` of load `j` at byte
@@ -100,13 +84,15 @@ impl<M: Module> Translator<'_, '_, M> {
         loops: &[Loop],
         reductions: &[(VarId, Accum)],
     ) -> Result<(), JitError> {
+        let rows = i64::from(self.target.tile_rows);
+        let vectors = i64::from(self.target.tile_vectors());
         let [r, c, reduce @ ..] = loops else {
             return self.unsupported("a tile without a row and a column loop");
         };
-        let columns = VECTORS * i64::from(self.lanes());
+        let columns = vectors * i64::from(self.lanes());
         let (rs, re) = (self.index(&r.start)?, self.index(&r.end)?);
         let (cs, ce) = (self.index(&c.start)?, self.index(&c.end)?);
-        let r_main = self.whole_tiles_end(rs, re, ROWS);
+        let r_main = self.whole_tiles_end(rs, re, rows);
         let c_main = self.whole_tiles_end(cs, ce, columns);
         let panel = self.panel(r, c, reduce)?;
         let c_tile = self.b.declare_var(I64);
@@ -117,7 +103,7 @@ impl<M: Module> Translator<'_, '_, M> {
             }
             let r_tile = t.b.declare_var(I64);
             t.b.def_var(r_tile, rs);
-            t.counted_loop(r_tile, r_main, ROWS, |t, rt| {
+            t.counted_loop(r_tile, r_main, rows, |t, rt| {
                 let place = Place {
                     r,
                     c,
@@ -141,6 +127,8 @@ impl<M: Module> Translator<'_, '_, M> {
     /// loads move with the columns (unit stride) and with `k` (a fixed step), but
     /// not with the rows.
     fn panel(&mut self, r: &Loop, c: &Loop, reduce: &[Loop]) -> Result<Option<Panel>, JitError> {
+        let vectors = i64::from(self.target.tile_vectors());
+        let panel_bytes = self.target.panel_bytes;
         let [k] = reduce else {
             return Ok(None);
         };
@@ -148,23 +136,23 @@ impl<M: Module> Translator<'_, '_, M> {
             .into_iter()
             .filter(|(a, _)| {
                 !crate::loops::analysis::access_mentions(a, r.id.0)
-                    && vector::stride(a, c.id) == Some(vector::Stride::Unit)
+                    && vector::stride(a, c.id) == crate::loops::analysis::Stride::Unit
             })
             .map(|(a, _)| a)
             .collect();
         if loads.is_empty() {
             return Ok(None);
         }
-        let load_bytes = VECTORS * i64::from(self.vector_type().bytes());
+        let load_bytes = vectors * i64::from(self.vector_type().bytes());
         let step = loads.len() as i64 * load_bytes;
         let slot = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
-            PANEL_BYTES,
+            panel_bytes,
             6,
         ));
         let (start, end) = (self.index(&k.start)?, self.index(&k.end)?);
         let count = self.trip_count(start, end);
-        let most = i64::from(PANEL_BYTES) / step;
+        let most = i64::from(panel_bytes) / step;
         let fits = self
             .b
             .ins()
@@ -181,6 +169,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// Copies the column tile from `ct` of the panel's loads into its slot, when
     /// this call's reduction fits.
     fn pack(&mut self, panel: &Panel, c: &Loop, k: &Loop, ct: IrValue) -> Result<(), JitError> {
+        let vectors = i64::from(self.target.tile_vectors());
         let (copy, after) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(panel.fits, copy, &[], after, &[]);
         self.b.switch_to_block(copy);
@@ -199,7 +188,7 @@ impl<M: Module> Translator<'_, '_, M> {
             let to = t.b.ins().iadd(base, row);
             for (j, a) in panel.loads.iter().enumerate() {
                 let (src, _) = t.address(a)?;
-                for v in 0..VECTORS {
+                for v in 0..vectors {
                     let at = (v * vector_bytes) as i32;
                     let x = t.b.ins().load(vt, Self::vector_flags(), src, at);
                     let offset = panel.offset(j) + v * vector_bytes;
@@ -224,16 +213,18 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.ins().iadd(start, whole)
     }
 
-    /// One tile: rows `rt..rt + ROWS` by columns `ct..ct + VECTORS * lanes` of `place`.
+    /// One tile: rows `rt..rt + rows` by columns `ct..ct + vectors * lanes` of `place`.
     fn tile(
         &mut self,
         place: &Place,
         reduce: &[Loop],
         reductions: &[(VarId, Accum)],
     ) -> Result<(), JitError> {
+        let rows = i64::from(self.target.tile_rows);
+        let vectors = i64::from(self.target.tile_vectors());
         let (r, c, rt, ct) = (place.r, place.c, place.rt, place.ct);
         let vt = self.vector_type();
-        let cells = (ROWS * VECTORS) as usize;
+        let cells = (rows * vectors) as usize;
         let mut accs: Vec<Vec<Variable>> = Vec::with_capacity(reductions.len());
         for &(_, op) in reductions {
             let id = self.float_const(op.identity());
@@ -253,11 +244,11 @@ impl<M: Module> Translator<'_, '_, M> {
                 return Ok(());
             };
             t.loops.insert(c.id.0, ct);
-            for row in 0..ROWS {
+            for row in 0..rows {
                 let ri = t.b.ins().iadd_imm_s(rt, row);
                 t.loops.insert(r.id.0, ri);
                 t.tile_row = Some(row);
-                for vector in 0..VECTORS {
+                for vector in 0..vectors {
                     t.lane_offset = vector * i64::from(t.lanes());
                     for (s, (&(_, op), accs)) in
                         innermost.stmts.iter().zip(reductions.iter().zip(&accs))
@@ -266,7 +257,7 @@ impl<M: Module> Translator<'_, '_, M> {
                             return t.unsupported("a tile statement that is not an update");
                         };
                         let v = t.vector_value(c, value)?;
-                        let acc = accs[(row * VECTORS + vector) as usize];
+                        let acc = accs[(row * vectors + vector) as usize];
                         let old = t.b.use_var(acc);
                         let new = t.combine(op, old, v);
                         t.b.def_var(acc, new);
@@ -278,16 +269,16 @@ impl<M: Module> Translator<'_, '_, M> {
             Ok(())
         })?;
         // Each cell's result, lane by lane, through the column loop's statements.
-        for row in 0..ROWS {
+        for row in 0..rows {
             let ri = self.b.ins().iadd_imm_s(rt, row);
             self.loops.insert(r.id.0, ri);
-            for vector in 0..VECTORS {
+            for vector in 0..vectors {
                 for lane in 0..self.lanes() {
                     let col = vector * i64::from(self.lanes()) + i64::from(lane);
                     let ci = self.b.ins().iadd_imm_s(ct, col);
                     self.loops.insert(c.id.0, ci);
                     for (&(var, _), accs) in reductions.iter().zip(&accs) {
-                        let acc = self.b.use_var(accs[(row * VECTORS + vector) as usize]);
+                        let acc = self.b.use_var(accs[(row * vectors + vector) as usize]);
                         let x = self.b.ins().extractlane(acc, lane);
                         self.b.def_var(self.vars[&var.0], x);
                     }
@@ -348,6 +339,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// each load, its row of the tile (`None` when it does not move with the
     /// rows), the variable holding its address, and the step in bytes.
     fn pointers_at(&mut self, tile: &Place, k: &Loop) -> Result<Vec<Carried>, JitError> {
+        let rows = i64::from(self.target.tile_rows);
         let mut out = Vec::new();
         for (a, axes) in carried_loads(k) {
             let t = a.tensor.0;
@@ -361,14 +353,14 @@ impl<M: Module> Translator<'_, '_, M> {
                 };
                 step = self.b.ins().iadd(step, bytes);
             }
-            let rows: Vec<Option<i64>> = if crate::loops::analysis::access_mentions(&a, tile.r.id.0)
-            {
-                (0..ROWS).map(Some).collect()
-            } else {
-                vec![None]
-            };
+            let at_rows: Vec<Option<i64>> =
+                if crate::loops::analysis::access_mentions(&a, tile.r.id.0) {
+                    (0..rows).map(Some).collect()
+                } else {
+                    vec![None]
+                };
             self.loops.insert(tile.c.id.0, tile.ct);
-            for row in rows {
+            for row in at_rows {
                 let ri = self.b.ins().iadd_imm_s(tile.rt, row.unwrap_or(0));
                 self.loops.insert(tile.r.id.0, ri);
                 let (mut addr, _) = self.address(&a)?;
@@ -416,7 +408,7 @@ impl<M: Module> Translator<'_, '_, M> {
 /// The loads of `k`'s statements whose address can be carried from one iteration
 /// of `k` to the next, each once, with the axes that move with `k` (see
 /// [`vector::unit_axes`]): proven in range, their subscripts built by `+ - *`
-/// alone, which wrap (see `Translator::wrapping`), so computing an address before
+/// alone, which wrap (see [`Arith::Wrapping`](super::index::Arith)), so computing an address before
 /// a loop that does not run cannot fail.
 fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
     let mut loads: Vec<Access> = Vec::new();
@@ -431,7 +423,7 @@ fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
         .into_iter()
         .filter_map(|a| {
             let ring = a.index.iter().all(|s| match s {
-                Subscript::Expr(e) => super::ring_only(e),
+                Subscript::Expr(e) => super::index::ring_only(e),
                 Subscript::Value(_) => false,
             });
             let axes = vector::unit_axes(&a, k.id).filter(|_| ring && !a.checked)?;

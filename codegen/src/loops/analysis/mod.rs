@@ -9,5 +9,7 @@ pub mod stride;
 pub mod walk;
 
 pub use shape_groups::ShapeGroups;
-pub use stride::{access_mentions, transpose_copy, unit_axis, value_mentions};
+pub use stride::{
+    Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,
+};
 pub use walk::{block_accesses, fully_written_first, stmt_accesses};

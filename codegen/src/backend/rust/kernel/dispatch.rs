@@ -1,0 +1,341 @@
+//! Per-CPU dispatch: the loops as one function generic over the target constants, a copy per x86-64 level of [`Target::X86_64`], and the run-time choice.
+
+use super::*;
+
+impl Gen<'_> {
+    /// The loops moved into `{name}_loops`, generic over the target constants, with
+    /// one copy compiled for each x86-64 feature level: returns those items and the
+    /// code that picks one at run time and calls it.
+    pub(super) fn per_cpu(
+        &self,
+        k: &KernelSource,
+        body: TokenStream,
+        used: &BTreeSet<String>,
+        row_lens: &[(TensorId, Ident)],
+    ) -> Result<(TokenStream, TokenStream), EmitError> {
+        let p = self.p;
+        let name = &k.name;
+        let loops_fn = ident(&format!("{name}_loops"));
+        let t = &self.float;
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        let mut forward = Vec::new();
+        // Threaded: every thread runs the loops on its part; what they write is
+        // shared as `Shared` buffers, made once before the threads start.
+        let mut share = Vec::new();
+        let mut allocs = Vec::new();
+        let shared = if self.threaded {
+            let shared = self.need(Helper::Shared);
+            let part = self.need(Helper::Part);
+            params.push(quote!(part: #part<'_>));
+            args.push(quote!(part));
+            forward.push(quote!(part));
+            Some(shared)
+        } else {
+            None
+        };
+        let touched = touched_tensors(p);
+        let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
+            (0..p.tensors.len()).map(TensorId).filter(|&t| {
+                self.tensor_kind(t) == TensorKind::Temp && self.row_on_stack(t).is_none()
+            }),
+        );
+        for tid in tensors {
+            if !touched.contains(&tid) {
+                continue;
+            }
+            let id = &self.tensors[tid.0];
+            let (e, _) = self.elem_zero(tid);
+            let row_len = row_lens.iter().find(|(t, _)| *t == tid).map(|(_, len)| len);
+            match self.tensor_kind(tid) {
+                TensorKind::Input => {
+                    params.push(quote!(#id: &[#e]));
+                    args.push(quote!(#id));
+                }
+                _ if row_len.is_some() => {
+                    // Each thread its own row.
+                    let lines = self.need(Helper::Lines);
+                    allocs.push(quote!(let mut #id: #lines<#e> = #lines::zeroed(#row_len);));
+                    params.push(quote!(#id: &mut [#e]));
+                    args.push(quote!(&mut #id));
+                }
+                kind => {
+                    let buffer = if kind == TensorKind::Temp {
+                        quote!(&mut #id)
+                    } else {
+                        quote!(#id)
+                    };
+                    match &shared {
+                        Some(sh) => {
+                            params.push(quote!(#id: #sh<'_, #e>));
+                            share.push(quote!(let #id = #sh::new(#buffer);));
+                            args.push(quote!(#id));
+                        }
+                        None => {
+                            params.push(quote!(#id: &mut [#e]));
+                            args.push(buffer);
+                        }
+                    }
+                }
+            }
+            forward.push(quote!(#id));
+        }
+        for d in self.dim_order() {
+            if used.contains(&d) {
+                let id = &self.dims[&d];
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
+        for pn in &p.params {
+            if used.contains(&format!("${pn}")) {
+                let id = &self.params[pn];
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
+        for pc in &self.pieces {
+            let n = pc.outer.id.0;
+            if let Some(sh) = &shared {
+                for c in &pc.vars {
+                    let b = ident(&format!("v{}_pieces", c.var.0));
+                    params.push(quote!(#b: #sh<'_, #t>));
+                    share.push(quote!(let #b = #sh::new(&mut #b);));
+                    args.push(quote!(#b));
+                    forward.push(quote!(#b));
+                }
+            }
+            for what in ["piece_len", "pieces"] {
+                let id = ident(&format!("i{n}_{what}"));
+                params.push(quote!(#id: i64));
+                args.push(quote!(#id));
+                forward.push(quote!(#id));
+            }
+        }
+        // Per target: fused multiply-add, partial results of a split reduction,
+        // register tile rows × columns, reduction block of a tile.
+        let consts = self.consts.borrow().clone();
+        let copies = Target::X86_64;
+        let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
+        for panel in self.panels.borrow().iter() {
+            let name = &panel.name;
+            let kc = lit(&widest(|t| t.tile_depth).to_string());
+            let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
+            let len = match panel.trips.as_slice() {
+                [first, inner @ ..] if !inner.is_empty() => {
+                    quote!((#first.min(#kc) #(* #inner)*).max(0))
+                }
+                trips => quote!(#(#trips)*.clamp(0, #kc)),
+            };
+            let lines = self.need(Helper::Lines);
+            allocs.push(quote! {
+                let mut #name: #lines<#t> = #lines::zeroed(#len as usize * #cells);
+            });
+            params.push(quote!(#name: &mut [#t]));
+            args.push(quote!(&mut #name));
+            forward.push(quote!(#name));
+        }
+        let mut generics = Vec::new();
+        let mut values = vec![Vec::new(); copies.len()];
+        for fact in Fact::ALL.into_iter().filter(|f| consts.contains(f)) {
+            generics.push(fact.generic());
+            for (v, target) in values.iter_mut().zip(&copies) {
+                v.push(fact.value(target));
+            }
+        }
+        // Per copy, the const arguments of the loops function.
+        let turbofish: Vec<TokenStream> = values
+            .iter()
+            .map(|v| {
+                if v.is_empty() {
+                    quote!()
+                } else {
+                    quote!(::<#(#v),*>)
+                }
+            })
+            .collect();
+        let generics = if generics.is_empty() {
+            quote!()
+        } else {
+            quote!(<#(#generics),*>)
+        };
+        let allow_ranges = if consts.iter().any(|c| matches!(c, Fact::Lanes | Fact::Mr)) {
+            // Lanes and tile cells are indexed by their position on purpose.
+            quote!(#[allow(clippy::needless_range_loop)])
+        } else {
+            quote!()
+        };
+        let allow_args = if params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let loops_doc = format!(
+            " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
+             available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` \
+             (register tile), `KC` (reduction block of a tile), `TB` (cache block of \
+             an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
+             uses them."
+        );
+        let safety = if self.panels.borrow().is_empty() {
+            " Every buffer has the length its shape gives (checked by the kernel)."
+        } else {
+            " Every buffer has the length its shape gives (checked by the kernel), every \
+             panel room for `KC` × `NR` cells per packed load and inner reduction \
+             iteration."
+        };
+        // Inside a thread team the copy returns from the team's closure.
+        let done = if self.threaded {
+            quote!(return;)
+        } else {
+            quote!(return Ok(());)
+        };
+        // A copy of the loops per level above the baseline, compiled with the
+        // level's features; the dispatch tries the widest first.
+        let mut copy_items = Vec::new();
+        let mut arms = Vec::new();
+        for (n, (target, fish)) in copies.iter().zip(&turbofish).enumerate().skip(1) {
+            let copy_fn = ident(&format!("{name}_{}", target.name));
+            let doc = format!(" [`{name}_loops`] compiled for {}.", target.description);
+            let features = target.features;
+            copy_items.push(quote! {
+                #[doc = #doc]
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = #features)]
+                #allow_args
+                unsafe fn #copy_fn(#(#params),*) {
+                    unsafe { #loops_fn #fish(#(#forward),*) }
+                }
+            });
+            let n = Literal::usize_unsuffixed(n);
+            arms.push(quote! {
+                #n => {
+                    unsafe { #copy_fn(#(#args),*) };
+                    #done
+                }
+            });
+        }
+        arms.reverse();
+        let items = quote! {
+            #[doc = #loops_doc]
+            ///
+            /// # Safety
+            ///
+            #[doc = #safety]
+            #[inline(always)]
+            #allow_ranges
+            #allow_args
+            unsafe fn #loops_fn #generics(#(#params),*) {
+                #body
+            }
+
+            #(#copy_items)*
+        };
+        let generic = &turbofish[0];
+        let level = self.need(Helper::CpuLevel);
+        let dispatch = quote! {
+            // The widest vectors this CPU has; the lengths were checked above.
+            #[cfg(target_arch = "x86_64")]
+            match #level() {
+                #(#arms)*
+                _ => {}
+            }
+            unsafe { #loops_fn #generic(#(#args),*) };
+        };
+        let run = if self.threaded {
+            let in_parts = self.need(Helper::Parts);
+            let work = self.parallel_work()?;
+            // Its dims are the loops' own, already bound for the body; keep them
+            // out of what the sizes function records next.
+            let _ = self.take_used();
+            quote! {
+                #(#share)*
+                // Threads for the parallel loops, as many as the work is worth.
+                #in_parts(#work, |part| {
+                    #(#allocs)*
+                    #dispatch
+                });
+            }
+        } else {
+            quote!(#(#allocs)* #dispatch)
+        };
+        Ok((items, run))
+    }
+}
+
+/// A fact of a [`Target`] that the loops function takes as a const generic, in
+/// the order the generics are declared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Fact {
+    /// [`Target::fma`].
+    Fma,
+    /// [`Target::lanes`].
+    Lanes,
+    /// [`Target::tile_rows`].
+    Mr,
+    /// [`Target::tile_cols`].
+    Nr,
+    /// [`Target::tile_depth`].
+    Kc,
+    /// [`Target::cache_block`].
+    Tb,
+    /// [`Target::vector_bytes`].
+    Vec,
+}
+
+impl Fact {
+    /// Every fact, in declaration order.
+    pub(super) const ALL: [Fact; 7] = [
+        Fact::Fma,
+        Fact::Lanes,
+        Fact::Mr,
+        Fact::Nr,
+        Fact::Kc,
+        Fact::Tb,
+        Fact::Vec,
+    ];
+
+    /// The const generic's name in the generated code.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Fact::Fma => "FMA",
+            Fact::Lanes => "LANES",
+            Fact::Mr => "MR",
+            Fact::Nr => "NR",
+            Fact::Kc => "KC",
+            Fact::Tb => "TB",
+            Fact::Vec => "VEC",
+        }
+    }
+
+    /// Its declaration, `const FMA: bool` or `const LANES: usize`.
+    fn generic(self) -> TokenStream {
+        let id = ident(self.name());
+        match self {
+            Fact::Fma => quote!(const #id: bool),
+            _ => quote!(const #id: usize),
+        }
+    }
+
+    /// Its value on `target`.
+    fn value(self, target: &Target) -> TokenStream {
+        let n = match self {
+            Fact::Fma => {
+                return if target.fma {
+                    quote!(true)
+                } else {
+                    quote!(false)
+                };
+            }
+            Fact::Lanes => target.lanes,
+            Fact::Mr => target.tile_rows,
+            Fact::Nr => target.tile_cols,
+            Fact::Kc => target.tile_depth,
+            Fact::Tb => target.cache_block,
+            Fact::Vec => target.vector_bytes,
+        };
+        Literal::u32_unsuffixed(n).into_token_stream()
+    }
+}

@@ -1,0 +1,601 @@
+//! Items: the shapes struct, the sizes function, the kernel function and its doc comment.
+
+use super::*;
+
+impl Gen<'_> {
+    /// Every expression the kernel evaluates before its loops that could overflow:
+    /// output and temporary shapes, assertion sides and loop bounds without loop
+    /// indices. Literals, dims and params are left out (they cannot).
+    pub(super) fn entry_sizes(&self) -> Vec<Expr> {
+        let mut out: Vec<Expr> = Vec::new();
+        let mut add = |e: &Expr| {
+            let trivial = matches!(e, Expr::Int(_) | Expr::Name(_) | Expr::Param(_));
+            if !trivial && e.indices().is_empty() && !out.contains(e) {
+                out.push(e.clone());
+            }
+        };
+        for spec in &self.sig.outputs {
+            spec.shape.iter().for_each(&mut add);
+        }
+        for t in &self.p.tensors {
+            if t.kind == TensorKind::Temp {
+                t.shape.iter().for_each(&mut add);
+            }
+        }
+        for (l, r) in &self.sig.assertions {
+            add(l);
+            add(r);
+        }
+        for b in &self.p.blocks {
+            for l in &b.loops {
+                add(&l.start);
+                add(&l.end);
+            }
+        }
+        out
+    }
+
+    pub(super) fn take_used(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.used.borrow_mut())
+    }
+
+    /// `let [n, k] = dims("kernel", "x", x_shape)?;` for every input, with `_` for
+    /// dims `wanted` does not contain, plus the conflict and fixed-size checks when
+    /// `checks` is set.
+    pub(super) fn bind_dims(
+        &self,
+        scope: &mut Scope,
+        wanted: &BTreeSet<String>,
+        checks: bool,
+    ) -> Result<TokenStream, EmitError> {
+        let kernel = self.kernel_lit();
+        let mut out = TokenStream::new();
+        let mut bound: HashMap<&str, &str> = HashMap::new();
+        let mut wanted = wanted.clone();
+        if checks {
+            // A dim another input also names is compared, so it is always bound.
+            let mut seen = BTreeSet::new();
+            for spec in &self.sig.inputs {
+                for d in &spec.shape {
+                    if let Expr::Name(n) = d
+                        && !seen.insert(n.clone())
+                    {
+                        wanted.insert(n.clone());
+                    }
+                }
+            }
+        }
+        for (spec, t) in self.sig.inputs.iter().zip(&self.p.inputs) {
+            let input_name = spec.name.as_str();
+            let mut pats = Vec::new();
+            let mut tests = Vec::new();
+            for (axis, d) in spec.shape.iter().enumerate() {
+                match d {
+                    Expr::Name(n) if !bound.contains_key(n.as_str()) => {
+                        bound.insert(n, input_name);
+                        if wanted.contains(n) {
+                            let id = &self.dims[n];
+                            pats.push(quote!(#id));
+                        } else {
+                            pats.push(quote!(_));
+                        }
+                    }
+                    Expr::Name(n) if checks => {
+                        let id = &self.dims[n];
+                        let other = ident(&scope.fresh(&format!("{n}_{input_name}")));
+                        let first_input = bound[n.as_str()];
+                        let n = n.as_str();
+                        tests.push(quote! {
+                            if #other != #id {
+                                return Err(KernelError::DimConflict {
+                                    kernel: #kernel,
+                                    dim: #n,
+                                    first_input: #first_input,
+                                    first: #id as usize,
+                                    second_input: #input_name,
+                                    second: #other as usize,
+                                });
+                            }
+                        });
+                        pats.push(quote!(#other));
+                    }
+                    Expr::Int(v) if checks => {
+                        let got = ident(&scope.fresh(&format!("{input_name}_{axis}")));
+                        let expected = lit(&v.to_string());
+                        let axis = lit(&axis.to_string());
+                        tests.push(quote! {
+                            if #got != #expected {
+                                return Err(KernelError::FixedSize {
+                                    kernel: #kernel,
+                                    input: #input_name,
+                                    axis: #axis,
+                                    expected: #expected,
+                                    found: #got as usize,
+                                });
+                            }
+                        });
+                        pats.push(quote!(#got));
+                    }
+                    _ => pats.push(quote!(_)),
+                }
+            }
+            // Checking that every size fits in i64 is worth a line even when no dim is used.
+            let named = pats.iter().any(|p| p.to_string() != "_");
+            if named || (checks && !spec.shape.is_empty()) {
+                let shape_arg = self.shape_arg(*t);
+                let f = self.need(Helper::Dims);
+                let pat = if named {
+                    quote!(let [#(#pats),*] =)
+                } else {
+                    quote!()
+                };
+                out.extend(quote! {
+                    #pat #f(#kernel, #input_name, #shape_arg)?;
+                });
+            }
+            out.extend(tests);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn shape_arg(&self, t: TensorId) -> Ident {
+        // Names come from the scope: `{tensor ident}_shape`, which `items` reserved.
+        ident(&format!("{}_shape", self.tensors[t.0]))
+    }
+
+    pub(super) fn items(
+        &self,
+        k: &KernelSource,
+        scope: &mut Scope,
+    ) -> Result<TokenStream, EmitError> {
+        let (p, sig) = (self.p, &self.sig);
+        let kernel = self.kernel_lit();
+        let t = &self.float;
+        for (spec, input) in sig.inputs.iter().zip(&p.inputs) {
+            let name = format!("{}_shape", self.tensors[input.0]);
+            if scope.fresh(&name) != name {
+                return Err(self.unsupported(format!(
+                    "`{name}` names both a tensor and the shape of `{}`",
+                    spec.name
+                )));
+            }
+        }
+        let shapes_fn = ident(&format!("{}_shapes", k.name));
+        let sizes_fn = ident(&format!("{}_sizes", k.name));
+        let kernel_fn = ident(&k.name);
+        let shapes_ty = ident(&format!("{}Shapes", camel(&k.name)));
+        let elem = |dtype: DType| match dtype {
+            DType::I32 => quote!(i32),
+            _ => quote!(#t),
+        };
+
+        // ---- body first: it decides which dims the kernel binds.
+        let _ = self.take_used();
+        let mut body = TokenStream::new();
+        // Whether some group holds unchecked accesses (in an `unsafe` block).
+        let mut unchecked = false;
+        for group in self.groups() {
+            body.extend(self.group(group)?);
+            unchecked |= *self.unsafe_used.borrow();
+        }
+        // The per-CPU dispatch calls the loops' copies in `unsafe` blocks.
+        let dispatched = self.scheduled && !body.is_empty();
+        let mut temps = TokenStream::new();
+        // Row buffers the kernel allocates (per thread) and the length of each.
+        let mut row_lens = Vec::new();
+        for (i, decl) in p.tensors.iter().enumerate() {
+            if decl.kind != TensorKind::Temp {
+                continue;
+            }
+            let id = &self.tensors[i];
+            let dims = decl
+                .shape
+                .iter()
+                .map(|e| self.idx(e).map(|x| x.0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let name = decl.name.as_str();
+            if let Some(axis) = self.row_local(TensorId(i)) {
+                // The loops keep one row; its shape and the whole one must be valid.
+                let f = self.need(Helper::BufferLen);
+                temps.extend(quote!(#f(#kernel, #name, &[#(#dims),*])?;));
+                if row_literal_len(decl).is_none() {
+                    let mut row = dims.clone();
+                    row[axis] = quote!(1);
+                    let len = ident(&scope.fresh(&format!("{id}_row")));
+                    temps.extend(quote!(let #len = #f(#kernel, #name, &[#(#row),*])?;));
+                    row_lens.push((TensorId(i), len));
+                }
+                continue;
+            }
+            let e = elem(decl.dtype);
+            // Scheduled kernels' temporaries start a cache line (their vectors
+            // then never straddle two); unscheduled ones have no `unsafe` at all.
+            let buffer = if self.scheduled {
+                let f = self.need(Helper::ZeroedLines);
+                let lines = self.need(Helper::Lines);
+                quote!(let mut #id: #lines<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            } else {
+                let f = self.need(Helper::Zeroed);
+                quote!(let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            };
+            temps.extend(buffer);
+        }
+        temps.extend(self.piece_buffers()?);
+        let body_used = self.take_used();
+        let (per_cpu, body) = if self.scheduled && !body.is_empty() {
+            self.per_cpu(k, body, &body_used, &row_lens)?
+        } else {
+            (TokenStream::new(), body)
+        };
+
+        // ---- the sizes function
+        let mut sizes_item = TokenStream::new();
+        let mut sizes_args = Vec::new();
+        if !self.sizes.is_empty() {
+            let exprs = self
+                .sizes
+                .iter()
+                .map(|e| self.checked_idx(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let used = self.take_used();
+            let mut params = Vec::new();
+            let mut docs = Vec::new();
+            for e in &self.sizes {
+                docs.push(format!(" - `{e}`"));
+            }
+            for name in self.dim_order() {
+                if used.contains(&name) {
+                    sizes_args.push(self.dims[&name].clone());
+                }
+            }
+            for pn in &sig.params {
+                if used.contains(&format!("${pn}")) {
+                    sizes_args.push(self.params[pn].clone());
+                }
+            }
+            params.extend(sizes_args.iter().map(|a| quote!(#a: i64)));
+            let n = lit(&self.sizes.len().to_string());
+            let doc = format!(
+                " The sizes `{}` evaluates from its dims and parameters before it runs, \
+                 or `None` when one overflows or divides by zero:",
+                k.name
+            );
+            sizes_item = quote! {
+                #[doc = #doc]
+                #(#[doc = #docs])*
+                fn #sizes_fn(#(#params),*) -> Option<[i64; #n]> {
+                    Some([#(#exprs),*])
+                }
+            };
+        }
+
+        // ---- the shapes function
+        let mut shape_fields = Vec::new();
+        let mut shape_values = Vec::new();
+        let mut len_methods = Vec::new();
+        let mut element_checks = Vec::new();
+        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
+            let f = &self.tensors[o.0];
+            let rank = lit(&spec.rank().to_string());
+            let doc = format!(
+                " Shape of the output `{}`: `{}`.",
+                spec.name,
+                list(&spec.shape)
+            );
+            shape_fields.push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
+            let vals = spec
+                .shape
+                .iter()
+                .map(|e| self.entry_usize(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            shape_values.push(quote!(#f: [#(#vals),*]));
+            let check = self.need(Helper::CheckElements);
+            let name = spec.name.as_str();
+            element_checks.push(quote!(#check(#kernel, #name, &shapes.#f)?;));
+            let m = ident(&format!("{f}_len"));
+            let doc = format!(
+                " Elements of `{}`: the length `{}` requires of that buffer.",
+                spec.name, k.name
+            );
+            len_methods.push(quote! {
+                #[doc = #doc]
+                pub fn #m(&self) -> usize {
+                    self.#f.iter().product()
+                }
+            });
+        }
+        let mut asserts = Vec::new();
+        for (l, r) in &sig.assertions {
+            let (lv, rv) = (self.entry_value(l)?, self.entry_value(r)?);
+            let (ls, rs) = (l.to_string(), r.to_string());
+            asserts.push(quote! {
+                if #lv != #rv {
+                    return Err(KernelError::Assertion {
+                        kernel: #kernel,
+                        left: #ls,
+                        right: #rs,
+                        left_value: #lv,
+                        right_value: #rv,
+                    });
+                }
+            });
+        }
+        let sizes_call = if self.sizes.is_empty() {
+            quote!()
+        } else {
+            // An output size or an assertion side evaluated once reads `sizes[k]`
+            // (see `entry_value`).
+            let uses = sig
+                .outputs
+                .iter()
+                .flat_map(|spec| &spec.shape)
+                .chain(sig.assertions.iter().flat_map(|(l, r)| [l, r]))
+                .any(|e| self.sizes.contains(e));
+            let call = quote!(#sizes_fn(#(#sizes_args),*).ok_or(KernelError::Overflow { kernel: #kernel })?);
+            if uses {
+                quote!(let sizes = #call;)
+            } else {
+                quote!(#call;)
+            }
+        };
+        let shapes_used = {
+            let mut u = self.take_used();
+            u.extend(sizes_args.iter().filter_map(|a| self.name_of(a)));
+            u
+        };
+        let mut shapes_scope = scope.clone();
+        let shapes_binds = self.bind_dims(&mut shapes_scope, &shapes_used, true)?;
+        let _ = self.take_used();
+
+        // ---- signatures
+        let mut shape_params = Vec::new();
+        let mut buffer_params = Vec::new();
+        let mut shape_args = Vec::new();
+        let mut len_checks = Vec::new();
+        for (spec, i) in sig.inputs.iter().zip(&p.inputs) {
+            let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
+            let rank = lit(&spec.rank().to_string());
+            let e = elem(spec.dtype);
+            // A rank-0 input has nothing for its shapes function to check.
+            let unused = ident(&format!("_{xs}"));
+            let shape_param = if spec.shape.is_empty() { &unused } else { &xs };
+            shape_params.push(quote!(#shape_param: [usize; #rank]));
+            buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
+            shape_args.push(quote!(#xs));
+            let f = self.need(Helper::CheckLen);
+            let name = spec.name.as_str();
+            len_checks.push(quote!(#f(#kernel, #name, #x.len(), &#xs)?;));
+        }
+        let mut param_params = Vec::new();
+        let mut shapes_param_params = Vec::new();
+        for pn in &sig.params {
+            let id = &self.params[pn];
+            param_params.push(quote!(#id: i64));
+            let used = shapes_used.contains(&format!("${pn}"));
+            let sid = if used {
+                id.clone()
+            } else {
+                ident(&format!("_{id}"))
+            };
+            shapes_param_params.push(quote!(#sid: i64));
+            shape_args.push(quote!(#id));
+        }
+        let mut out_params = Vec::new();
+        let mut zero_fills = Vec::new();
+        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
+            let y = &self.tensors[o.0];
+            let e = elem(spec.dtype);
+            out_params.push(quote!(#y: &mut [#e]));
+            let f = self.need(Helper::CheckLen);
+            let name = spec.name.as_str();
+            len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
+            if !crate::loops::analysis::fully_written_first(p, *o) {
+                let zero = if spec.dtype == DType::I32 {
+                    quote!(0)
+                } else {
+                    quote!(0.0)
+                };
+                zero_fills.push(quote!(#y.fill(#zero);));
+            }
+        }
+        let mut kernel_scope = scope.clone();
+        let kernel_binds = self.bind_dims(&mut kernel_scope, &body_used, false)?;
+
+        // ---- docs
+        let shapes_doc = format!(
+            " Output shapes of [`{}`], computed by [`{}_shapes`] from the input shapes{}.",
+            k.name,
+            k.name,
+            if sig.params.is_empty() {
+                ""
+            } else {
+                " and parameters"
+            }
+        );
+        let shapes_fn_doc = vec![
+            format!(
+                " The output shapes of [`{}`] for inputs of the given shapes{}: what to \
+                 allocate before calling it.",
+                k.name,
+                if sig.params.is_empty() {
+                    ""
+                } else {
+                    " and these parameters"
+                }
+            ),
+            String::new(),
+            " # Errors".into(),
+            String::new(),
+            format!(
+                " [`KernelError`] when the shapes do not fit the contract documented on [`{}`].",
+                k.name
+            ),
+        ];
+        let kernel_doc = self.kernel_doc(k);
+        let too_many = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len() > 7;
+        let allow = if too_many {
+            // The signature mirrors the program: a buffer and a shape per input, one
+            // argument per parameter and output.
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let shapes_allow = if sig.inputs.len() + sig.params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let mut fast_doc = Vec::new();
+        if self.checks == Checks::Proven && (unchecked || dispatched) {
+            fast_doc.push(String::new());
+            fast_doc.push(
+                " `unsafe` blocks hold the loops whose accesses skip bounds checks: those \
+                 the bounds pass proved in range for every size this function accepts, \
+                 and those just checked by `offset`. Both rely on the buffer lengths \
+                 checked above them."
+                    .to_string(),
+            );
+        }
+        // A crate may call only some of a file's kernels: an unused one is not worth
+        // a warning there (and what the kernel calls is then not reported either).
+        let unused_ok = quote!(#[allow(dead_code)]);
+        Ok(quote! {
+            #[doc = #shapes_doc]
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            #unused_ok
+            pub struct #shapes_ty {
+                #(#shape_fields,)*
+            }
+
+            #unused_ok
+            impl #shapes_ty {
+                #(#len_methods)*
+            }
+
+            #(#[doc = #shapes_fn_doc])*
+            #shapes_allow
+            #unused_ok
+            pub fn #shapes_fn(#(#shape_params,)* #(#shapes_param_params),*) -> Result<#shapes_ty, KernelError> {
+                #shapes_binds
+                #sizes_call
+                #(#asserts)*
+                let shapes = #shapes_ty { #(#shape_values),* };
+                #(#element_checks)*
+                Ok(shapes)
+            }
+
+            #sizes_item
+
+            #(#[doc = #kernel_doc])*
+            #(#[doc = #fast_doc])*
+            #allow
+            #unused_ok
+            pub fn #kernel_fn(#(#buffer_params,)* #(#param_params,)* #(#out_params),*) -> Result<(), KernelError> {
+                let shapes = #shapes_fn(#(#shape_args),*)?;
+                #(#len_checks)*
+                #kernel_binds
+                #(#zero_fills)*
+                #temps
+                #body
+                Ok(())
+            }
+
+            #per_cpu
+        })
+    }
+
+    /// Dims in binding order (first input first).
+    pub(super) fn dim_order(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for spec in &self.sig.inputs {
+            for d in &spec.shape {
+                if let Expr::Name(n) = d
+                    && !out.contains(n)
+                {
+                    out.push(n.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The program name (`N` or `$kh`) behind a generated dim or param identifier.
+    pub(super) fn name_of(&self, id: &Ident) -> Option<String> {
+        self.dims
+            .iter()
+            .find(|(_, v)| *v == id)
+            .map(|(k, _)| k.clone())
+            .or_else(|| {
+                self.params
+                    .iter()
+                    .find(|(_, v)| *v == id)
+                    .map(|(k, _)| format!("${k}"))
+            })
+    }
+
+    pub(super) fn kernel_doc(&self, k: &KernelSource) -> Vec<String> {
+        let mut d = vec![
+            format!(" `{}`, generated by uop from this program:", k.name),
+            String::new(),
+            " ```text".into(),
+        ];
+        d.extend(k.text.lines().map(|l| format!(" {l}")));
+        d.push(" ```".into());
+        if !k.note.is_empty() {
+            d.push(String::new());
+            d.extend(k.note.lines().map(|l| format!(" {l}")));
+        }
+        d.push(String::new());
+        d.push(" # Shapes".into());
+        d.push(String::new());
+        let sig = &k.signature;
+        for t in &sig.inputs {
+            d.push(format!(
+                " - input `{}`: `{}{}`",
+                t.name,
+                t.dtype,
+                list(&t.shape)
+            ));
+        }
+        for pn in &sig.params {
+            d.push(format!(" - parameter `${pn}`"));
+        }
+        for t in &sig.outputs {
+            d.push(format!(
+                " - output `{}`: `{}{}`",
+                t.name,
+                t.dtype,
+                list(&t.shape)
+            ));
+        }
+        for (l, r) in &sig.assertions {
+            d.push(format!(" - assertion `{l} == {r}`"));
+        }
+        d.push(String::new());
+        d.push(
+            " Each buffer is dense and row-major, its length the product of its shape. \
+             Dims with the same name must be equal; outputs are fully overwritten."
+                .into(),
+        );
+        d.push(String::new());
+        d.push(" # Errors".into());
+        d.push(String::new());
+        d.push(format!(
+            " [`KernelError`] when a buffer length, a dimension or an assertion does not \
+             hold; nothing is written then. [`{}_shapes`] gives the output shapes.",
+            k.name
+        ));
+        d
+    }
+}
+
+/// The tensors some statement of `p` reads or writes.
+pub(super) fn touched_tensors(p: &LoopProgram) -> BTreeSet<TensorId> {
+    let mut out = BTreeSet::new();
+    for b in &p.blocks {
+        for a in crate::loops::analysis::block_accesses(b) {
+            out.insert(a.access.tensor);
+        }
+    }
+    out
+}

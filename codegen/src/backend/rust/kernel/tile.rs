@@ -1,0 +1,417 @@
+//! Tile realization: register tiles of `MR` × `NR` cells, their reduction blocks of `KC`, and packed panels.
+
+use super::*;
+
+impl Gen<'_> {
+    /// A register tile over `loops = [R, C, K…]`: `MR` rows of `R` by `NR` columns of
+    /// `C`, the carried variables of `C` kept as an `MR × NR` array while the
+    /// reduction loops `K…` run (blocked by `KC` when `block_reduction`). The last
+    /// tile of a row or column range moves back to end where the range ends and
+    /// writes only the cells no earlier tile wrote, so no iteration runs untiled
+    /// unless the whole range is smaller than a tile.
+    pub(super) fn tile(
+        &self,
+        loops: &[Loop],
+        block_reduction: bool,
+        range: Option<(TokenStream, TokenStream)>,
+    ) -> Result<TokenStream, EmitError> {
+        let ranged = range.is_some();
+        let [rl, cl, reduce @ ..] = loops else {
+            return Err(self.unsupported("a tile without a row and a column loop"));
+        };
+        let Some(first) = reduce.first() else {
+            return Err(self.unsupported("a tile without a reduction loop"));
+        };
+        {
+            let mut consts = self.consts.borrow_mut();
+            consts.insert(Fact::Mr);
+            consts.insert(Fact::Nr);
+            if block_reduction {
+                consts.insert(Fact::Kc);
+            }
+        }
+        let (rs, re) = match range {
+            Some(r) => r,
+            None => self.range(rl)?,
+        };
+        let (cs, ce) = self.range(cl)?;
+        let (r, c) = (rl.id.0, cl.id.0);
+        let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
+        let (ri, ci) = (ident(&format!("i{r}")), ident(&format!("i{c}")));
+        let (r_start, c_start) = (local(r, "start"), local(c, "start"));
+        let (r_tile, c_tile) = (local(r, "tile"), local(c, "tile"));
+        let mut setup = Vec::new();
+        let mut load = Vec::new();
+        let mut save = Vec::new();
+        let mut result = Vec::new();
+        for c in &cl.carried {
+            let p = self.partials(
+                c.var,
+                c.op,
+                "tile",
+                |init| quote!([[#init; NR]; MR]),
+                quote!([row][col]),
+            );
+            setup.push(p.declare);
+            load.push(p.load);
+            save.push(p.save);
+            let (v, cell) = (p.var, p.cell);
+            result.push(quote!(let #v = #cell;));
+        }
+        let stores = self.stmts(&cl.stmts)?;
+        let (ks, kend) = self.range(first)?;
+        let (k_block, k_end) = (local(first.id.0, "block"), local(first.id.0, "end"));
+        let finish = if block_reduction {
+            let added: Vec<Stmt> = cl
+                .stmts
+                .iter()
+                .map(|s| match s {
+                    Stmt::Store { access, value } => Stmt::Accumulate {
+                        access: access.clone(),
+                        op: Accum::Add,
+                        value: value.clone(),
+                    },
+                    other => other.clone(),
+                })
+                .collect();
+            let accumulate = self.stmts(&added)?;
+            quote!(if #k_block == #ks { #stores } else { #accumulate })
+        } else {
+            stores
+        };
+        // The loads every row reads alike are copied once per column tile into a
+        // contiguous panel that all row tiles then read in order.
+        let packed = if block_reduction {
+            self.packable(rl, cl, reduce)
+        } else {
+            Vec::new()
+        };
+        let (k_start, k_stop) = if block_reduction {
+            (quote!(#k_block), quote!(#k_end))
+        } else {
+            (ks.clone(), kend.clone())
+        };
+        let (pack, reduce) = if packed.is_empty() {
+            (TokenStream::new(), reduce.to_vec())
+        } else {
+            self.pack(cl, reduce, &packed, k_start.clone(), k_stop.clone())?
+        };
+        let reduce = reduce.as_slice();
+        let at = local(c, "at");
+        let step = match packed.len() {
+            0 => TokenStream::new(),
+            1 => quote!(#at += NR as i64;),
+            p => quote!(#at += (#p * NR) as i64;),
+        };
+        let start_at = (!packed.is_empty()).then(|| quote!(let mut #at = 0_i64;));
+        let body_ri = uses_index(reduce, r).then(|| quote!(let #ri = #r_tile + row as i64;));
+        let body_ci = uses_index(reduce, c).then(|| quote!(let #ci = #c_tile + col as i64;));
+        let rows_cols = |body: TokenStream| {
+            quote! {
+                for row in 0..MR {
+                    #body_ri
+                    for col in 0..NR {
+                        #body_ci
+                        #(#load)*
+                        #body
+                        #(#save)*
+                    }
+                }
+                #step
+            }
+        };
+        let reduction = self.tile_reduction(reduce, &rows_cols, k_start, k_stop);
+        self.packed.borrow_mut().clear();
+        let reduction = reduction?;
+        // Columns outside rows: a block of the reduction's column panel stays in the
+        // cache while every row tile passes over it.
+        let tiles = quote! {
+            for #c_start in (#cs..#ce).step_by(NR) {
+                // The last tile moves back to fit and writes only the cells it adds.
+                let #c_tile = #c_start.min(#ce - NR as i64);
+                #pack
+                for #r_start in (#rs..#re).step_by(MR) {
+                    let #r_tile = #r_start.min(#re - MR as i64);
+                    #(#setup)*
+                    #start_at
+                    #reduction
+                    for row in 0..MR {
+                        let #ri = #r_tile + row as i64;
+                        if #ri < #r_start {
+                            continue;
+                        }
+                        for col in 0..NR {
+                            let #ci = #c_tile + col as i64;
+                            if #ci < #c_start {
+                                continue;
+                            }
+                            #(#result)*
+                            #finish
+                        }
+                    }
+                }
+            }
+        };
+        let tiles = if block_reduction {
+            quote! {
+                for #k_block in (#ks..#kend).step_by(KC) {
+                    let #k_end = (#k_block + KC as i64).min(#kend);
+                    #tiles
+                }
+            }
+        } else {
+            tiles
+        };
+        let plain = self.nest_in(loops, rs.clone(), re.clone())?;
+        let span = |l: &Loop, start: &TokenStream, end: &TokenStream| {
+            if l.start == Expr::Int(0) && !(ranged && l.id == rl.id) {
+                end.clone()
+            } else {
+                quote!((#end - #start))
+            }
+        };
+        let (rows, cols) = (span(rl, &rs, &re), span(cl, &cs, &ce));
+        Ok(quote! {
+            if #rows >= MR as i64 && #cols >= NR as i64 {
+                #tiles
+            } else {
+                #plain
+            }
+        })
+    }
+
+    /// The reduction loops of a tile, the outermost over `start..end`, with the
+    /// innermost body run for every row and column by `rows_cols`.
+    pub(super) fn tile_reduction(
+        &self,
+        reduce: &[Loop],
+        rows_cols: &dyn Fn(TokenStream) -> TokenStream,
+        start: TokenStream,
+        end: TokenStream,
+    ) -> Result<TokenStream, EmitError> {
+        let Some((l, inner)) = reduce.split_first() else {
+            return Ok(TokenStream::new());
+        };
+        let used = uses_index(reduce, l.id.0);
+        let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+        let body = if inner.is_empty() {
+            let stmts = self.stmts(&l.stmts);
+            rows_cols(stmts?)
+        } else {
+            let (s, e) = self.range(&inner[0])?;
+            self.tile_reduction(inner, rows_cols, s, e)?
+        };
+        Ok(quote! {
+            for #i in #start..#end {
+                #body
+            }
+        })
+    }
+
+    /// The loads of a tile's reduction worth packing: float loads that depend on the
+    /// column but not on the row (matmul's `b[k, j]`), so every row tile reads the
+    /// same values. Not a sliding window, whose column subscript also moves with the
+    /// reduction (conv's `x_pad[c, h + kh, w + kw]`): its panel would hold each value
+    /// several times, and measured no faster than reading the rows in place. None
+    /// when a reduction loop's range depends on a loop index: the kernel sizes the
+    /// panel before any loop runs, from dims and params alone.
+    pub(super) fn packable(&self, rl: &Loop, cl: &Loop, reduce: &[Loop]) -> Vec<Value> {
+        let Some(innermost) = reduce.last() else {
+            return Vec::new();
+        };
+        if reduce
+            .iter()
+            .any(|l| !l.start.indices().is_empty() || !l.end.indices().is_empty())
+        {
+            return Vec::new();
+        }
+        let mut out: Vec<Value> = Vec::new();
+        let mut visit = |v: &Value| {
+            if let Value::Load { access, .. } = v
+                && self.p.tensors[access.tensor.0].dtype != DType::I32
+                && access_mentions(access, cl.id.0)
+                && !access_mentions(access, rl.id.0)
+                && !sliding(access, cl, reduce)
+                && !out.contains(v)
+            {
+                out.push(v.clone());
+            }
+        };
+        for s in &innermost.stmts {
+            let (Stmt::Store { value, .. }
+            | Stmt::Accumulate { value, .. }
+            | Stmt::Update { value, .. }) = s;
+            visit_top_loads(value, &mut visit);
+        }
+        out
+    }
+
+    /// Copies the `packed` loads of a column tile into its panel `i{c}_panel`, `NR`
+    /// cells per load and reduction iteration, in the order the reduction runs (its
+    /// outermost loop over `start..end`). Returns that code and the reduction loops
+    /// with each packed load replaced by a marker, which [`Gen::value`] emits as a
+    /// read of its panel cell (`self.packed`, set here until the caller clears it).
+    pub(super) fn pack(
+        &self,
+        cl: &Loop,
+        reduce: &[Loop],
+        packed: &[Value],
+        start: TokenStream,
+        end: TokenStream,
+    ) -> Result<(TokenStream, Vec<Loop>), EmitError> {
+        let c = cl.id.0;
+        let local = |what: &str| ident(&format!("i{c}_{what}"));
+        let (panel, view, at) = (local("panel"), local("packed"), local("at"));
+        let (ci, c_tile) = (ident(&format!("i{c}")), local("tile"));
+        let t = &self.float;
+        // The loops of the copy use only the indices the packed loads use.
+        let copies = packed
+            .iter()
+            .enumerate()
+            .map(|(j, v)| {
+                let x = self.value(v)?;
+                let x = self.float(x, Prec::Lowest, false);
+                let cell = panel_cell(&at, j);
+                Ok(quote!(*#panel.get_unchecked_mut(#cell) = #x;))
+            })
+            .collect::<Result<Vec<_>, EmitError>>()?;
+        let p = packed.len();
+        let step = if p == 1 {
+            quote!(NR as i64)
+        } else {
+            quote!((#p * NR) as i64)
+        };
+        let mut copy = quote! {
+            for col in 0..NR {
+                let #ci = #c_tile + col as i64;
+                #(#copies)*
+            }
+            #at += #step;
+        };
+        let mut trips = Vec::new();
+        for (i, l) in reduce.iter().enumerate().rev() {
+            let (s, e) = self.range(l)?;
+            trips.push(if l.start == Expr::Int(0) {
+                e.clone()
+            } else {
+                quote!((#e - #s))
+            });
+            let (s, e) = if i == 0 {
+                (start.clone(), end.clone())
+            } else {
+                (s, e)
+            };
+            let used = packed.iter().any(|v| value_mentions(v, l.id.0));
+            let index = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
+            copy = quote!(for #index in #s..#e { #copy });
+        }
+        trips.reverse();
+        let mut panels = self.panels.borrow_mut();
+        if !panels.iter().any(|q| q.name == panel) {
+            panels.push(Panel {
+                name: panel.clone(),
+                trips,
+                loads: p,
+            });
+        }
+        let mut markers = Vec::new();
+        {
+            let mut map = self.packed.borrow_mut();
+            for (j, v) in packed.iter().enumerate() {
+                let marker = Value::Param(format!("{panel}[{j}]"));
+                let cell = panel_cell(&at, j);
+                map.push((marker.clone(), quote!(*#view.get_unchecked(#cell))));
+                markers.push((v.clone(), marker));
+            }
+        }
+        let reduce = reduce
+            .iter()
+            .map(|l| {
+                let mut l = l.clone();
+                for s in &mut l.stmts {
+                    let (Stmt::Store { value, .. }
+                    | Stmt::Accumulate { value, .. }
+                    | Stmt::Update { value, .. }) = s;
+                    replace_loads(value, &markers);
+                }
+                l
+            })
+            .collect();
+        let code = quote! {
+            let mut #at = 0_i64;
+            #copy
+            let #view: &[#t] = #panel;
+        };
+        Ok((code, reduce))
+    }
+}
+
+/// Whether a subscript of `a` moves with column loop `cl` and with a loop of
+/// `reduce` at once (or is data-dependent and moves with `cl`).
+pub(super) fn sliding(a: &Access, cl: &Loop, reduce: &[Loop]) -> bool {
+    a.index.iter().any(|s| match s {
+        Subscript::Expr(e) => {
+            let ids = e.indices();
+            ids.contains(&cl.id.0) && reduce.iter().any(|l| ids.contains(&l.id.0))
+        }
+        Subscript::Value(v) => value_mentions(v, cl.id.0),
+    })
+}
+
+/// Calls `f` on `v` and on every operand of it down to its loads (not inside the
+/// subscripts of a load).
+pub(super) fn visit_top_loads(v: &Value, f: &mut impl FnMut(&Value)) {
+    f(v);
+    match v {
+        Value::Unary(_, x) => visit_top_loads(x, f),
+        Value::Binary(_, a, b) => {
+            visit_top_loads(a, f);
+            visit_top_loads(b, f);
+        }
+        Value::Where(c, a, b) => {
+            visit_top_loads(c, f);
+            visit_top_loads(a, f);
+            visit_top_loads(b, f);
+        }
+        Value::Load { .. }
+        | Value::Var(_)
+        | Value::Const(_)
+        | Value::Param(_)
+        | Value::Index(_) => {}
+    }
+}
+
+/// Replaces every value equal to the first of a pair of `pairs` by the second.
+pub(super) fn replace_loads(v: &mut Value, pairs: &[(Value, Value)]) {
+    if let Some((_, to)) = pairs.iter().find(|(from, _)| from == v) {
+        *v = to.clone();
+        return;
+    }
+    match v {
+        Value::Unary(_, x) => replace_loads(x, pairs),
+        Value::Binary(_, a, b) => {
+            replace_loads(a, pairs);
+            replace_loads(b, pairs);
+        }
+        Value::Where(c, a, b) => {
+            replace_loads(c, pairs);
+            replace_loads(a, pairs);
+            replace_loads(b, pairs);
+        }
+        Value::Load { .. }
+        | Value::Var(_)
+        | Value::Const(_)
+        | Value::Param(_)
+        | Value::Index(_) => {}
+    }
+}
+
+/// The offset of packed load `j`'s cell for column `col` in a panel, `at` being
+/// where the current reduction iteration's cells start.
+pub(super) fn panel_cell(at: &Ident, j: usize) -> TokenStream {
+    if j == 0 {
+        quote!((#at + col as i64) as usize)
+    } else {
+        quote!((#at + (#j * NR + col) as i64) as usize)
+    }
+}
