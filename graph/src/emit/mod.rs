@@ -35,7 +35,9 @@
 
 mod body;
 pub mod build;
+mod chunks;
 mod code;
+mod control;
 mod sizes;
 
 use std::collections::{HashMap, HashSet};
@@ -188,6 +190,7 @@ impl GraphModule {
         for item in [
             name.to_string(),
             format!("{name}_sizes"),
+            format!("{name}_with_loop_ends"),
             format!("{camel_name}Sizes"),
             format!("{camel_name}Workspace"),
         ] {
@@ -242,7 +245,7 @@ impl GraphModule {
         for r in all_uses {
             *reads.entry(r).or_default() += 1;
         }
-        let swapped = body::swapped(&prepared, &h);
+        let swapped = control::swapped(&prepared, &h);
         for r in &swapped {
             if let Some(n) = reads.get_mut(r) {
                 *n -= 1;
@@ -253,6 +256,9 @@ impl GraphModule {
             .filter(|(_, n)| *n > 0)
             .map(|(r, _)| r)
             .collect();
+        let rowless = crate::looping::partitions(&prepared)
+            .map_err(|e| fail(e.to_string()))?
+            .rowless;
         let shown = source.map_or_else(|| print_graph(graph), str::to_string);
         let doc = format!(
             "Graph `{name}`, ahead of time:\n\n```text\n{}\n```\n\n\
@@ -276,6 +282,9 @@ impl GraphModule {
             swapped,
             consts: HashMap::new(),
             clocked: self.clocked,
+            direct: HashMap::new(),
+            written: HashSet::new(),
+            rowless,
         };
         let function = emitter.graph_function(&doc, &outputs)?;
         let sizes_items = emitter.sizes.items(&camel_name);
