@@ -75,6 +75,14 @@ impl Frame {
     }
 }
 
+/// A kernel output written straight into the caller's buffer.
+struct DirectOut {
+    /// The code of that buffer (`y_out`, or a local holding a chunk's rows of it).
+    out: String,
+    /// The value and its buffer, when something reads it besides its output.
+    bind: Option<(Ref, String)>,
+}
+
 /// Emits the functions of one graph.
 pub(super) struct Emitter<'g> {
     pub(super) graph: &'g Graph,
@@ -508,7 +516,7 @@ impl Emitter<'_> {
         let mut bufs = Vec::new();
         let mut direct = Vec::new();
         for k in 0..node.outputs.len() {
-            if let Some((out, bind)) = self.direct_output(frame, node, k)? {
+            if let Some(DirectOut { out, bind }) = self.direct_output(frame, node, k)? {
                 args.push(format!("&mut *{out}"));
                 direct.extend(bind);
                 continue;
@@ -541,7 +549,7 @@ impl Emitter<'_> {
         frame: &mut Frame,
         node: &Node,
         k: usize,
-    ) -> Result<Option<(String, Option<(Ref, String)>)>, GraphEmitError> {
+    ) -> Result<Option<DirectOut>, GraphEmitError> {
         let r = node.output(k);
         let Some((arg, name)) = self.direct.get(&r).cloned() else {
             return Ok(None);
@@ -586,7 +594,10 @@ impl Emitter<'_> {
                 .iter()
                 .filter(|n| !matches!(n.op, Op::Sink))
                 .any(|n| n.uses().contains(&r));
-        Ok(Some((out.clone(), read.then_some((r, out)))))
+        Ok(Some(DirectOut {
+            out: out.clone(),
+            bind: read.then_some((r, out)),
+        }))
     }
 
     /// True when `node` is a `chunk`.

@@ -14,7 +14,10 @@
 //!   and `pub struct NameSizes` with `y_out_shape` per output, so a caller can allocate
 //!   the outputs;
 //! - `pub struct NameWorkspace`: the buffers of every intermediate. Keep one between
-//!   calls and a call with the shapes of an earlier one allocates nothing;
+//!   calls and a call with the shapes of an earlier one allocates nothing (a graph
+//!   output a kernel computes is written straight into the caller's buffer);
+//! - for a graph with `chunk` loops, `pub fn NAME_with_loop_ends(..., ends: &mut dyn
+//!   rt::graph::LoopEnds)`: the caller's loop ends (DESIGN.md §20);
 //! - the kernels (`NAME_k0`, ...; identical programs of several graphs share one), a
 //!   private function per `call`, a `static` per constant.
 //!
