@@ -11,6 +11,8 @@
 //!
 //! `cargo bench --bench graph` (a filter such as `first_call` picks one group).
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -83,21 +85,7 @@ fn per_node(c: &mut Criterion) {
 fn first_call(c: &mut Criterion) {
     let src = std::fs::read_to_string("examples/graphs/transformer_block.uop").expect("file");
     let (t, d, f) = (64, 64, 256);
-    let shapes: [Vec<usize>; 13] = [
-        vec![t, d],
-        vec![d],
-        vec![d],
-        vec![d, d],
-        vec![d, d],
-        vec![d, d],
-        vec![d, d],
-        vec![d],
-        vec![d],
-        vec![d, f],
-        vec![f],
-        vec![f, d],
-        vec![d],
-    ];
+    let shapes = common::transformer_block_shapes(t, d, f);
     let inputs: Vec<Tensor> = shapes
         .into_iter()
         .enumerate()

@@ -21,6 +21,8 @@
 //! with `UOP_AOT_BENCH_JAX=1` each round also runs `benches/jax_transformer_block.py`
 //! (jax.jit's later calls of the same transformer block; `pip install jax`).
 
+mod common;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -82,21 +84,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "transformer_block",
             file: "examples/graphs/transformer_block.uop",
-            shapes: vec![
-                vec![t, d],
-                vec![d],
-                vec![d],
-                vec![d, d],
-                vec![d, d],
-                vec![d, d],
-                vec![d, d],
-                vec![d],
-                vec![d],
-                vec![d, f],
-                vec![f],
-                vec![f, d],
-                vec![d],
-            ],
+            shapes: common::transformer_block_shapes(t, d, f),
             scales: ones(13),
             params: vec![],
         },

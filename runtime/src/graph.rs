@@ -12,6 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::KernelError;
 
+pub use super::loop_end::{
+    DefaultLoopEnds, LoopControl, LoopCounts, LoopEnds, chunk_begin, default_loop_end, loop_again,
+    output_row,
+};
+
 /// `buf` resized to `len` elements (new ones zero, none allocated once `buf` has
 /// held `len` before), as the slice a kernel writes.
 pub fn slot<T: Copy + Default>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
@@ -69,39 +74,55 @@ pub fn deliver<T: Copy>(
     out: &mut [T],
     value: &[T],
 ) -> Result<(), KernelError> {
-    if out.len() != value.len() {
-        return Err(KernelError::Length {
-            kernel: graph,
-            buffer: output,
-            expected: value.len(),
-            found: out.len(),
-        });
-    }
+    same_len(graph, output, out, value)?;
     out.copy_from_slice(value);
     Ok(())
 }
 
-/// The rows of one chunk of a `chunk` loop (DESIGN.md §20): the chunk size `size`
-/// (checked: at least 1), or fewer for the last chunk of `total` rows from `start`.
+/// [`KernelError::Length`] unless the caller's output buffer `out` has the
+/// value's length.
+fn same_len<T>(
+    graph: &'static str,
+    output: &'static str,
+    out: &[T],
+    value: &[T],
+) -> Result<(), KernelError> {
+    if out.len() == value.len() {
+        Ok(())
+    } else {
+        Err(KernelError::Length {
+            kernel: graph,
+            buffer: output,
+            expected: value.len(),
+            found: out.len(),
+        })
+    }
+}
+
+/// Zeroes a graph output that is a sum over the chunks of a `chunk` loop
+/// (`sum_chunks`), before the loop adds every chunk's value ([`accumulate`]).
+pub fn zero<T: Copy + Default>(out: &mut [T]) {
+    out.fill(T::default());
+}
+
+/// Adds one chunk's value to a graph output that is a sum over the chunks of a
+/// `chunk` loop (`sum_chunks`, e.g. a weight's gradient in a chunked gradient
+/// graph), element by element.
 ///
 /// # Errors
 ///
-/// [`KernelError::Graph`] for a chunk size of 0.
-pub fn chunk_rows(
+/// [`KernelError::Length`] when the lengths differ.
+pub fn accumulate<T: Copy + std::ops::Add<Output = T>>(
     graph: &'static str,
-    node: &'static str,
-    size: usize,
-    total: usize,
-    start: usize,
-) -> Result<usize, KernelError> {
-    if size == 0 {
-        return Err(KernelError::Graph {
-            graph,
-            node,
-            message: "the chunk size is 0: a chunk has at least 1 row".into(),
-        });
+    output: &'static str,
+    out: &mut [T],
+    value: &[T],
+) -> Result<(), KernelError> {
+    same_len(graph, output, out, value)?;
+    for (o, v) in out.iter_mut().zip(value) {
+        *o = *o + *v;
     }
-    Ok(size.min(total.saturating_sub(start)))
+    Ok(())
 }
 
 /// Rows `start..start + rows` of `value` (rows of `row` elements): one chunk.
@@ -117,19 +138,53 @@ pub fn rows<'a, T>(
     rows: usize,
     row: usize,
 ) -> Result<&'a [T], KernelError> {
-    let range = start
-        .checked_mul(row)
-        .and_then(|a| Some(a..a.checked_add(rows.checked_mul(row)?)?));
-    range
+    let len = value.len();
+    row_range(start, rows, row)
         .and_then(|r| value.get(r))
-        .ok_or_else(|| KernelError::Graph {
-            graph,
-            node,
-            message: format!(
-                "rows {start}..{start}+{rows} of {row} elements are not within a value of {} elements",
-                value.len()
-            ),
-        })
+        .ok_or_else(|| rows_outside(graph, node, start, rows, row, len))
+}
+
+/// Rows `start..start + rows` of the caller's output buffer `out` (rows of `row`
+/// elements), for a kernel that writes one chunk of a graph output in place.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] when the rows are not inside `out`.
+pub fn rows_mut<'a, T>(
+    graph: &'static str,
+    output: &'static str,
+    out: &'a mut [T],
+    start: usize,
+    rows: usize,
+    row: usize,
+) -> Result<&'a mut [T], KernelError> {
+    let len = out.len();
+    row_range(start, rows, row)
+        .and_then(|r| out.get_mut(r))
+        .ok_or_else(|| rows_outside(graph, output, start, rows, row, len))
+}
+
+/// The element range of rows `start..start + rows` of `row` elements.
+fn row_range(start: usize, rows: usize, row: usize) -> Option<std::ops::Range<usize>> {
+    let a = start.checked_mul(row)?;
+    Some(a..a.checked_add(rows.checked_mul(row)?)?)
+}
+
+fn rows_outside(
+    graph: &'static str,
+    node: &'static str,
+    start: usize,
+    rows: usize,
+    row: usize,
+    len: usize,
+) -> KernelError {
+    KernelError::Graph {
+        graph,
+        node,
+        message: format!(
+            "rows {start}..{start}+{rows} of {row} elements are not within a value of {len} elements"
+        ),
+    }
 }
 
 /// The elements of `rows` rows of `row` elements (a looped value's length).
@@ -456,10 +511,6 @@ mod tests {
 
     #[test]
     fn chunks_are_rows_and_land_at_their_offset() {
-        assert_eq!(chunk_rows("g", "%2", 2, 5, 0), Ok(2));
-        assert_eq!(chunk_rows("g", "%2", 2, 5, 4), Ok(1));
-        assert_eq!(chunk_rows("g", "%2", 2, 0, 0), Ok(0));
-        assert!(chunk_rows("g", "%2", 0, 5, 0).is_err());
         let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
         assert_eq!(rows("g", "%2", &x, 1, 2, 2), Ok(&x[2..6]));
         assert!(rows("g", "%2", &x, 2, 2, 2).is_err());

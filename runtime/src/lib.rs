@@ -52,6 +52,7 @@ mod cpu;
 mod error;
 mod event;
 pub mod graph;
+mod loop_end;
 mod memory;
 mod pool;
 mod scalar;

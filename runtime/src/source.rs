@@ -10,6 +10,7 @@ const MODULES: &[(&str, &str)] = &[
     ("error", include_str!("error.rs")),
     ("event", include_str!("event.rs")),
     ("graph", include_str!("graph.rs")),
+    ("loop_end", include_str!("loop_end.rs")),
     ("memory", include_str!("memory.rs")),
     ("pool", include_str!("pool.rs")),
     ("scalar", include_str!("scalar.rs")),

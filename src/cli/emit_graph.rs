@@ -55,8 +55,8 @@ pub(super) fn emit_graph_file(request: &GraphRequest) -> Result<Option<Vec<u8>>,
         None => (&graph, request.name, Some(read_source(path)?)),
         Some(tape) => {
             // The gradient graph (`uop_graph::grad`, as `uop grad` builds it): every
-            // float output seeded, every float input wanted. A chunked graph is
-            // refused there with its error.
+            // float output seeded, every float input wanted (a chunked graph's
+            // weights' gradients are sums over its chunks).
             let spec = GraphGradSpec {
                 tape,
                 ..GraphGradSpec::all(&graph)

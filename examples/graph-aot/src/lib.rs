@@ -7,6 +7,11 @@ mod model {
     include!(concat!(env!("OUT_DIR"), "/model.rs"));
 }
 
+/// Graphs with `chunk` loops, which take custom loop ends (`*_with_loop_ends`).
+pub use model::{
+    AddOneWorkspace, NestedWorkspace, add_one, add_one_with_loop_ends, nested,
+    nested_with_loop_ends,
+};
 pub use model::{RnnHeadSizes, RnnHeadWorkspace, rnn_head, rnn_head_sizes};
 pub use uop_runtime::KernelError;
 

@@ -1,30 +1,26 @@
 //! The definition hierarchy of a prepared graph printed as Rust (DESIGN.md §21):
 //! one function for the graph and one for each `call`, whose bodies run the
-//! hierarchy's definitions in order — a kernel as a call of its generated function,
-//! `while` as a `loop` over state buffers, `if` / `case` as `if` / `match` on the
-//! selector, `parallel` as a `for` over the index.
+//! hierarchy's definitions in order. This module owns the frame of a generated
+//! function, the graph function (entry checks, outputs), the walk over the
+//! definitions and kernel calls; control flow is in `control`, chunk loops in
+//! `chunks`.
 //!
 //! Every value is a slice (`&[f32]`, ...): a graph input, a constant (`static`), or
 //! the buffer of the node computing it, a field of the function's workspace that
 //! keeps its capacity between calls (so a steady-state call allocates nothing).
-//! The parameters of `if` / `case` / `parallel` / `call` bodies are their
-//! arguments' slices, and the outputs of `if` / `case` / `call` are the taken
-//! branch's result slices (no copy). A `while`'s state lives in one buffer per
-//! value: a result computed in the body by a kernel is swapped into it, any other
-//! result (a parameter, an outer value, a constant) is copied.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use uop_codegen::signature::Signature;
 use uop_codegen::uop::Program;
 
+use super::chunks::{COUNTS, ChunkLevel, ENDS};
 use super::code::{Code, Idents, camel, elem, literal, string};
 use super::sizes::{Sizes, buffer_type, signature};
 use super::{GraphEmitError, KernelTable};
 use crate::hierarchy::{Entry, Hierarchy, SubFunction};
 use crate::infer::{call_program_in, graph_dims};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
-use uop_codegen::index::Expr;
 
 /// Names the generated functions use for their own locals.
 pub(super) const RESERVED: &[&str] = &[
@@ -36,39 +32,30 @@ pub(super) const RESERVED: &[&str] = &[
     "right",
     "i",
     "index",
+    "loops",
+    "ends",
     "KernelError",
 ];
 
 /// One generated function under way: its code, its workspace's fields and the
 /// Rust expression of every value it has defined.
-struct Frame {
-    code: Code,
-    names: Idents,
+pub(super) struct Frame {
+    pub(super) code: Code,
+    pub(super) names: Idents,
     /// The workspace's fields: name, type.
-    fields: Vec<(String, String)>,
+    pub(super) fields: Vec<(String, String)>,
     /// Each value's slice expression.
-    locals: HashMap<Ref, String>,
+    pub(super) locals: HashMap<Ref, String>,
     /// The buffer holding each value a node computes.
-    buffers: HashMap<Ref, String>,
+    pub(super) buffers: HashMap<Ref, String>,
     /// The rows (code) of each looped value: the rows of its chunk.
-    rows: HashMap<Ref, String>,
+    pub(super) rows: HashMap<Ref, String>,
     /// The `chunk` loops open around the code being written, outermost first.
-    levels: Vec<ChunkLevel>,
-}
-
-/// One open `chunk` loop (DESIGN.md §20): its locals.
-#[derive(Clone, Debug)]
-struct ChunkLevel {
-    /// The first row of this chunk.
-    start: String,
-    /// The rows of this chunk.
-    rows: String,
-    /// The rows of the chunk node's input.
-    total: String,
+    pub(super) levels: Vec<ChunkLevel>,
 }
 
 impl Frame {
-    fn new() -> Frame {
+    pub(super) fn new() -> Frame {
         Frame {
             code: Code::default(),
             names: Idents::with_reserved(RESERVED),
@@ -81,11 +68,19 @@ impl Frame {
     }
 
     /// A new workspace field of type `ty`, named after `base`.
-    fn field(&mut self, base: &str, ty: String) -> String {
+    pub(super) fn field(&mut self, base: &str, ty: String) -> String {
         let name = self.names.fresh(base);
         self.fields.push((name.clone(), ty));
         name
     }
+}
+
+/// A kernel output written straight into the caller's buffer.
+struct DirectOut {
+    /// The code of that buffer (`y_out`, or a local holding a chunk's rows of it).
+    out: String,
+    /// The value and its buffer, when something reads it besides its output.
+    bind: Option<(Ref, String)>,
 }
 
 /// Emits the functions of one graph.
@@ -102,30 +97,42 @@ pub(super) struct Emitter<'g> {
     pub(super) items: Vec<String>,
     /// Every value some node, interface or graph output reads.
     pub(super) used: HashSet<Ref>,
-    /// The `while` body results swapped into the state (see [`swapped`]).
+    /// The `while` body results swapped into the state (see [`super::control::swapped`]).
     pub(super) swapped: HashSet<Ref>,
     /// The `static` of each constant, visible in every function of the graph.
     pub(super) consts: HashMap<Ref, String>,
     /// Every kernel called through `rt::graph::clocked`.
     pub(super) clocked: bool,
+    /// Graph outputs a kernel writes straight into the caller's buffer (no copy
+    /// out of the workspace): value → (output argument, output name). A value
+    /// computed by a Kernel or Call at the top level, at the depth of chunk loops
+    /// the outputs are delivered at (in a chunk loop, into the chunk's rows of the
+    /// caller's buffer, `rt::graph::rows_mut`). The first output returning the value
+    /// gets it; another returning it too is a copy of it.
+    pub(super) direct: HashMap<Ref, (String, String)>,
+    /// The outputs written straight into the caller's buffer.
+    pub(super) written: HashSet<Ref>,
+    /// The values of a chunk loop that do not have its rows: those only
+    /// `sum_chunks` reads (`looping::Partitions::rowless`).
+    pub(super) rowless: BTreeSet<Ref>,
 }
 
 impl Emitter<'_> {
-    fn err(&self, node: NodeId, message: impl std::fmt::Display) -> GraphEmitError {
+    pub(super) fn err(&self, node: NodeId, message: impl std::fmt::Display) -> GraphEmitError {
         GraphEmitError::Graph {
             graph: self.name.clone(),
             message: format!("{node}: {message}"),
         }
     }
 
-    fn node(&self, id: NodeId) -> Result<&Node, GraphEmitError> {
+    pub(super) fn node(&self, id: NodeId) -> Result<&Node, GraphEmitError> {
         self.graph.node(id).ok_or_else(|| GraphEmitError::Graph {
             graph: self.name.clone(),
             message: format!("{id} is not in the prepared graph"),
         })
     }
 
-    fn ty(&self, r: Ref) -> Result<ValueType, GraphEmitError> {
+    pub(super) fn ty(&self, r: Ref) -> Result<ValueType, GraphEmitError> {
         self.graph
             .type_of(r)
             .cloned()
@@ -133,7 +140,7 @@ impl Emitter<'_> {
     }
 
     /// A readable name for value `r`: its name in the source, else `t{id}`.
-    fn base_name(&self, r: Ref) -> String {
+    pub(super) fn base_name(&self, r: Ref) -> String {
         let named = self.graph.node(r.node).and_then(|n| n.name(r.output));
         match named {
             Some(n) => n.trim_start_matches('$').to_string(),
@@ -143,7 +150,12 @@ impl Emitter<'_> {
     }
 
     /// The slice expression of `r` in `frame`.
-    fn local(&self, frame: &Frame, reader: NodeId, r: Ref) -> Result<String, GraphEmitError> {
+    pub(super) fn local(
+        &self,
+        frame: &Frame,
+        reader: NodeId,
+        r: Ref,
+    ) -> Result<String, GraphEmitError> {
         frame
             .locals
             .get(&r)
@@ -153,7 +165,12 @@ impl Emitter<'_> {
     }
 
     /// The slice expression of an interface result.
-    fn source(&self, frame: &Frame, owner: NodeId, s: &Source) -> Result<String, GraphEmitError> {
+    pub(super) fn source(
+        &self,
+        frame: &Frame,
+        owner: NodeId,
+        s: &Source,
+    ) -> Result<String, GraphEmitError> {
         match s {
             Source::Ref(r) => self.local(frame, owner, *r),
             Source::Scalar(v) => Ok(format!("&[{}][..]", literal(self.graph.dtype, *v))),
@@ -210,15 +227,53 @@ impl Emitter<'_> {
                 string(name)
             ));
         }
+        for ((_, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
+            if src.as_ref().and_then(|r| self.sum_kind(r)) == Some(true) {
+                frame.code.line(format!("rt::graph::zero({arg});"));
+            }
+        }
         let top = self.h.top.clone();
+        for ((name, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
+            if let Source::Ref(r) = src
+                && self.h.scope_of(r.node) == Some(None)
+                && matches!(self.node(r.node)?.op, Op::Kernel(_) | Op::Call(_))
+                && !self.direct.contains_key(r)
+            {
+                self.direct.insert(*r, (arg.clone(), name.clone()));
+            }
+        }
         let mut body = Frame {
             names: frame.names.clone(),
             locals: frame.locals.clone(),
             ..Frame::new()
         };
+        let loops = top.iter().filter(|e| self.is_chunk(e.node)).count();
+        if loops > 0 {
+            // The loops' counts; a loop end that may leave rows unwritten gets the
+            // looped outputs zeroed first (the interpreter's rows no iteration wrote).
+            body.code.line(format!(
+                "let mut {COUNTS} = [rt::graph::LoopCounts::default(); {loops}];"
+            ));
+            let rows: Vec<&String> = outputs
+                .iter()
+                .zip(&out_args)
+                .filter(|((_, _, src), _)| src.as_ref().and_then(|r| self.sum_kind(r)).is_none())
+                .map(|(_, (arg, _))| arg)
+                .collect();
+            if !rows.is_empty() {
+                body.code.open(format!("if !{ENDS}.covers_all_rows() {{"));
+                for arg in rows {
+                    body.code.line(format!("rt::graph::zero({arg});"));
+                }
+                body.code.close("}");
+            }
+        }
         self.entries(&mut body, &top)?;
         if body.levels.is_empty() {
             for ((name, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
+                if self.written_to(src, arg) {
+                    continue;
+                }
                 let value = self.source(&body, self.h.input, src)?;
                 body.code.line(format!(
                     "rt::graph::deliver({g}, {}, {arg}, {value})?;",
@@ -241,12 +296,44 @@ impl Emitter<'_> {
             true,
         ));
         let mut c = Code::default();
-        c.doc(doc);
+        let mut fn_name = self.name.clone();
+        if loops > 0 {
+            // `NAME` runs the loops with the standard loop ends.
+            fn_name = format!("{}_with_loop_ends", self.name);
+            let names: Vec<&str> = args.iter().filter_map(|a| a.split(':').next()).collect();
+            c.doc(doc);
+            if args.len() > 7 {
+                c.line("#[allow(clippy::too_many_arguments)]");
+            }
+            c.open(signature(
+                &format!("pub fn {}", self.name),
+                &args,
+                "Result<(), KernelError>",
+            ));
+            c.line(format!(
+                "{fn_name}({}, &mut rt::graph::DefaultLoopEnds)",
+                names.join(", ")
+            ));
+            c.close("}");
+            c.line("");
+            c.doc(&format!(
+                "[`{}`] with the caller's loop ends for its `chunk` loops (DESIGN.md §20):\n\
+                 `ends` decides at the end of every iteration of every loop whether it runs\n\
+                 again (`rt::graph::LoopEnds`, with state of its own). Rows of a looped\n\
+                 output no iteration wrote are zero.\n\n\
+                 # Errors\n\n\
+                 As [`{}`], and the loop end's error naming its chunk node.",
+                self.name, self.name
+            ));
+            args.push(format!("{ENDS}: &mut dyn rt::graph::LoopEnds"));
+        } else {
+            c.doc(doc);
+        }
         if args.len() > 7 {
             c.line("#[allow(clippy::too_many_arguments)]");
         }
         c.open(signature(
-            &format!("pub fn {}", self.name),
+            &format!("pub fn {fn_name}"),
             &args,
             "Result<(), KernelError>",
         ));
@@ -261,12 +348,16 @@ impl Emitter<'_> {
         Ok(c.finish())
     }
 
-    fn entries(&mut self, frame: &mut Frame, entries: &[Entry]) -> Result<(), GraphEmitError> {
+    pub(super) fn entries(
+        &mut self,
+        frame: &mut Frame,
+        entries: &[Entry],
+    ) -> Result<(), GraphEmitError> {
         entries.iter().try_for_each(|e| self.entry(frame, e))
     }
 
     /// Binds the parameters of `sub` (its Input node's outputs) to `args`.
-    fn bind_params(
+    pub(super) fn bind_params(
         &self,
         frame: &mut Frame,
         sub: &SubFunction,
@@ -285,7 +376,7 @@ impl Emitter<'_> {
     }
 
     /// The outputs of `node` bound to the slices of `values`: `let (a, _, c) = ...`.
-    fn bind_outputs(&self, frame: &mut Frame, node: &Node) -> String {
+    pub(super) fn bind_outputs(&self, frame: &mut Frame, node: &Node) -> String {
         let names: Vec<String> = (0..node.outputs.len())
             .map(|k| {
                 let r = node.output(k);
@@ -301,7 +392,7 @@ impl Emitter<'_> {
         format!("({},)", names.join(", "))
     }
 
-    fn entry(&mut self, frame: &mut Frame, e: &Entry) -> Result<(), GraphEmitError> {
+    pub(super) fn entry(&mut self, frame: &mut Frame, e: &Entry) -> Result<(), GraphEmitError> {
         let node = self.node(e.node)?.clone();
         let id = node.id;
         match &node.op {
@@ -373,7 +464,7 @@ impl Emitter<'_> {
 
     /// A kernel (or a one-op program) called on the node's inputs, each output
     /// written into the node's buffer.
-    fn program_call(
+    pub(super) fn program_call(
         &mut self,
         frame: &mut Frame,
         node: &Node,
@@ -423,7 +514,13 @@ impl Emitter<'_> {
             }
         }
         let mut bufs = Vec::new();
+        let mut direct = Vec::new();
         for k in 0..node.outputs.len() {
+            if let Some(DirectOut { out, bind }) = self.direct_output(frame, node, k)? {
+                args.push(format!("&mut *{out}"));
+                direct.extend(bind);
+                continue;
+            }
             let (r, buf, len) = self.output_buffer(frame, node, k)?;
             args.push(format!("rt::graph::slot({buf}, {len})"));
             bufs.push((r, buf));
@@ -435,12 +532,90 @@ impl Emitter<'_> {
             frame.code.line(format!("{call}?;"));
         }
         self.bind_buffers(frame, bufs);
+        for (r, out) in direct {
+            let name = frame.names.fresh(&self.base_name(r));
+            frame.code.line(format!("let {name} = &*{out};"));
+            frame.locals.insert(r, name);
+        }
         Ok(())
+    }
+
+    /// When output `k` of `node` is a graph output written straight into the
+    /// caller's buffer (`direct`): the code of that buffer (at depth 0 the output
+    /// argument, in a chunk loop a local holding the chunk's rows of it), and the
+    /// value's binding when something reads it besides that output.
+    fn direct_output(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        k: usize,
+    ) -> Result<Option<DirectOut>, GraphEmitError> {
+        let r = node.output(k);
+        let Some((arg, name)) = self.direct.get(&r).cloned() else {
+            return Ok(None);
+        };
+        if frame.levels.len() != self.h.top.iter().filter(|e| self.is_chunk(e.node)).count() {
+            return Ok(None);
+        }
+        let out = match frame.levels.last() {
+            None => arg,
+            Some(_) if self.rowless.contains(&r) => return Ok(None),
+            Some(level) => {
+                let ty = &node.outputs[k];
+                let rest = ty.shape.get(1..).ok_or_else(|| {
+                    self.err(node.id, format!("{r} in a chunk loop has no axis 0"))
+                })?;
+                let row = sized(&self.name, node.id, self.sizes.len(rest, &format!("{r}")))?;
+                let level_rows = level.rows.clone();
+                let at = self.output_row(frame);
+                let rows = frame.names.fresh(&format!("{}_rows", self.base_name(r)));
+                frame.code.line(format!(
+                    "let {rows} = rt::graph::rows_mut({}, {}, {arg}, {at}, {level_rows}, {row})?;",
+                    string(&self.name),
+                    string(&name),
+                ));
+                frame.rows.insert(r, level_rows);
+                rows
+            }
+        };
+        self.written.insert(r);
+        // Read by a node, or returned by another output too (a copy of it).
+        let returned = self
+            .graph
+            .interface
+            .outputs
+            .iter()
+            .filter(|s| s.as_ref() == Some(r))
+            .count();
+        let read = returned > 1
+            || self
+                .graph
+                .nodes()
+                .iter()
+                .filter(|n| !matches!(n.op, Op::Sink))
+                .any(|n| n.uses().contains(&r));
+        Ok(Some(DirectOut {
+            out: out.clone(),
+            bind: read.then_some((r, out)),
+        }))
+    }
+
+    /// True when `node` is a `chunk`.
+    pub(super) fn is_chunk(&self, node: NodeId) -> bool {
+        matches!(self.graph.node(node).map(|n| &n.op), Some(Op::Chunk { .. }))
+    }
+
+    /// True when graph output `arg` (returning `src`) was written straight into the
+    /// caller's buffer, so there is nothing to deliver.
+    pub(super) fn written_to(&self, src: &Source, arg: &str) -> bool {
+        src.as_ref().is_some_and(|r| {
+            self.written.contains(&r) && self.direct.get(&r).is_some_and(|(a, _)| a == arg)
+        })
     }
 
     /// The workspace buffer of output `k` of `node` (a new field) and the code of
     /// its length.
-    fn output_buffer(
+    pub(super) fn output_buffer(
         &mut self,
         frame: &mut Frame,
         node: &Node,
@@ -450,8 +625,9 @@ impl Emitter<'_> {
         let ty = &node.outputs[k];
         let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
         let len = match frame.levels.last() {
-            // In a chunk loop every value has the chunk's rows (the loops pass).
-            Some(level) => {
+            // In a chunk loop every value has the chunk's rows (the loops pass), but
+            // those only `sum_chunks` reads (a weight's gradient per chunk).
+            Some(level) if !self.rowless.contains(&r) => {
                 let rest = ty.shape.get(1..).ok_or_else(|| {
                     self.err(node.id, format!("{r} in a chunk loop has no axis 0"))
                 })?;
@@ -464,7 +640,7 @@ impl Emitter<'_> {
                     level.rows
                 )
             }
-            None => sized(
+            _ => sized(
                 &self.name,
                 node.id,
                 self.sizes.len(&ty.shape, &format!("{r}")),
@@ -474,142 +650,12 @@ impl Emitter<'_> {
         Ok((r, buf, len))
     }
 
-    /// `chunk(x, size=C)` (DESIGN.md §20, at the top level): opens a loop over
-    /// chunks of rows of `x`, which stays open to the end of the graph's body (the
-    /// nodes after it in partition order are its loop; a later chunk nests a loop
-    /// inside). The default loop end: the next chunk while rows remain.
-    fn chunk(&mut self, frame: &mut Frame, node: &Node, size: &Expr) -> Result<(), GraphEmitError> {
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
-        let first = node
-            .inputs
-            .first()
-            .copied()
-            .ok_or_else(|| self.err(node.id, "a chunk without input"))?;
-        // The values a chunk loops over together share their rows (the verifier
-        // checks it); the first one's count the loop.
-        let mut values = Vec::with_capacity(node.inputs.len());
-        for &input in &node.inputs {
-            let value = self.local(frame, node.id, input)?;
-            let ty = self.ty(input)?;
-            let Some((axis0, rest)) = ty.shape.split_first() else {
-                return Err(self.err(
-                    node.id,
-                    "a chunk needs a value with an axis 0, got a rank-0 value",
-                ));
-            };
-            let row = sized(
-                &self.name,
-                node.id,
-                self.sizes.len(rest, &format!("a row of {input}")),
-            )?;
-            values.push((input, value, axis0.clone(), row));
-        }
-        let total = match frame.rows.get(&first) {
-            Some(rows) => rows.clone(),
-            None => sized(&self.name, node.id, self.sizes.at(&values[0].2))?,
-        };
-        let size = sized(&self.name, node.id, self.sizes.at(size))?;
-        let level = ChunkLevel {
-            start: frame.names.fresh("chunk_start"),
-            rows: frame.names.fresh("chunk_rows"),
-            total: frame.names.fresh("chunk_total"),
-        };
-        let ChunkLevel {
-            start,
-            rows,
-            total: total_var,
-        } = &level;
-        frame.code.comment(&format!(
-            "{} = chunk(..): a loop over chunks of {size} rows (partition {})",
-            outputs_text(node),
-            frame.levels.len() + 1
-        ));
-        frame.code.line(format!("let {total_var} = {total};"));
-        frame.code.line(format!("let mut {start} = 0_usize;"));
-        frame.code.open("loop {");
-        frame.code.line(format!(
-            "let {rows} = rt::graph::chunk_rows({g}, {id}, {size}, {total_var}, {start})?;"
-        ));
-        for (k, (_, value, _, row)) in values.iter().enumerate() {
-            let chunk = format!("rt::graph::rows({g}, {id}, {value}, {start}, {rows}, {row})?");
-            let r = node.output(k);
-            if self.used.contains(&r) {
-                let name = frame.names.fresh(&self.base_name(r));
-                frame.code.line(format!("let {name} = {chunk};"));
-                frame.locals.insert(r, name);
-            } else {
-                frame.code.line(format!("{chunk};"));
-            }
-            frame.rows.insert(r, rows.clone());
-        }
-        frame.levels.push(level);
-        Ok(())
-    }
-
-    /// `sum_chunks(v)`: outside any chunk loop, `v` itself. Inside one (the gradient
-    /// of a chunked graph) it is a sum over the loop's chunks, which generated code
-    /// does not have yet: a clear error rather than one chunk's value.
-    fn sum_chunks(&mut self, frame: &mut Frame, node: &Node) -> Result<(), GraphEmitError> {
-        if !frame.levels.is_empty() {
-            return Err(self.err(
-                node.id,
-                "`sum_chunks` inside a chunk loop (a gradient of a chunked graph) is not emitted as Rust yet",
-            ));
-        }
-        let input = node
-            .inputs
-            .first()
-            .copied()
-            .ok_or_else(|| self.err(node.id, "a sum_chunks without input"))?;
-        let value = self.local(frame, node.id, input)?;
-        frame.locals.insert(node.output(0), value);
-        Ok(())
-    }
-
-    /// The end of the innermost chunk loop: each graph output's chunk written at the
-    /// global row offset (the sum of the open loops' starts), then every loop
-    /// advanced and closed, innermost first.
-    fn deliver_chunks(
-        &mut self,
-        frame: &mut Frame,
-        outputs: &[(String, ValueType, Source)],
-        out_args: &[(String, String)],
-    ) -> Result<(), GraphEmitError> {
-        let g = string(&self.name);
-        let offset: Vec<&str> = frame.levels.iter().map(|l| l.start.as_str()).collect();
-        let offset = offset.join(" + ");
-        for ((name, ty, src), (arg, _)) in outputs.iter().zip(out_args) {
-            let value = self.source(frame, self.h.input, src)?;
-            let rest = ty.shape.get(1..).ok_or_else(|| GraphEmitError::Graph {
-                graph: self.name.clone(),
-                message: format!("output `{name}` of a chunked graph has no axis 0"),
-            })?;
-            let row = sized(
-                &self.name,
-                self.h.input,
-                self.sizes.len(rest, &format!("a row of output {name}")),
-            )?;
-            frame.code.line(format!(
-                "rt::graph::deliver_rows({g}, {}, {arg}, {offset}, {row}, {value})?;",
-                string(name)
-            ));
-        }
-        for level in frame.levels.clone().iter().rev() {
-            frame
-                .code
-                .line(format!("{} += {};", level.start, level.rows));
-            frame
-                .code
-                .open(format!("if {} >= {} {{", level.start, level.total));
-            frame.code.line("break;");
-            frame.code.close("}");
-            frame.code.close("}");
-        }
-        Ok(())
-    }
-
     /// Each read value of `bufs` bound as a slice of its buffer: `let h = &h_buf[..];`.
-    fn bind_buffers(&self, frame: &mut Frame, bufs: impl IntoIterator<Item = (Ref, String)>) {
+    pub(super) fn bind_buffers(
+        &self,
+        frame: &mut Frame,
+        bufs: impl IntoIterator<Item = (Ref, String)>,
+    ) {
         for (r, buf) in bufs {
             if self.used.contains(&r) {
                 let name = frame.names.fresh(&self.base_name(r));
@@ -618,489 +664,22 @@ impl Emitter<'_> {
             }
         }
     }
-
-    fn sub<'e>(
-        &self,
-        node: &Node,
-        e: &'e Entry,
-        k: usize,
-    ) -> Result<&'e SubFunction, GraphEmitError> {
-        e.subs
-            .get(k)
-            .ok_or_else(|| self.err(node.id, format!("has no sub-function {k}")))
-    }
-
-    fn results(&self, frame: &Frame, node: &Node, k: usize) -> Result<Vec<String>, GraphEmitError> {
-        let interfaces = node.op.interfaces();
-        let i = interfaces
-            .get(k)
-            .ok_or_else(|| self.err(node.id, format!("has no sub-function {k}")))?;
-        i.outputs
-            .iter()
-            .map(|s| self.source(frame, node.id, s))
-            .collect()
-    }
-
-    /// A sub-function inlined: its parameters bound to `args`, its definitions, and
-    /// its results as a tuple (the block's value).
-    fn inline(
-        &mut self,
-        frame: &mut Frame,
-        node: &Node,
-        sub: &SubFunction,
-        args: &[String],
-    ) -> Result<(), GraphEmitError> {
-        self.bind_params(frame, sub, args)?;
-        self.entries(frame, &sub.nodes)?;
-        let results = self.results(frame, node, sub.branch)?;
-        frame.code.line(format!("({},)", results.join(", ")));
-        Ok(())
-    }
-
-    /// Marks the arguments no sub-function of `e` reads as read (`let _ = x;`), so
-    /// the value a node computed for them is not an unused variable.
-    fn unread_args(&self, frame: &mut Frame, e: &Entry, args: &[String], skip: usize) {
-        for (k, a) in args.iter().enumerate() {
-            let read = e
-                .subs
-                .iter()
-                .any(|s| self.used.contains(&Ref::new(s.input, k + skip)));
-            if !read {
-                frame
-                    .code
-                    .line(format!("let _ = {a}; // read by no branch"));
-            }
-        }
-    }
-
-    fn args(&self, frame: &Frame, node: &Node, from: usize) -> Result<Vec<String>, GraphEmitError> {
-        node.inputs[from.min(node.inputs.len())..]
-            .iter()
-            .map(|r| self.local(frame, node.id, *r))
-            .collect()
-    }
-
-    fn if_else(&mut self, frame: &mut Frame, node: &Node, e: &Entry) -> Result<(), GraphEmitError> {
-        let cond = node
-            .inputs
-            .first()
-            .copied()
-            .ok_or_else(|| self.err(node.id, "has no condition"))?;
-        let cond = self.local(frame, node.id, cond)?;
-        let args = self.args(frame, node, 1)?;
-        frame
-            .code
-            .comment(&format!("{} = if(...)", outputs_text(node)));
-        self.unread_args(frame, e, &args, 0);
-        let outs = self.bind_outputs(frame, node);
-        let mut branches = Vec::new();
-        for k in 0..2 {
-            let nested = frame.code.nested();
-            let outer = std::mem::replace(&mut frame.code, nested);
-            let sub = self.sub(node, e, k);
-            let done = sub.and_then(|sub| self.inline(frame, node, sub, &args));
-            branches.push(std::mem::replace(&mut frame.code, outer).finish());
-            done?;
-        }
-        let test = format!(
-            "rt::graph::one_value({}, {}, \"condition\", {cond})?",
-            string(&self.name),
-            string(&node.id.to_string())
-        );
-        if branches[0] == branches[1] {
-            // Both branches compute the same: the condition is checked, one runs
-            // (no `if` with identical blocks).
-            frame.code.line(format!("{test};"));
-            frame.code.line(format!("let {outs} = {{"));
-            frame.code.append(&branches[0]);
-            frame.code.line("};");
-        } else {
-            frame.code.line(format!("let {outs} = if {test} != 0.0 {{"));
-            frame.code.append(&branches[0]);
-            frame.code.line("} else {");
-            frame.code.append(&branches[1]);
-            frame.code.line("};");
-        }
-        Ok(())
-    }
-
-    fn case(&mut self, frame: &mut Frame, node: &Node, e: &Entry) -> Result<(), GraphEmitError> {
-        let sel = node
-            .inputs
-            .first()
-            .copied()
-            .ok_or_else(|| self.err(node.id, "has no selector"))?;
-        let sel = self.local(frame, node.id, sel)?;
-        let args = self.args(frame, node, 1)?;
-        let arg_types: Vec<ValueType> = node.inputs[1..]
-            .iter()
-            .map(|r| self.ty(*r))
-            .collect::<Result<_, _>>()?;
-        let passes = arg_types == node.outputs;
-        let n = e.subs.len();
-        if n == 0 && !passes {
-            return Err(self.err(
-                node.id,
-                "a case without branches whose arguments cannot pass through",
-            ));
-        }
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
-        frame
-            .code
-            .comment(&format!("{} = case(...)", outputs_text(node)));
-        if !passes {
-            self.unread_args(frame, e, &args, 0);
-        }
-        let outs = self.bind_outputs(frame, node);
-        let branch = format!(
-            "rt::graph::branch({g}, {id}, rt::graph::one_value({g}, {id}, \"selector\", {sel})?, {n}, {passes})?"
-        );
-        if n == 1 && !passes {
-            // One branch and no pass-through: the selector is checked, then the
-            // branch runs (no `match` with one arm).
-            frame.code.line(format!("{branch};"));
-            frame.code.open(format!("let {outs} = {{"));
-            self.inline(frame, node, self.sub(node, e, 0)?, &args)?;
-            frame.code.close("};");
-            return Ok(());
-        }
-        frame.code.open(format!("let {outs} = match {branch} {{"));
-        for k in 0..n {
-            let last = k + 1 == n;
-            let pattern = match (last, passes) {
-                (false, _) => format!("Some({k})"),
-                (true, true) => "Some(_)".to_string(),
-                (true, false) => "_".to_string(),
-            };
-            frame.code.open(format!("{pattern} => {{"));
-            let sub = self.sub(node, e, k)?;
-            self.inline(frame, node, sub, &args)?;
-            frame.code.close("}");
-        }
-        if passes {
-            frame
-                .code
-                .comment("a negative selector passes the arguments through");
-            let pattern = if n == 0 { "_" } else { "None" };
-            frame
-                .code
-                .line(format!("{pattern} => ({},),", args.join(", ")));
-        }
-        frame.code.close("};");
-        Ok(())
-    }
-
-    fn while_loop(
-        &mut self,
-        frame: &mut Frame,
-        node: &Node,
-        e: &Entry,
-    ) -> Result<(), GraphEmitError> {
-        let init = self.args(frame, node, 0)?;
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
-        frame.code.comment(&format!(
-            "{} = while(...): the state in {}",
-            outputs_text(node),
-            if node.outputs.len() == 1 {
-                "one buffer"
-            } else {
-                "buffers"
-            }
-        ));
-        if init.len() != node.outputs.len() {
-            return Err(self.err(
-                node.id,
-                "the initial state and the outputs differ in number",
-            ));
-        }
-        let mut state = Vec::new();
-        for (k, ty) in node.outputs.iter().enumerate() {
-            let r = node.output(k);
-            let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
-            frame
-                .code
-                .line(format!("rt::graph::assign({buf}, {});", init[k]));
-            frame.buffers.insert(r, buf.clone());
-            state.push(buf);
-        }
-        let state_slices: Vec<String> = state.iter().map(|b| format!("&{b}[..]")).collect();
-        let cond = self.sub(node, e, 0)?;
-        let body = self.sub(node, e, 1)?;
-        frame.code.open("loop {");
-        frame.code.open("let go = {");
-        self.bind_params(frame, cond, &state_slices)?;
-        self.entries(frame, &cond.nodes)?;
-        let c = self.results(frame, node, 0)?;
-        let c = c
-            .first()
-            .ok_or_else(|| self.err(node.id, "the condition returns nothing"))?;
-        frame.code.line(format!(
-            "rt::graph::one_value({g}, {id}, \"condition\", {c})? != 0.0"
-        ));
-        frame.code.close("};");
-        frame.code.open("if !go {");
-        frame.code.line("break;");
-        frame.code.close("}");
-        frame.code.open("{");
-        self.bind_params(frame, body, &state_slices)?;
-        self.entries(frame, &body.nodes)?;
-        // Each result: swapped in when a node of the body computed it into its own
-        // buffer (and it is returned once), else copied into a spare buffer.
-        let interfaces = node.op.interfaces();
-        let outputs = &interfaces
-            .get(1)
-            .ok_or_else(|| self.err(node.id, "has no body"))?
-            .outputs;
-        let mut swaps = Vec::new();
-        for (k, s) in outputs.iter().enumerate() {
-            let own = match s {
-                Source::Ref(r) if self.swapped.contains(r) => frame.buffers.get(r).cloned(),
-                _ => None,
-            };
-            match own {
-                Some(buf) => swaps.push((state[k].clone(), buf)),
-                None => {
-                    let r = node.output(k);
-                    let ty = &node.outputs[k];
-                    let next = frame.field(&format!("{}_next", self.base_name(r)), buffer_type(ty));
-                    let value = self.source(frame, node.id, s)?;
-                    frame
-                        .code
-                        .line(format!("rt::graph::assign({next}, {value});"));
-                    swaps.push((state[k].clone(), next));
-                }
-            }
-        }
-        frame.code.close("}");
-        for (a, b) in swaps {
-            frame.code.line(format!("std::mem::swap({a}, {b});"));
-        }
-        frame.code.close("}");
-        let bound = state.into_iter().enumerate();
-        self.bind_buffers(frame, bound.map(|(k, buf)| (node.output(k), buf)));
-        Ok(())
-    }
-
-    fn parallel(
-        &mut self,
-        frame: &mut Frame,
-        node: &Node,
-        e: &Entry,
-        count: &Expr,
-    ) -> Result<(), GraphEmitError> {
-        let args = self.args(frame, node, 0)?;
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
-        let n = sized(&self.name, node.id, self.sizes.at(count))?;
-        frame.code.comment(&format!(
-            "{} = parallel({count}, ...): iteration i's results are row i",
-            outputs_text(node)
-        ));
-        self.unread_args(frame, e, &args, 1);
-        let mut outs = Vec::new();
-        frame.code.open("{");
-        for k in 0..node.outputs.len() {
-            let (r, buf, len) = self.output_buffer(frame, node, k)?;
-            let out = frame.names.fresh(&format!("{}_rows", self.base_name(r)));
-            frame
-                .code
-                .line(format!("let {out} = rt::graph::slot({buf}, {len});"));
-            outs.push((r, buf, out));
-        }
-        frame.code.open(format!("for i in 0..{n} {{"));
-        let body = self.sub(node, e, 0)?;
-        if self.used.contains(&Ref::new(body.input, 0)) {
-            frame.code.line(format!(
-                "let index = rt::graph::index_value({g}, {id}, i)?;"
-            ));
-        }
-        let mut all = vec!["&index[..]".to_string()];
-        all.extend(args);
-        self.bind_params(frame, body, &all)?;
-        self.entries(frame, &body.nodes)?;
-        let results = self.results(frame, node, 0)?;
-        for ((_, _, out), r) in outs.iter().zip(&results) {
-            frame
-                .code
-                .line(format!("rt::graph::copy_row({g}, {id}, {out}, i, {r})?;"));
-        }
-        frame.code.close("}");
-        frame.code.close("}");
-        self.bind_buffers(frame, outs.into_iter().map(|(r, buf, _)| (r, buf)));
-        Ok(())
-    }
-
-    /// `call(F, ...)`: a function of its own, with a workspace of its own (a field
-    /// of the caller's); the values of enclosing scopes its body reads are extra
-    /// arguments.
-    fn call(
-        &mut self,
-        frame: &mut Frame,
-        node: &Node,
-        e: &Entry,
-        fname: &str,
-    ) -> Result<(), GraphEmitError> {
-        let sub = self.sub(node, e, 0)?.clone();
-        let args = self.args(frame, node, 0)?;
-        let free = self.free_values(&sub);
-        let fn_name = self.items_taken.fresh(&format!("{}_{}", self.name, fname));
-        let ws_type = format!("{}Workspace", camel(&fn_name));
-        let mut inner = Frame::new();
-        let input = self.node(sub.input)?.clone();
-        let mut params = vec![format!("ws: &'a mut {ws_type}"), String::new()];
-        for (k, ty) in input.outputs.iter().enumerate() {
-            let r = Ref::new(sub.input, k);
-            let name = inner.names.fresh(&self.base_name(r));
-            let unused = if self.used.contains(&r) { "" } else { "_" };
-            params.push(format!("{unused}{name}: &'a [{}]", elem(ty.dtype)));
-            inner.locals.insert(r, name);
-        }
-        let mut free_args = Vec::new();
-        for r in &free {
-            let ty = self.ty(*r)?;
-            let name = inner.names.fresh(&self.base_name(*r));
-            params.push(format!("{name}: &'a [{}]", elem(ty.dtype)));
-            inner.locals.insert(*r, name);
-            free_args.push(self.local(frame, node.id, *r)?);
-        }
-        self.entries(&mut inner, &sub.nodes)?;
-        let results = self.results(&inner, node, 0)?;
-        inner.code.line(format!("Ok(({},))", results.join(", ")));
-        let inner_code = inner.code.finish();
-        let reads_sz = ["sz.", " sz,", " sz)"]
-            .iter()
-            .any(|p| inner_code.contains(p));
-        let sz_name = if reads_sz { "sz" } else { "_sz" };
-        params[1] = format!("{sz_name}: &{}Sizes", camel(&self.name));
-        let result_types: Vec<String> = node
-            .outputs
-            .iter()
-            .map(|t| format!("&'a [{}]", elem(t.dtype)))
-            .collect();
-        let mut c = Code::default();
-        c.doc(&format!(
-            "`call({fname}, ...)` ({}) of graph `{}`: a function of its own.",
-            node.id, self.name
-        ));
-        if params.len() > 7 {
-            c.line("#[allow(clippy::too_many_arguments)]");
-        }
-        c.line("#[allow(clippy::type_complexity)]");
-        c.open(signature(
-            &format!("fn {fn_name}<'a>"),
-            &params,
-            &format!("Result<({},), KernelError>", result_types.join(", ")),
-        ));
-        c.line(destructure(&ws_type, &inner.fields));
-        for l in inner_code.lines() {
-            c.line(l);
-        }
-        c.close("}");
-        self.items.push(workspace(
-            &ws_type,
-            &inner.fields,
-            &format!("The buffers of `{fn_name}`."),
-            false,
-        ));
-        self.items.push(c.finish());
-        let field = frame.field(&format!("{fname}_ws"), ws_type);
-        frame
-            .code
-            .comment(&format!("{} = call({fname}, ...)", outputs_text(node)));
-        let outs = self.bind_outputs(frame, node);
-        let mut all = vec![field, "sz".to_string()];
-        all.extend(args);
-        all.extend(free_args);
-        frame
-            .code
-            .line(format!("let {outs} = {fn_name}({})?;", all.join(", ")));
-        Ok(())
-    }
-
-    /// The values a sub-function reads (itself or nested deeper) that are defined
-    /// outside it, other than constants (statics, visible everywhere): sorted.
-    fn free_values(&self, sub: &SubFunction) -> Vec<Ref> {
-        let mut read = BTreeSet::new();
-        let mut inside = HashSet::new();
-        inside.insert(sub.input);
-        collect(self.graph, &sub.nodes, &mut read, &mut inside);
-        if let Some(owner) = self.graph.node(sub.super_node)
-            && let Some(i) = owner.op.interfaces().get(sub.branch)
-        {
-            read.extend(i.outputs.iter().filter_map(Source::as_ref));
-        }
-        read.into_iter()
-            .filter(|r| !inside.contains(&r.node))
-            .filter(|r| !matches!(self.graph.node(r.node).map(|n| &n.op), Some(Op::Const(_))))
-            .collect()
-    }
-}
-
-/// The `while` body results swapped into the state instead of copied: computed
-/// into a buffer of their own (by a kernel, call, `parallel` or `while`) directly
-/// in the body, and returned once.
-pub(super) fn swapped(graph: &Graph, h: &Hierarchy) -> HashSet<Ref> {
-    let mut out = HashSet::new();
-    for n in graph.nodes() {
-        let Op::While { body, .. } = &n.op else {
-            continue;
-        };
-        let body_id = crate::hierarchy::SubId {
-            super_node: n.id,
-            branch: 1,
-        };
-        for s in &body.outputs {
-            let Source::Ref(r) = s else { continue };
-            let once = body
-                .outputs
-                .iter()
-                .filter(|o| o.as_ref() == Some(*r))
-                .count()
-                == 1;
-            let inside = h.scope_of(r.node) == Some(Some(body_id));
-            let buffered = graph.node(r.node).is_some_and(|p| {
-                matches!(
-                    p.op,
-                    Op::Kernel(_) | Op::Call(_) | Op::Parallel { .. } | Op::While { .. }
-                )
-            });
-            if once && inside && buffered {
-                out.insert(*r);
-            }
-        }
-    }
-    out
 }
 
 /// A size's code, or the emitter's error naming the node.
-fn sized<T>(graph: &str, node: NodeId, r: Result<T, String>) -> Result<T, GraphEmitError> {
+pub(super) fn sized<T>(
+    graph: &str,
+    node: NodeId,
+    r: Result<T, String>,
+) -> Result<T, GraphEmitError> {
     r.map_err(|m| GraphEmitError::Graph {
         graph: graph.into(),
         message: format!("{node}: {m}"),
     })
 }
 
-/// Every value the entries read and every node they define (with their
-/// sub-functions' Input nodes), recursively.
-fn collect(
-    graph: &Graph,
-    entries: &[Entry],
-    read: &mut BTreeSet<Ref>,
-    inside: &mut HashSet<NodeId>,
-) {
-    for e in entries {
-        inside.insert(e.node);
-        if let Some(n) = graph.node(e.node) {
-            read.extend(n.uses());
-        }
-        for s in &e.subs {
-            inside.insert(s.input);
-            collect(graph, &s.nodes, read, inside);
-        }
-    }
-}
-
 /// `%5, %5.1` (with names where the source gave them).
-fn outputs_text(node: &Node) -> String {
+pub(super) fn outputs_text(node: &Node) -> String {
     (0..node.outputs.len())
         .map(|k| match node.name(k) {
             Some(n) => format!("{} {n}", node.output(k)),
@@ -1111,7 +690,7 @@ fn outputs_text(node: &Node) -> String {
 }
 
 /// `let W { a, b } = ws;`
-fn destructure(ws_type: &str, fields: &[(String, String)]) -> String {
+pub(super) fn destructure(ws_type: &str, fields: &[(String, String)]) -> String {
     let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
     if names.is_empty() {
         format!("let {ws_type} {{}} = ws;")
@@ -1121,7 +700,12 @@ fn destructure(ws_type: &str, fields: &[(String, String)]) -> String {
 }
 
 /// The workspace struct.
-fn workspace(name: &str, fields: &[(String, String)], doc: &str, public: bool) -> String {
+pub(super) fn workspace(
+    name: &str,
+    fields: &[(String, String)],
+    doc: &str,
+    public: bool,
+) -> String {
     let mut c = Code::default();
     c.doc(doc);
     c.line("#[derive(Debug, Default)]");

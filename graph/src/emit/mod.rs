@@ -14,7 +14,10 @@
 //!   and `pub struct NameSizes` with `y_out_shape` per output, so a caller can allocate
 //!   the outputs;
 //! - `pub struct NameWorkspace`: the buffers of every intermediate. Keep one between
-//!   calls and a call with the shapes of an earlier one allocates nothing;
+//!   calls and a call with the shapes of an earlier one allocates nothing (a graph
+//!   output a kernel computes is written straight into the caller's buffer);
+//! - for a graph with `chunk` loops, `pub fn NAME_with_loop_ends(..., ends: &mut dyn
+//!   rt::graph::LoopEnds)`: the caller's loop ends (DESIGN.md §20);
 //! - the kernels (`NAME_k0`, ...; identical programs of several graphs share one), a
 //!   private function per `call`, a `static` per constant.
 //!
@@ -35,7 +38,9 @@
 
 mod body;
 pub mod build;
+mod chunks;
 mod code;
+mod control;
 mod sizes;
 
 use std::collections::{HashMap, HashSet};
@@ -188,6 +193,7 @@ impl GraphModule {
         for item in [
             name.to_string(),
             format!("{name}_sizes"),
+            format!("{name}_with_loop_ends"),
             format!("{camel_name}Sizes"),
             format!("{camel_name}Workspace"),
         ] {
@@ -242,7 +248,7 @@ impl GraphModule {
         for r in all_uses {
             *reads.entry(r).or_default() += 1;
         }
-        let swapped = body::swapped(&prepared, &h);
+        let swapped = control::swapped(&prepared, &h);
         for r in &swapped {
             if let Some(n) = reads.get_mut(r) {
                 *n -= 1;
@@ -253,6 +259,9 @@ impl GraphModule {
             .filter(|(_, n)| *n > 0)
             .map(|(r, _)| r)
             .collect();
+        let rowless = crate::looping::partitions(&prepared)
+            .map_err(|e| fail(e.to_string()))?
+            .rowless;
         let shown = source.map_or_else(|| print_graph(graph), str::to_string);
         let doc = format!(
             "Graph `{name}`, ahead of time:\n\n```text\n{}\n```\n\n\
@@ -276,6 +285,9 @@ impl GraphModule {
             swapped,
             consts: HashMap::new(),
             clocked: self.clocked,
+            direct: HashMap::new(),
+            written: HashSet::new(),
+            rowless,
         };
         let function = emitter.graph_function(&doc, &outputs)?;
         let sizes_items = emitter.sizes.items(&camel_name);

@@ -22,32 +22,10 @@ use crate::ir::NodeId;
 /// The most loop-control nodes a graph may have (Hexagon NN's `NN_MAX_LOOPSTACK`).
 pub const MAX_LOOPS: usize = 4;
 
-/// The counts of one loop level (Hexagon NN's `nn_loopcounts`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LoopCounts {
-    /// Iterations before the current one.
-    pub itercount: u64,
-    /// Batches (rows) the loop generated before the current iteration.
-    pub prev_batches: u64,
-    /// Batches in the current iteration.
-    pub current_batches: u64,
-    /// When `prev_batches + current_batches >= total_batches` this is the last
-    /// iteration (an estimate: a loop-end function may end earlier or go on).
-    pub total_batches: u64,
-    /// Batches of the earlier runs of this level, in the iterations of the loops
-    /// around it.
-    pub prev_outer_batches: u64,
-}
-
-/// What a loop-end function decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoopControl {
-    /// Run the loop again: execution goes back to its loop-control node (the seed's
-    /// return value > 0).
-    Again,
-    /// The loop is done: pop the next level (the seed's 0).
-    Done,
-}
+// The counts of one level (Hexagon NN's `nn_loopcounts`), a loop end's decision
+// and the standard loop end (`nn_loopend_default`) are the runtime's: graph code
+// generated ahead of time runs the same loops (`uop_runtime::graph`).
+pub use uop_runtime::graph::{LoopControl, LoopCounts, default_loop_end};
 
 /// A loop-end function (Hexagon NN's `nn_loopend_fp`), called at the end of the node
 /// list with the loop-control node and its level's counts. It may keep state of its
@@ -64,24 +42,6 @@ where
 {
     fn loop_end(&mut self, node: NodeId, counts: &mut LoopCounts) -> Result<LoopControl, String> {
         self(node, counts)
-    }
-}
-
-/// The standard loop-end function (the seed's `nn_loopend_default`): while batches
-/// remain, count the iteration, advance `prev_batches` by `current_batches` and loop
-/// again; else add the level's batches to `prev_outer_batches`, reset `itercount`
-/// and `prev_batches`, and end the loop.
-pub fn default_loop_end(counts: &mut LoopCounts) -> LoopControl {
-    let new_batches = counts.prev_batches.saturating_add(counts.current_batches);
-    if new_batches < counts.total_batches {
-        counts.itercount += 1;
-        counts.prev_batches = new_batches;
-        LoopControl::Again
-    } else {
-        counts.prev_outer_batches = counts.prev_outer_batches.saturating_add(new_batches);
-        counts.itercount = 0;
-        counts.prev_batches = 0;
-        LoopControl::Done
     }
 }
 

@@ -1,0 +1,211 @@
+//! `chunk` loops in generated code (DESIGN.md §20): a chunk node opens a loop over
+//! chunks of rows that stays open to the end of the graph's body; at its end each
+//! graph output's chunk is delivered at the global row offset and every loop
+//! advances (the default loop end).
+
+use uop_codegen::index::Expr;
+
+use super::GraphEmitError;
+use super::body::{Emitter, Frame, outputs_text, sized};
+use super::code::string;
+use crate::ir::{Node, Op, Ref, Source, ValueType};
+
+/// One open `chunk` loop (DESIGN.md §20): its locals.
+#[derive(Clone, Debug)]
+pub(super) struct ChunkLevel {
+    /// The first row of this chunk.
+    pub(super) start: String,
+    /// The rows of this chunk.
+    pub(super) rows: String,
+    /// The rows of the chunk node's input.
+    pub(super) total: String,
+    /// The chunk node, as the printed graph names it (a string literal).
+    pub(super) node: String,
+}
+
+/// The local holding the loop counts of every chunk loop, one per level.
+pub(super) const COUNTS: &str = "loops";
+
+/// The graph function's argument of the loop ends.
+pub(super) const ENDS: &str = "ends";
+
+impl Emitter<'_> {
+    /// `chunk(x, size=C)` (DESIGN.md §20, at the top level): opens a loop over
+    /// chunks of rows of `x`, which stays open to the end of the graph's body (the
+    /// nodes after it in partition order are its loop; a later chunk nests a loop
+    /// inside). Its level's counts are `loops[k]`; the loop ends as the caller's
+    /// `rt::graph::LoopEnds` says (`NAME_with_loop_ends`), by default when its rows
+    /// are done.
+    pub(super) fn chunk(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        size: &Expr,
+    ) -> Result<(), GraphEmitError> {
+        let (g, id) = (string(&self.name), string(&node.id.to_string()));
+        let first = node
+            .inputs
+            .first()
+            .copied()
+            .ok_or_else(|| self.err(node.id, "a chunk without input"))?;
+        // The values a chunk loops over together share their rows (the verifier
+        // checks it); the first one's count the loop.
+        let mut values = Vec::with_capacity(node.inputs.len());
+        for &input in &node.inputs {
+            let value = self.local(frame, node.id, input)?;
+            let ty = self.ty(input)?;
+            let Some((axis0, rest)) = ty.shape.split_first() else {
+                return Err(self.err(
+                    node.id,
+                    "a chunk needs a value with an axis 0, got a rank-0 value",
+                ));
+            };
+            let row = sized(
+                &self.name,
+                node.id,
+                self.sizes.len(rest, &format!("a row of {input}")),
+            )?;
+            values.push((input, value, axis0.clone(), row));
+        }
+        let total = match frame.rows.get(&first) {
+            Some(rows) => rows.clone(),
+            None => sized(&self.name, node.id, self.sizes.at(&values[0].2))?,
+        };
+        let size = sized(&self.name, node.id, self.sizes.at(size))?;
+        let level = ChunkLevel {
+            start: frame.names.fresh("chunk_start"),
+            rows: frame.names.fresh("chunk_rows"),
+            total: frame.names.fresh("chunk_total"),
+            node: id.clone(),
+        };
+        let ChunkLevel {
+            start,
+            rows,
+            total: total_var,
+            ..
+        } = &level;
+        let k = frame.levels.len();
+        frame.code.comment(&format!(
+            "{} = chunk(..): a loop over chunks of {size} rows (partition {})",
+            outputs_text(node),
+            frame.levels.len() + 1
+        ));
+        frame.code.line(format!("let {total_var} = {total};"));
+        frame.code.open("loop {");
+        frame.code.line(format!(
+            "let ({start}, {rows}) = rt::graph::chunk_begin({g}, {id}, {size}, {total_var}, &mut {COUNTS}[{k}])?;"
+        ));
+        for (k, (_, value, _, row)) in values.iter().enumerate() {
+            let chunk = format!("rt::graph::rows({g}, {id}, {value}, {start}, {rows}, {row})?");
+            let r = node.output(k);
+            if self.used.contains(&r) {
+                let name = frame.names.fresh(&self.base_name(r));
+                frame.code.line(format!("let {name} = {chunk};"));
+                frame.locals.insert(r, name);
+            } else {
+                frame.code.line(format!("{chunk};"));
+            }
+            frame.rows.insert(r, rows.clone());
+        }
+        frame.levels.push(level);
+        Ok(())
+    }
+
+    /// `sum_chunks(v)`: per chunk `v` itself. Only graph outputs read it (the
+    /// looping rules); inside a chunk loop such an output is zeroed at entry and
+    /// every chunk's `v` added to it (`rt::graph::accumulate`, see
+    /// `sum_kind`); outside any loop it is `v`, delivered once.
+    pub(super) fn sum_chunks(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+    ) -> Result<(), GraphEmitError> {
+        let input = node
+            .inputs
+            .first()
+            .copied()
+            .ok_or_else(|| self.err(node.id, "a sum_chunks without input"))?;
+        let value = self.local(frame, node.id, input)?;
+        frame.locals.insert(node.output(0), value);
+        Ok(())
+    }
+
+    /// For a `sum_chunks` value: `Some(true)` when it stands inside a chunk loop
+    /// (after a chunk node at the top level: a sum over the chunks), `Some(false)`
+    /// before any (computed once); `None` for any other value.
+    pub(super) fn sum_kind(&self, r: Ref) -> Option<bool> {
+        let node = self.graph.node(r.node)?;
+        if !matches!(node.op, Op::SumChunks) {
+            return None;
+        }
+        let at = self.h.top.iter().position(|e| e.node == r.node)?;
+        Some(self.h.top[..at].iter().any(|e| self.is_chunk(e.node)))
+    }
+
+    /// The end of the innermost chunk loop: each graph output's chunk written at the
+    /// innermost level's output row (`prev_batches + prev_outer_batches`), then
+    /// every loop's end asked, innermost first.
+    pub(super) fn deliver_chunks(
+        &mut self,
+        frame: &mut Frame,
+        outputs: &[(String, ValueType, Source)],
+        out_args: &[(String, String)],
+    ) -> Result<(), GraphEmitError> {
+        let g = string(&self.name);
+        let mut offset = None;
+        for ((name, ty, src), (arg, _)) in outputs.iter().zip(out_args) {
+            if self.written_to(src, arg) {
+                continue;
+            }
+            let value = self.source(frame, self.h.input, src)?;
+            let (g_name, summed) = (string(name), src.as_ref().map(|r| self.sum_kind(r)));
+            if let Some(Some(in_loop)) = summed {
+                // A sum over the chunks (zeroed at entry), or computed once.
+                let f = if in_loop { "accumulate" } else { "deliver" };
+                frame
+                    .code
+                    .line(format!("rt::graph::{f}({g}, {g_name}, {arg}, {value})?;"));
+                continue;
+            }
+            let rest = ty.shape.get(1..).ok_or_else(|| GraphEmitError::Graph {
+                graph: self.name.clone(),
+                message: format!("output `{name}` of a chunked graph has no axis 0"),
+            })?;
+            let row = sized(
+                &self.name,
+                self.h.input,
+                self.sizes.len(rest, &format!("a row of output {name}")),
+            )?;
+            let at = match &offset {
+                Some(at) => at,
+                None => offset.insert(self.output_row(frame)),
+            };
+            frame.code.line(format!(
+                "rt::graph::deliver_rows({g}, {}, {arg}, {at}, {row}, {value})?;",
+                string(name)
+            ));
+        }
+        for (k, level) in frame.levels.clone().iter().enumerate().rev() {
+            frame.code.open(format!(
+                "if !rt::graph::loop_again({g}, {}, {ENDS}, &mut {COUNTS}[{k}])? {{",
+                level.node
+            ));
+            frame.code.line("break;");
+            frame.code.close("}");
+            frame.code.close("}");
+        }
+        Ok(())
+    }
+
+    /// A local holding the row of the graph outputs the current chunk goes at (the
+    /// innermost level's `prev_batches + prev_outer_batches`).
+    pub(super) fn output_row(&self, frame: &mut Frame) -> String {
+        let at = frame.names.fresh("out_row");
+        let innermost = frame.levels.len().saturating_sub(1);
+        frame.code.line(format!(
+            "let {at} = rt::graph::output_row({}, &{COUNTS}[{innermost}])?;",
+            string(&self.name)
+        ));
+        at
+    }
+}
