@@ -26,9 +26,9 @@
 //!   update them (and with `block reduction`, statements that only store those
 //!   variables); `blocked` on the innermost loop of an element-wise nest (nothing
 //!   carried, statements only in that loop) with a parent whose variable its range
-//!   does not use; `joined` only on the outermost
-//!   loop of a block after another whose outermost loop has the same range (sizes equal
-//!   by name or assertion) and the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
+//!   does not use; `joined` only on the outermost loop of a block after another
+//!   whose outermost loop has the same range (sizes equal by name or assertion) and
+//!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
 //!   is touched only by one group of joined blocks, each access having the bare
 //!   variable of its block's outermost loop on that axis.
 

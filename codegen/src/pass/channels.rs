@@ -35,8 +35,8 @@ use crate::loops::{
 use super::stride::{Stride, access_mentions, stride};
 use super::tile::tiled;
 use super::walk::{
-    FreshNames, block_accesses, for_each_stmt_mut, fresh_loops, levels, map_stmt_accesses, quiet,
-    range_mentions, stmt_accesses,
+    FreshNames, block_accesses, first_free_loop, for_each_stmt_mut, fresh_loops, levels,
+    map_stmt_accesses, quiet, range_mentions, stmt_accesses,
 };
 
 /// Turns every nest that matches to read its weights from a transposed copy along
@@ -44,12 +44,7 @@ use super::walk::{
 /// (see the module docs); the copies' nests go before all other blocks.
 pub fn channels(p: &LoopProgram) -> LoopProgram {
     let mut out = p.clone();
-    let mut next_loop = p
-        .blocks
-        .iter()
-        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
-        .max()
-        .unwrap_or(0);
+    let mut next_loop = first_free_loop(p);
     let written = written_tensors(p);
     let mut names = FreshNames::new(&p.tensors);
     let mut copies = Vec::new();

@@ -1,5 +1,5 @@
-//! Cleanup: folds index expressions, removes loops that do nothing and blocks with
-//! no statements.
+//! Cleanup: folds index expressions and `where`s with identical branches, removes
+//! loops that do nothing and blocks with no statements.
 //!
 //! Guarantee: results are unchanged. Concretely:
 //! - every index expression (loop ranges, subscripts, index values) is replaced by

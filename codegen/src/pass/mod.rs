@@ -11,8 +11,9 @@
 //! 4. `dce` — again, for what fusion and substitution left dead;
 //! 5. `bounds` — unmark accesses proven in range (after fusion, so the proofs see
 //!    the final loops);
-//! 6. `cleanup` — fold index expressions, drop loops and blocks that do nothing
-//!    (`fuse` drops loops that run once itself, before matching nests).
+//! 6. `cleanup` — fold index expressions and `where`s whose branches are the same,
+//!    drop loops and blocks that do nothing (`fuse` drops loops that run once
+//!    itself, before matching nests).
 //!
 //! Then the schedule passes, which decide how the loops run fast:
 //!
@@ -40,8 +41,7 @@
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
 //! the reference interpreter. `tile`, `transpose`, `split`, `parallel` and `rows` only
-//! annotate loops
-//! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
+//! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
 //! ```
@@ -146,7 +146,8 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
     },
     Pass {
         name: "cleanup",
-        doc: "folds index expressions and removes loops and blocks that do nothing",
+        doc: "folds index expressions and `where(c, a, a)` to `a`, and removes loops and \
+              blocks that do nothing",
         run: cleanup,
     },
     Pass {

@@ -46,7 +46,7 @@ use crate::loops::{
 use super::bounds::overhang;
 use super::shape_groups::ShapeGroups;
 use super::stride::{coefficient, injective};
-use super::walk::{FreshNames, block_accesses, fresh_loops};
+use super::walk::{FreshNames, block_accesses, first_free_loop, fresh_loops};
 
 /// Rewrites the checked window loads of reduction nests to read padded copies (see
 /// the module docs).
@@ -56,12 +56,7 @@ pub fn pad(p: &LoopProgram) -> LoopProgram {
         blocks: Vec::with_capacity(p.blocks.len()),
         ..p.clone()
     };
-    let mut next_loop = p
-        .blocks
-        .iter()
-        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
-        .max()
-        .unwrap_or(0);
+    let mut next_loop = first_free_loop(p);
     let mut names = FreshNames::new(&p.tensors);
     // Padded copies still equal to their source, by the source's (tensor, fill, pads).
     let mut copies: Vec<PaddedCopy> = Vec::new();

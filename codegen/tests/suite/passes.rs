@@ -99,23 +99,10 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
 fn disabling_every_pass_returns_the_program_unchanged() {
     let lowered = loops::lower(&chain());
     let opts = PassOptions {
-        disabled: [
-            "dce",
-            "fuse",
-            "subst",
-            "bounds",
-            "cleanup",
-            "pad",
-            "order",
-            "channels",
-            "tile",
-            "transpose",
-            "split",
-            "parallel",
-            "rows",
-        ]
-        .map(String::from)
-        .to_vec(),
+        disabled: pass::pipeline()
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect(),
         verify_each_pass: true,
     };
     assert_eq!(pass::optimize(&lowered, &opts).unwrap(), lowered);

@@ -420,6 +420,16 @@ pub(crate) fn range_mentions(l: &Loop, n: usize) -> bool {
     l.start.indices().contains(&n) || l.end.indices().contains(&n)
 }
 
+/// The first loop id above every loop of `p`: where a pass adding loops numbers
+/// them from (see [`fresh_loops`]).
+pub(crate) fn first_free_loop(p: &LoopProgram) -> usize {
+    p.blocks
+        .iter()
+        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Fresh loops `0..size`, one per axis of `shape`.
 pub(crate) fn fresh_loops(shape: &[Expr], next_loop: &mut usize) -> Vec<Loop> {
     shape
