@@ -46,7 +46,16 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 6] = ["pad", "order", "tile", "split", "parallel", "rows"];
+pub const SCHEDULE_PASSES: [&str; 8] = [
+    "pad",
+    "order",
+    "channels",
+    "tile",
+    "transpose",
+    "split",
+    "parallel",
+    "rows",
+];
 
 /// How much checking generated array accesses keep (the Rust backend).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

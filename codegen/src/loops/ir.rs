@@ -177,13 +177,20 @@ pub struct Schedule {
     pub split: bool,
     /// This loop and the loop just outside it run as a register tile: a block of
     /// outer-loop rows by this loop's columns whose carried variables are kept in
-    /// registers while the reduction loops inside run (see [`Tile`]). Verified: the
-    /// loop has a parent, carried variables of its own, and reduction loops inside
-    /// that carry nothing and only update those variables.
+    /// registers while the reduction loops inside run (see [`Tile`]). Set by the
+    /// `tile` pass (the row loop it chose moved just outside) or the `channels` pass
+    /// (a convolution's output channels as the columns, its weights read from a
+    /// copy with that axis last). Verified: the loop has a parent, carried
+    /// variables of its own, and reduction loops inside that carry nothing and only
+    /// update those variables.
     pub tile: Option<Tile>,
     /// This loop and the loop just outside it run in square blocks that fit the
     /// cache (an element-wise nest that reads across the rows it writes along, as a
-    /// transpose does). Verified: the loop has a parent.
+    /// transpose does; set by the `transpose` pass, which proves that the nest
+    /// writes distinct elements it never reads, so any order of its iterations
+    /// gives the same results). Verified: the innermost loop of a nest that carries
+    /// nothing and has statements only in this loop, with a parent loop whose
+    /// variable its range does not use.
     pub blocked: bool,
     /// This block's outermost loop is joined to the outermost loop of the block
     /// before it (same range, same `parallel`): a backend may run the two as one

@@ -24,9 +24,11 @@
 //!   after its nest; `split` only on the innermost loop; `tile` on a loop with a
 //!   parent, carried variables of its own and reduction loops inside that only
 //!   update them (and with `block reduction`, statements that only store those
-//!   variables); `blocked` on a loop with a parent; `joined` only on the outermost
-//!   loop of a block after another whose outermost loop has the same range (sizes equal
-//!   by name or assertion) and the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
+//!   variables); `blocked` on the innermost loop of an element-wise nest (nothing
+//!   carried, statements only in that loop) with a parent whose variable its range
+//!   does not use; `joined` only on the outermost loop of a block after another
+//!   whose outermost loop has the same range (sizes equal by name or assertion) and
+//!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
 //!   is touched only by one group of joined blocks, each access having the bare
 //!   variable of its block's outermost loop on that axis.
 
@@ -444,8 +446,18 @@ impl<'a> Verifier<'a> {
         if s.split && !innermost {
             self.fail(&at, "[split] only on the innermost loop");
         }
-        if s.blocked && d == 0 {
-            self.fail(&at, "[blocked] needs the loop just outside it");
+        if s.blocked {
+            let element_wise = b.carried.is_empty()
+                && b.stmts.is_empty()
+                && b.loops.iter().all(|o| o.carried.is_empty())
+                && b.loops[..d].iter().all(|o| o.stmts.is_empty());
+            let free = d > 0 && {
+                let parent = [b.loops[d - 1].id];
+                !mentions(&l.start, &parent) && !mentions(&l.end, &parent)
+            };
+            if !innermost || !free || !element_wise {
+                self.fail(&at, "[blocked] needs the innermost loop of an element-wise nest (nothing carried, statements only in it), with a parent loop its range does not depend on");
+            }
         }
         if s.joined {
             let prev = k

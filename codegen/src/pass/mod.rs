@@ -11,8 +11,9 @@
 //! 4. `dce` — again, for what fusion and substitution left dead;
 //! 5. `bounds` — unmark accesses proven in range (after fusion, so the proofs see
 //!    the final loops);
-//! 6. `cleanup` — fold index expressions, drop loops and blocks that do nothing
-//!    (`fuse` drops loops that run once itself, before matching nests).
+//! 6. `cleanup` — fold index expressions and `where`s whose branches are the same,
+//!    drop loops and blocks that do nothing (`fuse` drops loops that run once
+//!    itself, before matching nests).
 //!
 //! Then the schedule passes, which decide how the loops run fast:
 //!
@@ -21,22 +22,26 @@
 //!    bounds checks; first, so the passes after it see the unchecked loads;
 //! 8. `order` — turn a strided reduction inside out so the unit-stride loop is
 //!    innermost (column sums);
-//! 9. `tile` — mark register tiles for reduction nests with shared loads (matmul,
-//!    convolution), choosing the row loop;
-//! 10. `split` — mark innermost reductions whose partial results a backend may keep
+//! 9. `channels` — read a convolution's weights from a copy with the output
+//!    channels last, and mark the register tile along those channels;
+//! 10. `tile` — mark register tiles for the other reduction nests with shared loads
+//!     (matmul, convolution), choosing the row loop;
+//! 11. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
+//!     cache blocks;
+//! 12. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 11. `parallel` — mark the loops whose iterations may run on several threads
+//! 13. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 12. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 14. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `split`, `parallel` and `rows` only annotate loops
-//! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
+//! the reference interpreter. `tile`, `transpose`, `split`, `parallel` and `rows` only
+//! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
 //! ```
@@ -53,6 +58,7 @@
 //! ```
 
 mod bounds;
+mod channels;
 mod cleanup;
 mod dce;
 mod deps;
@@ -65,6 +71,7 @@ mod rows;
 mod split;
 mod subst;
 mod tile;
+mod transpose;
 
 use std::collections::HashMap;
 
@@ -79,6 +86,7 @@ use crate::loops::{LoopProgram, TensorKind, VerifyError};
 
 pub use crate::loops::analysis::ShapeGroups;
 pub use bounds::bounds;
+pub use channels::channels;
 pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
@@ -91,6 +99,7 @@ pub use rows::rows;
 pub use split::split;
 pub use subst::subst;
 pub use tile::tile;
+pub use transpose::transpose;
 
 /// A named program-to-program transformation.
 #[derive(Clone, Copy, Debug)]
@@ -137,7 +146,8 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
     },
     Pass {
         name: "cleanup",
-        doc: "folds index expressions and removes loops and blocks that do nothing",
+        doc: "folds index expressions and `where(c, a, a)` to `a`, and removes loops and \
+              blocks that do nothing",
         run: cleanup,
     },
     Pass {
@@ -153,10 +163,22 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         run: order,
     },
     Pass {
+        name: "channels",
+        doc: "makes a convolution read its weights from a copy with the output channels \
+              last (the same values) and marks its register tile along those channels",
+        run: channels,
+    },
+    Pass {
         name: "tile",
         doc: "marks reduction nests with loads shared across rows and columns for \
               register tiling, moving the best row loop next to the column loop",
         run: tile,
+    },
+    Pass {
+        name: "transpose",
+        doc: "marks element-wise nests that read across the rows they write (a \
+              transpose) to run in square blocks that fit the cache",
+        run: transpose,
     },
     Pass {
         name: "split",

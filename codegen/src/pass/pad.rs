@@ -46,7 +46,7 @@ use crate::loops::{
 use super::bounds::overhang;
 use super::shape_groups::ShapeGroups;
 use super::stride::{coefficient, injective};
-use super::walk::{block_accesses, fresh_loops, fresh_name};
+use super::walk::{FreshNames, block_accesses, first_free_loop, fresh_loops};
 
 /// Rewrites the checked window loads of reduction nests to read padded copies (see
 /// the module docs).
@@ -56,12 +56,8 @@ pub fn pad(p: &LoopProgram) -> LoopProgram {
         blocks: Vec::with_capacity(p.blocks.len()),
         ..p.clone()
     };
-    let mut next_loop = p
-        .blocks
-        .iter()
-        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
-        .max()
-        .unwrap_or(0);
+    let mut next_loop = first_free_loop(p);
+    let mut names = FreshNames::new(&p.tensors);
     // Padded copies still equal to their source, by the source's (tensor, fill, pads).
     let mut copies: Vec<PaddedCopy> = Vec::new();
     for block in &p.blocks {
@@ -99,7 +95,7 @@ pub fn pad(p: &LoopProgram) -> LoopProgram {
                     let at = match copies.iter().position(|c| c.same_as(&key)) {
                         Some(at) => at,
                         None => {
-                            let padded = add_copy(&mut out, &key, fill, &mut next_loop);
+                            let padded = add_copy(&mut out, &mut names, &key, fill, &mut next_loop);
                             copies.push(PaddedCopy { padded, ..key });
                             copies.len() - 1
                         }
@@ -187,7 +183,13 @@ impl Nest<'_> {
 
 /// Declares the padded copy `key` describes and appends the nests that fill it to
 /// `p`'s blocks (the fill, then the source into the interior); returns the new tensor.
-fn add_copy(p: &mut LoopProgram, key: &PaddedCopy, fill: f64, next_loop: &mut usize) -> TensorId {
+fn add_copy(
+    p: &mut LoopProgram,
+    names: &mut FreshNames,
+    key: &PaddedCopy,
+    fill: f64,
+    next_loop: &mut usize,
+) -> TensorId {
     let source = &p.tensors[key.source.0];
     let source_shape = source.shape.clone();
     let shape: Vec<Expr> = source_shape
@@ -195,7 +197,7 @@ fn add_copy(p: &mut LoopProgram, key: &PaddedCopy, fill: f64, next_loop: &mut us
         .zip(&key.pads)
         .map(|(size, (lo, hi))| (size.clone() + lo.clone() + hi.clone()).simplify())
         .collect();
-    let name = fresh_name(&p.tensors, &format!("{}_pad", source.name));
+    let name = names.fresh(&format!("{}_pad", source.name));
     let padded = TensorId(p.tensors.len());
     p.tensors.push(TensorDecl {
         name,

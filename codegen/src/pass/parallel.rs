@@ -24,13 +24,18 @@
 //! is [split](crate::loops::Schedule::split) (so the updates may be reassociated and read none of
 //! the variables).
 //!
-//! Cost: O(L · W_b · A_b) per block — quadratic in one block's accesses, per
-//! candidate loop.
+//! Cost: O(L · A_b · (R · e_a + 1)) per block: per candidate loop, the block's
+//! accesses grouped by tensor once, then each access of a written tensor compared
+//! on each axis with the first. (It compared every written tensor against every
+//! access, quadratic in one block's accesses: 20,000 outputs fused into one nest
+//! took 2.0 s here.)
 
-use crate::loops::{Block, LoopProgram, Stmt, Subscript};
+use std::collections::{HashMap, HashSet};
+
+use crate::loops::{Block, LoopProgram, Stmt, Subscript, TensorId};
 
 use super::stride::coefficient;
-use super::walk::{block_accesses, stmt_reads_var};
+use super::walk::{AccessAt, block_accesses, stmt_reads_var};
 
 /// Marks, in every block that matches, the loop whose iterations may run on
 /// several threads, or the loop a reduction may fold in pieces (see the module
@@ -73,13 +78,18 @@ fn independent(b: &Block, d: usize) -> bool {
     let n = l.id.0;
     let others: Vec<usize> = b.loops.iter().map(|o| o.id.0).filter(|&m| m != n).collect();
     let accesses = block_accesses(b);
-    let written: Vec<_> = accesses
-        .iter()
-        .filter(|a| a.write)
-        .map(|a| a.access.tensor)
-        .collect();
+    // Each tensor's accesses, in block order, and the written tensors once each.
+    let mut by_tensor: HashMap<TensorId, Vec<&AccessAt>> = HashMap::new();
+    let mut written: Vec<TensorId> = Vec::new();
+    let mut seen: HashSet<TensorId> = HashSet::new();
+    for a in &accesses {
+        if a.write && seen.insert(a.access.tensor) {
+            written.push(a.access.tensor);
+        }
+        by_tensor.entry(a.access.tensor).or_default().push(a);
+    }
     for t in &written {
-        let touching: Vec<_> = accesses.iter().filter(|a| a.access.tensor == *t).collect();
+        let touching = &by_tensor[t];
         // An axis every access of `t` subscripts with the same expression that
         // separates the iterations.
         let rank = touching[0].access.index.len();

@@ -291,7 +291,19 @@ fn the_verifier_catches_broken_ir_and_names_where() {
         ),
         (
             "block 0 {\n  for i0 in 0..N [blocked] {\n    y[i0] = x[i0]\n  }\n}\n",
-            "[blocked] needs the loop just outside it",
+            "block 0, loop i0: [blocked] needs the innermost loop of an element-wise nest",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [blocked] {\n      for i2 in 0..N {\n        y[i2] = x[i1]\n      } } }\n}\n",
+            "block 0, loop i1: [blocked] needs the innermost loop of an element-wise nest",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    v0 = 0.0 (+)\n    for i1 in 0..N [blocked] {\n      v0 += x[i1]\n    }\n    y[i0] = v0\n  }\n}\n",
+            "block 0, loop i1: [blocked] needs the innermost loop of an element-wise nest",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..i0 [blocked] {\n      y[i1] = x[i0]\n    } }\n}\n",
+            "block 0, loop i1: [blocked] needs the innermost loop of an element-wise nest",
         ),
         (
             "block 0 {\n  for i0 in 0..N [joined] {\n    y[i0] = x[i0]\n  }\n}\n",

@@ -43,8 +43,20 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
     assert_eq!(
         names,
         [
-            "dce", "fuse", "subst", "dce", "bounds", "cleanup", "pad", "order", "tile", "split",
-            "parallel", "rows"
+            "dce",
+            "fuse",
+            "subst",
+            "dce",
+            "bounds",
+            "cleanup",
+            "pad",
+            "order",
+            "channels",
+            "tile",
+            "transpose",
+            "split",
+            "parallel",
+            "rows"
         ]
     );
     assert!(pass::pipeline().iter().all(|p| !p.doc.is_empty()));
@@ -54,7 +66,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 12);
+    assert_eq!(all.len(), 14);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -64,7 +76,17 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
     assert_eq!(
         names,
         [
-            "fuse", "subst", "cleanup", "pad", "order", "tile", "split", "parallel", "rows"
+            "fuse",
+            "subst",
+            "cleanup",
+            "pad",
+            "order",
+            "channels",
+            "tile",
+            "transpose",
+            "split",
+            "parallel",
+            "rows"
         ]
     );
     assert_eq!(
@@ -77,12 +99,10 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
 fn disabling_every_pass_returns_the_program_unchanged() {
     let lowered = loops::lower(&chain());
     let opts = PassOptions {
-        disabled: [
-            "dce", "fuse", "subst", "bounds", "cleanup", "pad", "order", "tile", "split",
-            "parallel", "rows",
-        ]
-        .map(String::from)
-        .to_vec(),
+        disabled: pass::pipeline()
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect(),
         verify_each_pass: true,
     };
     assert_eq!(pass::optimize(&lowered, &opts).unwrap(), lowered);
@@ -100,14 +120,15 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid: "dce, fuse, subst, bounds, cleanup, pad, order, tile, split, parallel, rows"
+            valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, transpose, \
+                    split, parallel, rows"
                 .into()
         }
     );
     assert_eq!(
         err.to_string(),
         "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         tile, split, parallel, rows"
+         channels, tile, transpose, split, parallel, rows"
     );
 }
 

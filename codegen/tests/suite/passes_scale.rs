@@ -151,6 +151,65 @@ fn a_long_chain_of_matrix_products_fuses_into_one_nest_each() {
     same_as_interpreter(&program, &opt, &[x0, w]);
 }
 
+/// 1,000 chained convolutions (3×3, padding 1) with one weight: each reads its padded input and a
+/// copy of the weight with the output channels last (named `w_t`, `w_t_2`, …:
+/// each name found in constant time, not by trying every suffix taken before, as
+/// the `channels` pass used to, cubic here), tiled along those channels. The
+/// results equal the interpreter's.
+#[test]
+fn a_long_chain_of_convolutions_is_tiled_along_channels_each() {
+    let n = 1000;
+    let mut src = String::from("input x0: f32[B, C, H, W]\ninput w: f32[C, C, 3, 3]\n");
+    for k in 1..=n {
+        // `conv2d(x, w, padding=1)` in micro ops, as the macro op writes it.
+        let x = k - 1;
+        src.push_str(&format!(
+            "a{k} = reindex(x{x}, [B, C, H, W, C, 3, 3], [i0, i4, i2 + i5 - 1, i3 + i6 - 1])\n\
+             b{k} = reindex(w, [B, C, H, W, C, 3, 3], [i1, i4, i5, i6])\n\
+             s{k} = reduce_sum(mul(a{k}, b{k}), [4, 5, 6])\n\
+             x{k} = reindex(s{k}, [B, C, H, W], [i0, i1, i2, i3, 0, 0, 0])\n"
+        ));
+    }
+    src.push_str(&format!("output x{n}\n"));
+    let (program, opt) = optimized(&src);
+    // Per convolution: the weight's copy, the padded image's fill and interior,
+    // the convolution.
+    assert_eq!(opt.blocks.len(), 4 * n);
+    let copies: Vec<&str> = opt
+        .tensors
+        .iter()
+        .filter(|t| t.name.starts_with("w_t"))
+        .map(|t| t.name.as_str())
+        .collect();
+    let want: Vec<String> = std::iter::once("w_t".to_string())
+        .chain((2..=n).map(|k| format!("w_t_{k}")))
+        .collect();
+    assert_eq!(copies, want);
+    let channel_tiles = opt
+        .blocks
+        .iter()
+        .flat_map(|b| &b.loops)
+        .filter(|l| l.schedule.tile.is_some_and(|t| !t.block_reduction))
+        .count();
+    assert_eq!(channel_tiles, n);
+    let f32s = |shape: Vec<usize>, v: Vec<f64>| {
+        Tensor::new(uop_codegen::uop::DType::F32, shape, v).expect("valid tensor")
+    };
+    let x0 = f32s(
+        vec![1, 2, 3, 4],
+        (0..24).map(|k| f64::from(k % 7) - 3.0).collect(),
+    );
+    // Centre weights `[[0.6, 0.8], [0.8, -0.6]]` (a rotation: the values neither
+    // vanish nor blow up over 1,000 links) and a small corner weight, so the
+    // windows and the padding count.
+    let mut w = vec![0.0; 36];
+    for (o, c, v) in [(0, 0, 0.6), (0, 1, 0.8), (1, 0, 0.8), (1, 1, -0.6)] {
+        w[(o * 2 + c) * 9 + 4] = v;
+        w[(o * 2 + c) * 9] = 0.001;
+    }
+    same_as_interpreter(&program, &opt, &[x0, f32s(vec![2, 2, 3, 3], w)]);
+}
+
 /// `(i0 + ... + i14)^15` is not multiplied out (15^15 terms): the simplified form
 /// stays about as large as the input.
 #[test]

@@ -5,6 +5,8 @@
 //! are at level 0, the statements of `loops[d]` at level `d + 1`. Two statements at
 //! levels `l1` and `l2` share the loops `loops[..min(l1, l2)]`.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::index::Expr;
 use crate::loops::{
     Access, Block, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
@@ -369,16 +371,63 @@ pub fn fully_written_first_in(p: &LoopProgram, first: usize, t: TensorId) -> Opt
     Some(seen.len() == enclosing.len())
 }
 
-/// `base`, or `base_2`, `base_3`, … : the first name no tensor has.
-pub fn fresh_name(tensors: &[TensorDecl], base: &str) -> String {
-    let taken = |n: &str| tensors.iter().any(|t| t.name == n);
-    if !taken(base) {
-        return base.to_string();
+/// Names for the tensors a pass declares: `base`, or `base_2`, `base_3`, … , the
+/// first that no tensor of the program and no name given before has.
+///
+/// Built once per pass (O(T)); each name costs O(1) expected, however many copies
+/// of one tensor a pass makes (the `k`-th `w_t` does not try `w_t_2` … `w_t_k`
+/// again: names are only ever added, so the first free suffix never goes down).
+#[derive(Debug, Default)]
+pub struct FreshNames {
+    taken: HashSet<String>,
+    /// Per base, the first suffix not yet known to be taken.
+    next: HashMap<String, usize>,
+}
+
+impl FreshNames {
+    /// The names of `tensors`, taken.
+    pub fn new(tensors: &[TensorDecl]) -> Self {
+        FreshNames {
+            taken: tensors.iter().map(|t| t.name.clone()).collect(),
+            next: HashMap::new(),
+        }
     }
-    (2..)
-        .map(|k| format!("{base}_{k}"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| base.to_string())
+
+    /// A fresh name from `base`, now taken.
+    pub fn fresh(&mut self, base: &str) -> String {
+        let name = if self.taken.contains(base) {
+            let k = self.next.entry(base.to_string()).or_insert(2);
+            while self.taken.contains(&format!("{base}_{k}")) {
+                *k += 1;
+            }
+            format!("{base}_{k}")
+        } else {
+            base.to_string()
+        };
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+/// A loop with no statements and no carried variables of its own: one that may be
+/// moved among such loops.
+pub fn quiet(l: &Loop) -> bool {
+    l.carried.is_empty() && l.stmts.is_empty()
+}
+
+/// Whether `l`'s range (start or end) uses the variable of loop `n`.
+pub fn range_mentions(l: &Loop, n: usize) -> bool {
+    l.start.indices().contains(&n) || l.end.indices().contains(&n)
+}
+
+/// The first loop id above every loop of `p`: where a pass adding loops numbers
+/// them from (see [`fresh_loops`]).
+pub fn first_free_loop(p: &LoopProgram) -> usize {
+    p.blocks
+        .iter()
+        .flat_map(|b| b.loops.iter().map(|l| l.id.0 + 1))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Fresh loops `0..size`, one per axis of `shape`.

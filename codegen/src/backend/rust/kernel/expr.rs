@@ -280,20 +280,6 @@ impl Gen<'_> {
                     // A constant condition chooses at generation time.
                     return self.value(if c != 0.0 { a } else { b });
                 }
-                if a == b {
-                    // `where(c, a, a)` is `a` (no `if` with identical blocks, clippy's
-                    // `if_same_then_else`). A condition that reads a tensor is still
-                    // evaluated, as the `if` did: that read may be the tensor's only
-                    // one, and the loops function takes the tensor as a parameter.
-                    if !reads_tensor(c) {
-                        return self.value(a);
-                    }
-                    let c = self.value(c)?;
-                    let c = self.float(c, Prec::Lowest, true);
-                    let a = self.value(a)?;
-                    let a = self.float(a, Prec::Lowest, false);
-                    return Ok(float_out(quote!({ let _ = #c; #a }), Prec::Postfix));
-                }
                 let c = match &**c {
                     // `where(a < b, ..)` reads as `if a < b`, which is the same test.
                     Value::Binary(op, x, y) if op.is_comparison() => self.comparison(*op, x, y)?,
@@ -551,17 +537,6 @@ pub(super) fn plus(x: Expr, s: Expr) -> Expr {
         (x, Expr::Bin(IndexOp::Add, a, b)) => plus(plus(x, *a), *b),
         (x, Expr::Bin(IndexOp::Sub, a, b)) => Expr::bin(IndexOp::Sub, plus(x, *a), *b),
         (x, s) => x + s,
-    }
-}
-
-/// Whether `v` reads a tensor element.
-pub(super) fn reads_tensor(v: &Value) -> bool {
-    match v {
-        Value::Load { .. } => true,
-        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
-        Value::Unary(_, x) => reads_tensor(x),
-        Value::Binary(_, a, b) => reads_tensor(a) || reads_tensor(b),
-        Value::Where(c, a, b) => reads_tensor(c) || reads_tensor(a) || reads_tensor(b),
     }
 }
 
