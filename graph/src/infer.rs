@@ -212,6 +212,23 @@ fn substitute_lists(call: &Call, map: &HashMap<String, Expr>) -> Call {
     }
 }
 
+/// [`call_program_in`] for a call of `graph`'s top level: the graph's dtype, params,
+/// registry and input dims.
+pub fn call_program_of(
+    graph: &Graph,
+    call: &Call,
+    input_types: &[ValueType],
+) -> Result<(Program, ValueType), MacroError> {
+    call_program_in(
+        graph.dtype,
+        &graph.params,
+        &graph.registry,
+        call,
+        input_types,
+        &graph_dims(graph),
+    )
+}
+
 /// The dimension names of the graph's inputs, in order of first appearance, each
 /// with itself as its size (for typing with [`call_program_in`]).
 pub fn graph_dims(graph: &Graph) -> Vec<(String, Expr)> {
@@ -417,15 +434,7 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
             t.shape.iter().map(|&d| Expr::Int(d as i64)).collect(),
         )]),
         Op::Call(call) => {
-            let (_, ty) = call_program_in(
-                graph.dtype,
-                &graph.params,
-                &graph.registry,
-                call,
-                &input_types,
-                &graph_dims(graph),
-            )
-            .map_err(|e| e.to_string())?;
+            let (_, ty) = call_program_of(graph, call, &input_types).map_err(|e| e.to_string())?;
             Ok(vec![ty])
         }
         Op::While { cond, body } => {

@@ -15,7 +15,7 @@
 
 use uop_codegen::uop::{Accum, BinaryOp, Operand, Program, ReduceOp, Uop};
 
-use crate::infer::{call_program_in, graph_dims};
+use crate::infer::call_program_of;
 use crate::ir::{Graph, Node, Op};
 
 use super::KernelError;
@@ -126,15 +126,7 @@ pub fn classify(graph: &Graph, node: &Node) -> Result<OpClass, KernelError> {
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (program, _) = call_program_in(
-        graph.dtype,
-        &graph.params,
-        &graph.registry,
-        call,
-        &types,
-        &graph_dims(graph),
-    )
-    .map_err(|e| KernelError::Node {
+    let (program, _) = call_program_of(graph, call, &types).map_err(|e| KernelError::Node {
         node: node.id,
         message: format!("{}: {e}", call.op),
     })?;

@@ -16,7 +16,7 @@ use uop_codegen::index::{Bindings, Expr};
 use super::rows::mixing_uop;
 use super::stack::MAX_LOOPS;
 use crate::hierarchy::{Entry, hierarchy};
-use crate::infer::{call_program_in, graph_dims};
+use crate::infer::call_program_of;
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source};
 use crate::verify::Violation;
 
@@ -403,15 +403,7 @@ fn mixes_rows(graph: &Graph, p: &Partitions, n: &Node, batch: &Expr) -> Option<S
                 .iter()
                 .map(|r| graph.type_of(*r).cloned())
                 .collect::<Option<_>>()?;
-            let (program, _) = call_program_in(
-                graph.dtype,
-                &graph.params,
-                &graph.registry,
-                call,
-                &types,
-                &graph_dims(graph),
-            )
-            .ok()?;
+            let (program, _) = call_program_of(graph, call, &types).ok()?;
             mixing_uop(&program, &looped, &checked, batch)
         }
         _ => None,
