@@ -12,9 +12,10 @@ use std::collections::HashSet;
 use crate::index::{Expr, IndexOp};
 use crate::uop::{Accum, BinaryOp, DType, NodeId, Operand, Program, ReduceOp, Uop};
 
+use super::analysis::walk::fresh_loops;
 use super::ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
-    TensorId, TensorKind, Value, VarId,
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind,
+    Value, VarId,
 };
 
 /// Lowers `program` to loop IR.
@@ -213,21 +214,7 @@ impl<'p> Lowering<'p> {
 
     /// A loop per size, outermost first, with fresh ids; returns the loops and their variables.
     fn nest(&mut self, sizes: &[Expr]) -> (Vec<Loop>, Vec<Expr>) {
-        let loops: Vec<Loop> = sizes
-            .iter()
-            .map(|size| {
-                let id = LoopId(self.next_loop);
-                self.next_loop += 1;
-                Loop {
-                    id,
-                    start: Expr::Int(0),
-                    end: size.clone(),
-                    carried: Vec::new(),
-                    stmts: Vec::new(),
-                    schedule: Schedule::default(),
-                }
-            })
-            .collect();
+        let loops = fresh_loops(sizes, &mut self.next_loop);
         let vars = loops.iter().map(|l| Expr::Index(l.id.0)).collect();
         (loops, vars)
     }
