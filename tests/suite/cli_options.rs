@@ -138,3 +138,18 @@ fn emit_grad_of_a_chunked_graph_sums_over_chunks_and_tape_applies_to_graphs_only
     );
     assert!(!dir.join("g.rs").exists());
 }
+
+#[test]
+fn emit_grad_passes_a_dim_no_input_of_a_kernel_carries_as_a_param() {
+    let dir = setup("emit-grad-rows");
+    // The gradient of a `parallel` row read: `reindex_reduce(.., [R, N], [$i, i0])`
+    // on an `[N]` input, whose kernel gets `R` as `$dim_R` from the graph's sizes.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/graphs/rows.uop");
+    fs::copy(example, dir.join("rows.uop")).expect("graph");
+    let o = uop_in(&dir, &["emit", "rows.uop", "--grad", "-o", "g.rs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rust = fs::read_to_string(dir.join("g.rs")).expect("written");
+    assert!(rust.contains("pub fn rows_grad("), "{rust}");
+    assert!(rust.contains("    dim_r: i64,\n"), "{rust}");
+    assert!(rust.contains("pub dim_r_param: i64,"), "{rust}");
+}

@@ -3,8 +3,10 @@
 //! ONE scratch crate (one module per graph, `#![deny(warnings)]`, clippy with
 //! `-D warnings`), built once, run, and compared with the graph interpreter on the same inputs.
 //!
-//! Each case runs twice on one workspace (the second call reuses its buffers) and
-//! must give the same results both times. Results are compared bit for bit when
+//! Each case runs three times on one workspace (later calls reuse its buffers) and
+//! must give the same results each time; later calls keep no memory and allocate
+//! nothing, but for the temporaries the module's kernels allocate themselves (a
+//! counting global allocator in the scratch crate; see `runner`). Results are compared bit for bit when
 //! every op is exact in both (`neg abs add sub mul where lt reindex`, as in
 //! `graph_differential.rs`), else within `1e-4 · max(1, |expected|)` (the kernels'
 //! vector math and reassociated sums). A graph the interpreter refuses at run time
@@ -164,17 +166,14 @@ fn gradient_cases() -> Vec<Case> {
             assert!(source.contains("rt::graph::accumulate("), "{source}");
         }
         if what.ends_with("rows.uop") {
-            // A known limit of the kernel backend: the gradient of a `parallel` row
-            // read forms a kernel whose output has a dim (`R`) no input of it
-            // carries (the executor passes it in a hidden input). Refused with an
-            // error naming the kernel and the dim, never a panic.
+            // The gradient of a `parallel` row read is a one-op kernel whose output
+            // has a dim (`R`) no input of it carries: the kernel takes it as a
+            // `$param` (`$dim_R`) the graph function passes from its sizes.
             let mut module = GraphModule::new(RustOptions::default());
-            let e = module
-                .add("g", &grad.graph, None)
-                .and_then(|()| module.source())
-                .expect_err("a dim no input carries");
-            assert!(e.to_string().contains("dim `R` is not an input's"), "{e}");
-            continue;
+            module.add("g", &grad.graph, None).expect("emits");
+            let source = module.source().expect("source");
+            assert!(source.contains("let dim_r_param = x_dims[0];"), "{source}");
+            assert!(source.contains(", sz.dim_r_param, "), "{source}");
         }
         cases.push(case_with(
             format!("the gradient of {what}"),
@@ -239,9 +238,13 @@ fn elem(d: DType) -> &'static str {
     }
 }
 
-/// The function of `main.rs` that runs case `k` twice and prints its outputs as
-/// f64 bit patterns, one line per output, or the error.
-fn runner(k: usize, c: &Case) -> String {
+/// The function of `main.rs` that runs case `k` three times on one workspace and
+/// prints its outputs as f64 bit patterns, one line per output, or the error. The
+/// second and third calls must give the first's results, keep no memory and make
+/// as many allocations as each other: none, unless the module's kernels allocate
+/// temporaries of their own (`kernels_allocate`: the Rust backend's per-call
+/// `zeroed` buffers, which the graph function does not own).
+fn runner(k: usize, c: &Case, kernels_allocate: bool) -> String {
     let m = format!("g{k}");
     let camel = format!("G{k}");
     let mut f = String::new();
@@ -286,11 +289,20 @@ fn runner(k: usize, c: &Case) -> String {
         args.push(format!("&mut out{i}"));
     }
     let _ = writeln!(f, "    let mut runs = Vec::new();");
-    let _ = writeln!(f, "    for _ in 0..2 {{");
+    let _ = writeln!(f, "    let mut counts = Vec::new();");
+    let _ = writeln!(f, "    for _ in 0..3 {{");
+    let _ = writeln!(
+        f,
+        "        let (before, live) = (allocations(), live_bytes());"
+    );
     let _ = writeln!(
         f,
         "        {m}::{m}(&mut ws, {}).map_err(|e| e.to_string())?;",
         args.join(", ")
+    );
+    let _ = writeln!(
+        f,
+        "        counts.push((allocations() - before, live_bytes().wrapping_sub(live)));"
     );
     let outs: Vec<String> = (0..outputs.len())
         .map(|i| format!("out{i}.iter().map(|v| f64::from(*v).to_bits()).collect::<Vec<u64>>()"))
@@ -299,7 +311,20 @@ fn runner(k: usize, c: &Case) -> String {
     let _ = writeln!(f, "    }}");
     let _ = writeln!(
         f,
-        "    if runs[0] != runs[1] {{ return Err(\"the second call differs\".into()); }}"
+        "    if runs[0] != runs[1] || runs[0] != runs[2] {{ return Err(\"a later call differs\".into()); }}"
+    );
+    let _ = writeln!(
+        f,
+        "    if counts[1].1 != 0 || counts[2].1 != 0 {{ return Err(format!(\"a later call keeps memory: {{counts:?}}\")); }}"
+    );
+    let steady = if kernels_allocate {
+        "counts[1].0 != counts[2].0"
+    } else {
+        "counts[1].0 != 0 || counts[2].0 != 0"
+    };
+    let _ = writeln!(
+        f,
+        "    if {steady} {{ return Err(format!(\"later calls allocate (count, bytes kept): {{counts:?}}\")); }}"
     );
     let _ = writeln!(f, "    Ok(runs.remove(0))");
     let _ = writeln!(f, "}}");
@@ -324,12 +349,63 @@ fn output_fields(g: &Graph) -> Vec<String> {
         .collect()
 }
 
+/// The scratch crate's global allocator, counting every allocation: a second call
+/// on one workspace must make none (`runner`).
+const COUNTING_ALLOCATOR: &str = r#"
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The system allocator, counting allocations and reallocations and the bytes live.
+struct Counting;
+
+// SAFETY: every call is the system allocator's, with the caller's arguments.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller keeps `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller keeps `GlobalAlloc::dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller keeps `GlobalAlloc::realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations so far, in every thread.
+fn allocations() -> usize {
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Bytes allocated and not freed (wrapping).
+fn live_bytes() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+"#;
+
 /// Emits every case into one crate, lints, builds and runs it; its output.
 fn build_and_run(cases: &[Case]) -> String {
     let mut main = String::from("#![deny(warnings)]\n\n");
     for k in 0..cases.len() {
         let _ = writeln!(main, "mod g{k};");
     }
+    main.push_str(COUNTING_ALLOCATOR);
     main.push_str("\nfn main() {\n");
     for k in 0..cases.len() {
         let _ = writeln!(main, "    report({k}, case{k}());");
@@ -344,8 +420,9 @@ fn build_and_run(cases: &[Case]) -> String {
         let source = module
             .source()
             .unwrap_or_else(|e| panic!("{}: {e}", c.what));
+        let kernels_allocate = source.contains("::zeroed");
         files.push((format!("g{k}.rs"), source));
-        main.push_str(&runner(k, c));
+        main.push_str(&runner(k, c, kernels_allocate));
         main.push('\n');
     }
     files.push(("main.rs".into(), main));

@@ -25,7 +25,8 @@ pub enum Head {
 }
 
 /// The RNN's weights and the workspace its calls share: after the first call of a
-/// shape, a call allocates nothing but its result.
+/// shape, a call allocates no buffer but its result (and its kernels' own
+/// temporaries, if any).
 #[derive(Debug)]
 pub struct Model {
     /// The initial state, `[1, H]`.

@@ -7,7 +7,8 @@
 //!
 //! Every value is a slice (`&[f32]`, ...): a graph input, a constant (`static`), or
 //! the buffer of the node computing it, a field of the function's workspace that
-//! keeps its capacity between calls (so a steady-state call allocates nothing).
+//! keeps its capacity between calls (so a steady-state call allocates no buffer; a
+//! kernel of the Rust backend may allocate temporaries of its own).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -16,10 +17,10 @@ use uop_codegen::uop::Program;
 
 use super::chunks::{COUNTS, ChunkLevel, ENDS};
 use super::code::{Code, Idents, camel, elem, literal, string};
+use super::one_op::one_op_program;
 use super::sizes::{Sizes, buffer_type, signature};
 use super::{GraphEmitError, KernelTable};
 use crate::hierarchy::{Entry, Hierarchy, SubFunction};
-use crate::infer::{call_program_in, graph_dims};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
 
 /// Names the generated functions use for their own locals.
@@ -36,6 +37,15 @@ pub(super) const RESERVED: &[&str] = &[
     "ends",
     "KernelError",
 ];
+
+/// Where a kernel's `$params` come from besides the graph's own.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Params<'a> {
+    /// `$params` bound to a value (a `parallel` index): name, the node's input.
+    pub(super) bind: &'a [(String, usize)],
+    /// `$params` that are graph dims: name, dim.
+    pub(super) dims: &'a [(String, String)],
+}
 
 /// One generated function under way: its code, its workspace's fields and the
 /// Rust expression of every value it has defined.
@@ -290,7 +300,8 @@ impl Emitter<'_> {
             &body.fields,
             &format!(
                 "The buffers of graph `{}` between calls: keep one and pass it to every call,\n\
-                 and a call with the shapes of an earlier one allocates nothing.",
+                 and a call with the shapes of an earlier one allocates no buffer (its kernels\n\
+                 may allocate temporaries of their own).",
                 self.name
             ),
             true,
@@ -427,7 +438,7 @@ impl Emitter<'_> {
                     k.ops.join(", ")
                 ));
                 let hint = format!("{}_{}", self.name, k.name);
-                self.program_call(frame, &node, &hint, &k.program, &[])
+                self.program_call(frame, &node, &hint, &k.program, Params::default())
             }
             Op::Call(call) => {
                 frame
@@ -438,17 +449,14 @@ impl Emitter<'_> {
                     .iter()
                     .map(|r| self.ty(*r))
                     .collect::<Result<_, _>>()?;
-                let (program, _) = call_program_in(
-                    self.graph.dtype,
-                    &self.graph.params,
-                    &self.graph.registry,
-                    call,
-                    &types,
-                    &graph_dims(self.graph),
-                )
-                .map_err(|e| self.err(id, format!("{}: {e}", call.op)))?;
+                let one = one_op_program(self.graph, call, &types)
+                    .map_err(|e| self.err(id, format!("{}: {e}", call.op)))?;
                 let hint = format!("{}_{}_{}", self.name, call.op, id.0);
-                self.program_call(frame, &node, &hint, &program, &call.bind)
+                let params = Params {
+                    bind: &call.bind,
+                    dims: &one.dim_params,
+                };
+                self.program_call(frame, &node, &hint, &one.program, params)
             }
             Op::While { .. } => self.while_loop(frame, &node, e),
             Op::If { .. } => self.if_else(frame, &node, e),
@@ -470,15 +478,14 @@ impl Emitter<'_> {
         node: &Node,
         hint: &str,
         program: &Program,
-        bind: &[(String, usize)],
+        params: Params<'_>,
     ) -> Result<(), GraphEmitError> {
         let (kernel, sig): (String, Signature) = self.kernels.add(hint, program)?;
         if sig.inputs.len() != node.inputs.len() || sig.outputs.len() != node.outputs.len() {
             return Err(self.err(
                 node.id,
                 format!(
-                    "its program takes {} inputs and gives {} outputs, the node has {} and {} \
-                     (a size only a hidden input carries is not supported by the Rust emitter)",
+                    "its program takes {} inputs and gives {} outputs, the node has {} and {}",
                     sig.inputs.len(),
                     sig.outputs.len(),
                     node.inputs.len(),
@@ -497,7 +504,7 @@ impl Emitter<'_> {
             args.push(sized(&self.name, node.id, shape)?);
         }
         for p in &sig.params {
-            if let Some((_, k)) = bind.iter().find(|(n, _)| n == p) {
+            if let Some((_, k)) = params.bind.iter().find(|(n, _)| n == p) {
                 let r = node.inputs.get(*k).copied().ok_or_else(|| {
                     self.err(node.id, format!("${p} is bound to a missing input"))
                 })?;
@@ -509,6 +516,8 @@ impl Emitter<'_> {
                 ));
             } else if let Some(f) = self.sizes.param(p) {
                 args.push(format!("sz.{f}"));
+            } else if let Some((_, dim)) = params.dims.iter().find(|(n, _)| n == p) {
+                args.push(sized(&self.name, node.id, self.sizes.dim_param(dim))?);
             } else {
                 return Err(self.err(node.id, format!("its program reads ${p}, which is unknown")));
             }

@@ -14,8 +14,9 @@
 //!   and `pub struct NameSizes` with `y_out_shape` per output, so a caller can allocate
 //!   the outputs;
 //! - `pub struct NameWorkspace`: the buffers of every intermediate. Keep one between
-//!   calls and a call with the shapes of an earlier one allocates nothing (a graph
-//!   output a kernel computes is written straight into the caller's buffer);
+//!   calls and a call with the shapes of an earlier one allocates no buffer (but the
+//!   temporaries a kernel allocates itself; a graph output a kernel computes is
+//!   written straight into the caller's buffer);
 //! - for a graph with `chunk` loops, `pub fn NAME_with_loop_ends(..., ends: &mut dyn
 //!   rt::graph::LoopEnds)`: the caller's loop ends (DESIGN.md §20);
 //! - the kernels (`NAME_k0`, ...; identical programs of several graphs share one), a
@@ -41,6 +42,7 @@ pub mod build;
 mod chunks;
 mod code;
 mod control;
+mod one_op;
 mod sizes;
 
 use std::collections::{HashMap, HashSet};

@@ -26,6 +26,8 @@ pub(super) struct Sizes {
     dim_order: Vec<String>,
     /// Each `$param`: its field (also the argument's name).
     pub(super) params: Vec<(String, String)>,
+    /// Dims a kernel takes as a `$param` (`i64`): dim, field.
+    dim_params: Vec<(String, String)>,
     /// Composite size expressions: expression, field.
     exprs: Vec<(Expr, String)>,
     /// Element counts: the shape's fields (or literals), the field, what it is of.
@@ -79,6 +81,7 @@ impl Sizes {
             dims,
             dim_order,
             params,
+            dim_params: Vec::new(),
             exprs: Vec::new(),
             lens: Vec::new(),
             outputs: Vec::new(),
@@ -102,6 +105,22 @@ impl Sizes {
             .iter()
             .find(|(p, _)| p == name)
             .map(|(_, f)| f.as_str())
+    }
+
+    /// Dim `name` as an `i64` for a kernel's `$param` (a dim no input of the kernel
+    /// carries, `docs/graph-aot.md`): `sz.dim_n_param`.
+    pub(super) fn dim_param(&mut self, name: &str) -> Result<String, String> {
+        let Some((dim_field, _, _)) = self.dims.get(name) else {
+            return Err(format!(
+                "the size `{name}` is no dim of the graph's inputs, so it is not known at entry"
+            ));
+        };
+        if let Some((_, f)) = self.dim_params.iter().find(|(d, _)| d == name) {
+            return Ok(prefixed(f));
+        }
+        let field = self.names.fresh(&format!("{dim_field}_param"));
+        self.dim_params.push((name.into(), field.clone()));
+        Ok(prefixed(&field))
     }
 
     fn check_leaves(&self, e: &Expr) -> Result<(), String> {
@@ -248,6 +267,10 @@ impl Sizes {
             c.doc(&format!("The parameter `${p}`."));
             c.line(format!("pub {f}: i64,"));
         }
+        for (n, f) in &self.dim_params {
+            c.doc(&format!("The dim `{n}` as a kernel's `$param`."));
+            c.line(format!("pub {f}: i64,"));
+        }
         for (e, f) in &self.exprs {
             c.doc(&format!("`{e}`."));
             c.line(format!("pub {f}: usize,"));
@@ -340,7 +363,8 @@ impl Sizes {
                 .map(|(e, _)| e)
                 .chain(self.computed_axes.iter().map(|(_, _, e)| e))
                 .chain(self.assertions.iter().flat_map(|(a, b)| [a, b]))
-                .any(|e| self.reads_input(e, k));
+                .any(|e| self.reads_input(e, k))
+                || self.dim_params.iter().any(|(n, _)| self.dims[n].1 == k);
             if needed {
                 c.line(format!(
                     "let {input}_dims = rt::dims({g}, {}, {input}_shape)?;",
@@ -367,6 +391,10 @@ impl Sizes {
                 &b.to_string(),
             );
         }
+        for (n, f) in &self.dim_params {
+            let (_, k, axis) = &self.dims[n];
+            c.line(format!("let {f} = {}_dims[{axis}];", self.inputs[*k].0));
+        }
         for (e, f) in &self.exprs {
             c.line(format!(
                 "let {f} = rt::graph::size({g}, {}, {})?;",
@@ -389,6 +417,7 @@ impl Sizes {
             .iter()
             .map(|n| self.dims[n].0.as_str())
             .chain(self.params.iter().map(|(_, f)| f.as_str()))
+            .chain(self.dim_params.iter().map(|(_, f)| f.as_str()))
             .chain(self.exprs.iter().map(|(_, f)| f.as_str()))
             .chain(self.lens.iter().map(|(_, f, _)| f.as_str()))
             .chain(self.outputs.iter().map(|(f, _)| f.as_str()))
