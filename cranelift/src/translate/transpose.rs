@@ -70,7 +70,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 t.counted_loop(ri, rb_end, lanes, |t, ri| {
                     let ci = var(t, cb);
                     t.counted_loop(ci, cb_end, lanes, |t, ci| {
-                        t.transpose_tile(cx, r, c, ri, ci, dst, src)
+                        t.transpose_tile(cx, (r, ri), (c, ci), dst, src)
                     })
                 })
             })
@@ -96,14 +96,13 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// One `lanes × lanes` tile of [`Self::blocked_transpose`] at row `ri`, column `ci`.
+    /// One `lanes × lanes` tile of [`Self::blocked_transpose`] at row `ri` of loop `r`,
+    /// column `ci` of loop `c`.
     pub(super) fn transpose_tile(
         &mut self,
         cx: &Cx,
-        r: usize,
-        c: usize,
-        ri: IrValue,
-        ci: IrValue,
+        (r, ri): (usize, IrValue),
+        (c, ci): (usize, IrValue),
         dst: &Access,
         src: &Access,
     ) -> Result<(), JitError> {
