@@ -132,11 +132,6 @@ pub(crate) fn build(
         loops: HashMap::new(),
         vars: HashMap::new(),
         fills: HashMap::new(),
-        lane_offset: 0,
-        hoisted: Vec::new(),
-        jam: None,
-        tile_row: None,
-        pointers: Vec::new(),
         fail,
     };
     t.declare_vars()?;
@@ -188,13 +183,24 @@ struct Translator<'f, 'm, M: Module> {
     vars: HashMap<usize, Variable>,
     /// Stack slots holding fill values of checked loads, by (type, bits).
     fills: HashMap<(DType, u64), cranelift_codegen::ir::StackSlot>,
+    /// The exit for errors: frees temporaries and returns its argument.
+    fail: cranelift_codegen::ir::Block,
+}
+
+/// Where the code being translated sits in the vector and tile code: what
+/// [`Translator::address`], [`Translator::value`] and
+/// [`Translator::vector_value`] read, passed down explicitly (a new value for each
+/// unrolled copy, jam, tile row or reduction loop) instead of mode flags on the
+/// translator. The default is scalar code outside any vector loop, jam or tile.
+#[derive(Clone, Default)]
+struct Cx {
     /// In an unrolled vector loop, the element offset of the copy being emitted from
     /// the loop index (0 outside).
     lane_offset: i64,
     /// Inside a vector loop: its loads that do not move with it, from tensors it
     /// does not write, each loaded and broadcast once before the loop.
     hoisted: Vec<(Access, IrValue)>,
-    /// Inside a [jammed](Self::jammed_rows) nest: the row loop's id, the first of
+    /// Inside a [jammed](Translator::jammed_rows) nest: the row loop's id, the first of
     /// the rows an accumulation adds at once, and how many.
     jam: Option<(usize, IrValue, i64)>,
     /// Inside a register tile's innermost reduction loop: the row of the tile being
@@ -202,8 +208,6 @@ struct Translator<'f, 'm, M: Module> {
     /// rows), the variable carrying its address from one iteration to the next.
     tile_row: Option<i64>,
     pointers: Vec<(Access, Option<i64>, Variable)>,
-    /// The exit for errors: frees temporaries and returns its argument.
-    fail: cranelift_codegen::ir::Block,
 }
 
 /// An index value known at compile time or computed at run time.

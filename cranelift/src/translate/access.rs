@@ -24,24 +24,24 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(decl.dtype)
     }
 
-    pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), JitError> {
+    pub(super) fn stmt(&mut self, cx: &Cx, s: &Stmt) -> Result<(), JitError> {
         match s {
             Stmt::Store { access, value } => {
                 let target = self.target_type(access, "a store")?;
-                let mut v = self.value(value)?;
+                let mut v = self.value(cx, value)?;
                 if target == DType::I32 {
                     // Truncating and saturating, NaN to 0: `DType::I32.round`, Rust's `as i32`.
                     v = self.b.ins().fcvt_to_sint_sat(I32, v);
                 }
-                self.guarded(access, |t, addr| {
+                self.guarded(cx, access, |t, addr| {
                     t.b.ins().store(trusted(), v, addr, 0);
                 })?;
             }
             Stmt::Accumulate { access, op, value } => {
                 self.target_type(access, "an accumulation")?;
-                let vs = self.jammed(|t| t.value(value))?;
+                let vs = self.jammed(cx, |t| t.value(cx, value))?;
                 let ty = self.ty;
-                self.guarded(access, |t, addr| {
+                self.guarded(cx, access, |t, addr| {
                     let mut acc = t.b.ins().load(ty, trusted(), addr, 0);
                     for &v in &vs {
                         acc = t.combine(*op, acc, v);
@@ -50,7 +50,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 })?;
             }
             Stmt::Update { var, op, value } => {
-                let v = self.value(value)?;
+                let v = self.value(cx, value)?;
                 let Some(&variable) = self.vars.get(&var.0) else {
                     return self.unsupported(format!("v{} is not carried by any loop", var.0));
                 };
@@ -66,10 +66,11 @@ impl<M: Module> Translator<'_, '_, M> {
     /// out of range.
     pub(super) fn guarded(
         &mut self,
+        cx: &Cx,
         access: &Access,
         write: impl FnOnce(&mut Self, IrValue),
     ) -> Result<(), JitError> {
-        let (addr, in_range) = self.address(access)?;
+        let (addr, in_range) = self.address(cx, access)?;
         match in_range {
             None => write(self, addr),
             Some(ok) => {
@@ -96,17 +97,17 @@ impl<M: Module> Translator<'_, '_, M> {
         }
     }
 
-    pub(super) fn subscript(&mut self, s: &Subscript) -> Result<IrValue, JitError> {
+    pub(super) fn subscript(&mut self, cx: &Cx, s: &Subscript) -> Result<IrValue, JitError> {
         match s {
             Subscript::Expr(e) => self.index(e),
             Subscript::Value(v) => {
                 if let Value::Load { access, fill } = v.as_ref()
                     && self.p.tensors.get(access.tensor.0).map(|t| t.dtype) == Some(DType::I32)
                 {
-                    let raw = self.load_raw(access, *fill, DType::I32)?;
+                    let raw = self.load_raw(cx, access, *fill, DType::I32)?;
                     return Ok(self.b.ins().sextend(I64, raw));
                 }
-                let x = self.value(v)?;
+                let x = self.value(cx, v)?;
                 let f = self.b.ins().floor(x);
                 Ok(self.b.ins().fcvt_to_sint_sat(I64, f))
             }
@@ -114,9 +115,13 @@ impl<M: Module> Translator<'_, '_, M> {
     }
 
     /// The address of an element and, for a checked access, whether it is in range.
-    pub(super) fn address(&mut self, a: &Access) -> Result<(IrValue, Option<IrValue>), JitError> {
-        if let Some(row) = self.tile_row
-            && let Some(&(.., var)) = self
+    pub(super) fn address(
+        &mut self,
+        cx: &Cx,
+        a: &Access,
+    ) -> Result<(IrValue, Option<IrValue>), JitError> {
+        if let Some(row) = cx.tile_row
+            && let Some(&(.., var)) = cx
                 .pointers
                 .iter()
                 .find(|(b, r, _)| b == a && r.is_none_or(|r| r == row))
@@ -148,7 +153,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 Subscript::Expr(e) if !a.checked && ring_only(e) => {
                     self.index_in(e, Arith::Wrapping)?
                 }
-                _ => self.subscript(s)?,
+                _ => self.subscript(cx, s)?,
             };
             if a.checked {
                 let ok = self
@@ -183,6 +188,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// Loads an element in its own type; out of range (when checked) reads `fill`.
     pub(super) fn load_raw(
         &mut self,
+        cx: &Cx,
         a: &Access,
         fill: f64,
         dtype: DType,
@@ -192,7 +198,7 @@ impl<M: Module> Translator<'_, '_, M> {
             DType::F64 => F64,
             DType::I32 => I32,
         };
-        let (addr, in_range) = self.address(a)?;
+        let (addr, in_range) = self.address(cx, a)?;
         let addr = match in_range {
             None => addr,
             Some(ok) => {

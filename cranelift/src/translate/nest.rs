@@ -3,18 +3,18 @@
 use super::*;
 
 impl<M: Module> Translator<'_, '_, M> {
-    pub(super) fn block(&mut self, block: &Block) -> Result<(), JitError> {
+    pub(super) fn block(&mut self, cx: &Cx, block: &Block) -> Result<(), JitError> {
         self.reset(&block.carried);
-        self.nest(&block.loops)?;
+        self.nest(cx, &block.loops)?;
         for s in &block.stmts {
-            self.stmt(s)?;
+            self.stmt(cx, s)?;
         }
         Ok(())
     }
 
     /// [Joined](crate::loops::Schedule::joined) blocks as one loop over their rows:
     /// row `i` of each block in turn, each block's outer index bound to `i`.
-    pub(super) fn joined(&mut self, blocks: &[Block]) -> Result<(), JitError> {
+    pub(super) fn joined(&mut self, cx: &Cx, blocks: &[Block]) -> Result<(), JitError> {
         let outer = &blocks[0].loops[0];
         let start = self.index(&outer.start)?;
         let end = self.index(&outer.end)?;
@@ -24,7 +24,7 @@ impl<M: Module> Translator<'_, '_, M> {
             for b in blocks {
                 let (l, inner) = (&b.loops[0], &b.loops[1..]);
                 t.loops.insert(l.id.0, i);
-                t.iteration(l, inner)?;
+                t.iteration(cx, l, inner)?;
             }
             Ok(())
         })?;
@@ -39,7 +39,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// rows' values in row order and stored once (a column sum: one load and one
     /// store of `y` per four rows instead of per row); the last rows run plainly.
     /// Every element gets the same operations in the same order.
-    pub(super) fn jammed_rows(&mut self, r: &Loop, c: &Loop) -> Result<(), JitError> {
+    pub(super) fn jammed_rows(&mut self, cx: &Cx, r: &Loop, c: &Loop) -> Result<(), JitError> {
         let jam = i64::from(self.target.jam_rows);
         let start = self.index(&r.start)?;
         let end = self.index(&r.end)?;
@@ -50,14 +50,15 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.def_var(iv, start);
         self.counted_loop(iv, jam_end, jam, |t, i| {
             t.loops.insert(r.id.0, i);
-            t.jam = Some((r.id.0, i, jam));
-            let inner = t.nest(std::slice::from_ref(c));
-            t.jam = None;
-            inner
+            let cx = Cx {
+                jam: Some((r.id.0, i, jam)),
+                ..cx.clone()
+            };
+            t.nest(&cx, std::slice::from_ref(c))
         })?;
         self.scalar_loop(iv, end, |t, i| {
             t.loops.insert(r.id.0, i);
-            t.nest(std::slice::from_ref(c))
+            t.nest(cx, std::slice::from_ref(c))
         })?;
         self.loops.remove(&r.id.0);
         Ok(())
@@ -77,9 +78,10 @@ impl<M: Module> Translator<'_, '_, M> {
     /// `value` for each row of the jam in force (in row order), or once outside one.
     pub(super) fn jammed<T>(
         &mut self,
+        cx: &Cx,
         mut value: impl FnMut(&mut Self) -> Result<T, JitError>,
     ) -> Result<Vec<T>, JitError> {
-        let Some((r, first, rows)) = self.jam else {
+        let Some((r, first, rows)) = cx.jam else {
             return Ok(vec![value(self)?]);
         };
         let mut out = Vec::with_capacity(rows as usize);
@@ -99,7 +101,7 @@ impl<M: Module> Translator<'_, '_, M> {
         }
     }
 
-    pub(super) fn nest(&mut self, loops: &[Loop]) -> Result<(), JitError> {
+    pub(super) fn nest(&mut self, cx: &Cx, loops: &[Loop]) -> Result<(), JitError> {
         let Some((outer, inner)) = loops.split_first() else {
             return Ok(());
         };
@@ -107,19 +109,19 @@ impl<M: Module> Translator<'_, '_, M> {
             && inner.first().is_some_and(|c| c.schedule.tile.is_some())
             && let Some(reductions) = vector::tile_plan(self.p, loops)
         {
-            return self.tiled(loops, &reductions);
+            return self.tiled(cx, loops, &reductions);
         }
         if let [c] = inner
             && self.vectorize
             && let Some((dst, src)) = vector::transpose_plan(self.p, outer, c)
         {
-            return self.blocked_transpose(outer, c, dst, src);
+            return self.blocked_transpose(cx, outer, c, dst, src);
         }
         if let [c] = inner
             && self.vectorize
             && vector::jam_plan(self.p, outer, c)
         {
-            return self.jammed_rows(outer, c);
+            return self.jammed_rows(cx, outer, c);
         }
         let start = self.index(&outer.start)?;
         let end = self.index(&outer.end)?;
@@ -129,11 +131,11 @@ impl<M: Module> Translator<'_, '_, M> {
             && self.vectorize
             && let Some(plan) = vector::plan(self.p, outer)
         {
-            self.vector_loop(outer, &plan, iv, start, end)?;
+            self.vector_loop(cx, outer, &plan, iv, start, end)?;
         }
         self.scalar_loop(iv, end, |t, i| {
             t.loops.insert(outer.id.0, i);
-            t.iteration(outer, inner)
+            t.iteration(cx, outer, inner)
         })?;
         self.loops.remove(&outer.id.0);
         Ok(())
@@ -141,11 +143,11 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// One iteration of `l`, its index already bound: its carried variables reset,
     /// the loops `inner` inside it, then its statements.
-    pub(super) fn iteration(&mut self, l: &Loop, inner: &[Loop]) -> Result<(), JitError> {
+    pub(super) fn iteration(&mut self, cx: &Cx, l: &Loop, inner: &[Loop]) -> Result<(), JitError> {
         self.reset(&l.carried);
-        self.nest(inner)?;
+        self.nest(cx, inner)?;
         for s in &l.stmts {
-            self.stmt(s)?;
+            self.stmt(cx, s)?;
         }
         Ok(())
     }

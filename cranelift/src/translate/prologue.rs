@@ -223,8 +223,8 @@ impl<M: Module> Translator<'_, '_, M> {
                 .is_some_and(|l| l.schedule.joined);
             if !joined {
                 match &blocks[first..k] {
-                    [b] => self.block(b)?,
-                    group => self.joined(group)?,
+                    [b] => self.block(&Cx::default(), b)?,
+                    group => self.joined(&Cx::default(), group)?,
                 }
                 first = k;
             }

@@ -27,6 +27,7 @@
 //! another order, which the `tile` pass allows (each writes its own elements and
 //! reads none that another writes).
 
+use super::Cx;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value as IrValue};
@@ -81,6 +82,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// whose reductions are `reductions`, as register tiles (see the module docs).
     pub(super) fn tiled(
         &mut self,
+        cx: &Cx,
         loops: &[Loop],
         reductions: &[(VarId, Accum)],
     ) -> Result<(), JitError> {
@@ -99,7 +101,7 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.def_var(c_tile, cs);
         self.counted_loop(c_tile, c_main, columns, |t, ct| {
             if let (Some(panel), [k]) = (&panel, reduce) {
-                t.pack(panel, c, k, ct)?;
+                t.pack(cx, panel, c, k, ct)?;
             }
             let r_tile = t.b.declare_var(I64);
             t.b.def_var(r_tile, rs);
@@ -111,13 +113,13 @@ impl<M: Module> Translator<'_, '_, M> {
                     ct,
                     panel: panel.as_ref(),
                 };
-                t.tile(&place, reduce, reductions)
+                t.tile(cx, &place, reduce, reductions)
             })
         })?;
         // The cells no tile covered: the last columns of the tiled rows, then the
         // last rows.
-        self.cells(r, c, reduce, (rs, r_main), (c_main, ce))?;
-        self.cells(r, c, reduce, (r_main, re), (cs, ce))?;
+        self.cells(cx, r, c, reduce, (rs, r_main), (c_main, ce))?;
+        self.cells(cx, r, c, reduce, (r_main, re), (cs, ce))?;
         self.loops.remove(&r.id.0);
         self.loops.remove(&c.id.0);
         Ok(())
@@ -168,7 +170,14 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// Copies the column tile from `ct` of the panel's loads into its slot, when
     /// this call's reduction fits.
-    fn pack(&mut self, panel: &Panel, c: &Loop, k: &Loop, ct: IrValue) -> Result<(), JitError> {
+    fn pack(
+        &mut self,
+        cx: &Cx,
+        panel: &Panel,
+        c: &Loop,
+        k: &Loop,
+        ct: IrValue,
+    ) -> Result<(), JitError> {
         let vectors = i64::from(self.target.tile_vectors());
         let (copy, after) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(panel.fits, copy, &[], after, &[]);
@@ -187,7 +196,7 @@ impl<M: Module> Translator<'_, '_, M> {
             let base = t.b.ins().stack_addr(t.ptr, panel.slot, 0);
             let to = t.b.ins().iadd(base, row);
             for (j, a) in panel.loads.iter().enumerate() {
-                let (src, _) = t.address(a)?;
+                let (src, _) = t.address(cx, a)?;
                 for v in 0..vectors {
                     let at = (v * vector_bytes) as i32;
                     let x = t.b.ins().load(vt, Self::vector_flags(), src, at);
@@ -216,6 +225,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// One tile: rows `rt..rt + rows` by columns `ct..ct + vectors * lanes` of `place`.
     fn tile(
         &mut self,
+        cx: &Cx,
         place: &Place,
         reduce: &[Loop],
         reductions: &[(VarId, Accum)],
@@ -239,7 +249,7 @@ impl<M: Module> Translator<'_, '_, M> {
                     .collect(),
             );
         }
-        self.tile_reduction(place, reduce, &mut |t| {
+        self.tile_reduction(cx, place, reduce, &mut |t, cx| {
             let Some(innermost) = reduce.last() else {
                 return Ok(());
             };
@@ -247,16 +257,19 @@ impl<M: Module> Translator<'_, '_, M> {
             for row in 0..rows {
                 let ri = t.b.ins().iadd_imm_s(rt, row);
                 t.loops.insert(r.id.0, ri);
-                t.tile_row = Some(row);
                 for vector in 0..vectors {
-                    t.lane_offset = vector * i64::from(t.lanes());
+                    let cell = Cx {
+                        tile_row: Some(row),
+                        lane_offset: vector * i64::from(t.lanes()),
+                        ..cx.clone()
+                    };
                     for (s, (&(_, op), accs)) in
                         innermost.stmts.iter().zip(reductions.iter().zip(&accs))
                     {
                         let crate::loops::Stmt::Update { value, .. } = s else {
                             return t.unsupported("a tile statement that is not an update");
                         };
-                        let v = t.vector_value(c, value)?;
+                        let v = t.vector_value(&cell, c, value)?;
                         let acc = accs[(row * vectors + vector) as usize];
                         let old = t.b.use_var(acc);
                         let new = t.combine(op, old, v);
@@ -264,8 +277,6 @@ impl<M: Module> Translator<'_, '_, M> {
                     }
                 }
             }
-            t.lane_offset = 0;
-            t.tile_row = None;
             Ok(())
         })?;
         // Each cell's result, lane by lane, through the column loop's statements.
@@ -283,7 +294,7 @@ impl<M: Module> Translator<'_, '_, M> {
                         self.b.def_var(self.vars[&var.0], x);
                     }
                     for s in &c.stmts {
-                        self.stmt(s)?;
+                        self.stmt(cx, s)?;
                     }
                 }
             }
@@ -299,30 +310,33 @@ impl<M: Module> Translator<'_, '_, M> {
     /// of each iteration: no index arithmetic in the loop.
     fn tile_reduction(
         &mut self,
+        cx: &Cx,
         tile: &Place,
         reduce: &[Loop],
-        body: &mut dyn FnMut(&mut Self) -> Result<(), JitError>,
+        body: &mut dyn FnMut(&mut Self, &Cx) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
         let Some((k, inner)) = reduce.split_first() else {
-            return body(self);
+            return body(self, cx);
         };
         let (start, end) = (self.index(&k.start)?, self.index(&k.end)?);
         let iv = self.b.declare_var(I64);
         self.b.def_var(iv, start);
         let pointers = if inner.is_empty() {
             self.loops.insert(k.id.0, start);
-            self.pointers_at(tile, k)?
+            self.pointers_at(cx, tile, k)?
         } else {
             Vec::new()
         };
         self.scalar_loop(iv, end, |t, i| {
             t.loops.insert(k.id.0, i);
-            t.pointers = pointers
-                .iter()
-                .map(|&(ref a, row, var, _)| (a.clone(), row, var))
-                .collect();
-            t.tile_reduction(tile, inner, body)?;
-            t.pointers.clear();
+            let cx = Cx {
+                pointers: pointers
+                    .iter()
+                    .map(|&(ref a, row, var, _)| (a.clone(), row, var))
+                    .collect(),
+                ..cx.clone()
+            };
+            t.tile_reduction(&cx, tile, inner, body)?;
             for &(_, _, var, step) in &pointers {
                 let p = t.b.use_var(var);
                 let next = t.b.ins().iadd(p, step);
@@ -338,7 +352,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// fixed step with `k`, at the current iteration of `k` (bound in `loops`):
     /// each load, its row of the tile (`None` when it does not move with the
     /// rows), the variable holding its address, and the step in bytes.
-    fn pointers_at(&mut self, tile: &Place, k: &Loop) -> Result<Vec<Carried>, JitError> {
+    fn pointers_at(&mut self, cx: &Cx, tile: &Place, k: &Loop) -> Result<Vec<Carried>, JitError> {
         let rows = i64::from(self.target.tile_rows);
         let mut out = Vec::new();
         for (a, axes) in carried_loads(k) {
@@ -363,7 +377,7 @@ impl<M: Module> Translator<'_, '_, M> {
             for row in at_rows {
                 let ri = self.b.ins().iadd_imm_s(tile.rt, row.unwrap_or(0));
                 self.loops.insert(tile.r.id.0, ri);
-                let (mut addr, _) = self.address(&a)?;
+                let (mut addr, _) = self.address(cx, &a)?;
                 let mut step = step;
                 if let Some(panel) = tile.panel
                     && let Some(j) = panel.loads.iter().position(|p| *p == a)
@@ -385,6 +399,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// The cells `rows × cols` of the nest one by one, as the untiled loops run them.
     fn cells(
         &mut self,
+        cx: &Cx,
         r: &Loop,
         c: &Loop,
         reduce: &[Loop],
@@ -399,7 +414,7 @@ impl<M: Module> Translator<'_, '_, M> {
             t.b.def_var(ci, c_from);
             t.scalar_loop(ci, c_to, |t, j| {
                 t.loops.insert(c.id.0, j);
-                t.iteration(c, reduce)
+                t.iteration(cx, c, reduce)
             })
         })
     }

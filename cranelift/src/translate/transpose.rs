@@ -11,6 +11,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// with the value it has in loop order (the nest reads no tensor it writes).
     pub(super) fn blocked_transpose(
         &mut self,
+        cx: &Cx,
         rl: &Loop,
         cl: &Loop,
         dst: &Access,
@@ -24,7 +25,7 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.ins().brif(runs, body, &[], done, &[]);
         self.b.switch_to_block(body);
         self.b.seal_block(body);
-        self.blocked_transpose_in(rl, cl, dst, src, (rs, re))?;
+        self.blocked_transpose_in(cx, rl, cl, dst, src, (rs, re))?;
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
         self.b.seal_block(done);
@@ -34,6 +35,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// [`Self::blocked_transpose`] once the outer range `rs..re` is known not empty.
     pub(super) fn blocked_transpose_in(
         &mut self,
+        cx: &Cx,
         rl: &Loop,
         cl: &Loop,
         dst: &Access,
@@ -68,7 +70,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 t.counted_loop(ri, rb_end, lanes, |t, ri| {
                     let ci = var(t, cb);
                     t.counted_loop(ci, cb_end, lanes, |t, ci| {
-                        t.transpose_tile(r, c, ri, ci, dst, src)
+                        t.transpose_tile(cx, (r, ri), (c, ci), dst, src)
                     })
                 })
             })
@@ -83,7 +85,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 t.counted_loop(ci, ce, 1, |t, ci| {
                     t.loops.insert(c, ci);
                     for s in &cl.stmts {
-                        t.stmt(s)?;
+                        t.stmt(cx, s)?;
                     }
                     Ok(())
                 })
@@ -94,13 +96,13 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// One `lanes × lanes` tile of [`Self::blocked_transpose`] at row `ri`, column `ci`.
+    /// One `lanes × lanes` tile of [`Self::blocked_transpose`] at row `ri` of loop `r`,
+    /// column `ci` of loop `c`.
     pub(super) fn transpose_tile(
         &mut self,
-        r: usize,
-        c: usize,
-        ri: IrValue,
-        ci: IrValue,
+        cx: &Cx,
+        (r, ri): (usize, IrValue),
+        (c, ci): (usize, IrValue),
         dst: &Access,
         src: &Access,
     ) -> Result<(), JitError> {
@@ -111,7 +113,7 @@ impl<M: Module> Translator<'_, '_, M> {
         for j in 0..lanes {
             let at = self.b.ins().iadd_imm_s(ci, j);
             self.loops.insert(c, at);
-            let (addr, _) = self.address(src)?;
+            let (addr, _) = self.address(cx, src)?;
             columns.push(self.b.ins().load(vt, Self::vector_flags(), addr, 0));
         }
         let rows = self.transpose(&columns);
@@ -119,7 +121,7 @@ impl<M: Module> Translator<'_, '_, M> {
         for (k, row) in rows.into_iter().enumerate() {
             let at = self.b.ins().iadd_imm_s(ri, k as i64);
             self.loops.insert(r, at);
-            let (addr, _) = self.address(dst)?;
+            let (addr, _) = self.address(cx, dst)?;
             self.b.ins().store(Self::vector_flags(), row, addr, 0);
         }
         Ok(())

@@ -37,7 +37,7 @@ impl<M: Module> Translator<'_, '_, M> {
         }
     }
 
-    pub(super) fn value(&mut self, v: &Value) -> Result<IrValue, JitError> {
+    pub(super) fn value(&mut self, cx: &Cx, v: &Value) -> Result<IrValue, JitError> {
         Ok(match v {
             Value::Load { access, fill } => {
                 let Some(decl) = self.p.tensors.get(access.tensor.0) else {
@@ -45,11 +45,11 @@ impl<M: Module> Translator<'_, '_, M> {
                 };
                 let dtype = decl.dtype;
                 if dtype == DType::I32 {
-                    let raw = self.load_raw(access, *fill, dtype)?;
+                    let raw = self.load_raw(cx, access, *fill, dtype)?;
                     let wide = self.b.ins().fcvt_from_sint(F64, raw);
                     self.narrow(wide)
                 } else if dtype == self.p.dtype {
-                    self.load_raw(access, *fill, dtype)?
+                    self.load_raw(cx, access, *fill, dtype)?
                 } else {
                     return self.unsupported(format!(
                         "`{}` is {dtype} in an {} program",
@@ -73,18 +73,18 @@ impl<M: Module> Translator<'_, '_, M> {
                 self.int_to_float(i)
             }
             Value::Unary(op, x) => {
-                let x = self.value(x)?;
+                let x = self.value(cx, x)?;
                 self.unary(*op, x)
             }
             Value::Binary(op, a, b) => {
-                let a = self.value(a)?;
-                let b = self.value(b)?;
+                let a = self.value(cx, a)?;
+                let b = self.value(cx, b)?;
                 self.binary(*op, a, b)
             }
             Value::Where(c, a, b) => {
-                let c = self.value(c)?;
-                let a = self.value(a)?;
-                let b = self.value(b)?;
+                let c = self.value(cx, c)?;
+                let a = self.value(cx, a)?;
+                let b = self.value(cx, b)?;
                 let zero = self.float_const(0.0);
                 let holds = self.b.ins().fcmp(FloatCC::NotEqual, c, zero);
                 self.b.ins().select(holds, a, b)

@@ -21,6 +21,7 @@ impl<M: Module> Translator<'_, '_, M> {
     /// lanes in order into the variable.
     pub(super) fn vector_loop(
         &mut self,
+        cx: &Cx,
         l: &Loop,
         plan: &VectorPlan,
         iv: Variable,
@@ -51,19 +52,24 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.ins().brif(runs, vector_part, &[], after, &[]);
         self.b.switch_to_block(vector_part);
         self.b.seal_block(vector_part);
+        let mut hoisted = Vec::new();
         for load in vector::invariant_loads(l) {
             // In a jam, a load that moves with the rows is loaded per row.
-            if let (Some((r, ..)), Value::Load { access, .. }) = (self.jam, &load)
+            if let (Some((r, ..)), Value::Load { access, .. }) = (cx.jam, &load)
                 && crate::loops::analysis::access_mentions(access, r)
             {
                 continue;
             }
-            let x = self.value(&load)?;
+            let x = self.value(cx, &load)?;
             let v = self.splat(x);
             if let Value::Load { access, .. } = load {
-                self.hoisted.push((access, v));
+                hoisted.push((access, v));
             }
         }
+        let cx = &Cx {
+            hoisted,
+            ..cx.clone()
+        };
         if unroll > 1 {
             let chunk = lanes * unroll;
             let big = self.b.ins().band_imm_s(count, -chunk);
@@ -71,12 +77,14 @@ impl<M: Module> Translator<'_, '_, M> {
             self.counted_loop(iv, big_end, chunk, |t, i| {
                 t.loops.insert(l.id.0, i);
                 for k in 0..unroll {
-                    t.lane_offset = k * lanes;
+                    let copy = Cx {
+                        lane_offset: k * lanes,
+                        ..cx.clone()
+                    };
                     for s in &l.stmts {
-                        t.vector_stmt(l, s, &accs, k as usize)?;
+                        t.vector_stmt(&copy, l, s, &accs, k as usize)?;
                     }
                 }
-                t.lane_offset = 0;
                 Ok(())
             })?;
         }
@@ -84,11 +92,10 @@ impl<M: Module> Translator<'_, '_, M> {
         self.counted_loop(iv, vec_end, lanes, |t, i| {
             t.loops.insert(l.id.0, i);
             for s in &l.stmts {
-                t.vector_stmt(l, s, &accs, 0)?;
+                t.vector_stmt(cx, l, s, &accs, 0)?;
             }
             Ok(())
         })?;
-        self.hoisted.clear();
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(after);
         self.b.seal_block(after);
@@ -112,9 +119,9 @@ impl<M: Module> Translator<'_, '_, M> {
     }
 
     /// The byte offset of the current unrolled copy for a unit-stride access.
-    pub(super) fn copy_bytes(&self) -> i32 {
+    pub(super) fn copy_bytes(&self, cx: &Cx) -> i32 {
         let size = if self.ty == F32 { 4 } else { 8 };
-        (self.lane_offset * size) as i32
+        (cx.lane_offset * size) as i32
     }
 
     pub(super) fn vector_flags() -> MemFlagsData {
@@ -123,23 +130,24 @@ impl<M: Module> Translator<'_, '_, M> {
 
     pub(super) fn vector_stmt(
         &mut self,
+        cx: &Cx,
         l: &Loop,
         s: &Stmt,
         accs: &[(crate::loops::VarId, Accum, Vec<Variable>)],
         copy: usize,
     ) -> Result<(), JitError> {
-        let at = self.copy_bytes();
+        let at = self.copy_bytes(cx);
         match s {
             Stmt::Store { access, value } => {
                 self.target_type(access, "a store")?;
-                let v = self.vector_value(l, value)?;
-                let (addr, _) = self.address(access)?;
+                let v = self.vector_value(cx, l, value)?;
+                let (addr, _) = self.address(cx, access)?;
                 self.b.ins().store(Self::vector_flags(), v, addr, at);
             }
             Stmt::Accumulate { access, op, value } => {
                 self.target_type(access, "an accumulation")?;
-                let vs = self.jammed(|t| t.vector_value(l, value))?;
-                let (addr, _) = self.address(access)?;
+                let vs = self.jammed(cx, |t| t.vector_value(cx, l, value))?;
+                let (addr, _) = self.address(cx, access)?;
                 let vt = self.vector_type();
                 let mut acc = self.b.ins().load(vt, Self::vector_flags(), addr, at);
                 for v in vs {
@@ -148,7 +156,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 self.b.ins().store(Self::vector_flags(), acc, addr, at);
             }
             Stmt::Update { var, op, value } => {
-                let v = self.vector_value(l, value)?;
+                let v = self.vector_value(cx, l, value)?;
                 let Some(&acc) = accs
                     .iter()
                     .find(|(x, _, _)| x == var)
@@ -197,25 +205,30 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.ins().bitselect(m, a, b)
     }
 
-    pub(super) fn vector_value(&mut self, l: &Loop, v: &Value) -> Result<IrValue, JitError> {
+    pub(super) fn vector_value(
+        &mut self,
+        cx: &Cx,
+        l: &Loop,
+        v: &Value,
+    ) -> Result<IrValue, JitError> {
         let vt = self.vector_type();
         Ok(match v {
             Value::Load { access, .. } => match vector::stride(access, l.id) {
                 Stride::Unit => {
-                    let (addr, _) = self.address(access)?;
-                    let at = self.copy_bytes();
+                    let (addr, _) = self.address(cx, access)?;
+                    let at = self.copy_bytes(cx);
                     self.b.ins().load(vt, Self::vector_flags(), addr, at)
                 }
-                _ => match self.hoisted.iter().find(|(a, _)| a == access) {
+                _ => match cx.hoisted.iter().find(|(a, _)| a == access) {
                     Some(&(_, v)) => v,
                     None => {
-                        let x = self.value(v)?;
+                        let x = self.value(cx, v)?;
                         self.splat(x)
                     }
                 },
             },
             Value::Var(_) | Value::Const(_) | Value::Param(_) => {
-                let x = self.value(v)?;
+                let x = self.value(cx, v)?;
                 self.splat(x)
             }
             Value::Index(e) => {
@@ -223,9 +236,9 @@ impl<M: Module> Translator<'_, '_, M> {
                     let i = self.loops[&l.id.0];
                     let mut out: Option<IrValue> = None;
                     for lane in 0..self.lanes() {
-                        let at = self.b.ins().iadd_imm_s(i, self.lane_offset + lane as i64);
+                        let at = self.b.ins().iadd_imm_s(i, cx.lane_offset + lane as i64);
                         self.loops.insert(l.id.0, at);
-                        let x = self.value(v)?;
+                        let x = self.value(cx, v)?;
                         out = Some(match out {
                             None => self.splat(x),
                             Some(acc) => self.b.ins().insertlane(acc, x, lane),
@@ -234,12 +247,12 @@ impl<M: Module> Translator<'_, '_, M> {
                     self.loops.insert(l.id.0, i);
                     out.unwrap_or_else(|| unreachable!("vectors have lanes"))
                 } else {
-                    let x = self.value(v)?;
+                    let x = self.value(cx, v)?;
                     self.splat(x)
                 }
             }
             Value::Unary(op, x) => {
-                let x = self.vector_value(l, x)?;
+                let x = self.vector_value(cx, l, x)?;
                 match op {
                     UnaryOp::Neg => self.b.ins().fneg(x),
                     UnaryOp::Abs => self.b.ins().fabs(x),
@@ -258,8 +271,8 @@ impl<M: Module> Translator<'_, '_, M> {
                 }
             }
             Value::Binary(op, a, b) => {
-                let a = self.vector_value(l, a)?;
-                let b = self.vector_value(l, b)?;
+                let a = self.vector_value(cx, l, a)?;
+                let b = self.vector_value(cx, l, b)?;
                 let cc = match op {
                     BinaryOp::Add => return Ok(self.b.ins().fadd(a, b)),
                     BinaryOp::Sub => return Ok(self.b.ins().fsub(a, b)),
@@ -284,9 +297,9 @@ impl<M: Module> Translator<'_, '_, M> {
                 self.mask_to_float(mask, ones, zeros)
             }
             Value::Where(c, a, b) => {
-                let c = self.vector_value(l, c)?;
-                let a = self.vector_value(l, a)?;
-                let b = self.vector_value(l, b)?;
+                let c = self.vector_value(cx, l, c)?;
+                let a = self.vector_value(cx, l, a)?;
+                let b = self.vector_value(cx, l, b)?;
                 let zero = self.float_const(0.0);
                 let zeros = self.splat(zero);
                 let mask = self.b.ins().fcmp(FloatCC::NotEqual, c, zeros);

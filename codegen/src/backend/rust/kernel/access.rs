@@ -158,12 +158,13 @@ impl Gen<'_> {
     /// `place = value`, `place op= value`, skipped when a checked access is out of range.
     pub(super) fn store(
         &self,
+        cx: &Cx,
         a: &Access,
         op: Option<Accum>,
         v: &Value,
     ) -> Result<TokenStream, EmitError> {
         let target_int = self.p.tensors[a.tensor.0].dtype == DType::I32;
-        let vo = self.value(v)?;
+        let vo = self.value_in(cx, v)?;
         let value = if target_int {
             if vo.ty == Ty::Int {
                 vo.ts

@@ -18,7 +18,6 @@ impl Gen<'_> {
         if let Some((dst, src)) = self.transpose_copy(rl, cl) {
             return self.blocked_transpose(rl, cl, dst, src, (rs, re), (cs, ce));
         }
-        self.consts.borrow_mut().insert(Fact::Tb);
         let (r, c) = (rl.id.0, cl.id.0);
         let local = |n: usize, what: &str| ident(&format!("i{n}_{what}"));
         let (r_block, r_end) = (local(r, "block"), local(r, "end"));
@@ -68,7 +67,6 @@ impl Gen<'_> {
         (rs, re): (TokenStream, TokenStream),
         (cs, ce): (TokenStream, TokenStream),
     ) -> Result<TokenStream, EmitError> {
-        self.consts.borrow_mut().insert(Fact::Vec);
         *self.unsafe_used.borrow_mut() = true;
         let (r, c) = (rl.id.0, cl.id.0);
         let (ri, ci) = (ident(&format!("i{r}")), ident(&format!("i{c}")));

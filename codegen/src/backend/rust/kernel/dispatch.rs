@@ -116,14 +116,26 @@ impl Gen<'_> {
         }
         // Per target: fused multiply-add, partial results of a split reduction,
         // register tile rows × columns, reduction block of a tile.
-        let consts = self.consts.borrow().clone();
+        let consts = &self.plan.facts;
         let copies = Target::X86_64;
         let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
-        for panel in self.panels.borrow().iter() {
+        for panel in &self.plan.panels {
             let name = &panel.name;
             let kc = lit(&widest(|t| t.tile_depth).to_string());
             let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
-            let len = match panel.trips.as_slice() {
+            let trips = panel
+                .reduce
+                .iter()
+                .map(|l| {
+                    let (s, e) = self.own_range(l)?;
+                    Ok(if l.start == Expr::Int(0) {
+                        e
+                    } else {
+                        quote!((#e - #s))
+                    })
+                })
+                .collect::<Result<Vec<_>, EmitError>>()?;
+            let len = match trips.as_slice() {
                 [first, inner @ ..] if !inner.is_empty() => {
                     quote!((#first.min(#kc) #(* #inner)*).max(0))
                 }
@@ -179,7 +191,7 @@ impl Gen<'_> {
              an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
              uses them."
         );
-        let safety = if self.panels.borrow().is_empty() {
+        let safety = if self.plan.panels.is_empty() {
             " Every buffer has the length its shape gives (checked by the kernel)."
         } else {
             " Every buffer has the length its shape gives (checked by the kernel), every \

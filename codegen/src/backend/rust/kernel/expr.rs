@@ -245,15 +245,21 @@ impl Gen<'_> {
         paren(o.ts, o.prec, min)
     }
 
+    /// Value `v` as printed outside a tile's reduction.
     pub(super) fn value(&self, v: &Value) -> Result<Out, EmitError> {
+        self.value_in(&Cx::default(), v)
+    }
+
+    /// Value `v` as printed in context `cx` (a packed load reads its panel cell).
+    pub(super) fn value_in(&self, cx: &Cx, v: &Value) -> Result<Out, EmitError> {
         let t = &self.float;
         let float_out = |ts: TokenStream, prec: Prec| Out {
             ts,
             prec,
             ty: Ty::Float,
         };
-        if let Some((_, cell)) = self.packed.borrow().iter().find(|(load, _)| load == v) {
-            return Ok(float_out(cell.clone(), Prec::Prefix));
+        if let Some(cell) = cx.packed_cell(v) {
+            return Ok(float_out(cell, Prec::Prefix));
         }
         Ok(match v {
             Value::Load { access, fill } => self.load(access, *fill)?,
@@ -273,23 +279,25 @@ impl Gen<'_> {
                 let e = paren(e, prec, Prec::Cast);
                 float_out(quote!(#e as #t), Prec::Cast)
             }
-            Value::Unary(op, x) => self.unary(*op, x)?,
-            Value::Binary(op, a, b) => self.binary(*op, a, b)?,
+            Value::Unary(op, x) => self.unary(cx, *op, x)?,
+            Value::Binary(op, a, b) => self.binary(cx, *op, a, b)?,
             Value::Where(c, a, b) => {
                 if let Value::Const(c) = **c {
                     // A constant condition chooses at generation time.
-                    return self.value(if c != 0.0 { a } else { b });
+                    return self.value_in(cx, if c != 0.0 { a } else { b });
                 }
                 let c = match &**c {
                     // `where(a < b, ..)` reads as `if a < b`, which is the same test.
-                    Value::Binary(op, x, y) if op.is_comparison() => self.comparison(*op, x, y)?,
+                    Value::Binary(op, x, y) if op.is_comparison() => {
+                        self.comparison(cx, *op, x, y)?
+                    }
                     _ => {
-                        let c = self.value(c)?;
+                        let c = self.value_in(cx, c)?;
                         let c = self.float(c, Prec::Sum, true);
                         quote!(#c != 0.0)
                     }
                 };
-                let (a, b) = (self.value(a)?, self.value(b)?);
+                let (a, b) = (self.value_in(cx, a)?, self.value_in(cx, b)?);
                 let both_literal = matches!(a.ty, Ty::Literal(_)) && matches!(b.ty, Ty::Literal(_));
                 let a = self.float(a, Prec::Lowest, both_literal);
                 let b = self.float(b, Prec::Lowest, both_literal);
@@ -304,19 +312,19 @@ impl Gen<'_> {
     /// compiled for the baseline target only, pass `false`.
     pub(super) fn vmath_call(
         &self,
+        cx: &Cx,
         name: &'static str,
         args: &[&Value],
     ) -> Result<(TokenStream, Prec), EmitError> {
         let f = self.need(Helper::Vmath(name));
         let mut ts = Vec::with_capacity(args.len());
         for a in args {
-            ts.push(self.float(self.value(a)?, Prec::Lowest, false));
+            ts.push(self.float(self.value_in(cx, a)?, Prec::Lowest, false));
         }
         let call = if name == "pow_f32" {
             // Evaluated in f64, far beyond f32's precision: one instance.
             quote!(#f(#(#ts),*))
         } else if self.scheduled {
-            self.consts.borrow_mut().insert(Fact::Fma);
             quote!(#f(FMA, #(#ts),*))
         } else {
             quote!(#f(false, #(#ts),*))
@@ -324,8 +332,8 @@ impl Gen<'_> {
         Ok((call, Prec::Postfix))
     }
 
-    pub(super) fn unary(&self, op: UnaryOp, x: &Value) -> Result<Out, EmitError> {
-        let xo = self.value(x)?;
+    pub(super) fn unary(&self, cx: &Cx, op: UnaryOp, x: &Value) -> Result<Out, EmitError> {
+        let xo = self.value_in(cx, x)?;
         if op == UnaryOp::Neg {
             if let Ty::Literal(c) = xo.ty {
                 return Ok(self.float_lit(-c, false));
@@ -340,45 +348,39 @@ impl Gen<'_> {
         }
         let recv = self.float(xo, Prec::Postfix, true);
         let (ts, prec) = match op {
+            _ if let Some(name) = math_call(op, self.is32) => self.vmath_call(cx, name, &[x])?,
             UnaryOp::Neg => unreachable!("handled above"),
             UnaryOp::Abs => (quote!(#recv.abs()), Prec::Postfix),
-            UnaryOp::Exp if self.is32 => self.vmath_call("exp_f32", &[x])?,
             UnaryOp::Exp => (quote!(#recv.exp()), Prec::Postfix),
-            UnaryOp::Log if self.is32 => self.vmath_call("ln_f32", &[x])?,
             UnaryOp::Log => (quote!(#recv.ln()), Prec::Postfix),
             UnaryOp::Sqrt => (quote!(#recv.sqrt()), Prec::Postfix),
             UnaryOp::Rsqrt if self.is32 => {
                 // In f64 and rounded once, like the reference: exact, and cheap.
-                let x = self.float(self.value(x)?, Prec::Lowest, true);
+                let x = self.float(self.value_in(cx, x)?, Prec::Lowest, true);
                 (quote!((1.0 / f64::from(#x).sqrt()) as f32), Prec::Cast)
             }
             UnaryOp::Rsqrt => (quote!(1.0 / #recv.sqrt()), Prec::Product),
             UnaryOp::Recip => {
-                let x = self.float(self.value(x)?, Prec::Prefix, false);
+                let x = self.float(self.value_in(cx, x)?, Prec::Prefix, false);
                 (quote!(1.0 / #x), Prec::Product)
             }
-            UnaryOp::Tanh if self.is32 => self.vmath_call("tanh_f32", &[x])?,
             UnaryOp::Tanh => (quote!(#recv.tanh()), Prec::Postfix),
-            UnaryOp::Sigmoid if self.is32 => self.vmath_call("sigmoid_f32", &[x])?,
             UnaryOp::Sigmoid => {
-                let x = self.float(self.value(x)?, Prec::Prefix, true);
+                let x = self.float(self.value_in(cx, x)?, Prec::Prefix, true);
                 (quote!(1.0 / (1.0 + (-#x).exp())), Prec::Product)
             }
-            UnaryOp::Sin if self.is32 => self.vmath_call("sin_f32", &[x])?,
             UnaryOp::Sin => (quote!(#recv.sin()), Prec::Postfix),
-            UnaryOp::Cos if self.is32 => self.vmath_call("cos_f32", &[x])?,
             UnaryOp::Cos => (quote!(#recv.cos()), Prec::Postfix),
-            UnaryOp::Erf if self.is32 => self.vmath_call("erf_f32", &[x])?,
             UnaryOp::Erf => {
                 let f = self.need(Helper::ErfF64);
-                let x = self.float(self.value(x)?, Prec::Lowest, false);
+                let x = self.float(self.value_in(cx, x)?, Prec::Lowest, false);
                 (quote!(#f(#x)), Prec::Postfix)
             }
             UnaryOp::Floor => (quote!(#recv.floor()), Prec::Postfix),
             UnaryOp::Ceil => (quote!(#recv.ceil()), Prec::Postfix),
             UnaryOp::Sign => {
                 let f = self.need(Helper::Sign(self.is32));
-                let x = self.float(self.value(x)?, Prec::Lowest, false);
+                let x = self.float(self.value_in(cx, x)?, Prec::Lowest, false);
                 (quote!(#f(#x)), Prec::Postfix)
             }
         };
@@ -396,29 +398,16 @@ impl Gen<'_> {
     /// non-literals.
     pub(super) fn contracted(
         &self,
+        cx: &Cx,
         op: BinaryOp,
         a: &Value,
         b: &Value,
     ) -> Result<Option<Out>, EmitError> {
-        let product = |v: &Value| match v {
-            Value::Binary(BinaryOp::Mul, p, q)
-                if !(matches!(**p, Value::Const(_)) && matches!(**q, Value::Const(_))) =>
-            {
-                Some((p.as_ref().clone(), q.as_ref().clone()))
-            }
-            _ => None,
-        };
-        let neg = |v: Value| Value::Unary(UnaryOp::Neg, Box::new(v));
-        let (p, q, c) = match (op, product(a), product(b)) {
-            (BinaryOp::Add, Some((p, q)), _) => (p, q, b.clone()),
-            (BinaryOp::Add, None, Some((p, q))) => (p, q, a.clone()),
-            (BinaryOp::Sub, Some((p, q)), _) => (p, q, neg(b.clone())),
-            (BinaryOp::Sub, None, Some((p, q))) => (neg(p), q, a.clone()),
-            _ => return Ok(None),
+        let Some((p, q, c)) = contraction(op, a, b) else {
+            return Ok(None);
         };
         let f = self.need(Helper::MulAdd(self.is32));
-        self.consts.borrow_mut().insert(Fact::Fma);
-        let [p, q, c] = [p, q, c].map(|v| self.value(&v));
+        let [p, q, c] = [p, q, c].map(|v| self.value_in(cx, &v));
         let [p, q, c] = [p?, q?, c?].map(|v| self.float(v, Prec::Lowest, false));
         Ok(Some(Out {
             ts: quote!(#f(FMA, #p, #q, #c)),
@@ -427,15 +416,21 @@ impl Gen<'_> {
         }))
     }
 
-    pub(super) fn binary(&self, op: BinaryOp, a: &Value, b: &Value) -> Result<Out, EmitError> {
+    pub(super) fn binary(
+        &self,
+        cx: &Cx,
+        op: BinaryOp,
+        a: &Value,
+        b: &Value,
+    ) -> Result<Out, EmitError> {
         if self.scheduled
             && matches!(op, BinaryOp::Add | BinaryOp::Sub)
-            && let Some(out) = self.contracted(op, a, b)?
+            && let Some(out) = self.contracted(cx, op, a, b)?
         {
             return Ok(out);
         }
         let t = &self.float;
-        let (ao, bo) = (self.value(a)?, self.value(b)?);
+        let (ao, bo) = (self.value_in(cx, a)?, self.value_in(cx, b)?);
         let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
         let infix = |prec: Prec, ao: Out, bo: Out| {
             (
@@ -459,7 +454,7 @@ impl Gen<'_> {
                 };
                 (ts, prec)
             }
-            BinaryOp::Pow if self.is32 => self.vmath_call("pow_f32", &[a, b])?,
+            BinaryOp::Pow if self.is32 => self.vmath_call(cx, "pow_f32", &[a, b])?,
             BinaryOp::Pow => {
                 let a = self.float(ao, Prec::Postfix, true);
                 let b = self.float(bo, Prec::Lowest, false);
@@ -481,7 +476,7 @@ impl Gen<'_> {
             | BinaryOp::Le
             | BinaryOp::Gt
             | BinaryOp::Ge => {
-                let cmp = self.comparison(op, a, b)?;
+                let cmp = self.comparison(cx, op, a, b)?;
                 (quote!(#t::from(#cmp)), Prec::Postfix)
             }
         };
@@ -495,20 +490,21 @@ impl Gen<'_> {
     /// `a < b` (a `bool`) for a comparison operator.
     pub(super) fn comparison(
         &self,
+        cx: &Cx,
         op: BinaryOp,
         a: &Value,
         b: &Value,
     ) -> Result<TokenStream, EmitError> {
         if a == b && matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
             // `x != x` is how the IR asks for NaN (argmax); say so.
-            let x = self.float(self.value(a)?, Prec::Postfix, true);
+            let x = self.float(self.value_in(cx, a)?, Prec::Postfix, true);
             return Ok(if op == BinaryOp::Ne {
                 quote!(#x.is_nan())
             } else {
                 quote!(!#x.is_nan())
             });
         }
-        let (ao, bo) = (self.value(a)?, self.value(b)?);
+        let (ao, bo) = (self.value_in(cx, a)?, self.value_in(cx, b)?);
         let both_literal = matches!(ao.ty, Ty::Literal(_)) && matches!(bo.ty, Ty::Literal(_));
         // `x as f32 < y` would parse `f32<` as generics: a cast on the left is parenthesized.
         let left_min = if ao.prec == Prec::Cast || ao.ty == Ty::Int {

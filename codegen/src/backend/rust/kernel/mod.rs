@@ -11,6 +11,7 @@
 //!
 //! | file | what it emits |
 //! |---|---|
+//! | `plan` | the plan, made before printing: each nest's realization, the target facts the loops use, the tiles' panels, the loops threads share out |
 //! | `syntax` | identifiers, literals, precedence |
 //! | `expr` | index and float expressions, math calls, contractions |
 //! | `access` | subscripts, offsets, loads and stores |
@@ -52,6 +53,7 @@ mod dispatch;
 mod expr;
 mod items;
 mod nest;
+mod plan;
 mod rows;
 mod split;
 mod syntax;
@@ -59,6 +61,7 @@ mod threads;
 mod tile;
 
 use self::dispatch::Fact;
+use self::plan::{Plan, Realize, contraction, math_call};
 use self::{access::*, expr::*, items::*, nest::*, split::*, syntax::*, threads::*};
 
 /// What the emitter needs of one kernel.
@@ -119,6 +122,32 @@ struct Partials {
     cell: TokenStream,
 }
 
+/// What the statements being printed read differently from the loop IR: inside a
+/// tile's reduction ([`Gen::tile_reduction`]), the loads its plan packs, each read
+/// from its panel cell. Passed down explicitly; the default reads everything in
+/// place.
+#[derive(Default)]
+struct Cx {
+    /// The packed loads, each with the read of its cell within one reduction
+    /// iteration's run of cells.
+    packed: Vec<(Value, TokenStream)>,
+}
+
+impl Cx {
+    /// The read of `v`'s panel cell, when `v` is a packed load.
+    fn packed_cell(&self, v: &Value) -> Option<TokenStream> {
+        self.packed
+            .iter()
+            .find(|(load, _)| load == v)
+            .map(|(_, cell)| cell.clone())
+    }
+
+    /// The packed loads.
+    fn loads(&self) -> Vec<Value> {
+        self.packed.iter().map(|(v, _)| v.clone()).collect()
+    }
+}
+
 /// The per-kernel emitter.
 struct Gen<'a> {
     name: &'a str,
@@ -142,33 +171,17 @@ struct Gen<'a> {
     /// Whether schedule annotations are honored (tiles, split reductions); only
     /// with [`Checks::Proven`], whose loops run in a per-CPU function.
     scheduled: bool,
-    /// The target constants (`FMA`, `LANES`, `MR`, `NR`, `KC`) the loops use.
-    consts: RefCell<BTreeSet<Fact>>,
+    /// What the loops need, planned before anything is printed ([`Gen::plan`]):
+    /// the target constants they use and the tiles' packed panels, which the
+    /// kernel allocates and passes.
+    plan: Plan,
     /// Some block has a parallel loop or one folded in pieces: the loops run on
     /// every thread of a [`Part`](uop_runtime::Part) at once, serial blocks on the
     /// first thread only.
     threaded: bool,
-    /// Inside a tile's reduction: loads read from the tile's packed panel instead,
-    /// each with its cell's offset within one reduction iteration's run of cells.
-    packed: RefCell<Vec<(Value, TokenStream)>>,
-    /// The tiles' packed panels: one buffer per thread each, allocated by the
-    /// kernel and passed to the loops.
-    panels: RefCell<Vec<Panel>>,
-    /// While an inner parallel loop's nest is emitted: that loop's id and this
-    /// thread's part of its range, which [`Gen::range`] gives instead of its own.
-    share: RefCell<Option<(usize, TokenStream, TokenStream)>>,
     /// The blocks folded in pieces, planned before emission ([`Gen::pieces_plan`]):
     /// what the kernel allocates and passes.
     pieces: Vec<Pieces>,
-}
-
-/// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
-/// iteration, for at most `KC` iterations of the outermost reduction loop (`trips`:
-/// each reduction loop's trip count, outermost first).
-struct Panel {
-    name: Ident,
-    trips: Vec<TokenStream>,
-    loads: usize,
 }
 
 /// A block whose outermost loop is folded in pieces ([`Schedule::pieces`](crate::loops::Schedule::pieces)):
@@ -248,15 +261,13 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
         used: RefCell::new(BTreeSet::new()),
         sizes: Vec::new(),
         scheduled: schedule,
-        consts: RefCell::new(BTreeSet::new()),
+        plan: Plan::default(),
         threaded: schedule && p.blocks.iter().any(threads_work),
-        packed: RefCell::new(Vec::new()),
-        panels: RefCell::new(Vec::new()),
-        share: RefCell::new(None),
         pieces: Vec::new(),
     };
     g.sizes = g.entry_sizes();
     g.pieces = g.pieces_plan();
+    g.plan = g.plan();
     let mut scope_for_locals = scope;
     g.items(k, &mut scope_for_locals)
 }

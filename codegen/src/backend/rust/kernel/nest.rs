@@ -3,22 +3,22 @@
 use super::*;
 
 impl Gen<'_> {
-    pub(super) fn stmt(&self, s: &Stmt) -> Result<TokenStream, EmitError> {
+    /// Statement `s` as printed in context `cx`.
+    pub(super) fn stmt(&self, cx: &Cx, s: &Stmt) -> Result<TokenStream, EmitError> {
         match s {
-            Stmt::Store { access, value } => self.store(access, None, value),
-            Stmt::Accumulate { access, op, value } => self.store(access, Some(*op), value),
+            Stmt::Store { access, value } => self.store(cx, access, None, value),
+            Stmt::Accumulate { access, op, value } => self.store(cx, access, Some(*op), value),
             Stmt::Update { var, op, value } => {
                 let v = ident(&format!("v{}", var.0));
                 if let (true, Accum::Add, Value::Binary(BinaryOp::Mul, a, b)) =
                     (self.scheduled, op, value)
                 {
                     let f = self.need(Helper::MulAdd(self.is32));
-                    let a = self.float(self.value(a)?, Prec::Lowest, false);
-                    let b = self.float(self.value(b)?, Prec::Lowest, false);
-                    self.consts.borrow_mut().insert(Fact::Fma);
+                    let a = self.float(self.value_in(cx, a)?, Prec::Lowest, false);
+                    let b = self.float(self.value_in(cx, b)?, Prec::Lowest, false);
                     return Ok(quote!(#v = #f(FMA, #a, #b, #v);));
                 }
-                let x = self.float(self.value(value)?, Prec::Lowest, false);
+                let x = self.float(self.value_in(cx, value)?, Prec::Lowest, false);
                 Ok(self.update(&v, *op, x))
             }
         }
@@ -53,11 +53,17 @@ impl Gen<'_> {
     /// `start` and `end` of a loop, ready to be written as `start..end` (this
     /// thread's part of it, for the inner loop a team shares out).
     pub(super) fn range(&self, l: &Loop) -> Result<(TokenStream, TokenStream), EmitError> {
-        if let Some((n, lo, hi)) = &*self.share.borrow()
-            && *n == l.id.0
-        {
-            return Ok((lo.clone(), hi.clone()));
+        if self.is_shared(l) {
+            let n = l.id.0;
+            let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
+            return Ok((quote!(#lo), quote!(#hi)));
         }
+        self.own_range(l)
+    }
+
+    /// `start` and `end` of a loop as the IR gives them (for a shared loop, the
+    /// whole range the threads share out).
+    pub(super) fn own_range(&self, l: &Loop) -> Result<(TokenStream, TokenStream), EmitError> {
         let (start, sp) = self.idx(&l.start)?;
         let start = paren(start, sp, Prec::Sum);
         let end = match (&l.start, &l.end) {
@@ -73,9 +79,14 @@ impl Gen<'_> {
 
     /// The statements of a loop, in order.
     pub(super) fn stmts(&self, stmts: &[Stmt]) -> Result<TokenStream, EmitError> {
+        self.stmts_in(&Cx::default(), stmts)
+    }
+
+    /// The statements of a loop, in order, as printed in context `cx`.
+    pub(super) fn stmts_in(&self, cx: &Cx, stmts: &[Stmt]) -> Result<TokenStream, EmitError> {
         let code = stmts
             .iter()
-            .map(|s| self.stmt(s))
+            .map(|s| self.stmt(cx, s))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(quote!(#(#code)*))
     }
@@ -94,16 +105,11 @@ impl Gen<'_> {
         let Some((l, inner)) = loops.split_first() else {
             return Ok(TokenStream::new());
         };
-        if self.scheduled {
-            if let Some(tile) = inner.first().and_then(|c| c.schedule.tile) {
-                return self.tile(loops, tile.block_reduction, range);
-            }
-            if inner.is_empty() && l.schedule.split {
-                return self.split(l, range);
-            }
-            if inner.len() == 1 && inner[0].schedule.blocked {
-                return self.blocked(l, &inner[0], range);
-            }
+        match self.realize(loops) {
+            Realize::Tile { block_reduction } => return self.tile(loops, block_reduction, range),
+            Realize::Split => return self.split(l, range),
+            Realize::Blocked { .. } => return self.blocked(l, &inner[0], range),
+            Realize::Plain => {}
         }
         let (start, end) = match range {
             Some(r) => r,
@@ -124,7 +130,7 @@ impl Gen<'_> {
         };
         let used = uses_index(loops, l.id.0);
         let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
-        if self.scheduled && self.is32 && inner.is_empty() && elementwise_math(l) {
+        if self.chunks(l, inner) {
             return self.chunked(l, &i, start, end);
         }
         let carried = l.carried.iter().map(|c| self.carried(c));
@@ -186,25 +192,34 @@ pub(super) fn substitute(e: &Expr, n: usize, by: &Expr) -> Expr {
 
 /// Whether loop `n`'s index appears anywhere in `loops` (the loop and those inside).
 pub(super) fn uses_index(loops: &[Loop], n: usize) -> bool {
+    uses_index_but(loops, n, &[])
+}
+
+/// Whether loop `n`'s index appears in `loops` outside the operands equal to one
+/// of `read_elsewhere` (a tile's packed loads, read from its panel; like the
+/// printing, only operands of statement values count, not loads in subscripts).
+pub(super) fn uses_index_but(loops: &[Loop], n: usize, read_elsewhere: &[Value]) -> bool {
     let mut found = false;
     let mut expr = |e: &Expr| found |= e.indices().contains(&n);
     for l in loops {
         expr(&l.start);
         expr(&l.end);
         for s in &l.stmts {
-            visit_stmt_exprs(s, &mut expr);
+            visit_stmt_exprs(s, read_elsewhere, &mut expr);
         }
     }
     found
 }
 
-pub(super) fn visit_stmt_exprs(s: &Stmt, f: &mut impl FnMut(&Expr)) {
+/// Calls `f` on every index expression of statement `s`, except inside the
+/// operands of its value equal to one of `skip`.
+pub(super) fn visit_stmt_exprs(s: &Stmt, skip: &[Value], f: &mut impl FnMut(&Expr)) {
     match s {
         Stmt::Store { access, value } | Stmt::Accumulate { access, value, .. } => {
             visit_access_exprs(access, f);
-            visit_value_exprs(value, f);
+            visit_value_exprs(value, skip, f);
         }
-        Stmt::Update { value, .. } => visit_value_exprs(value, f),
+        Stmt::Update { value, .. } => visit_value_exprs(value, skip, f),
     }
 }
 
@@ -212,25 +227,28 @@ pub(super) fn visit_access_exprs(a: &Access, f: &mut impl FnMut(&Expr)) {
     for s in &a.index {
         match s {
             Subscript::Expr(e) => f(e),
-            Subscript::Value(v) => visit_value_exprs(v, f),
+            Subscript::Value(v) => visit_value_exprs(v, &[], f),
         }
     }
 }
 
-pub(super) fn visit_value_exprs(v: &Value, f: &mut impl FnMut(&Expr)) {
+pub(super) fn visit_value_exprs(v: &Value, skip: &[Value], f: &mut impl FnMut(&Expr)) {
+    if skip.contains(v) {
+        return;
+    }
     match v {
         Value::Load { access, .. } => visit_access_exprs(access, f),
         Value::Index(e) => f(e),
         Value::Var(_) | Value::Const(_) | Value::Param(_) => {}
-        Value::Unary(_, x) => visit_value_exprs(x, f),
+        Value::Unary(_, x) => visit_value_exprs(x, skip, f),
         Value::Binary(_, a, b) => {
-            visit_value_exprs(a, f);
-            visit_value_exprs(b, f);
+            visit_value_exprs(a, skip, f);
+            visit_value_exprs(b, skip, f);
         }
         Value::Where(c, a, b) => {
-            visit_value_exprs(c, f);
-            visit_value_exprs(a, f);
-            visit_value_exprs(b, f);
+            visit_value_exprs(c, skip, f);
+            visit_value_exprs(a, skip, f);
+            visit_value_exprs(b, skip, f);
         }
     }
 }

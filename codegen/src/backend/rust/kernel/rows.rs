@@ -14,28 +14,21 @@ impl Gen<'_> {
         if lone && self.folds_in_pieces(b) {
             return self.in_pieces(b);
         }
-        let depth = b
-            .loops
-            .iter()
-            .position(|l| l.schedule.parallel)
-            .filter(|&d| self.threaded && (d == 0 || lone));
+        let depth = self.parallel_depth(blocks);
         let parallel = depth.is_some();
         // This thread's part of an inner parallel loop, the same in every
         // iteration of the loops outside it.
         let mut take_inner = TokenStream::new();
         if let Some(d) = depth.filter(|&d| d > 0) {
             let l = &b.loops[d];
-            let (start, end) = self.range(l)?;
+            let (start, end) = self.own_range(l)?;
             let n = l.id.0;
             let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
             let step = lit(&format!("{SHARE_STEP}"));
             let phase = self.line_phase(b, l)?;
             take_inner = quote!(let (#lo, #hi) = part.range_in_steps(#start, #end, #step, #phase););
-            *self.share.borrow_mut() = Some((n, quote!(#lo), quote!(#hi)));
         }
-        let code = self.group_code(blocks, depth == Some(0), take_inner);
-        *self.share.borrow_mut() = None;
-        let code = code?;
+        let code = self.group_code(blocks, depth == Some(0), take_inner)?;
         Ok(if !self.threaded {
             code
         } else if parallel && *self.unsafe_used.borrow() {

@@ -24,7 +24,6 @@ impl Gen<'_> {
         let [Stmt::Store { access, value }] = l.stmts.as_slice() else {
             return Err(self.unsupported("a chunked loop with other than one store"));
         };
-        self.consts.borrow_mut().insert(Fact::Lanes);
         let n = l.id.0;
         let local = |what: &str| ident(&format!("i{n}_{what}"));
         let (lo, hi, main, chunk) = (local("start"), local("end"), local("main"), local("chunk"));
@@ -80,17 +79,12 @@ impl Gen<'_> {
         l: &Loop,
         range: Option<(TokenStream, TokenStream)>,
     ) -> Result<TokenStream, EmitError> {
-        self.consts.borrow_mut().insert(Fact::Lanes);
         let ranged = range.is_some();
         let (start, end) = match range {
             Some(r) => r,
             None => self.range(l)?,
         };
-        let shared = self
-            .share
-            .borrow()
-            .as_ref()
-            .is_some_and(|(n, ..)| *n == l.id.0);
+        let shared = self.is_shared(l);
         let main_value = if l.start == Expr::Int(0) && !ranged && !shared {
             let (e, ep) = self.idx(&l.end)?;
             let end = paren(e, ep, Prec::Product);

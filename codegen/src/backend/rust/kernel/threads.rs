@@ -112,7 +112,7 @@ impl Gen<'_> {
             for m in &b.loops {
                 let free = |e: &Expr| b.loops.iter().all(|o| !e.indices().contains(&o.id.0));
                 if free(&m.start) && free(&m.end) {
-                    let (s, e) = self.range(m)?;
+                    let (s, e) = self.own_range(m)?;
                     spans.push(if m.start == Expr::Int(0) {
                         e
                     } else {

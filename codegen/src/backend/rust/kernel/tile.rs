@@ -22,14 +22,6 @@ impl Gen<'_> {
         let Some(first) = reduce.first() else {
             return Err(self.unsupported("a tile without a reduction loop"));
         };
-        {
-            let mut consts = self.consts.borrow_mut();
-            consts.insert(Fact::Mr);
-            consts.insert(Fact::Nr);
-            if block_reduction {
-                consts.insert(Fact::Kc);
-            }
-        }
         let (rs, re) = match range {
             Some(r) => r,
             None => self.range(rl)?,
@@ -91,12 +83,11 @@ impl Gen<'_> {
         } else {
             (ks.clone(), kend.clone())
         };
-        let (pack, reduce) = if packed.is_empty() {
-            (TokenStream::new(), reduce.to_vec())
+        let (pack, cx) = if packed.is_empty() {
+            (TokenStream::new(), Cx::default())
         } else {
             self.pack(cl, reduce, &packed, k_start.clone(), k_stop.clone())?
         };
-        let reduce = reduce.as_slice();
         let at = local(c, "at");
         let step = match packed.len() {
             0 => TokenStream::new(),
@@ -104,8 +95,12 @@ impl Gen<'_> {
             p => quote!(#at += (#p * NR) as i64;),
         };
         let start_at = (!packed.is_empty()).then(|| quote!(let mut #at = 0_i64;));
-        let body_ri = uses_index(reduce, r).then(|| quote!(let #ri = #r_tile + row as i64;));
-        let body_ci = uses_index(reduce, c).then(|| quote!(let #ci = #c_tile + col as i64;));
+        // Packed loads are read from the panel, without the row's or column's index.
+        let skip = cx.loads();
+        let body_ri =
+            uses_index_but(reduce, r, &skip).then(|| quote!(let #ri = #r_tile + row as i64;));
+        let body_ci =
+            uses_index_but(reduce, c, &skip).then(|| quote!(let #ci = #c_tile + col as i64;));
         let rows_cols = |body: TokenStream| {
             quote! {
                 for row in 0..MR {
@@ -120,9 +115,7 @@ impl Gen<'_> {
                 #step
             }
         };
-        let reduction = self.tile_reduction(reduce, &rows_cols, k_start, k_stop);
-        self.packed.borrow_mut().clear();
-        let reduction = reduction?;
+        let reduction = self.tile_reduction(&cx, reduce, &rows_cols, k_start, k_stop)?;
         // Columns outside rows: a block of the reduction's column panel stays in the
         // cache while every row tile passes over it.
         let tiles = quote! {
@@ -181,9 +174,11 @@ impl Gen<'_> {
     }
 
     /// The reduction loops of a tile, the outermost over `start..end`, with the
-    /// innermost body run for every row and column by `rows_cols`.
+    /// innermost body run for every row and column by `rows_cols`; the packed
+    /// loads of `cx` are read from the panel.
     pub(super) fn tile_reduction(
         &self,
+        cx: &Cx,
         reduce: &[Loop],
         rows_cols: &dyn Fn(TokenStream) -> TokenStream,
         start: TokenStream,
@@ -192,14 +187,14 @@ impl Gen<'_> {
         let Some((l, inner)) = reduce.split_first() else {
             return Ok(TokenStream::new());
         };
-        let used = uses_index(reduce, l.id.0);
+        let used = uses_index_but(reduce, l.id.0, &cx.loads());
         let i = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
         let body = if inner.is_empty() {
-            let stmts = self.stmts(&l.stmts);
+            let stmts = self.stmts_in(cx, &l.stmts);
             rows_cols(stmts?)
         } else {
             let (s, e) = self.range(&inner[0])?;
-            self.tile_reduction(inner, rows_cols, s, e)?
+            self.tile_reduction(cx, inner, rows_cols, s, e)?
         };
         Ok(quote! {
             for #i in #start..#end {
@@ -248,9 +243,8 @@ impl Gen<'_> {
 
     /// Copies the `packed` loads of a column tile into its panel `i{c}_panel`, `NR`
     /// cells per load and reduction iteration, in the order the reduction runs (its
-    /// outermost loop over `start..end`). Returns that code and the reduction loops
-    /// with each packed load replaced by a marker, which [`Gen::value`] emits as a
-    /// read of its panel cell (`self.packed`, set here until the caller clears it).
+    /// outermost loop over `start..end`). Returns that code and the context of the
+    /// reduction, in which [`Gen::value_in`] reads each packed load from its cell.
     pub(super) fn pack(
         &self,
         cl: &Loop,
@@ -258,7 +252,7 @@ impl Gen<'_> {
         packed: &[Value],
         start: TokenStream,
         end: TokenStream,
-    ) -> Result<(TokenStream, Vec<Loop>), EmitError> {
+    ) -> Result<(TokenStream, Cx), EmitError> {
         let c = cl.id.0;
         let local = |what: &str| ident(&format!("i{c}_{what}"));
         let (panel, view, at) = (local("panel"), local("packed"), local("at"));
@@ -288,14 +282,8 @@ impl Gen<'_> {
             }
             #at += #step;
         };
-        let mut trips = Vec::new();
         for (i, l) in reduce.iter().enumerate().rev() {
             let (s, e) = self.range(l)?;
-            trips.push(if l.start == Expr::Int(0) {
-                e.clone()
-            } else {
-                quote!((#e - #s))
-            });
             let (s, e) = if i == 0 {
                 (start.clone(), end.clone())
             } else {
@@ -305,44 +293,22 @@ impl Gen<'_> {
             let index = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
             copy = quote!(for #index in #s..#e { #copy });
         }
-        trips.reverse();
-        let mut panels = self.panels.borrow_mut();
-        if !panels.iter().any(|q| q.name == panel) {
-            panels.push(Panel {
-                name: panel.clone(),
-                trips,
-                loads: p,
-            });
-        }
-        let mut markers = Vec::new();
-        {
-            let mut map = self.packed.borrow_mut();
-            for (j, v) in packed.iter().enumerate() {
-                let marker = Value::Param(format!("{panel}[{j}]"));
-                let cell = panel_cell(&at, j);
-                map.push((marker.clone(), quote!(*#view.get_unchecked(#cell))));
-                markers.push((v.clone(), marker));
-            }
-        }
-        let reduce = reduce
-            .iter()
-            .map(|l| {
-                let mut l = l.clone();
-                for s in &mut l.stmts {
-                    let (Stmt::Store { value, .. }
-                    | Stmt::Accumulate { value, .. }
-                    | Stmt::Update { value, .. }) = s;
-                    replace_loads(value, &markers);
-                }
-                l
-            })
-            .collect();
+        let cx = Cx {
+            packed: packed
+                .iter()
+                .enumerate()
+                .map(|(j, v)| {
+                    let cell = panel_cell(&at, j);
+                    (v.clone(), quote!(*#view.get_unchecked(#cell)))
+                })
+                .collect(),
+        };
         let code = quote! {
             let mut #at = 0_i64;
             #copy
             let #view: &[#t] = #panel;
         };
-        Ok((code, reduce))
+        Ok((code, cx))
     }
 }
 
@@ -372,31 +338,6 @@ pub(super) fn visit_top_loads(v: &Value, f: &mut impl FnMut(&Value)) {
             visit_top_loads(c, f);
             visit_top_loads(a, f);
             visit_top_loads(b, f);
-        }
-        Value::Load { .. }
-        | Value::Var(_)
-        | Value::Const(_)
-        | Value::Param(_)
-        | Value::Index(_) => {}
-    }
-}
-
-/// Replaces every value equal to the first of a pair of `pairs` by the second.
-pub(super) fn replace_loads(v: &mut Value, pairs: &[(Value, Value)]) {
-    if let Some((_, to)) = pairs.iter().find(|(from, _)| from == v) {
-        *v = to.clone();
-        return;
-    }
-    match v {
-        Value::Unary(_, x) => replace_loads(x, pairs),
-        Value::Binary(_, a, b) => {
-            replace_loads(a, pairs);
-            replace_loads(b, pairs);
-        }
-        Value::Where(c, a, b) => {
-            replace_loads(c, pairs);
-            replace_loads(a, pairs);
-            replace_loads(b, pairs);
         }
         Value::Load { .. }
         | Value::Var(_)
