@@ -22,14 +22,11 @@ import sys
 import time
 
 os.environ["JAX_PLATFORMS"] = "cpu"
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "")
-    + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-).strip()
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "")
+        + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    ).strip()
 
 SQRT_2_OVER_PI = 0.7978845608028654
 
@@ -50,37 +47,43 @@ WORKLOADS = {
 }
 
 
-def gelu(x):
-    z = x * 0.8 + 0.1
-    return 0.5 * z * (1.0 + jnp.tanh(SQRT_2_OVER_PI * (z + 0.044715 * z * z * z)))
+def functions():
+    """The jax functions by workload name (jax imported here, after `XLA_FLAGS` is set,
+    so that `side_by_side.py` can read [`WORKLOADS`] without importing jax)."""
+    import jax
+    import jax.numpy as jnp
 
+    def gelu(x):
+        z = x * 0.8 + 0.1
+        return 0.5 * z * (1.0 + jnp.tanh(SQRT_2_OVER_PI * (z + 0.044715 * z * z * z)))
 
-def layernorm(x, gamma, beta):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) * jax.lax.rsqrt(var + 1e-5) * gamma + beta
+    def layernorm(x, gamma, beta):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * gamma + beta
 
+    def conv2d(x, k):
+        return jax.lax.conv_general_dilated(
+            x, k, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
 
-def conv2d(x, k):
-    return jax.lax.conv_general_dilated(
-        x, k, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW")
-    )
-
-
-FUNCTIONS = {
-    "gelu_4M": gelu,
-    "softmax_4096x1024": lambda x: jax.nn.softmax(x, axis=-1),
-    "layernorm_4096x1024": layernorm,
-    "sum_16M": jnp.sum,
-    "colsum_4096x1024": lambda x: x.sum(0),
-    "matmul_512": jnp.matmul,
-    "matmul_1024": jnp.matmul,
-    "conv2d_8x64x56x56_k3": conv2d,
-    "transpose_1024": lambda x: x.T,
-}
+    return {
+        "gelu_4M": gelu,
+        "softmax_4096x1024": lambda x: jax.nn.softmax(x, axis=-1),
+        "layernorm_4096x1024": layernorm,
+        "sum_16M": jnp.sum,
+        "colsum_4096x1024": lambda x: x.sum(0),
+        "matmul_512": jnp.matmul,
+        "matmul_1024": jnp.matmul,
+        "conv2d_8x64x56x56_k3": conv2d,
+        "transpose_1024": lambda x: x.T,
+    }
 
 
 def inputs(name):
+    import jax
+    import numpy as np
+
     rng = np.random.default_rng(0)
     shapes, _ = WORKLOADS[name]
     arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
@@ -90,6 +93,8 @@ def inputs(name):
 
 
 def median_ms(f, args, reps):
+    import jax
+
     jax.block_until_ready(f(*args))  # compiles
     jax.block_until_ready(f(*args))  # warm-up
     times = []
@@ -111,8 +116,11 @@ def main():
     for name in args.workloads:
         if name not in WORKLOADS:
             parser.error(f"unknown workload `{name}` (workloads: {', '.join(WORKLOADS)})")
+    import jax
+
+    fns = functions()
     for name in args.workloads or list(WORKLOADS):
-        ms = median_ms(jax.jit(FUNCTIONS[name]), inputs(name), args.reps)
+        ms = median_ms(jax.jit(fns[name]), inputs(name), args.reps)
         unit, amount = WORKLOADS[name][1]
         row = {
             "workload": name,
