@@ -65,7 +65,11 @@ impl Target {
         panel_bytes: 256 * 8 * 4,
     };
 
-    /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them.
+    /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them. Register tiles of
+    /// 5 rows by 2 vectors (10 accumulators, 2 panel vectors, 1 broadcast) over a
+    /// reduction block of 1024, measured on an AMD EPYC (AVX2, no AVX-512) against
+    /// jax.jit: 6 × 16 / 256 took matmul 1024³ 1.5× and conv2d 2× as long (the
+    /// choice and the figures: docs/performance.md, *Tuning the AVX2 copy*).
     pub const AVX2: Target = Target {
         name: "avx2",
         description: "x86-64 with AVX2 and FMA",
@@ -73,12 +77,12 @@ impl Target {
         vector_bytes: 32,
         fma: true,
         lanes: 32,
-        tile_rows: 6,
+        tile_rows: 5,
         tile_cols: 16,
-        tile_depth: 256,
+        tile_depth: 1024,
         cache_block: 16,
         jam_rows: 4,
-        panel_bytes: 256 * 16 * 4,
+        panel_bytes: 1024 * 16 * 4,
     };
 
     /// x86-64 with AVX-512 (F and VL): 512-bit vectors, thirty-two of them.

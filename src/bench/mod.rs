@@ -1,6 +1,7 @@
 //! The nine speed workloads of issue 8, with the names, sizes, data distribution and
 //! traffic / FLOP model of `../shared/bench/peers.py`, so `uop bench --json` and
-//! `peers.py` can be run side by side.
+//! `peers.py` can be run side by side; `benches/jax_workloads.py` is the same nine
+//! for jax.jit, and `benches/side_by_side.py` alternates it with `uop bench`.
 //!
 //! Each workload runs three ways in the same process: the prebuilt kernel of
 //! `uop::kernels` (Rust backend, with the feature `prebuilt`), the same `kernels/*.uop` program JIT-compiled by

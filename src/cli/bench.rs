@@ -60,6 +60,10 @@ pub struct BenchArgs {
     /// how the kernels do on buffers that are not aligned.
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     offset: usize,
+    /// Skip the naive loop nest (seconds per call on matmul and conv2d): its time,
+    /// the speedup and the difference print as `null` (`NaN` in the table).
+    #[arg(long)]
+    no_naive: bool,
 }
 
 /// `--backend rust` in a `uop` built without the prebuilt kernels.
@@ -139,10 +143,14 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         let w = Workload::named(name, args.quick).map_err(|e| CliError(e.to_string()))?;
         let data = w.data_at(0, args.offset);
         let mut naive = AlignedVec::<f32>::zeroed_at(w.output_len(), args.offset);
-        let naive_ms = bench::median_ms(reps, || {
-            w.run_naive(&data, &mut naive);
-            Ok::<(), CliError>(())
-        })?;
+        let naive_ms = if args.no_naive {
+            f64::NAN
+        } else {
+            bench::median_ms(reps, || {
+                w.run_naive(&data, &mut naive);
+                Ok::<(), CliError>(())
+            })?
+        };
         for &backend in &backends {
             let mut y = AlignedVec::<f32>::zeroed_at(w.output_len(), args.offset);
             let threads = match backend {
@@ -180,7 +188,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 ms,
                 compile_ms,
                 naive_ms,
-                max_rel_diff: bench::max_rel_diff(&y, &naive),
+                max_rel_diff: if args.no_naive {
+                    f64::NAN
+                } else {
+                    bench::max_rel_diff(&y, &naive)
+                },
                 offset: args.offset,
             };
             if args.json {

@@ -108,6 +108,32 @@ fn backend_and_workload_select_one_line() {
 }
 
 #[test]
+fn no_naive_skips_the_naive_loop_and_prints_its_fields_as_null() {
+    let o = uop(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--no-naive",
+        "--backend",
+        "cranelift",
+        "--workload",
+        "matmul_512",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    for key in ["naive_ms", "speedup_vs_naive", "max_rel_diff"] {
+        assert_eq!(field(lines[0], key), Some("null"), "{key}: {out}");
+    }
+    let ms: f64 = field(lines[0], "ms")
+        .unwrap()
+        .parse()
+        .expect("ms is a number");
+    assert!(ms > 0.0, "{out}");
+}
+
+#[test]
 fn the_table_has_a_header_a_row_per_workload_and_backend_and_states_the_measured_limits() {
     let backend = BACKENDS[0];
     let o = uop(&["bench", "--quick", "--backend", backend, "--reps", "1"]);

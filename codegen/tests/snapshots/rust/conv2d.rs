@@ -370,7 +370,7 @@ unsafe fn conv2d_avx2(
     w: i64,
     o: i64,
 ) {
-    unsafe { conv2d_loops::<true, 6, 16, 32>(part, x, k, y, x_pad, k_t, n, c, h, w, o) }
+    unsafe { conv2d_loops::<true, 5, 16, 32>(part, x, k, y, x_pad, k_t, n, c, h, w, o) }
 }
 
 /// [`conv2d_loops`] compiled for x86-64 with AVX-512.

@@ -231,7 +231,7 @@ unsafe fn matmul_avx2(
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 6, 16, 256>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe { matmul_loops::<true, 5, 16, 1024>(part, a, b, c, m, k, n, i1_panel) }
 }
 
 /// [`matmul_loops`] compiled for x86-64 with AVX-512.
