@@ -9,8 +9,10 @@
 //!   and its events cost the most relative to the work.
 //!
 //! Every case runs `rounds` rounds; a round times `reps` runs on each stream count
-//! in turn (1, then 2, then auto, then 2 with the `kernels` pass's `split-joins`
-//! decision off), so the machine's load hits all alike. Printed: the median time
+//! in turn (1, 2, auto, and 2 with the `kernels` pass's `split-joins` decision off),
+//! so the machine's load hits all alike, starting at another of them each round,
+//! each after one untimed run (a fixed order favoured whatever followed the
+//! two-stream row: the one-stream row leaves the pool's workers asleep). Printed: the median time
 //! per run of each, the ratios of the medians to one stream's, and the arena of one
 //! and of two streams.
 //!
@@ -126,8 +128,13 @@ fn compare(name: &str, g: &Graph, inputs: &[Tensor], rounds: usize, reps: usize)
         );
     }
     let mut times = vec![Vec::new(); exes.len()];
-    for _ in 0..rounds {
-        for (k, e) in exes.iter().enumerate() {
+    for round in 0..rounds {
+        // Each round starts at another row, so no row always follows the one-stream
+        // row (whose runs leave the pool's workers asleep); one untimed run wakes
+        // them before a row is timed.
+        for k in (0..exes.len()).map(|i| (i + round) % exes.len()) {
+            let e = &exes[k];
+            std::hint::black_box(e.run(inputs).expect("runs"));
             let start = Instant::now();
             for _ in 0..reps {
                 std::hint::black_box(e.run(inputs).expect("runs"));

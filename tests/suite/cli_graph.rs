@@ -459,7 +459,7 @@ fn print_stage_kernels_notes_a_split_join_and_disable_pass_turns_it_off() {
             "kernel k1 = {%4 matmul, %5 relu}",
             "kernel k2 = {%6 add}",
             "  # split-joins: %6 add joins %3 and %5, independent branches with a contraction \
-             or reduction each: kept out of their kernels",
+             each: kept out of their kernels",
         ]
     );
     assert_eq!(

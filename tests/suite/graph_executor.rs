@@ -274,3 +274,35 @@ fn a_loop_body_returning_one_value_for_two_states_runs() {
         assert_eq!(out[2].data, vec![1.0, -2.0], "{backend:?}");
     }
 }
+
+/// `Streams::Auto` is `Streams::Max(uop_runtime::threads())`: the same schedule (two
+/// towers joined, at most two streams each way), so a bench that finds them apart
+/// measures something else (`docs/graph-executor.md`, *Streams*).
+#[test]
+fn auto_streams_schedule_as_max_threads() {
+    use uop::graph::Streams;
+    let g = parse(
+        "input x: f32[4, 4]\ninput v: f32[4, 4]\ninput w: f32[4, 4]\n\
+         a = relu(matmul(relu(matmul(x, v)), v))\nb = relu(matmul(relu(matmul(x, w)), w))\n\
+         y = add(a, b)\noutput y\n",
+    );
+    let with = |streams| {
+        compile_with(
+            &g,
+            &ExecOptions {
+                streams,
+                ..ExecOptions::default()
+            },
+        )
+        .expect("compiles")
+    };
+    let threads = uop_runtime::threads();
+    let (auto, max) = (with(Streams::Auto), with(Streams::Max(threads)));
+    assert_eq!(auto.schedule(), max.schedule());
+    assert_eq!(auto.arena_bytes(), max.arena_bytes());
+    assert_eq!(
+        auto.schedule().map_or(1, |s| s.streams.len()),
+        threads.min(2),
+        "two towers on up to {threads} streams"
+    );
+}

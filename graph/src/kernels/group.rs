@@ -32,7 +32,7 @@
 //!
 //! 5. **Split joins** ([`super::joins`], on unless `KernelOptions::split_joins` is
 //!    off): an element-wise or reindex call reading two independent producer groups
-//!    that each hold a contraction or reduction joins neither of them.
+//!    that each hold a contraction joins neither of them.
 //!
 //! The values a kernel gives are the members' values read outside it (by other
 //! nodes, sub-function results or graph outputs), in list order.
@@ -119,9 +119,10 @@ struct Forming {
 }
 
 impl Forming {
-    /// Holds a contraction or a reduction.
+    /// Holds a contraction: a branch worth a stream of its own (rule 5; a reduction
+    /// alone is not, `docs/graph-kernels.md`).
     fn heavy(&self) -> bool {
-        self.contractions > 0 || self.reductions
+        self.contractions > 0
     }
 }
 

@@ -11,12 +11,15 @@
 //!
 //! **The rule.** A call of the element-wise or reindex class is a *cross-branch
 //! join* when, among the groups of its producers, two are *heavy* — they hold a
-//! contraction or a reduction — and *independent*: no member of either reads,
+//! contraction — and *independent*: no member of either reads,
 //! directly or through other nodes, a member of the other. Such a call joins none of
 //! its heavy producer groups (it may still join light ones, and its consumers may
 //! join it). Kernel formation runs before the graph's dimensions are known, so
-//! "heavy" is the class, not a count of operations: a contraction or reduction of
-//! either branch is taken as comparable work.
+//! "heavy" is the class, not a count of operations: a contraction of either branch
+//! is taken as comparable work. Reductions are not heavy: eight branches of
+//! element-wise work and a `reduce_sum` on 4,096 elements, split, ran no faster on
+//! two streams than fused into one kernel on one, and slower whenever the other core
+//! was busy (`docs/graph-executor.md`, *Streams*).
 //!
 //! The decision is named [`NAME`]; `KernelOptions::split_joins = false` (the
 //! prepare pipeline: `disabled` holding `split-joins`; `uop print --stage kernels
@@ -34,7 +37,7 @@ pub const NAME: &str = "split-joins";
 pub(crate) struct Producer<'a> {
     /// The group's members.
     pub members: &'a [NodeId],
-    /// It holds a contraction or a reduction.
+    /// It holds a contraction.
     pub heavy: bool,
 }
 
@@ -59,7 +62,7 @@ pub(crate) fn cross_branch_join(
                 };
                 return Some(format!(
                     "{NAME}: {} {op} joins {} and {}, independent branches with a contraction \
-                     or reduction each: kept out of their kernels",
+                     each: kept out of their kernels",
                     call.id,
                     read(a),
                     read(b)

@@ -1,5 +1,6 @@
 //! Stream assignment (DESIGN.md §18): recyclable streams, greedy descent along the
-//! highest-ranked successor, and a maximum stream count.
+//! highest-ranked successor, and a maximum stream count at which the streams are
+//! balanced (`docs/graph-schedule.md`).
 
 use super::reduction::{BitSet, Dag};
 
@@ -79,52 +80,50 @@ pub(crate) fn assign(p: &Problem<'_>) -> Assignment {
             .filter(|&s| order.before(last(&streams[s]), u))
             .collect();
         let room = p.max_streams.is_none_or(|m| streams.len() < m);
-        let (s, follow) = if let Some(s) = prefer(&streams, recyclable, u) {
-            streams[s].push(u);
-            (s, true)
+        // Where `u` goes: its stream and its position there.
+        let (s, at) = if let Some(s) = prefer(&streams, recyclable, u) {
+            (s, streams[s].len())
         } else if room {
-            streams.push(vec![u]);
-            (streams.len() - 1, true)
+            streams.push(Vec::new());
+            (streams.len() - 1, 0)
         } else {
-            // At the maximum: reuse a stream whose last node does not depend on `u`,
-            // with an edge so that `u` runs after it.
-            let free: Vec<usize> = (0..streams.len())
-                .filter(|&s| !order.before(u, last(&streams[s])))
-                .collect();
-            if let Some(s) = prefer(&streams, free, u) {
-                let l = last(&streams[s]);
-                order.add(l, u);
-                streams[s].push(u);
-                (s, true)
-            } else {
-                // Every stream already holds a descendant of `u` (the descent took
-                // them ahead): put `u` right before the first one on the stream
-                // that ran the same kernel (else stream 0), after the node there.
-                let all: Vec<usize> = (0..streams.len()).collect();
-                let s = prefer(&streams, all, u).unwrap_or(0);
-                let at = streams[s]
+            // At the maximum: balance. Every stream can take `u` right before its
+            // first node that must run after `u` (at its end when none must); the
+            // stream with the least work placed before that point (each node one
+            // unit: the earliest finish) wins; ties go to a stream that ran the same
+            // kernel, then to the lowest-numbered.
+            let slot = |s: usize| {
+                streams[s]
                     .iter()
                     .position(|&x| order.before(u, x))
-                    .unwrap_or(streams[s].len());
-                if at > 0 {
-                    order.add(streams[s][at - 1], u);
-                }
-                streams[s].insert(at, u);
-                (s, false)
+                    .unwrap_or(streams[s].len())
+            };
+            let s = (0..streams.len())
+                .min_by_key(|&s| (slot(s), !ran(&streams, s, &p.kernel[u]), s))
+                .expect("at the maximum there are streams");
+            let at = slot(s);
+            if at > 0 {
+                // `u` runs after the node before it: an ordering edge, so nothing
+                // can deadlock.
+                order.add(streams[s][at - 1], u);
             }
+            (s, at)
         };
+        streams[s].insert(at, u);
         stream_of[u] = Some(s);
-        if !follow {
-            continue;
-        }
         // Greedy descent: the highest-ranked unassigned successor; ties go to the
         // same kernel as the stream's previous node, then to a kernel the stream ran,
-        // then to the first in list order.
+        // then to the first in list order. Placed before a later node of the stream
+        // (at the maximum), the descent takes only successors that need not run
+        // after that node, with an ordering edge to it.
         let mut cur = u;
+        let mut at = at + 1;
+        let next = streams[s].get(at).copied();
         while let Some(v) = p.reduced[cur]
             .iter()
             .copied()
             .filter(|&v| stream_of[v].is_none())
+            .filter(|&v| next.is_none_or(|x| !order.before(x, v)))
             .max_by_key(|&v| {
                 (
                     p.rank[v],
@@ -134,9 +133,13 @@ pub(crate) fn assign(p: &Problem<'_>) -> Assignment {
                 )
             })
         {
-            streams[s].push(v);
+            if let Some(x) = next.filter(|&x| !order.before(v, x)) {
+                order.add(v, x);
+            }
+            streams[s].insert(at, v);
             stream_of[v] = Some(s);
             cur = v;
+            at += 1;
         }
     }
     Assignment {

@@ -11,8 +11,9 @@
 //!    stream takes a recyclable stream (its last node precedes this one), preferring
 //!    one that ran the same kernel, else a new one; from there the greedy descent
 //!    follows the highest-ranked unassigned successor (ties: the same kernel as the
-//!    previous node). At `max_streams`, a stream whose last node does not depend on
-//!    the node is reused, with an ordering edge so nothing can deadlock.
+//!    previous node). At `max_streams` the streams are balanced: the node goes on the
+//!    stream with the least work placed before the point where it fits, with an
+//!    ordering edge so nothing can deadlock.
 //! 4. **Signals** ([`signals`]): on reduced edges between streams only, each waited on
 //!    at most once per stream; all streams start when the scope begins, and stream 0
 //!    ends by waiting for the other streams' last nodes.

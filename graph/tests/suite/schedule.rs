@@ -292,13 +292,106 @@ fn nnc_gemm_dag_uses_3_streams_unlimited_and_2_when_capped() {
     let s = sched(&g, None);
     assert_eq!(runs(&g, &s), [vec!["b1", "c", "d"], vec!["b2"], vec!["b3"]]);
     let s = sched(&g, Some(2));
-    // b3 reuses b2's stream (b2's last node does not depend on b3), after b2.
+    // At the cap b3 goes after b2 (one node of work placed before it there) rather
+    // than before d on stream 0 (b1 and c before it).
     assert_eq!(runs(&g, &s), [vec!["b1", "c", "d"], vec!["b2", "b3"]]);
     let ranks: Vec<usize> = ["b1", "b2", "b3", "c", "d"]
         .iter()
         .map(|n| s.rank[&id(&g, n)])
         .collect();
     assert_eq!(ranks, [2, 2, 1, 1, 0]);
+}
+
+/// Four equal towers of three nodes on `x`, joined by a tree of `add`s.
+const FOUR_TOWERS: &str = "\
+input x: f32[4]
+a0 = exp(x)
+b0 = sin(a0)
+c0 = cos(b0)
+a1 = exp(x)
+b1 = sin(a1)
+c1 = cos(b1)
+a2 = exp(x)
+b2 = sin(a2)
+c2 = cos(b2)
+a3 = exp(x)
+b3 = sin(a3)
+c3 = cos(b3)
+j0 = add(c0, c1)
+j1 = add(c2, c3)
+j2 = add(j0, j1)
+output j2
+";
+
+#[test]
+fn four_equal_towers_capped_at_2_streams_get_two_towers_each() {
+    let g = parse(FOUR_TOWERS);
+    // Unlimited: a stream per tower; the first descends through both joins.
+    let s = sched(&g, None);
+    assert_eq!(
+        runs(&g, &s),
+        [
+            vec!["a0", "b0", "c0", "j0", "j2"],
+            vec!["a1", "b1", "c1"],
+            vec!["a2", "b2", "c2", "j1"],
+            vec!["a3", "b3", "c3"],
+        ]
+    );
+    // Capped at 2: tower 2 goes after tower 1 (three nodes before it there, four
+    // before j2 on stream 0) and descends to j1; tower 3 goes before j2 on stream 0
+    // (four nodes before it there, six before j1 on stream 1).
+    let s = sched(&g, Some(2));
+    assert_eq!(
+        runs(&g, &s),
+        [
+            vec!["a0", "b0", "c0", "j0", "a3", "b3", "c3", "j2"],
+            vec!["a1", "b1", "c1", "a2", "b2", "c2", "j1"],
+        ]
+    );
+}
+
+/// The bench's four towers (`benches/streams.rs`): three `relu(matmul)` layers each,
+/// joined by a tree of `add`s, after the prepare passes.
+fn mlp_towers(towers: usize) -> Graph {
+    let mut src = String::from("input x: f32[B, D]\n");
+    let mut outs = Vec::new();
+    for t in 0..towers {
+        let mut last = "x".to_string();
+        for l in 0..3 {
+            src.push_str(&format!("input w{t}_{l}: f32[D, D]\n"));
+            src.push_str(&format!("h{t}_{l} = relu(matmul({last}, w{t}_{l}))\n"));
+            last = format!("h{t}_{l}");
+        }
+        outs.push(last);
+    }
+    src.push_str(&format!(
+        "j0 = add({}, {})\nj1 = add({}, {})\nj = add(j0, j1)\noutput j\n",
+        outs[0], outs[1], outs[2], outs[3]
+    ));
+    let (prepared, _) = uop_graph::pass::prepare(parse(&src), &Default::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    prepared
+}
+
+#[test]
+fn the_prepared_four_mlp_towers_capped_at_2_streams_get_six_layers_each() {
+    let g = mlp_towers(4);
+    let s = sched(&g, Some(2));
+    // Twelve layer kernels and one join kernel (`split-joins`): a tower is the
+    // three kernels of one input weight chain.
+    let kernels: Vec<usize> = s
+        .streams
+        .iter()
+        .map(|st| st.iter().filter(|x| matches!(x, Step::Run(_))).count())
+        .collect();
+    assert_eq!(kernels, [7, 6], "{}", print_schedule(&g, &s));
+    let joins: Vec<usize> = s
+        .rank
+        .iter()
+        .filter(|(_, r)| **r == 0)
+        .map(|(n, _)| s.stream_of[n])
+        .collect();
+    assert_eq!(joins, [0], "one join kernel, on stream 0");
 }
 
 #[test]

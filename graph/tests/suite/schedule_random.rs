@@ -5,7 +5,8 @@
 //! runnable node of a scope is scheduled exactly once, a top-level node runs after
 //! the nodes it reads in an interleaving the schedule allows, and the schedule prints
 //! the same text twice. Removing waits is caught by the checker on some seeds (so the
-//! checker is not vacuous).
+//! checker is not vacuous). At the stream cap: wide random DAGs get valid schedules,
+//! and equal joined towers spread evenly.
 
 use std::collections::{HashMap, HashSet};
 
@@ -166,4 +167,139 @@ fn the_random_test_mode_gives_valid_schedules_within_the_limit() {
         }
     }
     assert!(several > SEEDS as usize, "{several} multi-stream schedules");
+}
+
+/// A small deterministic generator for the graphs below (xorshift).
+struct Draw(u64);
+
+impl Draw {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// A wide random DAG: 24 element-wise nodes on 2 to 6 lanes, each continuing a lane
+/// drawn at random and, one time in four, reading a node of another lane too.
+fn lanes(seed: u64) -> Graph {
+    let mut d = Draw(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let count = 2 + d.below(5);
+    let mut last: Vec<Option<usize>> = vec![None; count];
+    let mut used = [false; 24];
+    let mut src = String::from("input x: f32[4]\n");
+    let name = |n: Option<usize>| n.map_or("x".to_string(), |n| format!("n{n}"));
+    for k in 0..24 {
+        let lane = d.below(count);
+        let a = last[lane];
+        let line = if k > 0 && d.below(4) == 0 {
+            let b = d.below(k);
+            used[b] = true;
+            format!("n{k} = add({}, n{b})\n", name(a))
+        } else {
+            let op = ["exp", "sin", "cos"][d.below(3)];
+            format!("n{k} = {op}({})\n", name(a))
+        };
+        if let Some(a) = a {
+            used[a] = true;
+        }
+        src.push_str(&line);
+        last[lane] = Some(k);
+    }
+    let outs: Vec<String> = (0..24)
+        .filter(|&k| !used[k])
+        .map(|k| format!("n{k}"))
+        .collect();
+    src.push_str(&format!("output {}\n", outs.join(", ")));
+    uop_graph::text::parse_graph(&src, uop_graph::default_registry())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"))
+}
+
+#[test]
+fn wide_random_dags_capped_at_2_and_3_streams_are_valid() {
+    let mut capped = 0;
+    for seed in 0..SEEDS {
+        let g = lanes(seed);
+        let wide = schedule(&g, &options(None))
+            .expect("schedules")
+            .streams
+            .len();
+        for max in [2, 3] {
+            let s = schedule(&g, &options(Some(max))).expect("schedules");
+            check(&g, &s).unwrap_or_else(|e| {
+                panic!("seed {seed}, max {max}: {e}\n{}", print_schedule(&g, &s))
+            });
+            assert!(s.streams.len() <= max, "seed {seed}: over {max} streams");
+            let mut ran = s.nodes();
+            ran.sort();
+            assert_eq!(ran.len(), 24, "seed {seed}: every node once");
+            ran.dedup();
+            assert_eq!(ran.len(), 24, "seed {seed}: every node once");
+            capped += usize::from(wide > max);
+        }
+    }
+    assert!(
+        capped > SEEDS as usize / 2,
+        "only {capped} schedules hit the cap"
+    );
+}
+
+/// `towers` independent chains of `length` nodes on `x`, joined by a tree of `add`s.
+fn joined_towers(towers: usize, length: usize) -> Graph {
+    let mut src = String::from("input x: f32[4]\n");
+    let mut outs = Vec::new();
+    for t in 0..towers {
+        let mut last = "x".to_string();
+        for l in 0..length {
+            src.push_str(&format!("t{t}_{l} = exp({last})\n"));
+            last = format!("t{t}_{l}");
+        }
+        outs.push(last);
+    }
+    let mut k = 0;
+    while outs.len() > 1 {
+        let mut next = Vec::new();
+        for pair in outs.chunks(2) {
+            if let [a, b] = pair {
+                src.push_str(&format!("j{k} = add({a}, {b})\n"));
+                next.push(format!("j{k}"));
+                k += 1;
+            } else {
+                next.push(pair[0].clone());
+            }
+        }
+        outs = next;
+    }
+    src.push_str(&format!("output {}\n", outs[0]));
+    uop_graph::text::parse_graph(&src, uop_graph::default_registry()).expect("parses")
+}
+
+/// The balance at the cap counts nodes, so towers of one node weigh as much as the
+/// joins between them (5 such towers on 3 streams give 1, 3, 1 towers and 4, 3, 2
+/// nodes): from two nodes on, no stream holds more than its share of towers.
+#[test]
+fn equal_joined_towers_spread_evenly_over_the_capped_streams() {
+    for towers in 2..=8 {
+        for length in 2..=5 {
+            let g = joined_towers(towers, length);
+            for max in 2..=4 {
+                let s = schedule(&g, &options(Some(max))).expect("schedules");
+                check(&g, &s).expect("valid");
+                // The towers each stream holds (by their first node).
+                let mut per_stream = vec![0; s.streams.len()];
+                for node in g.nodes() {
+                    if node.name(0).is_some_and(|n| n.ends_with("_0")) {
+                        per_stream[s.stream_of[&node.id]] += 1;
+                    }
+                }
+                let most = towers.div_ceil(max);
+                assert!(
+                    per_stream.iter().all(|&c| c <= most),
+                    "{towers} towers of {length}, {max} streams: {per_stream:?}\n{}",
+                    print_schedule(&g, &s)
+                );
+            }
+        }
+    }
 }
