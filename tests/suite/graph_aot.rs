@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::common;
-use common::{cargo_in, scratch_crate};
+use common::{cargo_in_linted, scratch_crate};
 use uop::codegen::backend::names::Idents;
 use uop::codegen::backend::rust::RustOptions;
 use uop::codegen::tensor::Tensor;
@@ -426,20 +426,17 @@ fn build_and_run(cases: &[Case]) -> String {
         main.push('\n');
     }
     files.push(("main.rs".into(), main));
-    let extra = "\n[profile.dev]\nopt-level = 1\ndebug = false\n";
+    // Unoptimized, as a user's first `cargo run` would be: the cases are small, and
+    // an optimized build of this crate took four times the CPU for a run that
+    // takes milliseconds either way (docs/build-time.md).
+    let extra = "\n[profile.dev]\ndebug = false\nincremental = false\n";
     let dir = scratch_crate("uop_graph_aot", extra, &files);
-    // The generated code passes clippy with `-D warnings` (clippy checks only, so it
-    // costs a fraction of the build below), then it is built and run.
-    let lint = cargo_in(&dir, "clippy", &["--", "-D", "warnings"]);
-    assert!(
-        lint.status.success(),
-        "clippy refuses the scratch crate:\n{}",
-        String::from_utf8_lossy(&lint.stderr)
-    );
-    let out = cargo_in(&dir, "run", &[]);
+    // Built once with clippy linting as it compiles (`-D warnings` through the
+    // crate's `#![deny(warnings)]`), then run.
+    let out = cargo_in_linted(&dir, "run", &[]);
     assert!(
         out.status.success(),
-        "the scratch crate does not build or run:\n{}",
+        "the scratch crate does not pass clippy, build or run:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()

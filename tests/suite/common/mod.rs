@@ -73,8 +73,25 @@ pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String
 /// `cargo SUBCOMMAND --offline --quiet ARGS` in a scratch crate, with the target
 /// folder the scratch crates share and without the caller's `RUSTFLAGS`.
 pub fn cargo_in(dir: &Path, subcommand: &str, args: &[&str]) -> Output {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    Command::new(cargo)
+    cargo_command(dir, subcommand, args)
+        .output()
+        .expect("run cargo")
+}
+
+/// [`cargo_in`] with clippy linting the scratch crate while it compiles: clippy's
+/// driver stands in for rustc on the crate itself (`RUSTC_WORKSPACE_WRAPPER`, as
+/// `cargo clippy` does it), so linting costs no second compile. The crate's
+/// `#![deny(warnings)]` makes every clippy warning an error.
+pub fn cargo_in_linted(dir: &Path, subcommand: &str, args: &[&str]) -> Output {
+    cargo_command(dir, subcommand, args)
+        .env("RUSTC_WORKSPACE_WRAPPER", clippy_driver())
+        .output()
+        .expect("run cargo")
+}
+
+fn cargo_command(dir: &Path, subcommand: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(cargo());
+    command
         .args([subcommand, "--offline", "--quiet"])
         .args(args)
         .current_dir(dir)
@@ -82,7 +99,22 @@ pub fn cargo_in(dir: &Path, subcommand: &str, args: &[&str]) -> Output {
             "CARGO_TARGET_DIR",
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
         )
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("run cargo")
+        .env_remove("RUSTFLAGS");
+    command
+}
+
+/// The cargo running the tests (`CARGO`), else the one on the path.
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Clippy's driver of the toolchain running the tests (beside its cargo), else the
+/// one on the path.
+fn clippy_driver() -> PathBuf {
+    let beside = Path::new(&cargo()).with_file_name("clippy-driver");
+    if beside.is_file() {
+        beside
+    } else {
+        PathBuf::from("clippy-driver")
+    }
 }
