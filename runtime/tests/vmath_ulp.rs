@@ -4,7 +4,7 @@
 //!
 //! The CI tests sweep every 4093rd bit pattern of the 2^32 (about a million
 //! inputs per function, both signs, every exponent, NaNs and infinities among
-//! them); `exhaustive_*` (ignored, `cargo test --release -p uop-runtime --test
+//! them); `exhaustive_*` (ignored, `cargo test --profile fast-build -p uop-runtime --test
 //! vmath_ulp -- --ignored`) try every f32. `pow` has two arguments: it is tested on
 //! a dense sample of pairs and on its special cases.
 //!

@@ -7,7 +7,7 @@
 //! optimizer's own loop IR (lowering, each pass alone, the pipeline);
 //! `--backend cranelift` adds the JIT-compiled machine code as one more stage. (The
 //! Rust backend is fuzzed by its test, which compiles batches of programs into a
-//! scratch crate: `UOP_RUST_FUZZ_CASES=N cargo test --release --test
+//! scratch crate: `UOP_RUST_FUZZ_CASES=N cargo test --profile fast-build --test
 //! rust_backend_oracle`.)
 //!
 //! Program `k` of a run has seed `--seed + k` (its case uses the same seed), so the

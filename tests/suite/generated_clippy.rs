@@ -1,7 +1,7 @@
 //! Clippy on generated code: the prebuilt kernels (`prebuilt/kernels/*.uop`, forward and
 //! gradient, f32 and f64, proven, fully checked and standalone) as the modules of a scratch
 //! library, with `-D warnings`. Slow and needs clippy, so it runs on request:
-//! `cargo test --release --test suite generated_clippy:: -- --ignored`.
+//! `cargo test --profile fast-build --test suite generated_clippy:: -- --ignored`.
 
 use std::path::PathBuf;
 

@@ -426,11 +426,10 @@ fn build_and_run(cases: &[Case]) -> String {
         main.push('\n');
     }
     files.push(("main.rs".into(), main));
-    // Unoptimized, as a user's first `cargo run` would be: the cases are small, and
-    // an optimized build of this crate took four times the CPU for a run that
-    // takes milliseconds either way (docs/build-time.md).
-    let extra = "\n[profile.dev]\ndebug = false\nincremental = false\n";
-    let dir = scratch_crate("uop_graph_aot", extra, &files);
+    // Unoptimized (`common::SCRATCH_PROFILE`): the cases are small, and an optimized
+    // build of this crate took four times the CPU for a run that takes milliseconds
+    // either way (docs/build-time.md).
+    let dir = scratch_crate("uop_graph_aot", "", &files);
     // Built once with clippy linting as it compiles (`-D warnings` through the
     // crate's `#![deny(warnings)]`), then run.
     let out = cargo_in_linted(&dir, "run", &[]);

@@ -4,7 +4,7 @@
 //! table of what the optimizer does to each op in `docs/optimizer.md` (blocks and
 //! temporaries before and after, from `pass::stats` on the same case) is generated here too,
 //! between its `<!-- op-stats -->` markers. The test fails when either drifts;
-//! `UOP_UPDATE_DOCS=1 cargo test --release --test suite ops_reference::` rewrites them.
+//! `UOP_UPDATE_DOCS=1 cargo test --profile fast-build --test suite ops_reference::` rewrites them.
 
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ fn reference() -> String {
     let programs = golden_programs();
     let mut md = String::from(
         "# Op reference\n\n\
-         Generated from the code (`UOP_UPDATE_DOCS=1 cargo test --release --test suite ops_reference::`);\n\
+         Generated from the code (`UOP_UPDATE_DOCS=1 cargo test --profile fast-build --test suite ops_reference::`);\n\
          a test fails when this file and the code disagree. `uop ops` prints the same list.\n\n\
          ## Micro ops\n\n| signature | meaning |\n|---|---|\n",
     );
@@ -188,7 +188,7 @@ fn the_optimizer_doc_stats_table_is_up_to_date() {
     }
     assert!(
         doc == fresh,
-        "the op stats table in docs/optimizer.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --release --test suite ops_reference::`"
+        "the op stats table in docs/optimizer.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --profile fast-build --test suite ops_reference::`"
     );
 }
 
@@ -203,6 +203,6 @@ fn the_op_reference_is_up_to_date() {
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         current == fresh,
-        "docs/ops.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --release --test suite ops_reference::`"
+        "docs/ops.md is out of date: run `UOP_UPDATE_DOCS=1 cargo test --profile fast-build --test suite ops_reference::`"
     );
 }

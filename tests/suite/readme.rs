@@ -22,10 +22,10 @@ use std::process::Command;
 
 /// The README's commands that are not run here: they build, install or test uop.
 const NOT_RUN: &[&str] = &[
-    "cargo test --workspace --release --features uop/prebuilt",
+    "cargo test --workspace --profile fast-build --features uop/prebuilt",
     "cargo install --path .",
-    "cargo test --release --test suite cli::",
-    "cargo test -p uop-codegen --release",
+    "cargo test --profile fast-build --test suite cli::",
+    "cargo test -p uop-codegen --profile fast-build",
     "cargo run -p uop-example-build-time",
     "cargo run --release --example custom_op",
 ];

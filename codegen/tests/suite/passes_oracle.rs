@@ -3,7 +3,7 @@
 //! reference interpreter's results (bit for bit, NaN equal to NaN). Fusion and
 //! substitution never reorder float operations, so no tolerance is needed.
 //!
-//! `UOP_ORACLE_CASES=20000 cargo test --release -p uop-codegen --test suite passes_oracle::`
+//! `UOP_ORACLE_CASES=20000 cargo test --profile fast-build -p uop-codegen --test suite passes_oracle::`
 //! runs a long sweep; the default keeps CI to a few seconds. `UOP_ORACLE_NODES=30`
 //! grows larger programs (more blocks to fuse).
 

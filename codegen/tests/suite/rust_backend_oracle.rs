@@ -2,8 +2,10 @@
 //!
 //! A batch of programs from the random generator (half f32, half f64) is emitted
 //! into one scratch crate — every kernel with `Checks::Proven`, a quarter of them
-//! also with `Checks::Full` — which is built once with `cargo build --release
-//! --offline` under `CARGO_TARGET_TMPDIR`, with warnings denied. Its binary reads
+//! also with `Checks::Full` — which is built once with `cargo build --offline`
+//! under `CARGO_TARGET_TMPDIR`, unoptimized (so `get_unchecked` checks its bounds
+//! in `Checks::Proven` kernels: a wrong proof fails the test instead of reading
+//! past a buffer), with warnings denied. Its binary reads
 //! random cases from a file, runs the kernels and prints the outputs bit for bit;
 //! every output must match the interpreter's:
 //!
@@ -28,6 +30,10 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{BinaryOp, DType, Program, UnaryOp, Uop};
+
+/// The root suite's scratch-crate profile (`tests/suite/common`), so that the scratch
+/// crates of all suites share one build of `uop-runtime` in one target folder.
+const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
 
 const CASES_PER_PROGRAM: u64 = 3;
 
@@ -200,7 +206,7 @@ fn write_crate(dir: &Path, modules: &[(&str, String)], main: &str) {
     let manifest = format!(
         "[package]\nname = \"uop_rust_fuzz\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
          publish = false\n\n[dependencies]\nuop-runtime = {{ path = {runtime:?} }}\n\n\
-         [workspace]\n\n[profile.release]\ndebug = false\n"
+         {SCRATCH_PROFILE}\n[workspace]\n"
     );
     // The kernels live in a library (as public modules, as a user's crate would
     // export them) with warnings denied; the test driver is the binary.
@@ -226,9 +232,9 @@ fn write_if_changed(path: &Path, text: &str) {
 
 fn build(dir: &Path) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let target = dir.join("target");
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target");
     let output = Command::new(cargo)
-        .args(["build", "--release", "--offline", "--quiet"])
+        .args(["build", "--offline", "--quiet"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("RUSTFLAGS")
@@ -239,7 +245,7 @@ fn build(dir: &Path) -> PathBuf {
         "the generated crate does not build:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    target.join("release").join("uop_rust_fuzz")
+    target.join("debug").join("uop_rust_fuzz")
 }
 
 fn case_text(

@@ -28,6 +28,10 @@ use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
 use uop_cranelift::{self as cranelift, JitError, Options};
 
+/// The root suite's scratch-crate profile (`tests/suite/common`), so that the scratch
+/// crates of all suites share one build of `uop-runtime` in one target folder.
+const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
+
 /// Softmax over rows and a scaled `tanh`: calls `exp` and `tanh` (the C
 /// library's in an object file), reductions, temporaries.
 const SOFTMAX: &str = "input x: f32[B, N]\nm = reduce_max(x, [1])\n\
@@ -294,7 +298,7 @@ fn every_accepted_name_compiles_without_warnings_and_runs_in_both_rust_modes() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel_names_crate");
     let manifest = format!(
         "[package]\nname = \"names\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n[workspace]\n",
+         [dependencies]\nuop-runtime = {{ path = {:?} }}\n\n{SCRATCH_PROFILE}\n[workspace]\n",
         root().join("runtime")
     );
     write_if_changed(&dir.join("Cargo.toml"), &manifest);
@@ -314,7 +318,7 @@ fn every_accepted_name_compiles_without_warnings_and_runs_in_both_rust_modes() {
         .current_dir(&dir)
         .env(
             "CARGO_TARGET_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel_names_target"),
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
         )
         .env_remove("RUSTFLAGS")
         .output()

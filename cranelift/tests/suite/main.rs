@@ -1,6 +1,6 @@
 //! The integration tests of `uop-cranelift`, one test binary: each file of this
 //! folder is a module, so the suite links once instead of once per file.
-//! Run one file's tests with a filter: `cargo test --release -p uop-cranelift --test suite MODULE::`.
+//! Run one file's tests with a filter: `cargo test --profile fast-build -p uop-cranelift --test suite MODULE::`.
 
 mod cranelift_clif;
 mod cranelift_object;

@@ -51,11 +51,15 @@ pub fn write(dir: &Path, name: &str, t: &Tensor) -> String {
 /// A scratch crate `name` in the tests' target tmpdir, depending on `uop-runtime`,
 /// with `extra` appended to its manifest and `files` under `src/`; each file is
 /// written only when it changed, so cargo rebuilds only what did.
+///
+/// Every scratch crate of the test suites is built with the same profile,
+/// [`SCRATCH_PROFILE`], into one target folder (see [`cargo_in`]), so they share
+/// one build of `uop-runtime`.
 pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String)]) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nuop-runtime = {{ path = {:?} }}\n{extra}\n[workspace]\n",
+         [dependencies]\nuop-runtime = {{ path = {:?} }}\n{extra}\n{SCRATCH_PROFILE}\n[workspace]\n",
         Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime")
     );
     std::fs::create_dir_all(dir.join("src")).expect("scratch crate");
@@ -69,6 +73,12 @@ pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String
     }
     dir
 }
+
+/// The profile of every scratch crate: unoptimized, as a user's first `cargo run`
+/// builds generated code (so `get_unchecked`'s and arithmetic's debug checks are on),
+/// without debug info or incremental caches, which a crate built once does not use.
+/// The codegen and Cranelift suites' scratch crates use the same text and folder.
+pub const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
 
 /// `cargo SUBCOMMAND --offline --quiet ARGS` in a scratch crate, with the target
 /// folder the scratch crates share and without the caller's `RUSTFLAGS`.
