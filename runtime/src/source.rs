@@ -12,6 +12,7 @@ const MODULES: &[(&str, &str)] = &[
     ("graph", include_str!("graph.rs")),
     ("loop_end", include_str!("loop_end.rs")),
     ("memory", include_str!("memory.rs")),
+    ("place", include_str!("place.rs")),
     ("pool", include_str!("pool.rs")),
     ("scalar", include_str!("scalar.rs")),
     ("shared", include_str!("shared.rs")),
@@ -106,7 +107,7 @@ mod tests {
     fn every_module_is_copied_once_without_its_tests() {
         let m = standalone_module();
         for (name, _) in MODULES {
-            let public = if matches!(*name, "vmath" | "graph") {
+            let public = if matches!(*name, "vmath" | "graph" | "place") {
                 "pub "
             } else {
                 ""

@@ -105,8 +105,15 @@ enum Join {
 
 /// The analysis of `graph` with hierarchy `h` (see the module docs), for one stream
 /// running the steps in order (`order` is `None`) or for a schedule's order on each
-/// scope (`concurrency`).
-pub(crate) fn analyze(graph: &Graph, h: &Hierarchy, order: Option<StreamOrder>) -> Analysis {
+/// scope (`concurrency`). With `in_place` false no kernel writes over an input (no
+/// in-place pair, and a `while` state shares its slot with the body's result only
+/// when the parameter is dead before the result is written).
+pub(crate) fn analyze(
+    graph: &Graph,
+    h: &Hierarchy,
+    order: Option<StreamOrder>,
+    in_place: bool,
+) -> Analysis {
     let mut timeline = Timeline::new(graph, h);
     timeline.order = order;
     let outputs: Vec<Ref> = graph
@@ -129,6 +136,7 @@ pub(crate) fn analyze(graph: &Graph, h: &Hierarchy, order: Option<StreamOrder>) 
     };
     let mut cx = Sweep {
         graph,
+        in_place,
         joins: HashMap::new(),
         modes: HashMap::new(),
         classes: HashMap::new(),
@@ -229,6 +237,8 @@ fn read_steps(graph: &Graph, t: &Timeline, values: &mut BTreeMap<Ref, Value>) {
 /// The state of the sweep that forms the groups.
 struct Sweep<'g> {
     graph: &'g Graph,
+    /// Whether a kernel may write over an input ([`Sweep::may_overwrite`]).
+    in_place: bool,
     /// Values that join another group than their own.
     joins: HashMap<Ref, Join>,
     /// The mode of each `while` state value.
@@ -250,9 +260,11 @@ impl Sweep<'_> {
     }
 
     /// True when node `n` may write its output over its input `input`: a Kernel with
-    /// one output whose program is element-wise, the input of the output's type.
+    /// one output whose program is element-wise, the input of the output's type;
+    /// never when the sweep's in-place rule is off.
     fn may_overwrite(&mut self, a: &Analysis, n: &Node, input: Ref) -> bool {
-        n.outputs.len() == 1
+        self.in_place
+            && n.outputs.len() == 1
             && n.inputs.contains(&input)
             && a.values.get(&input).is_some_and(|v| v.ty == n.outputs[0])
             && self.class(n) == OpClass::ElementWise

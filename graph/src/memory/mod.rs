@@ -14,7 +14,8 @@
 //!    [`ALIGN`] bytes; a value inside a chunk loop (§20) holds one chunk's rows
 //!    ([`crate::looping::looped_rows`]), and a Sink keeps what a later iteration
 //!    reads alive to the end.
-//! 4. **Placement** ([`place`]): best fit and first fit over several orders, the
+//! 4. **Placement** ([`uop_runtime::place`], one implementation shared with code
+//!    emitted ahead of time): best fit and first fit over several orders, the
 //!    smallest arena kept; the lower bound is the fullest step.
 //!
 //! What the executor must honour is in the plan: [`MemoryPlan::in_place`],
@@ -37,7 +38,6 @@
 
 mod concurrency;
 mod lifetime;
-mod place;
 mod print;
 mod size;
 mod timeline;
@@ -51,9 +51,10 @@ use crate::hierarchy::{HierarchyError, hierarchy};
 use crate::ir::{Graph, NodeId, Ref, ValueType};
 use crate::schedule::{Schedule, StreamOrder};
 
-pub use place::{Fit, Order, Strategy};
 pub use print::print_memory;
 pub use size::ALIGN;
+use uop_runtime::place;
+pub use uop_runtime::place::{Fit, Order, Strategy};
 
 use lifetime::{Analysis, Mode, analyze};
 use size::SizeError;
@@ -194,7 +195,19 @@ pub enum MemoryError {
 /// (dim names and `$params`, the latter without `$`), for one stream running the
 /// nodes in the definition hierarchy's order.
 pub fn plan_memory(graph: &Graph, dims: &HashMap<String, i64>) -> Result<MemoryPlan, MemoryError> {
-    plan(graph, dims, None)
+    plan(graph, dims, None, true)
+}
+
+/// [`plan_memory`] with no in-place pair: every kernel's outputs have bytes apart
+/// from its inputs ([`MemoryPlan::in_place`] is empty, and a `while` body's result
+/// shares the state's slot only when the state is dead before it is written). The
+/// plan of code emitted ahead of time, where safe Rust cannot lend one buffer to a
+/// kernel as input and output at once (`docs/graph-aot.md`).
+pub fn plan_memory_apart(
+    graph: &Graph,
+    dims: &HashMap<String, i64>,
+) -> Result<MemoryPlan, MemoryError> {
+    plan(graph, dims, None, false)
 }
 
 /// The memory plan of `graph` for `dims` when it runs as `schedule` says (streams
@@ -205,16 +218,17 @@ pub fn plan_memory_scheduled(
     dims: &HashMap<String, i64>,
     schedule: &Schedule,
 ) -> Result<MemoryPlan, MemoryError> {
-    plan(graph, dims, Some(StreamOrder::new(schedule)))
+    plan(graph, dims, Some(StreamOrder::new(schedule)), true)
 }
 
 fn plan(
     graph: &Graph,
     dims: &HashMap<String, i64>,
     order: Option<StreamOrder>,
+    in_place: bool,
 ) -> Result<MemoryPlan, MemoryError> {
     let h = hierarchy(graph)?;
-    let a = analyze(graph, &h, order);
+    let a = analyze(graph, &h, order, in_place);
     let env = Bindings {
         names: dims.clone(),
         params: dims.clone(),
@@ -363,7 +377,7 @@ fn carried_slots(
 /// [`plan_memory`] gives a plan once those are known. The error names the value.
 pub fn check_plannable(graph: &Graph) -> Result<(), String> {
     let h = hierarchy(graph).map_err(|e| e.to_string())?;
-    let a = analyze(graph, &h, None);
+    let a = analyze(graph, &h, None, true);
     let known: Vec<String> = crate::infer::graph_dims(graph)
         .into_iter()
         .map(|(n, _)| n)

@@ -5,7 +5,7 @@ use crate::memory_support;
 
 use std::collections::HashMap;
 
-use uop_graph::memory::{Carried, MemoryError, Slot, plan_memory, print_memory};
+use uop_graph::memory::{Carried, MemoryError, Slot, plan_memory, plan_memory_apart, print_memory};
 use uop_graph::pass::{PrepareOptions, prepare};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, Ref, default_registry};
@@ -79,6 +79,32 @@ value  type       bytes  offset  steps  shares
 %11    f32[N, N]    256     256  5..11
 %15    f32[N, N]    256     256  6..7   result into %11
 %16    f32[N, N]    256     256  8..9   result into %11
+sum of intermediates  1536
+planned arena         512  (best fit, largest first)
+lower bound           512
+"
+    );
+}
+
+#[test]
+fn apart_no_kernel_writes_over_its_input() {
+    // The graph above planned for code emitted ahead of time: e gets bytes of its
+    // own while a is read (one more buffer); branch results still go straight into
+    // the if's output.
+    let g = prepared(&boundary_graph("y = exp(r)\noutput y\n"));
+    let plan = plan_memory_apart(&g, &dims(&[("N", 8)])).expect("plan");
+    check_shape(&g, &plan).expect("checks");
+    assert_eq!(
+        print_memory(&g, &plan),
+        "\
+# memory plan for N=8 (bytes; every buffer at a multiple of 64)
+value  type       bytes  offset  steps  shares
+%4     f32[N, N]    256       0  0..4
+%13    f32[N, N]    256       0  1..2   result into %4
+%14    f32[N, N]    256     256  4..10
+%11    f32[N, N]    256       0  5..11
+%15    f32[N, N]    256       0  6..7   result into %11
+%16    f32[N, N]    256       0  8..9   result into %11
 sum of intermediates  1536
 planned arena         512  (best fit, largest first)
 lower bound           512
