@@ -46,13 +46,14 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 8] = [
+pub const SCHEDULE_PASSES: [&str; 9] = [
     "pad",
     "order",
     "channels",
     "tile",
     "transpose",
     "split",
+    "jam",
     "parallel",
     "rows",
 ];

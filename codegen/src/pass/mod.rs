@@ -30,17 +30,19 @@
 //!     cache blocks;
 //! 12. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 13. `parallel` — mark the loops whose iterations may run on several threads
+//! 13. `jam` — mark nests accumulating into elements that do not move with their
+//!     rows (column sums) to run several rows at a time, in row order;
+//! 14. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 14. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 15. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `parallel` and `rows` only
+//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `parallel` and `rows` only
 //! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -63,6 +65,7 @@ mod cleanup;
 mod dce;
 mod deps;
 mod fuse;
+mod jam;
 mod list;
 mod order;
 mod pad;
@@ -91,6 +94,7 @@ pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
+pub use jam::jam;
 pub use list::{Named, PassList};
 pub use order::order;
 pub use pad::pad;
@@ -185,6 +189,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "marks innermost reduction loops whose partial results may be kept apart \
               (reassociation) so they vectorize",
         run: split,
+    },
+    Pass {
+        name: "jam",
+        doc: "marks nests accumulating into elements that do not move with the rows \
+              (column sums) to run several rows at a time, combined in row order",
+        run: jam,
     },
     Pass {
         name: "parallel",

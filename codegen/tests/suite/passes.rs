@@ -55,6 +55,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "tile",
             "transpose",
             "split",
+            "jam",
             "parallel",
             "rows"
         ]
@@ -66,7 +67,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 14);
+    assert_eq!(all.len(), 15);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -85,6 +86,7 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "tile",
             "transpose",
             "split",
+            "jam",
             "parallel",
             "rows"
         ]
@@ -121,14 +123,14 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         PassError::UnknownPass {
             name: "fusion".into(),
             valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, transpose, \
-                    split, parallel, rows"
+                    split, jam, parallel, rows"
                 .into()
         }
     );
     assert_eq!(
         err.to_string(),
         "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         channels, tile, transpose, split, parallel, rows"
+         channels, tile, transpose, split, jam, parallel, rows"
     );
 }
 
