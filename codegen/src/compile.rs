@@ -46,7 +46,7 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 9] = [
+pub const SCHEDULE_PASSES: [&str; 10] = [
     "pad",
     "order",
     "channels",
@@ -54,6 +54,7 @@ pub const SCHEDULE_PASSES: [&str; 9] = [
     "transpose",
     "split",
     "jam",
+    "chunk",
     "parallel",
     "rows",
 ];

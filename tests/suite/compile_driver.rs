@@ -86,7 +86,7 @@ fn scheduling_off_leaves_out_the_schedule_passes_and_nothing_else() {
         assert_eq!(plain, expected, "{stem}");
         let text = plain.to_string();
         for mark in [
-            "parallel", "split", "tile", "joined", "blocked", "jammed", "one row",
+            "parallel", "split", "tile", "joined", "blocked", "jammed", "chunked", "one row",
         ] {
             assert!(
                 !text.contains(mark),

@@ -28,6 +28,8 @@
 //!   carried, statements only in that loop) with a parent whose variable its range
 //!   does not use; `jammed` on an innermost loop whose rows are
 //!   [`jammable`](super::analysis::jammable) with its parent (the whole guarantee);
+//!   `chunked` on an innermost loop that is [`chunkable`](super::analysis::chunkable)
+//!   (the structural half: whether its math pays is the pass's judgement);
 //!   `joined` only on the outermost loop of a block after another
 //!   whose outermost loop has the same range (sizes equal by name or assertion) and
 //!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
@@ -39,7 +41,7 @@ use std::fmt;
 
 use crate::index::{Expr, Interval, Ranges};
 
-use super::analysis::{ShapeGroups, block_accesses, jammable};
+use super::analysis::{ShapeGroups, block_accesses, chunkable, jammable};
 use super::ir::{
     Access, Block, LoopId, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
 };
@@ -463,6 +465,9 @@ impl<'a> Verifier<'a> {
         }
         if s.jammed && !(innermost && d > 0 && jammable(&b.loops[d - 1], l)) {
             self.fail(&at, "[jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent, of a value not reading it, its range free of the parent, under a parent that carries nothing and holds no statements");
+        }
+        if s.chunked && !(innermost && chunkable(l)) {
+            self.fail(&at, "[chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor");
         }
         if s.joined {
             let prev = k

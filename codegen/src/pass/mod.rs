@@ -32,17 +32,19 @@
 //!     in several accumulators;
 //! 13. `jam` — mark nests accumulating into elements that do not move with their
 //!     rows (column sums) to run several rows at a time, in row order;
-//! 14. `parallel` — mark the loops whose iterations may run on several threads
+//! 14. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//!     values before storing them, so their dependency chains overlap;
+//! 15. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 15. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 16. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `parallel` and `rows` only
+//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel` and `rows` only
 //! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -61,6 +63,7 @@
 
 mod bounds;
 mod channels;
+mod chunk;
 mod cleanup;
 mod dce;
 mod deps;
@@ -90,6 +93,7 @@ use crate::loops::{LoopProgram, TensorKind, VerifyError};
 pub use crate::loops::analysis::ShapeGroups;
 pub use bounds::bounds;
 pub use channels::channels;
+pub use chunk::chunk;
 pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
@@ -195,6 +199,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "marks nests accumulating into elements that do not move with the rows \
               (column sums) to run several rows at a time, combined in row order",
         run: jam,
+    },
+    Pass {
+        name: "chunk",
+        doc: "marks element-wise innermost loops storing values of math functions (`exp`, \
+              `tanh`, ...) to compute a chunk of values before storing them",
+        run: chunk,
     },
     Pass {
         name: "parallel",
