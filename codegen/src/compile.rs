@@ -46,13 +46,15 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 8] = [
+pub const SCHEDULE_PASSES: [&str; 10] = [
     "pad",
     "order",
     "channels",
     "tile",
     "transpose",
     "split",
+    "jam",
+    "chunk",
     "parallel",
     "rows",
 ];

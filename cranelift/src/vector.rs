@@ -46,10 +46,10 @@
 //!   cache blocks of 4 × 4 tiles (2 × 2 in f64) loaded as vectors along `r`,
 //!   transposed in registers with unpack shuffles and stored along `c`; the ragged
 //!   edges run element by element. Exact (only stores, each once).
-//! - A nest `for r { for c { y[..] op= f(r, c) } }` whose element of `y` does not
-//!   move with `r` (the `order` pass's column sums) runs four rows at a time
-//!   ([`jam_plan`]): each output vector is loaded once, combined with the four
-//!   rows' values in row order, and stored once. Exact.
+//! - `jammed` on a nest `for r { for c { y[..] op= f(r, c) } }` (the `order` pass's
+//!   column sums; the mark is verified, [`jam_plan`] adds the limit of this
+//!   realization) runs four rows at a time: each output vector is loaded once,
+//!   combined with the four rows' values in row order, and stored once. Exact.
 //! - `tile` on a nest of [`tile_plan`]: register tiles of 4 rows by 2 vectors of
 //!   columns, each cell's sum in a lane of a vector accumulator (the
 //!   `translate::tile` module); the innermost reduction loop carries the
@@ -231,32 +231,12 @@ pub(crate) fn transpose_plan<'p>(
     crate::loops::analysis::transpose_copy(p, r, c)
 }
 
-/// True for a nest `for r { for c { y[..] op= f(r, c) } }` whose rows can be
-/// jammed: `r` carries nothing and has no statements of its own; `c` is a vector
-/// loop without reductions whose one statement accumulates into an element that
-/// does not move with `r`, from a value that does not read the accumulated tensor,
-/// and `c`'s range does not depend on `r`. Adding several rows' values to each
-/// element in turn is then the same sequence of operations on it as the nest's.
-pub(crate) fn jam_plan(p: &LoopProgram, r: &Loop, c: &Loop) -> bool {
-    let [Stmt::Accumulate { access, value, .. }] = c.stmts.as_slice() else {
-        return false;
-    };
-    let moves_with_r = |e: &Expr| e.indices().contains(&r.id.0);
-    let mut reads_target = false;
-    crate::loops::analysis::walk::value_loads(value, &mut |a, _| {
-        reads_target |= a.tensor == access.tensor;
-    });
-    r.carried.is_empty()
-        && r.stmts.is_empty()
-        && c.carried.is_empty()
-        && !moves_with_r(&c.start)
-        && !moves_with_r(&c.end)
-        && access.index.iter().all(|s| match s {
-            Subscript::Expr(e) => !moves_with_r(e),
-            Subscript::Value(_) => false,
-        })
-        && !reads_target
-        && plan(p, c).is_some_and(|plan| plan.reductions.is_empty())
+/// True for a nest `for r { for c [jammed] { y[..] op= f(r, c) } }` this backend
+/// jams: the `[jammed]` mark is trusted (`loops::verify` checks all it guarantees,
+/// [`jammable`](crate::loops::analysis::jammable)); what is checked here is this
+/// realization's limit, `c` a vector loop without reductions.
+pub(crate) fn jam_plan(p: &LoopProgram, c: &Loop) -> bool {
+    c.schedule.jammed && plan(p, c).is_some_and(|plan| plan.reductions.is_empty())
 }
 
 /// A register tile the JIT can run (see [`Schedule::tile`](crate::loops::Schedule)):

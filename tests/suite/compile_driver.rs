@@ -85,7 +85,9 @@ fn scheduling_off_leaves_out_the_schedule_passes_and_nothing_else() {
             .expect("optimizes");
         assert_eq!(plain, expected, "{stem}");
         let text = plain.to_string();
-        for mark in ["parallel", "split", "tile", "joined", "blocked", "one row"] {
+        for mark in [
+            "parallel", "split", "tile", "joined", "blocked", "jammed", "chunked", "one row",
+        ] {
             assert!(
                 !text.contains(mark),
                 "{stem}: `{mark}` without a schedule:\n{text}"

@@ -192,6 +192,27 @@ pub struct Schedule {
     /// nothing and has statements only in this loop, with a parent loop whose
     /// variable its range does not use.
     pub blocked: bool,
+    /// This innermost loop and the loop just outside it may run several rows at a
+    /// time, jammed: for each element of this loop, the rows' values combined into
+    /// it in row order, the element loaded and stored once per group of rows (a
+    /// column sum). Set by the `jam` pass. Verified in full (the guarantee is
+    /// structural): the innermost loop, whose range does not use its parent's
+    /// variable, carries nothing and holds one statement, an accumulation into an
+    /// element that does not move with the parent, of a value that does not read
+    /// the accumulated tensor; the parent carries nothing and holds no statements.
+    /// Combining several rows' values into each element in turn is then the same
+    /// sequence of operations on it as the nest's. A backend realizes it where it
+    /// runs the two loops as a pair (not where the parent is run by a joined group).
+    pub jammed: bool,
+    /// This innermost loop may run in chunks: a chunk of iterations' values
+    /// computed first, then stored (so their dependency chains overlap; an
+    /// element-wise loop of math functions such as `exp`, `tanh`). Set by the
+    /// `chunk` pass, which also judges the math heavy enough to pay. Verified (the
+    /// structural half, [`chunkable`](super::analysis::chunkable)): the innermost
+    /// loop, carrying nothing, whose one statement is an unchecked plain store of a
+    /// value that does not read the stored tensor; each value is then the same
+    /// whenever it is computed within the chunk.
+    pub chunked: bool,
     /// This block's outermost loop is joined to the outermost loop of the block
     /// before it (same range, same `parallel`): a backend may run the two as one
     /// loop, iteration `i` of the earlier block's body followed by iteration `i` of

@@ -14,7 +14,7 @@
 //! nest     := "for" "i"int "in" expr ".." expr marks? "{" carried* (nest | stmt*) closing stmt*
 //! closing  := "}"+ on one line, closing that many loops
 //! marks    := "[" mark ("," mark)* "]"
-//! mark     := "parallel" | "pieces" | "split" | "blocked" | "joined" | "tile" | "block reduction"
+//! mark     := "parallel" | "pieces" | "split" | "blocked" | "jammed" | "chunked" | "joined" | "tile" | "block reduction"
 //! carried  := "v"int "=" float "(" ("+" | "*" | "max" | "min") ")"
 //! stmt     := target ("=" | "+=" | "*=" | "max=" | "min=") value
 //!           | "v"int ("+=" | "*=" | "max=" | "min=") value
@@ -638,7 +638,7 @@ impl<'s> Reader<'s> {
 
     /// The marks after `[`, up to `]`.
     fn marks(&self, i: &'s str) -> PResult<'s, Schedule> {
-        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `joined`, `tile` or `block reduction`";
+        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `joined`, `tile` or `block reduction`";
         let (rest, words) = self.list(i, "]", |_, i| {
             let i = sp(i);
             let end = i.find([',', ']']).unwrap_or(i.len());
@@ -651,6 +651,8 @@ impl<'s> Reader<'s> {
                 "pieces" => &mut s.pieces,
                 "split" => &mut s.split,
                 "blocked" => &mut s.blocked,
+                "jammed" => &mut s.jammed,
+                "chunked" => &mut s.chunked,
                 "joined" => &mut s.joined,
                 "tile" => {
                     if s.tile.is_some() {

@@ -24,7 +24,7 @@
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
 //!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[pieces]`,
-//!   `[blocked]`.
+//!   `[blocked]`, `[jammed]`, `[chunked]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -368,6 +368,12 @@ fn schedule_text(s: &Schedule) -> String {
     }
     if s.blocked {
         parts.push("blocked");
+    }
+    if s.jammed {
+        parts.push("jammed");
+    }
+    if s.chunked {
+        parts.push("chunked");
     }
     if s.joined {
         parts.push("joined");

@@ -26,7 +26,11 @@
 //!   update them (and with `block reduction`, statements that only store those
 //!   variables); `blocked` on the innermost loop of an element-wise nest (nothing
 //!   carried, statements only in that loop) with a parent whose variable its range
-//!   does not use; `joined` only on the outermost loop of a block after another
+//!   does not use; `jammed` on an innermost loop whose rows are
+//!   [`jammable`](super::analysis::jammable) with its parent (the whole guarantee);
+//!   `chunked` on an innermost loop that is [`chunkable`](super::analysis::chunkable)
+//!   (the structural half: whether its math pays is the pass's judgement);
+//!   `joined` only on the outermost loop of a block after another
 //!   whose outermost loop has the same range (sizes equal by name or assertion) and
 //!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
 //!   is touched only by one group of joined blocks, each access having the bare
@@ -37,7 +41,7 @@ use std::fmt;
 
 use crate::index::{Expr, Interval, Ranges};
 
-use super::analysis::{ShapeGroups, block_accesses};
+use super::analysis::{ShapeGroups, block_accesses, chunkable, jammable};
 use super::ir::{
     Access, Block, LoopId, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
 };
@@ -458,6 +462,12 @@ impl<'a> Verifier<'a> {
             if !innermost || !free || !element_wise {
                 self.fail(&at, "[blocked] needs the innermost loop of an element-wise nest (nothing carried, statements only in it), with a parent loop its range does not depend on");
             }
+        }
+        if s.jammed && !(innermost && d > 0 && jammable(&b.loops[d - 1], l)) {
+            self.fail(&at, "[jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent, of a value not reading it, its range free of the parent, under a parent that carries nothing and holds no statements");
+        }
+        if s.chunked && !(innermost && chunkable(l)) {
+            self.fail(&at, "[chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor");
         }
         if s.joined {
             let prev = k

@@ -30,17 +30,21 @@
 //!     cache blocks;
 //! 12. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 13. `parallel` — mark the loops whose iterations may run on several threads
+//! 13. `jam` — mark nests accumulating into elements that do not move with their
+//!     rows (column sums) to run several rows at a time, in row order;
+//! 14. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//!     values before storing them, so their dependency chains overlap;
+//! 15. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 14. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 16. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time.
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `parallel` and `rows` only
+//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel` and `rows` only
 //! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -59,10 +63,12 @@
 
 mod bounds;
 mod channels;
+mod chunk;
 mod cleanup;
 mod dce;
 mod deps;
 mod fuse;
+mod jam;
 mod list;
 mod order;
 mod pad;
@@ -87,10 +93,12 @@ use crate::loops::{LoopProgram, TensorKind, VerifyError};
 pub use crate::loops::analysis::ShapeGroups;
 pub use bounds::bounds;
 pub use channels::channels;
+pub use chunk::chunk;
 pub use cleanup::cleanup;
 pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
+pub use jam::jam;
 pub use list::{Named, PassList};
 pub use order::order;
 pub use pad::pad;
@@ -185,6 +193,18 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "marks innermost reduction loops whose partial results may be kept apart \
               (reassociation) so they vectorize",
         run: split,
+    },
+    Pass {
+        name: "jam",
+        doc: "marks nests accumulating into elements that do not move with the rows \
+              (column sums) to run several rows at a time, combined in row order",
+        run: jam,
+    },
+    Pass {
+        name: "chunk",
+        doc: "marks element-wise innermost loops storing values of math functions (`exp`, \
+              `tanh`, ...) to compute a chunk of values before storing them",
+        run: chunk,
     },
     Pass {
         name: "parallel",

@@ -134,8 +134,8 @@ fn errors_name_the_line_the_column_and_what_was_expected() {
         ),
         (
             "block 0 {\n  for i0 in 0..N [fast] {\n    y[i0] = x[i0]\n  }\n}\n",
-            "expected a mark: `parallel`, `pieces`, `split`, `blocked`, `joined`, `tile` or \
-             `block reduction`, found `fast]` (line 4, column 19)",
+            "expected a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, \
+             `joined`, `tile` or `block reduction`, found `fast]` (line 4, column 19)",
         ),
         (
             "block 0 {\n  for i0 in 0..N [split, split] {\n    y[i0] = x[i0]\n  }\n}\n",
@@ -304,6 +304,55 @@ fn the_verifier_catches_broken_ir_and_names_where() {
         (
             "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..i0 [blocked] {\n      y[i1] = x[i0]\n    } }\n}\n",
             "block 0, loop i1: [blocked] needs the innermost loop of an element-wise nest",
+        ),
+        // [jammed]: without a parent, not innermost, into an element that moves
+        // with the rows, reading what it accumulates, a range that depends on the
+        // rows, a parent with statements of its own.
+        (
+            "block 0 {\n  for i0 in 0..N [jammed] {\n    y[0] += x[i0]\n  }\n}\n",
+            "block 0, loop i0: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [jammed] {\n      for i2 in 0..N {\n        y[i2] += x[i1]\n      } } }\n}\n",
+            "block 0, loop i1: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [jammed] {\n      y[i0] += x[i1]\n    } }\n}\n",
+            "block 0, loop i1: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [jammed] {\n      y[i1] += y[i1] * x[i0]\n    } }\n}\n",
+            "block 0, loop i1: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..i0 [jammed] {\n      y[i1] += x[i0]\n    } }\n}\n",
+            "block 0, loop i1: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [jammed] {\n      y[i1] += x[i0]\n    }\n    y[i0] = x[i0]\n  }\n}\n",
+            "block 0, loop i1: [jammed] needs the innermost loop, carrying nothing, with one accumulation into an element that does not move with its parent",
+        ),
+        // [chunked]: not innermost, an accumulation, a checked store, a value
+        // reading the stored tensor, two statements.
+        (
+            "block 0 {\n  for i0 in 0..N [chunked] {\n    for i1 in 0..N {\n      y[i1] = exp(x[i0])\n    } }\n}\n",
+            "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [chunked] {\n    y[0] += exp(x[i0])\n  }\n}\n",
+            "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [chunked] {\n    y[i0 / 2]? = exp(x[i0])\n  }\n}\n",
+            "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [chunked] {\n    y[i0] = exp(y[i0])\n  }\n}\n",
+            "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [chunked] {\n    y[i0] = exp(x[i0])\n    t[i0] = x[i0]\n  }\n}\n",
+            "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
         ),
         (
             "block 0 {\n  for i0 in 0..N [joined] {\n    y[i0] = x[i0]\n  }\n}\n",

@@ -118,6 +118,21 @@ fn gelu_snapshot_fuses_multiply_adds_and_computes_chunks_before_storing() {
 }
 
 #[test]
+fn disabling_the_chunk_pass_stores_gelu_value_by_value() {
+    let program = parse(GELU);
+    let chunked = emit("gelu", &program, &RustOptions::default()).expect("emits");
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass("chunk");
+    let plain = emit("gelu", &program, &off).expect("emits");
+    // The chunks of `LANES` values computed before the stores are gone.
+    for chunk in ["let mut values = [0.0_f32; LANES];", "step_by(LANES)"] {
+        assert!(chunked.contains(chunk));
+        assert!(!plain.contains(chunk), "{plain}");
+    }
+    assert!(plain.contains("vmath::sigmoid_f32("), "{plain}");
+}
+
+#[test]
 fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
     let src = emit("conv2d", &parse(CONV2D), &RustOptions::default()).expect("emits");
     // The `pad` pass fills `x_pad` with zeros, then copies `x` into its interior; the

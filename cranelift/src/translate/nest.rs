@@ -34,7 +34,7 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// A nest `for r { for c { y[..] op= f(r, c) } }` of [`vector::jam_plan`]:
+    /// A nest `for r { for c [jammed] { y[..] op= f(r, c) } }` of [`vector::jam_plan`]:
     /// [`Target::jam_rows`] rows at a time (a power of two), each element of `y` loaded once, combined with the
     /// rows' values in row order and stored once (a column sum: one load and one
     /// store of `y` per four rows instead of per row); the last rows run plainly.
@@ -119,7 +119,7 @@ impl<M: Module> Translator<'_, '_, M> {
         }
         if let [c] = inner
             && self.vectorize
-            && vector::jam_plan(self.p, outer, c)
+            && vector::jam_plan(self.p, c)
         {
             return self.jammed_rows(cx, outer, c);
         }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use uop_codegen::compile::CompileOptions;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
@@ -33,6 +34,17 @@ fn check(
     tolerance: impl Fn(f64, f64) -> f64,
     terms: usize,
 ) {
+    check_with(src, inputs, tolerance, terms, &CompileOptions::default());
+}
+
+/// [`check`] with the program compiled under `options` (passes switched off).
+fn check_with(
+    src: &str,
+    inputs: &[(DType, Vec<usize>)],
+    tolerance: impl Fn(f64, f64) -> f64,
+    terms: usize,
+    options: &CompileOptions,
+) {
     let program = parse(src);
     let inputs: Vec<Tensor> = inputs
         .iter()
@@ -44,7 +56,8 @@ fn check(
         .collect();
     let params = HashMap::new();
     let expected = interp::run(&program, &inputs, &params).expect("interpreter runs");
-    let kernel = cranelift::compile_program(&program, &Options::default()).expect("compiles");
+    let kernel =
+        cranelift::compile_program_with(&program, options, &Options::default()).expect("compiles");
     let got = kernel.run(&inputs, &params).expect("kernel runs");
     for (e, g) in expected.iter().zip(&got) {
         assert_eq!(e.shape, g.shape);
@@ -282,6 +295,29 @@ fn a_column_sum_adds_four_rows_per_load_of_the_output() {
     // Four rows × (four unrolled vectors, one single vector, one scalar) = 24 adds
     // in the jammed loop and 6 in the loop over the last rows; 6 in all without.
     assert_eq!(clif.matches(" = fadd").count(), 30, "{clif}");
+}
+
+#[test]
+fn disabling_the_jam_pass_runs_a_column_sum_one_row_at_a_time() {
+    let src = "input x: f32[R, C]\ny = reduce_sum(x, [0])\noutput y\n";
+    let program = parse(src);
+    let off = CompileOptions::default().disable_pass("jam");
+    let optimized = cranelift::optimized_with(&program, &off).expect("optimizes");
+    assert!(!optimized.to_string().contains("jammed"), "{optimized}");
+    assert!(
+        cranelift::optimized(&program)
+            .expect("optimizes")
+            .to_string()
+            .contains("[parallel, jammed]")
+    );
+    let clif = cranelift::emit_clif(&optimized, "c", &Options::default()).expect("translates");
+    // One row at a time: four unrolled vectors, one single vector, one scalar.
+    assert_eq!(clif.matches(" = fadd").count(), 6, "{clif}");
+    for r in [0, 1, 3, 4, 5, 9] {
+        for c in [1, 4, 7, 33] {
+            check_with(src, &[(DType::F32, vec![r, c])], exact, r, &off);
+        }
+    }
 }
 
 /// `matmul(a, b)` spelled out in micro ops, in `dtype`.

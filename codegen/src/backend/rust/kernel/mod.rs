@@ -62,7 +62,7 @@ mod tile;
 
 use self::dispatch::Fact;
 use self::plan::{Plan, Realize, contraction, math_call};
-use self::{access::*, expr::*, items::*, nest::*, split::*, syntax::*, threads::*};
+use self::{access::*, expr::*, items::*, nest::*, syntax::*, threads::*};
 
 /// What the emitter needs of one kernel.
 #[derive(Clone, Debug)]

@@ -89,9 +89,11 @@ impl Gen<'_> {
             .any(|&(b, d)| std::ptr::eq(l, &self.p.blocks[b].loops[d]))
     }
 
-    /// Whether the innermost loop `l` runs in chunks of `LANES` ([`Gen::chunked`]).
+    /// Whether the innermost loop `l` runs in chunks of `LANES` ([`Gen::chunked`]):
+    /// marked [`chunked`](crate::loops::Schedule::chunked) (verified), in an f32
+    /// kernel (the limit of this realization: `vmath` chunks of f32 lanes).
     pub(super) fn chunks(&self, l: &Loop, inner: &[Loop]) -> bool {
-        self.scheduled && self.is32 && inner.is_empty() && elementwise_math(l)
+        self.scheduled && self.is32 && inner.is_empty() && l.schedule.chunked
     }
 
     /// The kernel's plan: every nest's realization in the order the kernel runs

@@ -4,7 +4,7 @@ use super::*;
 
 impl Gen<'_> {
     /// An element-wise innermost loop (one store of a math-heavy value, see
-    /// [`elementwise_math`]) over `start..end` in chunks of `LANES` iterations
+    /// [`Schedule::chunked`](crate::loops::Schedule::chunked)) over `start..end` in chunks of `LANES` iterations
     /// (four vectors), starting where the store starts a cache line: each chunk's
     /// values are computed into a local array, then stored; the iterations before
     /// the first chunk and after the last run plainly. The stores go through a raw
@@ -298,44 +298,4 @@ impl Gen<'_> {
             cell,
         }
     }
-}
-
-/// Whether `l` is one store (no carried variables, no accumulation, no checked
-/// access) of a value that calls a vectorizable math function (`exp`, `tanh`, ...)
-/// and does not read the stored tensor: a loop whose time goes into long
-/// dependency chains, which [`Gen::chunked`] overlaps.
-pub(super) fn elementwise_math(l: &Loop) -> bool {
-    fn math(v: &Value) -> bool {
-        match v {
-            Value::Unary(op, x) => {
-                matches!(
-                    op,
-                    UnaryOp::Exp
-                        | UnaryOp::Log
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sigmoid
-                        | UnaryOp::Sin
-                        | UnaryOp::Cos
-                        | UnaryOp::Erf
-                ) || math(x)
-            }
-            Value::Binary(op, a, b) => *op == BinaryOp::Pow || math(a) || math(b),
-            Value::Where(c, a, b) => math(c) || math(a) || math(b),
-            Value::Load { .. }
-            | Value::Var(_)
-            | Value::Const(_)
-            | Value::Param(_)
-            | Value::Index(_) => false,
-        }
-    }
-    let [store @ Stmt::Store { access, value }] = l.stmts.as_slice() else {
-        return false;
-    };
-    // Reads of the stored tensor, in the value or in a data-dependent subscript,
-    // would see a chunk's stores late.
-    let mut reads_target = false;
-    crate::loops::analysis::stmt_accesses(store, &mut |a, write| {
-        reads_target |= !write && a.tensor == access.tensor;
-    });
-    l.carried.is_empty() && !access.checked && math(value) && !reads_target
 }
