@@ -426,7 +426,7 @@ fn build_and_run(cases: &[Case]) -> String {
         main.push('\n');
     }
     files.push(("main.rs".into(), main));
-    // Unoptimized (`common::SCRATCH_PROFILE`): the cases are small, and an optimized
+    // Unoptimized (`testing::scratch::SCRATCH_PROFILE`): the cases are small, and an optimized
     // build of this crate took four times the CPU for a run that takes milliseconds
     // either way (docs/build-time.md).
     let dir = scratch_crate("uop_graph_aot", "", &files);

@@ -3,7 +3,8 @@
 //! compiler module depends on it): random programs and
 //! cases ([`generate`]), the differential check of every execution path against the
 //! reference interpreter ([`differential`]), and greedy shrinking of a failing
-//! program to a small `.uop` reproducer ([`shrink`](mod@shrink)).
+//! program to a small `.uop` reproducer ([`shrink`](mod@shrink)); the profile and
+//! target folder of the tests' scratch crates ([`scratch`]).
 //!
 //! ```
 //! use uop_codegen::testing::{CheckOptions, GenConfig, check_program, random_case, random_program};
@@ -20,6 +21,7 @@
 pub mod differential;
 pub mod generate;
 pub mod programs;
+pub mod scratch;
 pub mod shrink;
 
 pub use differential::{

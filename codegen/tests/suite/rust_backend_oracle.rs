@@ -27,13 +27,10 @@ use uop_codegen::backend::rust::{RustModule, RustOptions};
 use uop_codegen::interp;
 use uop_codegen::loops::LoopProgram;
 use uop_codegen::tensor::Tensor;
+use uop_codegen::testing::scratch::{SCRATCH_PROFILE, SCRATCH_TARGET};
 use uop_codegen::testing::{GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{BinaryOp, DType, Program, UnaryOp, Uop};
-
-/// The root suite's scratch-crate profile (`tests/suite/common`), so that the scratch
-/// crates of all suites share one build of `uop-runtime` in one target folder.
-const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
 
 const CASES_PER_PROGRAM: u64 = 3;
 
@@ -232,7 +229,7 @@ fn write_if_changed(path: &Path, text: &str) {
 
 fn build(dir: &Path) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target");
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SCRATCH_TARGET);
     let output = Command::new(cargo)
         .args(["build", "--offline", "--quiet"])
         .current_dir(dir)

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::gcc_or_skip;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::text::{Registry, parse_program};
@@ -25,19 +26,6 @@ fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("uop-cranelift-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-/// Whether a C test can run: `gcc` present; without it the test fails, unless
-/// `UOP_SKIP_C_TESTS` is set, when it prints that it skipped.
-fn gcc_or_skip(test: &str) -> bool {
-    if Command::new("gcc").arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var_os("UOP_SKIP_C_TESTS").is_some() {
-        println!("SKIPPED {test}: gcc not found and UOP_SKIP_C_TESTS is set");
-        return false;
-    }
-    panic!("gcc not found: {test} needs it (set UOP_SKIP_C_TESTS=1 to skip the C tests)");
 }
 
 /// Writes `name.o` and `name.h` into `dir`.

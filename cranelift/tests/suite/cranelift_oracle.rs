@@ -15,11 +15,12 @@
 //!
 //! `UOP_CRANELIFT_FUZZ_CASES=N` runs N programs per test instead of the default.
 
+use crate::common::uses_inline_math;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
-use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
+use uop_codegen::uop::{DType, Program};
 use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError};
 
 fn cases() -> u64 {
@@ -43,25 +44,6 @@ fn config(seed: u64) -> GenConfig {
 /// How far f32 programs using the inline math may be from the interpreter
 /// (relative to the larger of 1 and the value).
 const MATH_TOLERANCE: f64 = 1e-6;
-
-/// True when `p` is f32 and uses a function the kernels compute inline, where
-/// results may differ from the interpreter's by the polynomials' ulps.
-fn uses_inline_math(p: &Program) -> bool {
-    p.dtype == DType::F32
-        && p.nodes.iter().any(|n| {
-            matches!(
-                n.op,
-                Uop::Unary {
-                    op: UnaryOp::Exp
-                        | UnaryOp::Log
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sigmoid
-                        | UnaryOp::Erf,
-                    ..
-                }
-            )
-        })
-}
 
 /// Same bits, or both NaN; within [`MATH_TOLERANCE`] when `math` is set.
 fn scalar_agree(math: bool) -> impl Fn(f64, f64) -> bool {

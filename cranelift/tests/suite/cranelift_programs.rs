@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::common::uses_inline_math;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case_with};
 use uop_codegen::text::{Registry, parse_program};
-use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
+use uop_codegen::uop::{DType, Program};
 use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError, Status};
 
 fn parse(src: &str) -> Program {
@@ -24,25 +25,6 @@ const VECTOR: Options = Options {
     vectorize: true,
     fast_compile: false,
 };
-
-/// True when `p` is f32 and uses a function the JIT computes inline as a polynomial
-/// (`exp log tanh sigmoid erf`), within 1 or 2 ulps of the interpreter's result.
-fn uses_inline_math(p: &Program) -> bool {
-    p.dtype == DType::F32
-        && p.nodes.iter().any(|n| {
-            matches!(
-                n.op,
-                Uop::Unary {
-                    op: UnaryOp::Exp
-                        | UnaryOp::Log
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sigmoid
-                        | UnaryOp::Erf,
-                    ..
-                }
-            )
-        })
-}
 
 /// Runs `program` on random data through the interpreter and both JIT variants:
 /// scalar code must agree bit for bit (f32 programs using the inline math within

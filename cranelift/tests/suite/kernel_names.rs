@@ -19,18 +19,16 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::gcc_or_skip;
 use uop_codegen::backend::names::NameError;
 use uop_codegen::backend::rust::{EmitError, RustModule, RustOptions};
 use uop_codegen::build::{Kernels, Source};
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
+use uop_codegen::testing::scratch::{SCRATCH_PROFILE, SCRATCH_TARGET};
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
 use uop_cranelift::{self as cranelift, JitError, Options};
-
-/// The root suite's scratch-crate profile (`tests/suite/common`), so that the scratch
-/// crates of all suites share one build of `uop-runtime` in one target folder.
-const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
 
 /// Softmax over rows and a scaled `tanh`: calls `exp` and `tanh` (the C
 /// library's in an object file), reductions, temporaries.
@@ -318,7 +316,7 @@ fn every_accepted_name_compiles_without_warnings_and_runs_in_both_rust_modes() {
         .current_dir(&dir)
         .env(
             "CARGO_TARGET_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SCRATCH_TARGET),
         )
         .env_remove("RUSTFLAGS")
         .output()
@@ -390,19 +388,6 @@ fn object_files_headers_and_extern_blocks_refuse_c_names_with_reasons() {
         let err = cranelift::rust_extern_block(&optimized, "fn").expect_err("fn");
         assert!(err.to_string().contains("Rust keyword"), "{err}");
     }
-}
-
-/// Whether the C tests can run: `gcc` present, or else the tests fail unless
-/// `UOP_SKIP_C_TESTS` is set.
-fn gcc_or_skip(test: &str) -> bool {
-    if Command::new("gcc").arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var_os("UOP_SKIP_C_TESTS").is_some() {
-        println!("SKIPPED {test}: gcc not found and UOP_SKIP_C_TESTS is set");
-        return false;
-    }
-    panic!("gcc not found: {test} needs it (set UOP_SKIP_C_TESTS=1 to skip the C tests)");
 }
 
 /// Names given to the f64 program in C (the others name the f32 one).

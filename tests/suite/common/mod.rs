@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use uop::codegen::tensor::Tensor;
+use uop::codegen::testing::scratch::{SCRATCH_PROFILE, SCRATCH_TARGET};
 use uop::npy::write_npy;
 
 /// Runs `uop ARGS` in `dir`.
@@ -52,9 +53,9 @@ pub fn write(dir: &Path, name: &str, t: &Tensor) -> String {
 /// with `extra` appended to its manifest and `files` under `src/`; each file is
 /// written only when it changed, so cargo rebuilds only what did.
 ///
-/// Every scratch crate of the test suites is built with the same profile,
-/// [`SCRATCH_PROFILE`], into one target folder (see [`cargo_in`]), so they share
-/// one build of `uop-runtime`.
+/// Every scratch crate of the test suites is built with the same profile into one
+/// target folder (`uop::codegen::testing::scratch`), so they share one build of
+/// `uop-runtime`.
 pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String)]) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let manifest = format!(
@@ -73,12 +74,6 @@ pub fn scratch_crate<F: AsRef<str>>(name: &str, extra: &str, files: &[(F, String
     }
     dir
 }
-
-/// The profile of every scratch crate: unoptimized, as a user's first `cargo run`
-/// builds generated code (so `get_unchecked`'s and arithmetic's debug checks are on),
-/// without debug info or incremental caches, which a crate built once does not use.
-/// The codegen and Cranelift suites' scratch crates use the same text and folder.
-pub const SCRATCH_PROFILE: &str = "[profile.dev]\ndebug = false\nincremental = false\n";
 
 /// `cargo SUBCOMMAND --offline --quiet ARGS` in a scratch crate, with the target
 /// folder the scratch crates share and without the caller's `RUSTFLAGS`.
@@ -107,7 +102,7 @@ fn cargo_command(dir: &Path, subcommand: &str, args: &[&str]) -> Command {
         .current_dir(dir)
         .env(
             "CARGO_TARGET_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_crates_target"),
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SCRATCH_TARGET),
         )
         .env_remove("RUSTFLAGS");
     command
