@@ -26,6 +26,7 @@ use uop::codegen::uop::DType;
 use uop::graph::{ExecOptions, Streams, compile_with};
 use uop_graph::kernels::joins;
 use uop_graph::pass::PrepareOptions;
+use uop_graph::random::join_with_adds;
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
 
@@ -50,7 +51,7 @@ fn towers(towers: usize) -> Graph {
         }
         outs.push(last);
     }
-    join(&mut src, outs);
+    join_with_adds(&mut src, outs);
     parse(&src)
 }
 
@@ -64,27 +65,8 @@ fn branchy() -> Graph {
         src.push_str(&format!("d{b} = mul(x, c{b})\n"));
         outs.push(format!("d{b}"));
     }
-    join(&mut src, outs);
+    join_with_adds(&mut src, outs);
     parse(&src)
-}
-
-/// Adds the values of `outs` pairwise until one is left: the graph's output.
-fn join(src: &mut String, mut outs: Vec<String>) {
-    let mut k = 0;
-    while outs.len() > 1 {
-        let mut next = Vec::new();
-        for pair in outs.chunks(2) {
-            if let [a, b] = pair {
-                src.push_str(&format!("j{k} = add({a}, {b})\n"));
-                next.push(format!("j{k}"));
-                k += 1;
-            } else {
-                next.push(pair[0].clone());
-            }
-        }
-        outs = next;
-    }
-    src.push_str(&format!("output {}\n", outs[0]));
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -54,9 +54,11 @@ use crate::builder::{Arg, BuildError, GraphBuilder};
 use crate::ir::{Graph, Interface, Op, Ref, Source, ValueType};
 
 mod chunked;
+mod joins;
 mod shrink;
 
 pub use chunked::random_chunked_graph;
+pub use joins::join_with_adds;
 pub use shrink::{reproducer, shrink, without_dead};
 
 /// A small deterministic generator (SplitMix64).

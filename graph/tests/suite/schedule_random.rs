@@ -257,21 +257,7 @@ fn joined_towers(towers: usize, length: usize) -> Graph {
         }
         outs.push(last);
     }
-    let mut k = 0;
-    while outs.len() > 1 {
-        let mut next = Vec::new();
-        for pair in outs.chunks(2) {
-            if let [a, b] = pair {
-                src.push_str(&format!("j{k} = add({a}, {b})\n"));
-                next.push(format!("j{k}"));
-                k += 1;
-            } else {
-                next.push(pair[0].clone());
-            }
-        }
-        outs = next;
-    }
-    src.push_str(&format!("output {}\n", outs[0]));
+    uop_graph::random::join_with_adds(&mut src, outs);
     uop_graph::text::parse_graph(&src, uop_graph::default_registry()).expect("parses")
 }
 
