@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::KernelError;
 
+pub use super::arena::{Loc, Split, at, at_mut, split};
 pub use super::loop_end::{
     DefaultLoopEnds, LoopControl, LoopCounts, LoopEnds, chunk_begin, default_loop_end, loop_again,
     output_row,
