@@ -7,6 +7,11 @@
 //! `&mut` at once, and a plan the code does not follow is an error, never UB.
 
 use super::error::KernelError;
+use super::place::{Item, Kept};
+
+/// The arena's alignment in bytes: every group starts at a multiple of it (the
+/// graph layer's `memory::ALIGN`).
+pub const ALIGN: usize = 64;
 
 /// A value's range in an arena: `len` elements from element `offset`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -83,6 +88,158 @@ pub fn at_mut<'a, T>(
     loc.end()
         .and_then(|end| arena.get_mut(loc.offset..end))
         .ok_or_else(|| outside(graph, value, "the value", loc, len))
+}
+
+/// Rows `start..start + rows` (rows of `row` elements) of the value at `loc`: one
+/// chunk of it, or one row of a `parallel`'s output.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] naming the node when the rows are not inside `loc`.
+pub fn rows_at(
+    graph: &'static str,
+    node: &'static str,
+    loc: Loc,
+    start: usize,
+    rows: usize,
+    row: usize,
+) -> Result<Loc, KernelError> {
+    let inside = (|| {
+        let from = start.checked_mul(row)?;
+        let len = rows.checked_mul(row)?;
+        (from.checked_add(len)? <= loc.len).then(|| Loc::new(loc.offset + from, len))
+    })();
+    inside.ok_or_else(|| KernelError::Graph {
+        graph,
+        node,
+        message: format!(
+            "rows {start}..{start}+{rows} of {row} elements are not within a value of {} elements",
+            loc.len
+        ),
+    })
+}
+
+/// Copies `value` into the arena at `dst`.
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] naming the node when `dst` is not inside the arena or
+/// its length is not the value's.
+pub fn copy_in<T: Copy>(
+    graph: &'static str,
+    node: &'static str,
+    arena: &mut [T],
+    dst: Loc,
+    value: &[T],
+) -> Result<(), KernelError> {
+    let out = at_mut(graph, node, arena, dst)?;
+    if out.len() != value.len() {
+        return Err(KernelError::Graph {
+            graph,
+            node,
+            message: format!("a value of {} elements does not fit {dst}", value.len()),
+        });
+    }
+    out.copy_from_slice(value);
+    Ok(())
+}
+
+/// Copies the arena's value at `src` to `dst` (nothing when they are the same
+/// range: a value already where it goes).
+///
+/// # Errors
+///
+/// [`KernelError::Graph`] naming the node when a range is not inside the arena,
+/// the lengths differ, or the ranges overlap without being the same.
+pub fn copy_within<T: Copy>(
+    graph: &'static str,
+    node: &'static str,
+    arena: &mut [T],
+    dst: Loc,
+    src: Loc,
+) -> Result<(), KernelError> {
+    if dst == src {
+        return at(graph, node, arena, src).map(|_| ());
+    }
+    let ([from], [to]) = split(graph, node, arena, [src], [dst])?;
+    if from.len() != to.len() {
+        return Err(KernelError::Graph {
+            graph,
+            node,
+            message: format!("{src} does not fit {dst}"),
+        });
+    }
+    to.copy_from_slice(from);
+    Ok(())
+}
+
+/// One group of the memory plan as a placement item: live over steps
+/// `start..=end`, as large as its largest member (`lens`, in elements of
+/// `elem_bytes` bytes), rounded up to [`ALIGN`] bytes.
+///
+/// # Errors
+///
+/// [`KernelError::TooLarge`] naming the arena when the bytes overflow.
+pub fn item(
+    graph: &'static str,
+    start: usize,
+    end: usize,
+    lens: &[usize],
+    elem_bytes: usize,
+) -> Result<Item, KernelError> {
+    let largest = lens.iter().copied().max().unwrap_or(0);
+    let size = largest
+        .checked_mul(elem_bytes)
+        .and_then(|b| b.checked_next_multiple_of(ALIGN))
+        .ok_or(too_large(graph))?;
+    Ok(Item { start, end, size })
+}
+
+/// The element offset of every group and the arena's length in elements, placed
+/// by `kept` (placing again only when the items differ from the last call's).
+///
+/// # Errors
+///
+/// [`KernelError::TooLarge`] naming the arena when an offset overflows.
+pub fn placed<const G: usize>(
+    graph: &'static str,
+    kept: &mut Kept,
+    items: &[Item; G],
+    elem_bytes: usize,
+) -> Result<([usize; G], usize), KernelError> {
+    let p = kept.place(items).ok_or(too_large(graph))?;
+    let elem = elem_bytes.max(1);
+    let mut offsets = [0usize; G];
+    for (o, placed) in offsets.iter_mut().zip(&p.offsets) {
+        *o = placed / elem;
+    }
+    Ok((offsets, p.arena / elem))
+}
+
+/// `buf` grown to `len` elements (new ones zero; no allocation once it has held
+/// `len`), as the arena of one call.
+///
+/// # Errors
+///
+/// [`KernelError::TooLarge`] naming the arena when the memory cannot be had.
+pub fn grow<'a, T: Copy + Default>(
+    graph: &'static str,
+    buf: &'a mut Vec<T>,
+    len: usize,
+) -> Result<&'a mut [T], KernelError> {
+    if len > buf.len() {
+        buf.try_reserve_exact(len - buf.len())
+            .map_err(|_| too_large(graph))?;
+        buf.resize(len, T::default());
+    }
+    Ok(&mut buf[..len])
+}
+
+fn too_large(graph: &'static str) -> KernelError {
+    KernelError::TooLarge {
+        kernel: graph,
+        buffer: "the arena",
+    }
 }
 
 /// A kernel call's `I` input and `O` output slices from one arena, given their
@@ -314,5 +471,60 @@ mod tests {
             "g: h: the value (elements 9..11) is not inside the arena of 10 elements"
         );
         assert!(at_mut("g", "h", &mut a, Loc::new(usize::MAX, 1)).is_err());
+    }
+
+    #[test]
+    fn groups_are_placed_in_elements_and_kept() {
+        let items = [
+            item("g", 0, 1, &[10, 16], 4).expect("fits"),
+            item("g", 1, 2, &[3], 4).expect("fits"),
+            item("g", 2, 3, &[], 4).expect("fits"),
+        ];
+        // 64 bytes, 64 bytes (12 rounded up), 0 bytes.
+        assert_eq!(items.map(|i| i.size), [64, 64, 0]);
+        let mut kept = Kept::new();
+        let (offsets, len) = placed("g", &mut kept, &items, 4).expect("placed");
+        // The first two are live at step 1 together: 32 elements.
+        assert_eq!(len, 32);
+        assert_ne!(offsets[0], offsets[1]);
+        assert_eq!(placed("g", &mut kept, &items, 4), Ok((offsets, len)));
+        let e = item("g", 0, 1, &[usize::MAX / 2], 4).expect_err("overflow");
+        assert_eq!(
+            e.to_string(),
+            "g: the shape of `the arena` has too many elements"
+        );
+    }
+
+    #[test]
+    fn the_arena_grows_and_keeps_its_memory() {
+        let mut buf: Vec<f32> = Vec::new();
+        assert_eq!(grow("g", &mut buf, 8).expect("grows").len(), 8);
+        let capacity = buf.capacity();
+        assert_eq!(grow("g", &mut buf, 4).expect("fits").len(), 4);
+        assert_eq!(buf.capacity(), capacity);
+        assert!(grow("g", &mut buf, usize::MAX).is_err());
+    }
+
+    #[test]
+    fn copies_and_rows_inside_the_arena() {
+        let mut a = arena();
+        copy_in("g", "%1", &mut a, Loc::new(0, 2), &[7.0, 8.0]).expect("fits");
+        assert_eq!(a[..3], [7.0, 8.0, 2.0]);
+        assert!(copy_in("g", "%1", &mut a, Loc::new(0, 3), &[7.0]).is_err());
+        copy_within("g", "%1", &mut a, Loc::new(8, 2), Loc::new(0, 2)).expect("apart");
+        assert_eq!(a[8..], [7.0, 8.0]);
+        copy_within("g", "%1", &mut a, Loc::new(8, 2), Loc::new(8, 2)).expect("in place");
+        assert!(copy_within("g", "%1", &mut a, Loc::new(1, 2), Loc::new(0, 2)).is_err());
+        assert!(copy_within("g", "%1", &mut a, Loc::new(0, 2), Loc::new(5, 3)).is_err());
+        assert_eq!(
+            rows_at("g", "%2", Loc::new(4, 6), 1, 2, 2),
+            Ok(Loc::new(6, 4))
+        );
+        let e = rows_at("g", "%2", Loc::new(4, 6), 2, 2, 2).expect_err("outside");
+        assert_eq!(
+            e.to_string(),
+            "g: %2: rows 2..2+2 of 2 elements are not within a value of 6 elements"
+        );
+        assert!(rows_at("g", "%2", Loc::new(0, 6), usize::MAX, 2, 2).is_err());
     }
 }
