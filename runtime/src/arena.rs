@@ -173,6 +173,41 @@ pub fn copy_within<T: Copy>(
     Ok(())
 }
 
+/// Copies `value` into row `row` (of `value.len()` elements) of the arena's value
+/// at `dst`: one iteration's result of a `parallel`.
+///
+/// # Errors
+///
+/// As [`rows_at`] and [`copy_in`].
+pub fn copy_row_in<T: Copy>(
+    graph: &'static str,
+    node: &'static str,
+    arena: &mut [T],
+    dst: Loc,
+    row: usize,
+    value: &[T],
+) -> Result<(), KernelError> {
+    let to = rows_at(graph, node, dst, row, 1, value.len())?;
+    copy_in(graph, node, arena, to, value)
+}
+
+/// [`copy_row_in`] from the arena's value at `src`.
+///
+/// # Errors
+///
+/// As [`rows_at`] and [`copy_within`].
+pub fn copy_row_within<T: Copy>(
+    graph: &'static str,
+    node: &'static str,
+    arena: &mut [T],
+    dst: Loc,
+    row: usize,
+    src: Loc,
+) -> Result<(), KernelError> {
+    let to = rows_at(graph, node, dst, row, 1, src.len)?;
+    copy_within(graph, node, arena, to, src)
+}
+
 /// One group of the memory plan as a placement item: live over steps
 /// `start..=end`, as large as its largest member (`lens`, in elements of
 /// `elem_bytes` bytes), rounded up to [`ALIGN`] bytes.
@@ -526,5 +561,10 @@ mod tests {
             "g: %2: rows 2..2+2 of 2 elements are not within a value of 6 elements"
         );
         assert!(rows_at("g", "%2", Loc::new(0, 6), usize::MAX, 2, 2).is_err());
+        copy_row_in("g", "%3", &mut a, Loc::new(4, 4), 1, &[1.0, 2.0]).expect("row 1");
+        assert_eq!(a[6..8], [1.0, 2.0]);
+        copy_row_within("g", "%3", &mut a, Loc::new(4, 4), 0, Loc::new(0, 2)).expect("row 0");
+        assert_eq!(a[4..6], [7.0, 8.0]);
+        assert!(copy_row_in("g", "%3", &mut a, Loc::new(4, 4), 2, &[1.0, 2.0]).is_err());
     }
 }
