@@ -48,6 +48,7 @@
 //! compiles it for its own target.
 
 mod aligned;
+mod arena;
 mod check;
 mod cpu;
 mod error;

@@ -5,6 +5,7 @@
 /// Each module of the crate: its name and its source.
 const MODULES: &[(&str, &str)] = &[
     ("aligned", include_str!("aligned.rs")),
+    ("arena", include_str!("arena.rs")),
     ("check", include_str!("check.rs")),
     ("cpu", include_str!("cpu.rs")),
     ("error", include_str!("error.rs")),

@@ -3,7 +3,9 @@
 //! ONE scratch crate (one module per graph, `#![deny(warnings)]`, clippy with
 //! `-D warnings`), built once, run, and compared with the graph interpreter on the same inputs.
 //!
-//! Each case runs three times on one workspace (later calls reuse its buffers) and
+//! Each case's workspace first reports its arena's length for the case's sizes
+//! (`arena_len`), which must be the memory plan's (`plan_memory_apart(..).arena_bytes
+//! / size_of::<T>()`); then the case runs three times on it (later calls reuse its arena) and
 //! must give the same results each time; later calls keep no memory and allocate
 //! nothing, but for the temporaries the module's kernels allocate themselves (a
 //! counting global allocator in the scratch crate; see `runner`). Results are compared bit for bit when
@@ -22,10 +24,13 @@ use crate::common;
 use common::{cargo_in_linted, scratch_crate};
 use uop::codegen::backend::names::Idents;
 use uop::codegen::backend::rust::RustOptions;
+use uop::codegen::index::Expr;
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
 use uop_graph::emit::GraphModule;
 use uop_graph::grad::{GraphGradSpec, gradient};
+use uop_graph::memory::plan_memory_apart;
+use uop_graph::pass::{PrepareOptions, prepare};
 use uop_graph::random::{RandomOptions, random_graph, random_inputs};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, Op, RunOptions, default_registry, run_with};
@@ -61,6 +66,10 @@ struct Case {
     /// The interpreter's outputs, or its error.
     expected: Result<Vec<Tensor>, String>,
     exact: bool,
+    /// The arena's elements in the memory plan of the emitted code
+    /// (`plan_memory_apart` of the prepared graph for the inputs' dims), which the
+    /// workspace's `arena_len` must equal (`None`: no plan for these dims).
+    arena: Option<usize>,
 }
 
 fn exact(g: &Graph) -> bool {
@@ -89,6 +98,7 @@ fn case_with(
     Case {
         what,
         exact: exact(&graph),
+        arena: planned_arena(&graph, &inputs, params),
         params: graph
             .params
             .iter()
@@ -98,6 +108,23 @@ fn case_with(
         inputs,
         expected,
     }
+}
+
+/// The arena's elements in `plan_memory_apart` of the prepared graph (prepared as
+/// the emitter prepares it) for the dims of `inputs` and the `params`.
+fn planned_arena(graph: &Graph, inputs: &[Tensor], params: &HashMap<String, i64>) -> Option<usize> {
+    let (prepared, _) = prepare(graph.clone(), &PrepareOptions::default()).ok()?;
+    let mut dims = params.clone();
+    let types = prepared.input_node().map_or(&[][..], |n| &n.outputs);
+    for (t, ty) in inputs.iter().zip(types) {
+        for (d, n) in ty.shape.iter().zip(&t.shape) {
+            if let Expr::Name(name) = d {
+                dims.insert(name.clone(), i64::try_from(*n).ok()?);
+            }
+        }
+    }
+    let plan = plan_memory_apart(&prepared, &dims).ok()?;
+    Some(plan.arena_bytes / prepared.dtype.size())
 }
 
 /// The example graphs with `$params`, and their values: `graph_grad/rnn.uop` for 3
@@ -287,6 +314,16 @@ fn runner(k: usize, c: &Case, kernels_allocate: bool) -> String {
             elem(*d)
         );
         args.push(format!("&mut out{i}"));
+    }
+    if let Some(n) = c.arena {
+        let _ = writeln!(
+            f,
+            "    let arena = ws.arena_len(&sz).map_err(|e| e.to_string())?;"
+        );
+        let _ = writeln!(
+            f,
+            "    if arena != {n} {{ return Err(format!(\"arena_len is {{arena}}, the plan's arena {n}\")); }}"
+        );
     }
     let _ = writeln!(f, "    let mut runs = Vec::new();");
     let _ = writeln!(f, "    let mut counts = Vec::new();");
@@ -537,6 +574,15 @@ fn example_gradient_and_random_graphs_compiled_into_one_crate_give_the_interpret
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let inputs = random_inputs(&g, 3, seed.wrapping_mul(7));
         cases.push(case(format!("random graph {seed}"), g, inputs));
+    }
+    // Every graph the interpreter runs has a memory plan to check `arena_len`
+    // against.
+    for c in &cases {
+        assert!(
+            c.arena.is_some() || c.expected.is_err(),
+            "{}: no memory plan for its inputs",
+            c.what
+        );
     }
     let printed = build_and_run(&cases);
     compare(&cases, &printed);

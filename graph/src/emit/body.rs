@@ -5,16 +5,20 @@
 //! definitions and kernel calls; control flow is in `control`, chunk loops in
 //! `chunks`.
 //!
-//! Every value is a slice (`&[f32]`, ...): a graph input, a constant (`static`), or
-//! the buffer of the node computing it, a field of the function's workspace that
-//! keeps its capacity between calls (so a steady-state call allocates no buffer; a
-//! kernel of the Rust backend may allocate temporaries of its own).
+//! A value is a location in the workspace's arena (`rt::graph::Loc`, see `arena`)
+//! when the memory plan places it, else a slice (`&[f32]`, ...): a graph input, a
+//! constant (`static`), a graph output written into the caller's buffer, or the
+//! buffer of a graph output computed elsewhere (a field of the workspace that
+//! keeps its capacity between calls, so a steady-state call allocates no buffer; a
+//! kernel of the Rust backend may allocate temporaries of its own). A kernel call
+//! borrows its arena inputs and outputs with `rt::graph::split`.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use uop_codegen::signature::Signature;
 use uop_codegen::uop::Program;
 
+use super::arena::{Arena, Val};
 use super::chunks::{COUNTS, ChunkLevel, ENDS};
 use super::code::{Code, Idents, camel, elem, literal, string};
 use super::one_op::one_op_program;
@@ -22,6 +26,7 @@ use super::sizes::{Sizes, buffer_type, signature};
 use super::{GraphEmitError, KernelTable};
 use crate::hierarchy::{Entry, Hierarchy, SubFunction};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
+use uop_codegen::uop::DType;
 
 /// Names the generated functions use for their own locals.
 pub(super) const RESERVED: &[&str] = &[
@@ -35,6 +40,10 @@ pub(super) const RESERVED: &[&str] = &[
     "index",
     "loops",
     "ends",
+    "arena",
+    "off",
+    "placement",
+    "arena_len",
     "KernelError",
 ];
 
@@ -52,16 +61,22 @@ pub(super) struct Params<'a> {
 pub(super) struct Frame {
     pub(super) code: Code,
     pub(super) names: Idents,
-    /// The workspace's fields: name, type.
+    /// The workspace's fields besides the arena: name, type.
     pub(super) fields: Vec<(String, String)>,
-    /// Each value's slice expression.
-    pub(super) locals: HashMap<Ref, String>,
-    /// The buffer holding each value a node computes.
-    pub(super) buffers: HashMap<Ref, String>,
+    /// How the code reaches each value.
+    pub(super) locals: HashMap<Ref, Val>,
     /// The rows (code) of each looped value: the rows of its chunk.
     pub(super) rows: HashMap<Ref, String>,
     /// The `chunk` loops open around the code being written, outermost first.
     pub(super) levels: Vec<ChunkLevel>,
+    /// The code reads the arena (`arena`).
+    pub(super) arena_used: bool,
+    /// The code reads the groups' offsets (`off`).
+    pub(super) off_used: bool,
+    /// The code swaps offsets (a `while` alternating its state).
+    pub(super) off_mut: bool,
+    /// `off` is a reference (a `call`'s function), not the graph function's array.
+    pub(super) off_ref: bool,
 }
 
 impl Frame {
@@ -71,9 +86,12 @@ impl Frame {
             names: Idents::with_reserved(RESERVED),
             fields: Vec::new(),
             locals: HashMap::new(),
-            buffers: HashMap::new(),
             rows: HashMap::new(),
             levels: Vec::new(),
+            arena_used: false,
+            off_used: false,
+            off_mut: false,
+            off_ref: false,
         }
     }
 
@@ -107,8 +125,8 @@ pub(super) struct Emitter<'g> {
     pub(super) items: Vec<String>,
     /// Every value some node, interface or graph output reads.
     pub(super) used: HashSet<Ref>,
-    /// The `while` body results swapped into the state (see [`super::control::swapped`]).
-    pub(super) swapped: HashSet<Ref>,
+    /// The memory plan's analysis: which values are in the arena, in which group.
+    pub(super) arena: Arena,
     /// The `static` of each constant, visible in every function of the graph.
     pub(super) consts: HashMap<Ref, String>,
     /// Every kernel called through `rt::graph::clocked`.
@@ -159,32 +177,30 @@ impl Emitter<'_> {
         }
     }
 
-    /// The slice expression of `r` in `frame`.
+    /// How `frame` reaches `r`.
     pub(super) fn local(
         &self,
         frame: &Frame,
         reader: NodeId,
         r: Ref,
-    ) -> Result<String, GraphEmitError> {
+    ) -> Result<Val, GraphEmitError> {
         frame
             .locals
             .get(&r)
-            .or_else(|| self.consts.get(&r))
             .cloned()
+            .or_else(|| self.consts.get(&r).cloned().map(Val::Slice))
             .ok_or_else(|| self.err(reader, format!("reads {r}, which has no value here")))
     }
 
     /// The slice expression of an interface result.
     pub(super) fn source(
         &self,
-        frame: &Frame,
+        frame: &mut Frame,
         owner: NodeId,
         s: &Source,
     ) -> Result<String, GraphEmitError> {
-        match s {
-            Source::Ref(r) => self.local(frame, owner, *r),
-            Source::Scalar(v) => Ok(format!("&[{}][..]", literal(self.graph.dtype, *v))),
-        }
+        let v = self.source_val(frame, owner, s)?;
+        Ok(self.slice_of(frame, owner, &v))
     }
 
     /// The graph's function: its entry checks, its body and its results copied into
@@ -204,7 +220,9 @@ impl Emitter<'_> {
             args.push(format!("{arg}: &[{}]", elem(ty.dtype)));
             args.push(format!("{arg}_shape: [usize; {}]", ty.shape.len()));
             shape_args.push(format!("{arg}_shape"));
-            frame.locals.insert(Ref::new(input_node.id, k), arg.clone());
+            frame
+                .locals
+                .insert(Ref::new(input_node.id, k), Val::Slice(arg.clone()));
         }
         for (_, f) in self.sizes.params.clone() {
             frame.names.fresh(&f);
@@ -279,12 +297,16 @@ impl Emitter<'_> {
             }
         }
         self.entries(&mut body, &top)?;
+        let ws = format!("{}Workspace", camel(&self.name));
+        let sizes_type = format!("{}Sizes", camel(&self.name));
+        let arena_fn = self.arena_function(&sizes_type)?;
+        self.items.push(arena_fn);
         if body.levels.is_empty() {
             for ((name, _, src), (arg, _)) in outputs.iter().zip(&out_args) {
                 if self.written_to(src, arg) {
                     continue;
                 }
-                let value = self.source(&body, self.h.input, src)?;
+                let value = self.source(&mut body, self.h.input, src)?;
                 body.code.line(format!(
                     "rt::graph::deliver({g}, {}, {arg}, {value})?;",
                     string(name)
@@ -294,17 +316,18 @@ impl Emitter<'_> {
             self.deliver_chunks(&mut body, outputs, &out_args)?;
         }
         body.code.line("Ok(())");
-        let ws = format!("{}Workspace", camel(&self.name));
         self.items.push(workspace(
             &ws,
             &body.fields,
             &format!(
-                "The buffers of graph `{}` between calls: keep one and pass it to every call,\n\
-                 and a call with the shapes of an earlier one allocates no buffer (its kernels\n\
-                 may allocate temporaries of their own).",
+                "The memory of graph `{}` between calls: its arena (every intermediate, laid out\n\
+                 as the memory plan says) and the buffers of graph outputs computed outside it;\n\
+                 keep one and pass it to every call, and a call with the shapes of an earlier\n\
+                 one allocates nothing (but temporaries its kernels allocate themselves).",
                 self.name
             ),
-            true,
+            &self.name,
+            self.graph.dtype,
         ));
         let mut c = Code::default();
         let mut fn_name = self.name.clone();
@@ -351,8 +374,24 @@ impl Emitter<'_> {
         for l in frame.code.finish().lines() {
             c.line(l.trim_start());
         }
-        c.line(destructure(&ws, &body.fields));
-        for l in body.code.finish().lines() {
+        let mut fields = vec![("arena".to_string(), String::new())];
+        fields.push(("placement".to_string(), String::new()));
+        fields.extend(body.fields.iter().cloned());
+        c.line(destructure(&ws, &fields));
+        // The arena placed for these sizes (again only when they change) and grown
+        // to its length, also when this call's code happens to touch no value in it.
+        let off = match (body.off_used, body.off_mut) {
+            (false, _) => "_",
+            (true, false) => "off",
+            (true, true) => "mut off",
+        };
+        c.line(format!(
+            "let ({off}, arena_len) = {}_arena(placement, sz)?;",
+            self.name
+        ));
+        let bind = if body.arena_used { "let arena = " } else { "" };
+        c.line(format!("{bind}rt::graph::grow({g}, arena, arena_len)?;"));
+        for l in unused_locals(&body.code.finish()).lines() {
             c.line(l);
         }
         c.close("}");
@@ -367,40 +406,28 @@ impl Emitter<'_> {
         entries.iter().try_for_each(|e| self.entry(frame, e))
     }
 
-    /// Binds the parameters of `sub` (its Input node's outputs) to `args`.
+    /// Binds the parameters of `sub` (its Input node's outputs) to `args`: each a
+    /// local of the same kind (a slice or a location).
     pub(super) fn bind_params(
         &self,
         frame: &mut Frame,
         sub: &SubFunction,
-        args: &[String],
+        args: &[Val],
     ) -> Result<(), GraphEmitError> {
         let input = self.node(sub.input)?;
         for (k, a) in args.iter().enumerate().take(input.outputs.len()) {
             let r = Ref::new(sub.input, k);
             if self.used.contains(&r) {
                 let name = frame.names.fresh(&self.base_name(r));
-                frame.code.line(format!("let {name} = {a};"));
-                frame.locals.insert(r, name);
+                let (code, val) = match a {
+                    Val::Slice(e) => (e, Val::Slice(name.clone())),
+                    Val::At(l) => (l, Val::At(name.clone())),
+                };
+                frame.code.line(format!("let {name} = {code};"));
+                frame.locals.insert(r, val);
             }
         }
         Ok(())
-    }
-
-    /// The outputs of `node` bound to the slices of `values`: `let (a, _, c) = ...`.
-    pub(super) fn bind_outputs(&self, frame: &mut Frame, node: &Node) -> String {
-        let names: Vec<String> = (0..node.outputs.len())
-            .map(|k| {
-                let r = node.output(k);
-                if self.used.contains(&r) {
-                    let name = frame.names.fresh(&self.base_name(r));
-                    frame.locals.insert(r, name.clone());
-                    name
-                } else {
-                    "_".into()
-                }
-            })
-            .collect();
-        format!("({},)", names.join(", "))
     }
 
     pub(super) fn entry(&mut self, frame: &mut Frame, e: &Entry) -> Result<(), GraphEmitError> {
@@ -493,10 +520,21 @@ impl Emitter<'_> {
                 ),
             ));
         }
+        // Arena inputs and outputs are borrowed together (`rt::graph::split`), each
+        // input location once; the rest are slices.
+        let mut ins: Vec<String> = Vec::new();
         let mut args = Vec::new();
         for r in &node.inputs {
             let ty = self.ty(*r)?;
-            args.push(self.local(frame, node.id, *r)?);
+            match self.local(frame, node.id, *r)? {
+                Val::Slice(e) => args.push(e),
+                Val::At(l) => {
+                    if !ins.contains(&l) {
+                        ins.push(l.clone());
+                    }
+                    args.push(l);
+                }
+            }
             let shape = match frame.rows.get(r) {
                 Some(rows) => self.sizes.looped_shape(&ty.shape, rows),
                 None => self.sizes.shape(&ty.shape),
@@ -508,12 +546,16 @@ impl Emitter<'_> {
                 let r = node.inputs.get(*k).copied().ok_or_else(|| {
                     self.err(node.id, format!("${p} is bound to a missing input"))
                 })?;
-                args.push(format!(
-                    "rt::graph::index_param({}, {}, {})?",
+                let index = self.slice(frame, node.id, r)?;
+                let value = format!(
+                    "rt::graph::index_param({}, {}, {index})?",
                     string(&self.name),
                     string(&node.id.to_string()),
-                    self.local(frame, node.id, r)?
-                ));
+                );
+                // Read before the arena is lent to the kernel.
+                let local = frame.names.fresh(&format!("param_{p}"));
+                frame.code.line(format!("let {local} = {value};"));
+                args.push(local);
             } else if let Some(f) = self.sizes.param(p) {
                 args.push(format!("sz.{f}"));
             } else if let Some((_, dim)) = params.dims.iter().find(|(n, _)| n == p) {
@@ -522,7 +564,8 @@ impl Emitter<'_> {
                 return Err(self.err(node.id, format!("its program reads ${p}, which is unknown")));
             }
         }
-        let mut bufs = Vec::new();
+        let mut outs: Vec<String> = Vec::new();
+        let mut extras = Vec::new();
         let mut direct = Vec::new();
         for k in 0..node.outputs.len() {
             if let Some(DirectOut { out, bind }) = self.direct_output(frame, node, k)? {
@@ -530,21 +573,50 @@ impl Emitter<'_> {
                 direct.extend(bind);
                 continue;
             }
-            let (r, buf, len) = self.output_buffer(frame, node, k)?;
-            args.push(format!("rt::graph::slot({buf}, {len})"));
-            bufs.push((r, buf));
+            let (r, len) = self.output_len(frame, node, k)?;
+            match self.loc_code(frame, r, &len) {
+                Some(loc) => {
+                    let name = frame.names.fresh(&self.base_name(r));
+                    frame.code.line(format!("let {name} = {loc};"));
+                    frame.locals.insert(r, Val::At(name.clone()));
+                    outs.push(name.clone());
+                    args.push(name);
+                }
+                None => {
+                    let buf = self.extra(frame, node, k)?;
+                    args.push(format!("rt::graph::slot({buf}, {len})"));
+                    extras.push((r, buf));
+                }
+            }
         }
         let call = format!("{kernel}({})", args.join(", "));
-        if self.clocked {
-            frame.code.line(format!("rt::graph::clocked(|| {call})?;"));
+        let call = if self.clocked {
+            format!("rt::graph::clocked(|| {call})?;")
         } else {
-            frame.code.line(format!("{call}?;"));
+            format!("{call}?;")
+        };
+        if ins.is_empty() && outs.is_empty() {
+            frame.code.line(call);
+        } else {
+            frame.arena_used = true;
+            frame.code.open("{");
+            frame.code.line(format!(
+                "let ([{}], [{}]) = rt::graph::split({}, {}, arena, [{}], [{}])?;",
+                ins.join(", "),
+                outs.join(", "),
+                string(&self.name),
+                string(&node.id.to_string()),
+                ins.join(", "),
+                outs.join(", ")
+            ));
+            frame.code.line(call);
+            frame.code.close("}");
         }
-        self.bind_buffers(frame, bufs);
+        self.bind_buffers(frame, extras);
         for (r, out) in direct {
             let name = frame.names.fresh(&self.base_name(r));
             frame.code.line(format!("let {name} = &*{out};"));
-            frame.locals.insert(r, name);
+            frame.locals.insert(r, Val::Slice(name));
         }
         Ok(())
     }
@@ -622,17 +694,16 @@ impl Emitter<'_> {
         })
     }
 
-    /// The workspace buffer of output `k` of `node` (a new field) and the code of
-    /// its length.
-    pub(super) fn output_buffer(
+    /// The code of the length of output `k` of `node` (in a chunk loop, its
+    /// chunk's rows, which it records).
+    pub(super) fn output_len(
         &mut self,
         frame: &mut Frame,
         node: &Node,
         k: usize,
-    ) -> Result<(Ref, String, String), GraphEmitError> {
+    ) -> Result<(Ref, String), GraphEmitError> {
         let r = node.output(k);
         let ty = &node.outputs[k];
-        let buf = frame.field(&format!("{}_buf", self.base_name(r)), buffer_type(ty));
         let len = match frame.levels.last() {
             // In a chunk loop every value has the chunk's rows (the loops pass), but
             // those only `sum_chunks` reads (a weight's gradient per chunk).
@@ -655,8 +726,22 @@ impl Emitter<'_> {
                 self.sizes.len(&ty.shape, &format!("{r}")),
             )?,
         };
-        frame.buffers.insert(r, buf.clone());
-        Ok((r, buf, len))
+        Ok((r, len))
+    }
+
+    /// A workspace buffer (a new field) for output `k` of `node`, a value outside
+    /// the arena: a graph output not written into the caller's buffer.
+    pub(super) fn extra(
+        &self,
+        frame: &mut Frame,
+        node: &Node,
+        k: usize,
+    ) -> Result<String, GraphEmitError> {
+        let r = node.output(k);
+        Ok(frame.field(
+            &format!("{}_buf", self.base_name(r)),
+            buffer_type(&node.outputs[k]),
+        ))
     }
 
     /// Each read value of `bufs` bound as a slice of its buffer: `let h = &h_buf[..];`.
@@ -669,7 +754,7 @@ impl Emitter<'_> {
             if self.used.contains(&r) {
                 let name = frame.names.fresh(&self.base_name(r));
                 frame.code.line(format!("let {name} = &{buf}[..];"));
-                frame.locals.insert(r, name);
+                frame.locals.insert(r, Val::Slice(name));
             }
         }
     }
@@ -684,6 +769,57 @@ pub(super) fn sized<T>(
     r.map_err(|m| GraphEmitError::Graph {
         graph: graph.into(),
         message: format!("{node}: {m}"),
+    })
+}
+
+/// `code` with every `let NAME = ...;` whose name no later line mentions bound to
+/// `_NAME` instead (a state or parameter location the code happens not to read,
+/// such as a `while` state returned unchanged).
+pub(super) fn unused_locals(code: &str) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = String::with_capacity(code.len());
+    for (i, line) in lines.iter().enumerate() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let bound = line
+            .trim_start()
+            .strip_prefix("let ")
+            .and_then(|rest| rest.split_once(" = "))
+            .map(|(name, _)| name)
+            .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|name| !name.starts_with('_'));
+        match bound {
+            Some(name) if !lines[i + 1..].iter().any(|l| mentions(l, name)) => {
+                out.push_str(indent);
+                out.push_str("let _");
+                out.push_str(&line.trim_start()["let ".len()..]);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// True when `code` (outside its string literals) has the identifier `name`.
+pub(super) fn mentions(code: &str, name: &str) -> bool {
+    let mut outside = String::with_capacity(code.len());
+    for (k, part) in code.split('"').enumerate() {
+        if k % 2 == 0 {
+            outside.push_str(part);
+        }
+        outside.push(' ');
+    }
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    outside.match_indices(name).any(|(at, _)| {
+        let before = outside[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !ident(c) && c != '.');
+        let after = outside[at + name.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !ident(c));
+        before && after
     })
 }
 
@@ -708,34 +844,45 @@ pub(super) fn destructure(ws_type: &str, fields: &[(String, String)]) -> String 
     }
 }
 
-/// The workspace struct.
+/// The workspace struct of graph `graph`: its arena of `dtype` values, the arena's
+/// placement, then `fields`.
 pub(super) fn workspace(
     name: &str,
     fields: &[(String, String)],
     doc: &str,
-    public: bool,
+    graph: &str,
+    dtype: DType,
 ) -> String {
     let mut c = Code::default();
     c.doc(doc);
     c.line("#[derive(Debug, Default)]");
-    let vis = if public { "pub " } else { "" };
-    if fields.is_empty() {
-        c.line(format!("{vis}struct {name} {{}}"));
-    } else {
-        c.open(format!("{vis}struct {name} {{"));
-        for (f, t) in fields {
-            c.line(format!("{f}: {t},"));
-        }
-        c.close("}");
+    c.open(format!("pub struct {name} {{"));
+    c.line(format!("arena: Vec<{}>,", elem(dtype)));
+    c.line("placement: rt::place::Kept,");
+    for (f, t) in fields {
+        c.line(format!("{f}: {t},"));
     }
-    if public {
-        c.line("");
-        c.open(format!("impl {name} {{"));
-        c.doc("An empty workspace: its buffers grow on the first call.");
-        c.open("pub fn new() -> Self {");
-        c.line("Self::default()");
-        c.close("}");
-        c.close("}");
-    }
+    c.close("}");
+    c.line("");
+    c.open(format!("impl {name} {{"));
+    c.doc("An empty workspace: its arena and buffers grow on the first call.");
+    c.open("pub fn new() -> Self {");
+    c.line("Self::default()");
+    c.close("}");
+    c.line("");
+    c.doc(&format!(
+        "The arena's length in elements for the sizes `sz` (from [`{graph}_sizes`]): what\n\
+         a call with these sizes holds, as the memory plan (`plan_memory_apart`) lays\n\
+         it out. Places the arena (kept for the next call).\n\n\
+         # Errors\n\n\
+         [`KernelError::TooLarge`] when the arena does not fit in memory."
+    ));
+    c.open(format!(
+        "pub fn arena_len(&mut self, sz: &{}Sizes) -> Result<usize, KernelError> {{",
+        camel(graph)
+    ));
+    c.line(format!("Ok({graph}_arena(&mut self.placement, sz)?.1)"));
+    c.close("}");
+    c.close("}");
     c.finish()
 }

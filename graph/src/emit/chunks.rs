@@ -1,11 +1,13 @@
 //! `chunk` loops in generated code (DESIGN.md §20): a chunk node opens a loop over
-//! chunks of rows that stays open to the end of the graph's body; at its end each
+//! chunks of rows that stays open to the end of the graph's body (each chunk
+//! copied into the chunk node's slot in the arena); at its end each
 //! graph output's chunk is delivered at the global row offset and every loop
 //! advances (the default loop end).
 
 use uop_codegen::index::Expr;
 
 use super::GraphEmitError;
+use super::arena::Val;
 use super::body::{Emitter, Frame, outputs_text, sized};
 use super::code::string;
 use crate::ir::{Node, Op, Ref, Source, ValueType};
@@ -95,15 +97,53 @@ impl Emitter<'_> {
         frame.code.line(format!(
             "let ({start}, {rows}) = rt::graph::chunk_begin({g}, {id}, {size}, {total_var}, &mut {COUNTS}[{k}])?;"
         ));
+        // Each chunk's rows are copied into the chunk's slot (the memory plan's:
+        // the input may be overwritten before the loop reads it again).
         for (k, (_, value, _, row)) in values.iter().enumerate() {
-            let chunk = format!("rt::graph::rows({g}, {id}, {value}, {start}, {rows}, {row})?");
             let r = node.output(k);
-            if self.used.contains(&r) {
-                let name = frame.names.fresh(&self.base_name(r));
-                frame.code.line(format!("let {name} = {chunk};"));
-                frame.locals.insert(r, name);
+            let rows_of = |v: &str| format!("({g}, {id}, {v}, {start}, {rows}, {row})?");
+            if !self.used.contains(&r) {
+                // Nothing reads it: the rows are only checked.
+                let check = match value {
+                    Val::Slice(v) => format!("rt::graph::rows{};", rows_of(v)),
+                    Val::At(v) => format!("rt::graph::rows_at{};", rows_of(v)),
+                };
+                frame.code.line(check);
             } else {
-                frame.code.line(format!("{chunk};"));
+                let name = frame.names.fresh(&self.base_name(r));
+                let len = format!(
+                    "rt::graph::rows_len({g}, {}, {rows}, {row})?",
+                    string(&r.to_string())
+                );
+                match self.loc_code(frame, r, &len) {
+                    Some(loc) => {
+                        frame.code.line(format!("let {name} = {loc};"));
+                        let line = match value {
+                            Val::Slice(v) => format!(
+                                "rt::graph::copy_in({g}, {id}, arena, {name}, rt::graph::rows{})?;",
+                                rows_of(v)
+                            ),
+                            Val::At(v) => format!(
+                                "rt::graph::copy_within({g}, {id}, arena, {name}, rt::graph::rows_at{})?;",
+                                rows_of(v)
+                            ),
+                        };
+                        frame.arena_used = true;
+                        frame.code.line(line);
+                        frame.locals.insert(r, Val::At(name));
+                    }
+                    None => {
+                        // A graph output outside the arena.
+                        let buf = self.extra(frame, node, k)?;
+                        let v = self.slice_of(frame, node.id, value);
+                        frame.code.line(format!(
+                            "rt::graph::assign({buf}, rt::graph::rows{});",
+                            rows_of(&v)
+                        ));
+                        frame.code.line(format!("let {name} = &{buf}[..];"));
+                        frame.locals.insert(r, Val::Slice(name));
+                    }
+                }
             }
             frame.rows.insert(r, rows.clone());
         }
@@ -125,7 +165,21 @@ impl Emitter<'_> {
             .first()
             .copied()
             .ok_or_else(|| self.err(node.id, "a sum_chunks without input"))?;
-        let value = self.local(frame, node.id, input)?;
+        let value = match self.local(frame, node.id, input)? {
+            // Its input's bytes are the plan's only to its last read here (a graph
+            // output is read at the end of the loop): a copy of its own.
+            Val::At(loc) => {
+                let buf = self.extra(frame, node, 0)?;
+                let value = self.slice_of(frame, node.id, &Val::At(loc));
+                frame
+                    .code
+                    .line(format!("rt::graph::assign({buf}, {value});"));
+                let name = frame.names.fresh(&self.base_name(node.output(0)));
+                frame.code.line(format!("let {name} = &{buf}[..];"));
+                Val::Slice(name)
+            }
+            v => v,
+        };
         frame.locals.insert(node.output(0), value);
         Ok(())
     }

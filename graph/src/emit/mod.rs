@@ -13,10 +13,12 @@
 //! - `pub fn NAME_sizes(x_shape, ..., param_p, ...) -> Result<NameSizes, KernelError>`
 //!   and `pub struct NameSizes` with `y_out_shape` per output, so a caller can allocate
 //!   the outputs;
-//! - `pub struct NameWorkspace`: the buffers of every intermediate. Keep one between
-//!   calls and a call with the shapes of an earlier one allocates no buffer (but the
-//!   temporaries a kernel allocates itself; a graph output a kernel computes is
-//!   written straight into the caller's buffer);
+//! - `pub struct NameWorkspace`: the arena of every intermediate, laid out as the
+//!   memory plan says (`memory::plan_memory_apart`, placed at run time for the
+//!   call's sizes; `arena_len(&sizes)`), and a buffer per graph output computed
+//!   outside it. Keep one between calls and a call with the shapes of an earlier one
+//!   allocates nothing (but the temporaries a kernel allocates itself; a graph output
+//!   a kernel computes is written straight into the caller's buffer);
 //! - for a graph with `chunk` loops, `pub fn NAME_with_loop_ends(..., ends: &mut dyn
 //!   rt::graph::LoopEnds)`: the caller's loop ends (DESIGN.md §20);
 //! - the kernels (`NAME_k0`, ...; identical programs of several graphs share one), a
@@ -37,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod arena;
 mod body;
 pub mod build;
 mod chunks;
@@ -59,6 +62,7 @@ use crate::ir::{Graph, Op, Ref, Source, ValueType};
 use crate::pass::{PrepareOptions, prepare};
 use crate::text::print_graph;
 
+use arena::Arena;
 use body::Emitter;
 use code::{Idents, camel, snake};
 use sizes::Sizes;
@@ -238,8 +242,7 @@ impl GraphModule {
             outputs.push((out_names.fresh(&raw), ty, s.clone()));
         }
         let sizes = Sizes::new(name, &prepared, inputs, args).map_err(fail)?;
-        // What a Sink keeps alive is not read by the code (a Sink does nothing), nor
-        // is a `while` result swapped into the state (body::swapped).
+        // What a Sink keeps alive is not read by the code (a Sink does nothing).
         let mut reads: HashMap<Ref, usize> = HashMap::new();
         let all_uses = prepared
             .nodes()
@@ -249,12 +252,6 @@ impl GraphModule {
             .chain(prepared.interface.outputs.iter().filter_map(Source::as_ref));
         for r in all_uses {
             *reads.entry(r).or_default() += 1;
-        }
-        let swapped = control::swapped(&prepared, &h);
-        for r in &swapped {
-            if let Some(n) = reads.get_mut(r) {
-                *n -= 1;
-            }
         }
         let used: HashSet<Ref> = reads
             .into_iter()
@@ -284,7 +281,7 @@ impl GraphModule {
             items_taken: &mut self.names,
             items: Vec::new(),
             used,
-            swapped,
+            arena: Arena::new(&prepared).map_err(fail)?,
             consts: HashMap::new(),
             clocked: self.clocked,
             direct: HashMap::new(),
@@ -296,6 +293,14 @@ impl GraphModule {
         let mut items = std::mem::take(&mut emitter.items);
         items.push(sizes_items);
         items.push(function);
+        // A constant only an unread value returns (a branch result copied nowhere)
+        // is not emitted.
+        let code: String = items
+            .iter()
+            .filter(|i| static_name(i).is_none())
+            .map(String::as_str)
+            .collect();
+        items.retain(|i| static_name(i).is_none_or(|n| body::mentions(&code, n)));
         self.items.extend(items);
         self.graphs.push(name.into());
         Ok(())
@@ -317,6 +322,12 @@ impl GraphModule {
         }
         Ok(out)
     }
+}
+
+/// The name of the `static` an item defines (a constant), if it is one.
+fn static_name(item: &str) -> Option<&str> {
+    let rest = item.lines().find_map(|l| l.strip_prefix("static "))?;
+    rest.split(':').next()
 }
 
 /// The source of a file with the one graph `name` (see [`GraphModule`]).

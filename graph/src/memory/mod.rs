@@ -56,7 +56,9 @@ pub use size::ALIGN;
 use uop_runtime::place;
 pub use uop_runtime::place::{Fit, Order, Strategy};
 
-use lifetime::{Analysis, Mode, analyze};
+pub(crate) use lifetime::{Analysis, Mode};
+
+use lifetime::analyze;
 use size::SizeError;
 
 /// Where one value lives in the arena.
@@ -208,6 +210,15 @@ pub fn plan_memory_apart(
     dims: &HashMap<String, i64>,
 ) -> Result<MemoryPlan, MemoryError> {
     plan(graph, dims, None, false)
+}
+
+/// The dims-independent half of [`plan_memory_apart`]: the arena values, their
+/// groups with live steps, the `while` states' groups and the results written
+/// into their super node's output. Code emitted ahead of time writes it as data
+/// and places the groups at run time, with the sizes of the call (`emit`).
+pub(crate) fn analysis_apart(graph: &Graph) -> Result<Analysis, HierarchyError> {
+    let h = hierarchy(graph)?;
+    Ok(analyze(graph, &h, None, false))
 }
 
 /// The memory plan of `graph` for `dims` when it runs as `schedule` says (streams
