@@ -4,6 +4,7 @@
 //! and which tiles pack which loads into which panels. The printing phases read
 //! it; none of them records what it printed for the kernel's items to learn from.
 
+use super::tile::panel_columns;
 use super::*;
 
 /// How a nest `loops` (outermost first) is realized in a scheduled kernel.
@@ -35,11 +36,13 @@ pub(super) struct Plan {
     pub shared: Vec<(usize, usize)>,
 }
 
-/// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
-/// iteration, for at most `KC` iterations of the outermost reduction loop (`reduce`:
-/// the reduction loops, outermost first, whose trip counts size it).
+/// A tile's packed panel, `i{c}_panel`: for every column tile of `columns`, `loads`
+/// runs of `NR` cells per reduction iteration, for at most `KC` iterations of the
+/// outermost reduction loop (`reduce`: the reduction loops, outermost first, whose
+/// trip counts size it).
 pub(super) struct Panel {
     pub name: Ident,
+    pub columns: Loop,
     pub reduce: Vec<Loop>,
     pub loads: usize,
 }
@@ -146,7 +149,9 @@ impl Gen<'_> {
                 plan.facts.extend([Fact::Mr, Fact::Nr]);
                 if block_reduction {
                     plan.facts.insert(Fact::Kc);
-                    self.plan_panel(loops, plan);
+                    if self.plan_panel(loops, plan) {
+                        plan.facts.insert(Fact::Mc);
+                    }
                 }
                 // The plain nest small ranges run.
                 self.plan_in(loops, plan);
@@ -175,20 +180,26 @@ impl Gen<'_> {
     }
 
     /// The panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
-    /// some load ([`Gen::packable`]); the first tile of a column loop id names it.
-    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) {
+    /// some load ([`Gen::packable`], [`panel_columns`]); the first tile of a column
+    /// loop id names it. Whether the tile packs.
+    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
         let [rl, cl, reduce @ ..] = loops else {
-            return;
+            return false;
         };
+        if !panel_columns(cl) {
+            return false;
+        }
         let loads = self.packable(rl, cl, reduce).len();
         let name = ident(&format!("i{}_panel", cl.id.0));
         if loads > 0 && !plan.panels.iter().any(|q| q.name == name) {
             plan.panels.push(Panel {
                 name,
+                columns: cl.clone(),
                 reduce: reduce.to_vec(),
                 loads,
             });
         }
+        loads > 0
     }
 
     /// Whether statement `s` is printed with a fused multiply-add (`FMA`): an
