@@ -78,7 +78,7 @@ impl Target {
     /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them. Register tiles of
     /// 5 rows by 2 vectors (10 accumulators, 2 panel vectors, 1 broadcast) over a
     /// reduction block of 512 (a column tile's panel, 32 KiB, fits the first-level
-    /// cache) and row blocks of 60, measured on an AMD EPYC (AVX2, no AVX-512)
+    /// cache) and row blocks of 30, measured on an AMD EPYC (AVX2, no AVX-512)
     /// against jax.jit: 6 × 16 / 256 took matmul 1024³ 1.5× and conv2d 2× as long
     /// (the choice and the figures: docs/performance.md, *Tuning the AVX2 copy*).
     pub const AVX2: Target = Target {
@@ -91,7 +91,7 @@ impl Target {
         tile_rows: 5,
         tile_cols: 16,
         tile_depth: 512,
-        tile_row_block: 60,
+        tile_row_block: 30,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 512 * 16 * 4,

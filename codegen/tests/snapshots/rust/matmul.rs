@@ -281,7 +281,7 @@ unsafe fn matmul_avx2(
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 5, 16, 512, 60>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe { matmul_loops::<true, 5, 16, 512, 30>(part, a, b, c, m, k, n, i1_panel) }
 }
 
 /// [`matmul_loops`] compiled for x86-64 with AVX-512.
