@@ -212,21 +212,6 @@ unsafe fn matmul_loops<
                                         }
                                     }
                                 }
-                            } else if i2_block == 0 {
-                                for row in 0..MR {
-                                    let i0 = i0_tile + row as i64;
-                                    if i0 < i0_start {
-                                        continue;
-                                    }
-                                    for col in 0..NR {
-                                        let i1 = i1_tile + col as i64;
-                                        if i1 < i1_start {
-                                            continue;
-                                        }
-                                        let v0 = v0_tile[row][col];
-                                        *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
-                                    }
-                                }
                             } else {
                                 for row in 0..MR {
                                     let i0 = i0_tile + row as i64;
@@ -239,7 +224,11 @@ unsafe fn matmul_loops<
                                             continue;
                                         }
                                         let v0 = v0_tile[row][col];
-                                        *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
+                                        if i2_block == 0 {
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+                                        } else {
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
+                                        }
                                     }
                                 }
                             }

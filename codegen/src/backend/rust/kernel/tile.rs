@@ -101,15 +101,16 @@ impl Gen<'_> {
                 .collect();
             let accumulate = self.stmts(&added)?;
             let (whole_first, whole_added) = (cells(&stores, false), cells(&accumulate, false));
-            let (checked_first, checked_added) = (cells(&stores, true), cells(&accumulate, true));
+            let checked = cells(
+                &quote!(if #k_block == #ks { #stores } else { #accumulate }),
+                true,
+            );
             quote! {
                 if #r_tile == #r_start && #c_tile == #c_start {
                     // A tile that overlaps no earlier one: its cells without checks.
                     if #k_block == #ks { #whole_first } else { #whole_added }
-                } else if #k_block == #ks {
-                    #checked_first
                 } else {
-                    #checked_added
+                    #checked
                 }
             }
         } else {
