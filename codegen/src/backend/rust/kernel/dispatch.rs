@@ -122,25 +122,7 @@ impl Gen<'_> {
         for panel in &self.plan.panels {
             let name = &panel.name;
             let kc = lit(&widest(|t| t.tile_depth).to_string());
-            let nr = widest(|t| t.tile_cols) as usize;
-            let loads = match panel.loads {
-                1 => TokenStream::new(),
-                p => {
-                    let p = lit(&p.to_string());
-                    quote!(.saturating_mul(#p))
-                }
-            };
-            // Per load and reduction iteration, every column tile's `NR` cells:
-            // `NR` × ⌈columns / `NR`⌉ < columns + `NR`, the widest `NR` bounding
-            // every copy's. Saturating: a size past memory fails to allocate instead
-            // of wrapping to a panel too small.
-            let (cs, ce) = self.own_range(&panel.columns)?;
-            let columns = if panel.columns.start == Expr::Int(0) {
-                quote!(#ce)
-            } else {
-                quote!((#ce - #cs))
-            };
-            let wide = lit(&format!("{}_i64", nr - 1));
+            let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
             let trips = panel
                 .reduce
                 .iter()
@@ -161,9 +143,7 @@ impl Gen<'_> {
             };
             let lines = self.need(Helper::Lines);
             allocs.push(quote! {
-                let mut #name: #lines<#t> = #lines::zeroed(
-                    (#len as usize).saturating_mul(#columns.saturating_add(#wide).max(0) as usize) #loads,
-                );
+                let mut #name: #lines<#t> = #lines::zeroed(#len as usize * #cells);
             });
             params.push(quote!(#name: &mut [#t]));
             args.push(quote!(&mut #name));
@@ -207,7 +187,7 @@ impl Gen<'_> {
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` \
-             (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of \
+             (register tile), `KC` (reduction block of a tile), `TB` (cache block of \
              an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
              uses them."
         );
@@ -215,8 +195,8 @@ impl Gen<'_> {
             " Every buffer has the length its shape gives (checked by the kernel)."
         } else {
             " Every buffer has the length its shape gives (checked by the kernel), every \
-             panel room for `KC` × `NR` cells per packed load, inner reduction iteration \
-             and column tile."
+             panel room for `KC` × `NR` cells per packed load and inner reduction \
+             iteration."
         };
         // Inside a thread team the copy returns from the team's closure.
         let done = if self.threaded {
@@ -311,8 +291,6 @@ pub(super) enum Fact {
     Nr,
     /// [`Target::tile_depth`].
     Kc,
-    /// [`Target::tile_row_block`].
-    Mc,
     /// [`Target::cache_block`].
     Tb,
     /// [`Target::vector_bytes`].
@@ -321,13 +299,12 @@ pub(super) enum Fact {
 
 impl Fact {
     /// Every fact, in declaration order.
-    pub(super) const ALL: [Fact; 8] = [
+    pub(super) const ALL: [Fact; 7] = [
         Fact::Fma,
         Fact::Lanes,
         Fact::Mr,
         Fact::Nr,
         Fact::Kc,
-        Fact::Mc,
         Fact::Tb,
         Fact::Vec,
     ];
@@ -340,7 +317,6 @@ impl Fact {
             Fact::Mr => "MR",
             Fact::Nr => "NR",
             Fact::Kc => "KC",
-            Fact::Mc => "MC",
             Fact::Tb => "TB",
             Fact::Vec => "VEC",
         }
@@ -369,7 +345,6 @@ impl Fact {
             Fact::Mr => target.tile_rows,
             Fact::Nr => target.tile_cols,
             Fact::Kc => target.tile_depth,
-            Fact::Mc => target.tile_row_block,
             Fact::Tb => target.cache_block,
             Fact::Vec => target.vector_bytes,
         };

@@ -4,7 +4,6 @@
 //! and which tiles pack which loads into which panels. The printing phases read
 //! it; none of them records what it printed for the kernel's items to learn from.
 
-use super::tile::panel_columns;
 use super::*;
 
 /// How a nest `loops` (outermost first) is realized in a scheduled kernel.
@@ -36,13 +35,11 @@ pub(super) struct Plan {
     pub shared: Vec<(usize, usize)>,
 }
 
-/// A tile's packed panel, `i{c}_panel`: for every column tile of `columns`, `loads`
-/// runs of `NR` cells per reduction iteration, for at most `KC` iterations of the
-/// outermost reduction loop (`reduce`: the reduction loops, outermost first, whose
-/// trip counts size it).
+/// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
+/// iteration, for at most `KC` iterations of the outermost reduction loop (`reduce`:
+/// the reduction loops, outermost first, whose trip counts size it).
 pub(super) struct Panel {
     pub name: Ident,
-    pub columns: Loop,
     pub reduce: Vec<Loop>,
     pub loads: usize,
 }
@@ -149,9 +146,7 @@ impl Gen<'_> {
                 plan.facts.extend([Fact::Mr, Fact::Nr]);
                 if block_reduction {
                     plan.facts.insert(Fact::Kc);
-                    if self.plan_panel(loops, plan) {
-                        plan.facts.insert(Fact::Mc);
-                    }
+                    self.plan_panel(loops, plan);
                 }
                 // The plain nest small ranges run.
                 self.plan_in(loops, plan);
@@ -180,26 +175,20 @@ impl Gen<'_> {
     }
 
     /// The panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
-    /// some load ([`Gen::packable`], [`panel_columns`]); the first tile of a column
-    /// loop id names it. Whether the tile packs.
-    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
+    /// some load ([`Gen::packable`]); the first tile of a column loop id names it.
+    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) {
         let [rl, cl, reduce @ ..] = loops else {
-            return false;
+            return;
         };
-        if !panel_columns(cl) {
-            return false;
-        }
         let loads = self.packable(rl, cl, reduce).len();
         let name = ident(&format!("i{}_panel", cl.id.0));
         if loads > 0 && !plan.panels.iter().any(|q| q.name == name) {
             plan.panels.push(Panel {
                 name,
-                columns: cl.clone(),
                 reduce: reduce.to_vec(),
                 loads,
             });
         }
-        loads > 0
     }
 
     /// Whether statement `s` is printed with a fused multiply-add (`FMA`): an
