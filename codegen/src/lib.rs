@@ -29,6 +29,7 @@ pub mod index;
 pub mod interp;
 pub mod loops;
 pub mod pass;
+pub mod plan;
 pub mod run;
 pub mod signature;
 pub mod sizes;

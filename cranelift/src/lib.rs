@@ -41,13 +41,12 @@
 //! modules as `crate::loops`, `crate::uop`, ... through the imports below.
 
 // The compiler's modules under the names this backend's files use.
-use uop_codegen::{backend, index, loops, run, signature, sizes, target, tensor, uop};
+use uop_codegen::{backend, index, loops, plan, run, signature, sizes, target, tensor, uop};
 
 pub mod abi;
 mod buffers;
 pub mod runtime;
 mod translate;
-mod vector;
 mod vmath;
 
 use std::collections::{HashMap, VecDeque};

@@ -43,9 +43,9 @@ use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 use super::JitError;
 use super::abi::Status;
 use super::runtime::{Linking, MathFn, RuntimeFn};
-use super::vector::{self, VectorPlan};
 use super::vmath::{self, Inline};
 use crate::loops::analysis::Stride;
+use crate::plan::{self, VectorPlan};
 
 mod access;
 mod index;

@@ -34,7 +34,7 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// A nest `for r { for c [jammed] { y[..] op= f(r, c) } }` of [`vector::jam_plan`]:
+    /// A nest `for r { for c [jammed] { y[..] op= f(r, c) } }` of [`plan::jam_plan`]:
     /// [`Target::jam_rows`] rows at a time (a power of two), each element of `y` loaded once, combined with the
     /// rows' values in row order and stored once (a column sum: one load and one
     /// store of `y` per four rows instead of per row); the last rows run plainly.
@@ -107,19 +107,19 @@ impl<M: Module> Translator<'_, '_, M> {
         };
         if self.vectorize
             && inner.first().is_some_and(|c| c.schedule.tile.is_some())
-            && let Some(reductions) = vector::tile_plan(self.p, loops)
+            && let Some(reductions) = plan::tile_plan(self.p, loops)
         {
             return self.tiled(cx, loops, &reductions);
         }
         if let [c] = inner
             && self.vectorize
-            && let Some((dst, src)) = vector::transpose_plan(self.p, outer, c)
+            && let Some((dst, src)) = plan::transpose_plan(self.p, outer, c)
         {
             return self.blocked_transpose(cx, outer, c, dst, src);
         }
         if let [c] = inner
             && self.vectorize
-            && vector::jam_plan(self.p, c)
+            && plan::jam_plan(self.p, c, &self.target)
         {
             return self.jammed_rows(cx, outer, c);
         }
@@ -129,7 +129,7 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.def_var(iv, start);
         if inner.is_empty()
             && self.vectorize
-            && let Some(plan) = vector::plan(self.p, outer)
+            && let Some(plan) = plan::vector_plan(self.p, outer, &self.target)
         {
             self.vector_loop(cx, outer, &plan, iv, start, end)?;
         }

@@ -1,4 +1,4 @@
-//! Register tiles in the JIT: a [`tile_plan`](super::vector::tile_plan) nest
+//! Register tiles in the JIT: a [`tile_plan`](crate::plan::tile_plan) nest
 //! `for r { for c [tile] { v = id; for k… { v op= f(r, c, k) }; stmts(v) } }` runs
 //! `tile_rows` rows by `tile_vectors` vectors of columns at a time, each cell's partial
 //! result in a lane of a vector register for the whole reduction:
@@ -37,7 +37,7 @@ use cranelift_module::Module;
 use crate::loops::{Access, Loop, Subscript, VarId};
 use crate::uop::Accum;
 
-use super::{JitError, Translator, vector};
+use super::{JitError, Translator, plan};
 
 /// Where a tile is: its row and column loops, its first row and column, and its
 /// column panel.
@@ -78,7 +78,7 @@ impl Panel {
 }
 
 impl<M: Module> Translator<'_, '_, M> {
-    /// The nest `loops = [r, c, k…]` of a [`tile_plan`](super::vector::tile_plan),
+    /// The nest `loops = [r, c, k…]` of a [`tile_plan`](crate::plan::tile_plan),
     /// whose reductions are `reductions`, as register tiles (see the module docs).
     pub(super) fn tiled(
         &mut self,
@@ -138,7 +138,7 @@ impl<M: Module> Translator<'_, '_, M> {
             .into_iter()
             .filter(|(a, _)| {
                 !crate::loops::analysis::access_mentions(a, r.id.0)
-                    && vector::stride(a, c.id) == crate::loops::analysis::Stride::Unit
+                    && plan::stride(a, c.id) == crate::loops::analysis::Stride::Unit
             })
             .map(|(a, _)| a)
             .collect();
@@ -304,7 +304,7 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// The reduction loops of a tile, `body` inside the innermost. The loads of
     /// the innermost loop whose address advances by a fixed step (see
-    /// [`vector::unit_axes`]; proven in range, subscripts of `+ - *` alone) get it
+    /// [`plan::unit_axes`]; proven in range, subscripts of `+ - *` alone) get it
     /// from a variable set before the loop, one per
     /// row of the tile for loads that move with the rows, and advanced at the end
     /// of each iteration: no index arithmetic in the loop.
@@ -422,7 +422,7 @@ impl<M: Module> Translator<'_, '_, M> {
 
 /// The loads of `k`'s statements whose address can be carried from one iteration
 /// of `k` to the next, each once, with the axes that move with `k` (see
-/// [`vector::unit_axes`]): proven in range, their subscripts built by `+ - *`
+/// [`plan::unit_axes`]): proven in range, their subscripts built by `+ - *`
 /// alone, which wrap (see [`Arith::Wrapping`](super::index::Arith)), so computing an address before
 /// a loop that does not run cannot fail.
 fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
@@ -441,7 +441,7 @@ fn carried_loads(k: &Loop) -> Vec<(Access, Vec<usize>)> {
                 Subscript::Expr(e) => super::index::ring_only(e),
                 Subscript::Value(_) => false,
             });
-            let axes = vector::unit_axes(&a, k.id).filter(|_| ring && !a.checked)?;
+            let axes = plan::unit_axes(&a, k.id).filter(|_| ring && !a.checked)?;
             Some((a, axes))
         })
         .collect()

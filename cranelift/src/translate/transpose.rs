@@ -4,7 +4,7 @@ use super::*;
 
 impl<M: Module> Translator<'_, '_, M> {
     /// A blocked nest `for r { for c { dst[..] = src[..] } }` of
-    /// [`vector::transpose_plan`]: [`Target::cache_block`]-square cache blocks of `lanes × lanes`
+    /// [`plan::transpose_plan`]: [`Target::cache_block`]-square cache blocks of `lanes × lanes`
     /// tiles, each read as `lanes` vectors along `r` (one per column), transposed in
     /// registers and written as `lanes` vectors along `c` (one per row); the ragged
     /// right and bottom strips run element by element. Every element is written once

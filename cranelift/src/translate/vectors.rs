@@ -53,7 +53,7 @@ impl<M: Module> Translator<'_, '_, M> {
         self.b.switch_to_block(vector_part);
         self.b.seal_block(vector_part);
         let mut hoisted = Vec::new();
-        for load in vector::invariant_loads(l) {
+        for load in plan::invariant_loads(l) {
             // In a jam, a load that moves with the rows is loaded per row.
             if let (Some((r, ..)), Value::Load { access, .. }) = (cx.jam, &load)
                 && crate::loops::analysis::access_mentions(access, r)
@@ -213,7 +213,7 @@ impl<M: Module> Translator<'_, '_, M> {
     ) -> Result<IrValue, JitError> {
         let vt = self.vector_type();
         Ok(match v {
-            Value::Load { access, .. } => match vector::stride(access, l.id) {
+            Value::Load { access, .. } => match plan::stride(access, l.id) {
                 Stride::Unit => {
                     let (addr, _) = self.address(cx, access)?;
                     let at = self.copy_bytes(cx);

@@ -193,6 +193,37 @@ fn unrolled_element_wise_loops_are_exact_with_tails() {
 }
 
 #[test]
+fn loops_of_index_values_and_short_lane_by_lane_operations_unroll_exactly() {
+    // Not math-heavy (`loops::analysis::math_heavy`): these run four vectors per
+    // iteration, their index values and `rsqrt floor sign` lane by lane in each.
+    for n in RAGGED {
+        // The causal mask of examples/programs/masked.uop: two iotas compared.
+        check(
+            "input x: f32[T, T]\nrow = iota([T, T], 0)\ncol = iota([T, T], 1)\n\
+             y = where(le(col, row), x, -inf)\noutput y\n",
+            &[(DType::F32, vec![n, n])],
+            exact,
+            n,
+        );
+        // An argmax (of a non-empty axis): a `min=` over column indices, split.
+        if n > 0 {
+            check(
+                "input x: f32[B, N]\ny = reduce_argmax(x, [1])\noutput y\n",
+                &[(DType::F32, vec![3, n])],
+                exact,
+                n,
+            );
+        }
+        check(
+            "input x: f32[N]\ny = add(rsqrt(add(abs(x), 1.0)), mul(floor(x), sign(x)))\noutput y\n",
+            &[(DType::F32, vec![n])],
+            exact,
+            n,
+        );
+    }
+}
+
+#[test]
 fn column_sums_accumulate_exactly_at_ragged_widths() {
     // The loop over rows is outermost: each output element adds its column in order.
     for c in RAGGED {

@@ -41,15 +41,16 @@ impl Gen<'_> {
         })
     }
 
-    /// The accesses of a blocked nest the [`Helper::Transpose`] helper can copy
-    /// ([`crate::loops::analysis::transpose_copy`]), into a tensor this kernel writes and
-    /// between buffers it holds whole.
+    /// The accesses of a blocked nest the [`Helper::Transpose`] helper can copy: the
+    /// [`transpose_plan`](crate::plan::transpose_plan) both backends follow, within
+    /// the helper's limits (into a tensor this kernel writes, between buffers it
+    /// holds whole).
     pub(super) fn transpose_copy<'l>(
         &self,
         rl: &Loop,
         cl: &'l Loop,
     ) -> Option<(&'l Access, &'l Access)> {
-        let (dst, src) = crate::loops::analysis::transpose_copy(self.p, rl, cl)?;
+        let (dst, src) = crate::plan::transpose_plan(self.p, rl, cl)?;
         let whole = |a: &Access| self.row_local(a.tensor).is_none();
         (whole(dst) && whole(src) && self.tensor_kind(dst.tensor) != TensorKind::Input)
             .then_some((dst, src))

@@ -13,27 +13,41 @@ impl Gen<'_> {
         used: &BTreeSet<String>,
         row_lens: &[(TensorId, Ident)],
     ) -> Result<(TokenStream, TokenStream), EmitError> {
-        let p = self.p;
         let name = &k.name;
         let loops_fn = ident(&format!("{name}_loops"));
-        let t = &self.float;
-        let mut params = Vec::new();
-        let mut args = Vec::new();
-        let mut forward = Vec::new();
+        let mut a = LoopsArgs::default();
         // Threaded: every thread runs the loops on its part; what they write is
         // shared as `Shared` buffers, made once before the threads start.
-        let mut share = Vec::new();
-        let mut allocs = Vec::new();
         let shared = if self.threaded {
             let shared = self.need(Helper::Shared);
             let part = self.need(Helper::Part);
-            params.push(quote!(part: #part<'_>));
-            args.push(quote!(part));
-            forward.push(quote!(part));
+            a.pass(quote!(part: #part<'_>), quote!(part), quote!(part));
             Some(shared)
         } else {
             None
         };
+        self.tensor_args(&mut a, shared.as_ref(), row_lens);
+        self.size_args(&mut a, used);
+        self.piece_args(&mut a, shared.as_ref());
+        self.panel_args(&mut a)?;
+        let (generics, turbofish) = self.const_generics();
+        let (copies, arms) = self.copies(name, &loops_fn, &a, &turbofish);
+        let items = self.loops_fn(name, &loops_fn, &generics, &a.params, body);
+        let generic = &turbofish[0];
+        let run = self.dispatch(&loops_fn, generic, &a, &arms)?;
+        Ok((quote!(#items #(#copies)*), run))
+    }
+
+    /// The buffers the loops take: the inputs, outputs and temporaries they touch
+    /// (outputs and temporaries as `Shared` when threaded; a row a thread keeps for
+    /// itself allocated per thread).
+    fn tensor_args(
+        &self,
+        a: &mut LoopsArgs,
+        shared: Option<&TokenStream>,
+        row_lens: &[(TensorId, Ident)],
+    ) {
+        let p = self.p;
         let touched = touched_tensors(p);
         let tensors = p.inputs.iter().chain(&p.outputs).copied().chain(
             (0..p.tensors.len()).map(TensorId).filter(|&t| {
@@ -49,15 +63,16 @@ impl Gen<'_> {
             let row_len = row_lens.iter().find(|(t, _)| *t == tid).map(|(_, len)| len);
             match self.tensor_kind(tid) {
                 TensorKind::Input => {
-                    params.push(quote!(#id: &[#e]));
-                    args.push(quote!(#id));
+                    a.params.push(quote!(#id: &[#e]));
+                    a.args.push(quote!(#id));
                 }
                 _ if row_len.is_some() => {
                     // Each thread its own row.
                     let lines = self.need(Helper::Lines);
-                    allocs.push(quote!(let mut #id: #lines<#e> = #lines::zeroed(#row_len);));
-                    params.push(quote!(#id: &mut [#e]));
-                    args.push(quote!(&mut #id));
+                    a.allocs
+                        .push(quote!(let mut #id: #lines<#e> = #lines::zeroed(#row_len);));
+                    a.params.push(quote!(#id: &mut [#e]));
+                    a.args.push(quote!(&mut #id));
                 }
                 kind => {
                     let buffer = if kind == TensorKind::Temp {
@@ -65,58 +80,63 @@ impl Gen<'_> {
                     } else {
                         quote!(#id)
                     };
-                    match &shared {
+                    match shared {
                         Some(sh) => {
-                            params.push(quote!(#id: #sh<'_, #e>));
-                            share.push(quote!(let #id = #sh::new(#buffer);));
-                            args.push(quote!(#id));
+                            a.params.push(quote!(#id: #sh<'_, #e>));
+                            a.share.push(quote!(let #id = #sh::new(#buffer);));
+                            a.args.push(quote!(#id));
                         }
                         None => {
-                            params.push(quote!(#id: &mut [#e]));
-                            args.push(buffer);
+                            a.params.push(quote!(#id: &mut [#e]));
+                            a.args.push(buffer);
                         }
                     }
                 }
             }
-            forward.push(quote!(#id));
+            a.forward.push(quote!(#id));
         }
+    }
+
+    /// The dims and parameters the loops use, as `i64`s.
+    fn size_args(&self, a: &mut LoopsArgs, used: &BTreeSet<String>) {
         for d in self.dim_order() {
             if used.contains(&d) {
                 let id = &self.dims[&d];
-                params.push(quote!(#id: i64));
-                args.push(quote!(#id));
-                forward.push(quote!(#id));
+                a.pass(quote!(#id: i64), quote!(#id), quote!(#id));
             }
         }
-        for pn in &p.params {
+        for pn in &self.p.params {
             if used.contains(&format!("${pn}")) {
                 let id = &self.params[pn];
-                params.push(quote!(#id: i64));
-                args.push(quote!(#id));
-                forward.push(quote!(#id));
+                a.pass(quote!(#id: i64), quote!(#id), quote!(#id));
             }
         }
+    }
+
+    /// Per block folded in pieces: its partial results (`Shared` when threaded),
+    /// its piece length and count.
+    fn piece_args(&self, a: &mut LoopsArgs, shared: Option<&TokenStream>) {
+        let t = &self.float;
         for pc in &self.pieces {
             let n = pc.outer.id.0;
-            if let Some(sh) = &shared {
+            if let Some(sh) = shared {
                 for c in &pc.vars {
                     let b = ident(&format!("v{}_pieces", c.var.0));
-                    params.push(quote!(#b: #sh<'_, #t>));
-                    share.push(quote!(let #b = #sh::new(&mut #b);));
-                    args.push(quote!(#b));
-                    forward.push(quote!(#b));
+                    a.share.push(quote!(let #b = #sh::new(&mut #b);));
+                    a.pass(quote!(#b: #sh<'_, #t>), quote!(#b), quote!(#b));
                 }
             }
             for what in ["piece_len", "pieces"] {
                 let id = ident(&format!("i{n}_{what}"));
-                params.push(quote!(#id: i64));
-                args.push(quote!(#id));
-                forward.push(quote!(#id));
+                a.pass(quote!(#id: i64), quote!(#id), quote!(#id));
             }
         }
-        // Per target: fused multiply-add, partial results of a split reduction,
-        // register tile rows × columns, reduction block of a tile.
-        let consts = &self.plan.facts;
+    }
+
+    /// The tiles' packed panels ([`Plan::panels`]), allocated (per thread) for the
+    /// widest copy: `KC` reduction iterations (or fewer) of `NR` cells per load.
+    fn panel_args(&self, a: &mut LoopsArgs) -> Result<(), EmitError> {
+        let t = &self.float;
         let copies = Target::X86_64;
         let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
         for panel in &self.plan.panels {
@@ -142,23 +162,31 @@ impl Gen<'_> {
                 trips => quote!(#(#trips)*.clamp(0, #kc)),
             };
             let lines = self.need(Helper::Lines);
-            allocs.push(quote! {
+            a.allocs.push(quote! {
                 let mut #name: #lines<#t> = #lines::zeroed(#len as usize * #cells);
             });
-            params.push(quote!(#name: &mut [#t]));
-            args.push(quote!(&mut #name));
-            forward.push(quote!(#name));
+            a.pass(quote!(#name: &mut [#t]), quote!(&mut #name), quote!(#name));
         }
+        Ok(())
+    }
+
+    /// The loops function's const generics (the [`Plan::facts`] it uses, in
+    /// [`Fact::ALL`]'s order), and per copy of [`Target::X86_64`] the turbofish
+    /// giving their values.
+    fn const_generics(&self) -> (TokenStream, Vec<TokenStream>) {
+        let copies = Target::X86_64;
         let mut generics = Vec::new();
         let mut values = vec![Vec::new(); copies.len()];
-        for fact in Fact::ALL.into_iter().filter(|f| consts.contains(f)) {
+        for fact in Fact::ALL
+            .into_iter()
+            .filter(|f| self.plan.facts.contains(f))
+        {
             generics.push(fact.generic());
             for (v, target) in values.iter_mut().zip(&copies) {
                 v.push(fact.value(target));
             }
         }
-        // Per copy, the const arguments of the loops function.
-        let turbofish: Vec<TokenStream> = values
+        let turbofish = values
             .iter()
             .map(|v| {
                 if v.is_empty() {
@@ -173,17 +201,37 @@ impl Gen<'_> {
         } else {
             quote!(<#(#generics),*>)
         };
+        (generics, turbofish)
+    }
+
+    /// `#[allow(clippy::too_many_arguments)]` for a loops function or copy of more
+    /// than seven parameters.
+    fn allow_args(params: &[TokenStream]) -> TokenStream {
+        if params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        }
+    }
+
+    /// The loops function `{name}_loops`, generic over the target constants, with
+    /// its doc and safety contract.
+    fn loops_fn(
+        &self,
+        name: &str,
+        loops_fn: &Ident,
+        generics: &TokenStream,
+        params: &[TokenStream],
+        body: TokenStream,
+    ) -> TokenStream {
+        let consts = &self.plan.facts;
         let allow_ranges = if consts.iter().any(|c| matches!(c, Fact::Lanes | Fact::Mr)) {
             // Lanes and tile cells are indexed by their position on purpose.
             quote!(#[allow(clippy::needless_range_loop)])
         } else {
             quote!()
         };
-        let allow_args = if params.len() > 7 {
-            quote!(#[allow(clippy::too_many_arguments)])
-        } else {
-            quote!()
-        };
+        let allow_args = Self::allow_args(params);
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` \
@@ -198,17 +246,46 @@ impl Gen<'_> {
              panel room for `KC` × `NR` cells per packed load and inner reduction \
              iteration."
         };
+        quote! {
+            #[doc = #loops_doc]
+            ///
+            /// # Safety
+            ///
+            #[doc = #safety]
+            #[inline(always)]
+            #allow_ranges
+            #allow_args
+            unsafe fn #loops_fn #generics(#(#params),*) {
+                #body
+            }
+        }
+    }
+
+    /// A copy of the loops per level above the baseline, compiled with the level's
+    /// features, and the dispatch's arm calling each, widest first.
+    fn copies(
+        &self,
+        name: &str,
+        loops_fn: &Ident,
+        a: &LoopsArgs,
+        turbofish: &[TokenStream],
+    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let LoopsArgs {
+            params,
+            args,
+            forward,
+            ..
+        } = a;
+        let allow_args = Self::allow_args(params);
         // Inside a thread team the copy returns from the team's closure.
         let done = if self.threaded {
             quote!(return;)
         } else {
             quote!(return Ok(());)
         };
-        // A copy of the loops per level above the baseline, compiled with the
-        // level's features; the dispatch tries the widest first.
         let mut copy_items = Vec::new();
         let mut arms = Vec::new();
-        for (n, (target, fish)) in copies.iter().zip(&turbofish).enumerate().skip(1) {
+        for (n, (target, fish)) in Target::X86_64.iter().zip(turbofish).enumerate().skip(1) {
             let copy_fn = ident(&format!("{name}_{}", target.name));
             let doc = format!(" [`{name}_loops`] compiled for {}.", target.description);
             let features = target.features;
@@ -230,22 +307,24 @@ impl Gen<'_> {
             });
         }
         arms.reverse();
-        let items = quote! {
-            #[doc = #loops_doc]
-            ///
-            /// # Safety
-            ///
-            #[doc = #safety]
-            #[inline(always)]
-            #allow_ranges
-            #allow_args
-            unsafe fn #loops_fn #generics(#(#params),*) {
-                #body
-            }
+        (copy_items, arms)
+    }
 
-            #(#copy_items)*
-        };
-        let generic = &turbofish[0];
+    /// The run-time choice of a copy by the CPU's level (the baseline's generic
+    /// loops last), inside a thread team when the kernel is threaded.
+    fn dispatch(
+        &self,
+        loops_fn: &Ident,
+        generic: &TokenStream,
+        a: &LoopsArgs,
+        arms: &[TokenStream],
+    ) -> Result<TokenStream, EmitError> {
+        let LoopsArgs {
+            args,
+            share,
+            allocs,
+            ..
+        } = a;
         let level = self.need(Helper::CpuLevel);
         let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
@@ -256,7 +335,7 @@ impl Gen<'_> {
             }
             unsafe { #loops_fn #generic(#(#args),*) };
         };
-        let run = if self.threaded {
+        Ok(if self.threaded {
             let in_parts = self.need(Helper::Parts);
             let work = self.parallel_work()?;
             // Its dims are the loops' own, already bound for the body; keep them
@@ -272,8 +351,32 @@ impl Gen<'_> {
             }
         } else {
             quote!(#(#allocs)* #dispatch)
-        };
-        Ok((items, run))
+        })
+    }
+}
+
+/// What the loops function takes, and what is made before calling it.
+#[derive(Default)]
+struct LoopsArgs {
+    /// The loops function's (and each copy's) parameters.
+    params: Vec<TokenStream>,
+    /// The kernel's arguments of a call of a copy.
+    args: Vec<TokenStream>,
+    /// A copy's arguments of its call of the loops function.
+    forward: Vec<TokenStream>,
+    /// `Shared` buffers, made once before the threads start.
+    share: Vec<TokenStream>,
+    /// Buffers each thread allocates (rows, panels).
+    allocs: Vec<TokenStream>,
+}
+
+impl LoopsArgs {
+    /// A parameter passed through unchanged: its declaration, the kernel's argument
+    /// and the copy's.
+    fn pass(&mut self, param: TokenStream, arg: TokenStream, forward: TokenStream) {
+        self.params.push(param);
+        self.args.push(arg);
+        self.forward.push(forward);
     }
 }
 

@@ -143,319 +143,72 @@ impl Gen<'_> {
         ident(&format!("{}_shape", self.tensors[t.0]))
     }
 
+    /// The kernel's items: its shapes struct and function, its sizes function, the
+    /// kernel function and its per-CPU loops. The body is generated first: what it
+    /// uses decides which dims the kernel binds; the shapes function binds what the
+    /// shapes, the sizes and the assertions use.
     pub(super) fn items(
         &self,
         k: &KernelSource,
         scope: &mut Scope,
     ) -> Result<TokenStream, EmitError> {
-        let (p, sig) = (self.p, &self.sig);
-        let kernel = self.kernel_lit();
-        let t = &self.float;
-        for (spec, input) in sig.inputs.iter().zip(&p.inputs) {
-            let name = format!("{}_shape", self.tensors[input.0]);
-            if scope.fresh(&name) != name {
-                return Err(self.unsupported(format!(
-                    "`{name}` names both a tensor and the shape of `{}`",
-                    spec.name
-                )));
-            }
-        }
-        let shapes_fn = ident(&format!("{}_shapes", k.name));
-        let sizes_fn = ident(&format!("{}_sizes", k.name));
-        let kernel_fn = ident(&k.name);
-        let shapes_ty = ident(&format!("{}Shapes", camel(&k.name)));
-        let elem = |dtype: DType| match dtype {
-            DType::I32 => quote!(i32),
-            _ => quote!(#t),
-        };
-
-        // ---- body first: it decides which dims the kernel binds.
-        let _ = self.take_used();
-        let mut body = TokenStream::new();
-        // Whether some group holds unchecked accesses (in an `unsafe` block).
-        let mut unchecked = false;
-        for group in self.groups() {
-            body.extend(self.group(group)?);
-            unchecked |= *self.unsafe_used.borrow();
-        }
-        // The per-CPU dispatch calls the loops' copies in `unsafe` blocks.
-        let dispatched = self.scheduled && !body.is_empty();
-        let mut temps = TokenStream::new();
-        // Row buffers the kernel allocates (per thread) and the length of each.
-        let mut row_lens = Vec::new();
-        for (i, decl) in p.tensors.iter().enumerate() {
-            if decl.kind != TensorKind::Temp {
-                continue;
-            }
-            let id = &self.tensors[i];
-            let dims = decl
-                .shape
-                .iter()
-                .map(|e| self.idx(e).map(|x| x.0))
-                .collect::<Result<Vec<_>, _>>()?;
-            let name = decl.name.as_str();
-            if let Some(axis) = self.row_local(TensorId(i)) {
-                // The loops keep one row; its shape and the whole one must be valid.
-                let f = self.need(Helper::BufferLen);
-                temps.extend(quote!(#f(#kernel, #name, &[#(#dims),*])?;));
-                if row_literal_len(decl).is_none() {
-                    let mut row = dims.clone();
-                    row[axis] = quote!(1);
-                    let len = ident(&scope.fresh(&format!("{id}_row")));
-                    temps.extend(quote!(let #len = #f(#kernel, #name, &[#(#row),*])?;));
-                    row_lens.push((TensorId(i), len));
-                }
-                continue;
-            }
-            let e = elem(decl.dtype);
-            // Scheduled kernels' temporaries start a cache line (their vectors
-            // then never straddle two); unscheduled ones have no `unsafe` at all.
-            let buffer = if self.scheduled {
-                let f = self.need(Helper::ZeroedLines);
-                let lines = self.need(Helper::Lines);
-                quote!(let mut #id: #lines<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
-            } else {
-                let f = self.need(Helper::Zeroed);
-                quote!(let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
-            };
-            temps.extend(buffer);
-        }
-        temps.extend(self.piece_buffers()?);
-        let body_used = self.take_used();
-        let (per_cpu, body) = if self.scheduled && !body.is_empty() {
-            self.per_cpu(k, body, &body_used, &row_lens)?
-        } else {
-            (TokenStream::new(), body)
-        };
-
-        // ---- the sizes function
-        let mut sizes_item = TokenStream::new();
-        let mut sizes_args = Vec::new();
-        if !self.sizes.is_empty() {
-            let exprs = self
-                .sizes
-                .iter()
-                .map(|e| self.checked_idx(e))
-                .collect::<Result<Vec<_>, _>>()?;
-            let used = self.take_used();
-            let mut params = Vec::new();
-            let mut docs = Vec::new();
-            for e in &self.sizes {
-                docs.push(format!(" - `{e}`"));
-            }
-            for name in self.dim_order() {
-                if used.contains(&name) {
-                    sizes_args.push(self.dims[&name].clone());
-                }
-            }
-            for pn in &sig.params {
-                if used.contains(&format!("${pn}")) {
-                    sizes_args.push(self.params[pn].clone());
-                }
-            }
-            params.extend(sizes_args.iter().map(|a| quote!(#a: i64)));
-            let n = lit(&self.sizes.len().to_string());
-            let doc = format!(
-                " The sizes `{}` evaluates from its dims and parameters before it runs, \
-                 or `None` when one overflows or divides by zero:",
-                k.name
-            );
-            sizes_item = quote! {
-                #[doc = #doc]
-                #(#[doc = #docs])*
-                fn #sizes_fn(#(#params),*) -> Option<[i64; #n]> {
-                    Some([#(#exprs),*])
-                }
-            };
-        }
-
-        // ---- the shapes function
-        let mut shape_fields = Vec::new();
-        let mut shape_values = Vec::new();
-        let mut len_methods = Vec::new();
-        let mut element_checks = Vec::new();
-        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
-            let f = &self.tensors[o.0];
-            let rank = lit(&spec.rank().to_string());
-            let doc = format!(
-                " Shape of the output `{}`: `{}`.",
-                spec.name,
-                list(&spec.shape)
-            );
-            shape_fields.push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
-            let vals = spec
-                .shape
-                .iter()
-                .map(|e| self.entry_usize(e))
-                .collect::<Result<Vec<_>, _>>()?;
-            shape_values.push(quote!(#f: [#(#vals),*]));
-            let check = self.need(Helper::CheckElements);
-            let name = spec.name.as_str();
-            element_checks.push(quote!(#check(#kernel, #name, &shapes.#f)?;));
-            let m = ident(&format!("{f}_len"));
-            let doc = format!(
-                " Elements of `{}`: the length `{}` requires of that buffer.",
-                spec.name, k.name
-            );
-            len_methods.push(quote! {
-                #[doc = #doc]
-                pub fn #m(&self) -> usize {
-                    self.#f.iter().product()
-                }
-            });
-        }
-        let mut asserts = Vec::new();
-        for (l, r) in &sig.assertions {
-            let (lv, rv) = (self.entry_value(l)?, self.entry_value(r)?);
-            let (ls, rs) = (l.to_string(), r.to_string());
-            asserts.push(quote! {
-                if #lv != #rv {
-                    return Err(KernelError::Assertion {
-                        kernel: #kernel,
-                        left: #ls,
-                        right: #rs,
-                        left_value: #lv,
-                        right_value: #rv,
-                    });
-                }
-            });
-        }
-        let sizes_call = if self.sizes.is_empty() {
-            quote!()
-        } else {
-            // An output size or an assertion side evaluated once reads `sizes[k]`
-            // (see `entry_value`).
-            let uses = sig
-                .outputs
-                .iter()
-                .flat_map(|spec| &spec.shape)
-                .chain(sig.assertions.iter().flat_map(|(l, r)| [l, r]))
-                .any(|e| self.sizes.contains(e));
-            let call = quote!(#sizes_fn(#(#sizes_args),*).ok_or(KernelError::Overflow { kernel: #kernel })?);
-            if uses {
-                quote!(let sizes = #call;)
-            } else {
-                quote!(#call;)
-            }
-        };
+        self.reserve_shape_names(scope)?;
+        let names = ItemNames::new(k);
+        let body = self.kernel_body(k, scope)?;
+        let sizes = self.sizes_fn(k, &names.sizes_fn)?;
+        let shapes = self.shapes_parts()?;
+        let asserts = self.assertions()?;
+        let sizes_call = self.sizes_call(&names.sizes_fn, &sizes.args);
         let shapes_used = {
             let mut u = self.take_used();
-            u.extend(sizes_args.iter().filter_map(|a| self.name_of(a)));
+            u.extend(sizes.args.iter().filter_map(|a| self.name_of(a)));
             u
         };
         let mut shapes_scope = scope.clone();
         let shapes_binds = self.bind_dims(&mut shapes_scope, &shapes_used, true)?;
         let _ = self.take_used();
-
-        // ---- signatures
-        let mut shape_params = Vec::new();
-        let mut buffer_params = Vec::new();
-        let mut shape_args = Vec::new();
-        let mut len_checks = Vec::new();
-        for (spec, i) in sig.inputs.iter().zip(&p.inputs) {
-            let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
-            let rank = lit(&spec.rank().to_string());
-            let e = elem(spec.dtype);
-            // A rank-0 input has nothing for its shapes function to check.
-            let unused = ident(&format!("_{xs}"));
-            let shape_param = if spec.shape.is_empty() { &unused } else { &xs };
-            shape_params.push(quote!(#shape_param: [usize; #rank]));
-            buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
-            shape_args.push(quote!(#xs));
-            let f = self.need(Helper::CheckLen);
-            let name = spec.name.as_str();
-            len_checks.push(quote!(#f(#kernel, #name, #x.len(), &#xs)?;));
-        }
-        let mut param_params = Vec::new();
-        let mut shapes_param_params = Vec::new();
-        for pn in &sig.params {
-            let id = &self.params[pn];
-            param_params.push(quote!(#id: i64));
-            let used = shapes_used.contains(&format!("${pn}"));
-            let sid = if used {
-                id.clone()
-            } else {
-                ident(&format!("_{id}"))
-            };
-            shapes_param_params.push(quote!(#sid: i64));
-            shape_args.push(quote!(#id));
-        }
-        let mut out_params = Vec::new();
-        let mut zero_fills = Vec::new();
-        for (spec, o) in sig.outputs.iter().zip(&p.outputs) {
-            let y = &self.tensors[o.0];
-            let e = elem(spec.dtype);
-            out_params.push(quote!(#y: &mut [#e]));
-            let f = self.need(Helper::CheckLen);
-            let name = spec.name.as_str();
-            len_checks.push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
-            if !crate::loops::analysis::fully_written_first(p, *o) {
-                let zero = if spec.dtype == DType::I32 {
-                    quote!(0)
-                } else {
-                    quote!(0.0)
-                };
-                zero_fills.push(quote!(#y.fill(#zero);));
-            }
-        }
+        let sig = self.signature_parts(&shapes_used);
         let mut kernel_scope = scope.clone();
-        let kernel_binds = self.bind_dims(&mut kernel_scope, &body_used, false)?;
+        let kernel_binds = self.bind_dims(&mut kernel_scope, &body.used, false)?;
+        let docs = self.item_docs(k, body.unchecked || body.dispatched);
 
-        // ---- docs
-        let shapes_doc = format!(
-            " Output shapes of [`{}`], computed by [`{}_shapes`] from the input shapes{}.",
-            k.name,
-            k.name,
-            if sig.params.is_empty() {
-                ""
-            } else {
-                " and parameters"
-            }
-        );
-        let shapes_fn_doc = vec![
-            format!(
-                " The output shapes of [`{}`] for inputs of the given shapes{}: what to \
-                 allocate before calling it.",
-                k.name,
-                if sig.params.is_empty() {
-                    ""
-                } else {
-                    " and these parameters"
-                }
-            ),
-            String::new(),
-            " # Errors".into(),
-            String::new(),
-            format!(
-                " [`KernelError`] when the shapes do not fit the contract documented on [`{}`].",
-                k.name
-            ),
-        ];
-        let kernel_doc = self.kernel_doc(k);
-        let too_many = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len() > 7;
-        let allow = if too_many {
-            // The signature mirrors the program: a buffer and a shape per input, one
-            // argument per parameter and output.
-            quote!(#[allow(clippy::too_many_arguments)])
-        } else {
-            quote!()
-        };
-        let shapes_allow = if sig.inputs.len() + sig.params.len() > 7 {
-            quote!(#[allow(clippy::too_many_arguments)])
-        } else {
-            quote!()
-        };
-        let mut fast_doc = Vec::new();
-        if self.checks == Checks::Proven && (unchecked || dispatched) {
-            fast_doc.push(String::new());
-            fast_doc.push(
-                " `unsafe` blocks hold the loops whose accesses skip bounds checks: those \
-                 the bounds pass proved in range for every size this function accepts, \
-                 and those just checked by `offset`. Both rely on the buffer lengths \
-                 checked above them."
-                    .to_string(),
-            );
-        }
+        let ItemNames {
+            shapes_fn,
+            kernel_fn,
+            shapes_ty,
+            ..
+        } = names;
+        let ShapesParts {
+            fields: shape_fields,
+            values: shape_values,
+            len_methods,
+            element_checks,
+        } = shapes;
+        let SignatureParts {
+            shape_params,
+            buffer_params,
+            shape_args,
+            len_checks,
+            param_params,
+            shapes_param_params,
+            out_params,
+            zero_fills,
+        } = sig;
+        let ItemDocs {
+            shapes: shapes_doc,
+            shapes_fn: shapes_fn_doc,
+            kernel: kernel_doc,
+            fast: fast_doc,
+            allow,
+            shapes_allow,
+        } = docs;
+        let KernelBody {
+            per_cpu,
+            body,
+            temps,
+            ..
+        } = body;
+        let sizes_item = sizes.item;
         // A crate may call only some of a file's kernels: an unused one is not worth
         // a warning there (and what the kernel calls is then not reported either).
         let unused_ok = quote!(#[allow(dead_code)]);
@@ -502,6 +255,361 @@ impl Gen<'_> {
 
             #per_cpu
         })
+    }
+
+    /// Reserves `{tensor}_shape` for every input's shape argument; an error when a
+    /// tensor already has that name.
+    fn reserve_shape_names(&self, scope: &mut Scope) -> Result<(), EmitError> {
+        for (spec, input) in self.sig.inputs.iter().zip(&self.p.inputs) {
+            let name = format!("{}_shape", self.tensors[input.0]);
+            if scope.fresh(&name) != name {
+                return Err(self.unsupported(format!(
+                    "`{name}` names both a tensor and the shape of `{}`",
+                    spec.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The Rust type of an element of `dtype`.
+    fn elem(&self, dtype: DType) -> TokenStream {
+        let t = &self.float;
+        match dtype {
+            DType::I32 => quote!(i32),
+            _ => quote!(#t),
+        }
+    }
+
+    /// The kernel function's body: the groups' loops (through the per-CPU copies in
+    /// a scheduled kernel), and the temporaries they use, allocated before them.
+    fn kernel_body(&self, k: &KernelSource, scope: &mut Scope) -> Result<KernelBody, EmitError> {
+        let _ = self.take_used();
+        let mut body = TokenStream::new();
+        // Whether some group holds unchecked accesses (in an `unsafe` block).
+        let mut unchecked = false;
+        for group in self.groups() {
+            body.extend(self.group(group)?);
+            unchecked |= *self.unsafe_used.borrow();
+        }
+        // The per-CPU dispatch calls the loops' copies in `unsafe` blocks.
+        let dispatched = self.scheduled && !body.is_empty();
+        let (mut temps, row_lens) = self.temporaries(scope)?;
+        temps.extend(self.piece_buffers()?);
+        let used = self.take_used();
+        let (per_cpu, body) = if self.scheduled && !body.is_empty() {
+            self.per_cpu(k, body, &used, &row_lens)?
+        } else {
+            (TokenStream::new(), body)
+        };
+        Ok(KernelBody {
+            per_cpu,
+            body,
+            temps,
+            unchecked,
+            dispatched,
+            used,
+        })
+    }
+
+    /// The temporaries' allocations, and the row buffers the kernel allocates (per
+    /// thread) with the variable holding each one's length.
+    fn temporaries(
+        &self,
+        scope: &mut Scope,
+    ) -> Result<(TokenStream, Vec<(TensorId, Ident)>), EmitError> {
+        let kernel = self.kernel_lit();
+        let mut temps = TokenStream::new();
+        let mut row_lens = Vec::new();
+        for (i, decl) in self.p.tensors.iter().enumerate() {
+            if decl.kind != TensorKind::Temp {
+                continue;
+            }
+            let id = &self.tensors[i];
+            let dims = decl
+                .shape
+                .iter()
+                .map(|e| self.idx(e).map(|x| x.0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let name = decl.name.as_str();
+            if let Some(axis) = self.row_local(TensorId(i)) {
+                // The loops keep one row; its shape and the whole one must be valid.
+                let f = self.need(Helper::BufferLen);
+                temps.extend(quote!(#f(#kernel, #name, &[#(#dims),*])?;));
+                if row_literal_len(decl).is_none() {
+                    let mut row = dims.clone();
+                    row[axis] = quote!(1);
+                    let len = ident(&scope.fresh(&format!("{id}_row")));
+                    temps.extend(quote!(let #len = #f(#kernel, #name, &[#(#row),*])?;));
+                    row_lens.push((TensorId(i), len));
+                }
+                continue;
+            }
+            let e = self.elem(decl.dtype);
+            // Scheduled kernels' temporaries start a cache line (their vectors
+            // then never straddle two); unscheduled ones have no `unsafe` at all.
+            let buffer = if self.scheduled {
+                let f = self.need(Helper::ZeroedLines);
+                let lines = self.need(Helper::Lines);
+                quote!(let mut #id: #lines<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            } else {
+                let f = self.need(Helper::Zeroed);
+                quote!(let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
+            };
+            temps.extend(buffer);
+        }
+        Ok((temps, row_lens))
+    }
+
+    /// The sizes function `{kernel}_sizes` (none when the kernel evaluates no size
+    /// before its loops) and the dims and parameters it takes.
+    fn sizes_fn(&self, k: &KernelSource, sizes_fn: &Ident) -> Result<SizesFn, EmitError> {
+        let mut out = SizesFn {
+            item: TokenStream::new(),
+            args: Vec::new(),
+        };
+        if self.sizes.is_empty() {
+            return Ok(out);
+        }
+        let exprs = self
+            .sizes
+            .iter()
+            .map(|e| self.checked_idx(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        let used = self.take_used();
+        let docs: Vec<String> = self.sizes.iter().map(|e| format!(" - `{e}`")).collect();
+        for name in self.dim_order() {
+            if used.contains(&name) {
+                out.args.push(self.dims[&name].clone());
+            }
+        }
+        for pn in &self.sig.params {
+            if used.contains(&format!("${pn}")) {
+                out.args.push(self.params[pn].clone());
+            }
+        }
+        let params = out.args.iter().map(|a| quote!(#a: i64));
+        let n = lit(&self.sizes.len().to_string());
+        let doc = format!(
+            " The sizes `{}` evaluates from its dims and parameters before it runs, \
+             or `None` when one overflows or divides by zero:",
+            k.name
+        );
+        out.item = quote! {
+            #[doc = #doc]
+            #(#[doc = #docs])*
+            fn #sizes_fn(#(#params),*) -> Option<[i64; #n]> {
+                Some([#(#exprs),*])
+            }
+        };
+        Ok(out)
+    }
+
+    /// The shapes struct's fields and `_len` methods, and the shapes function's
+    /// values and element-count checks, one per output.
+    fn shapes_parts(&self) -> Result<ShapesParts, EmitError> {
+        let kernel = self.kernel_lit();
+        let mut parts = ShapesParts::default();
+        for (spec, o) in self.sig.outputs.iter().zip(&self.p.outputs) {
+            let f = &self.tensors[o.0];
+            let rank = lit(&spec.rank().to_string());
+            let doc = format!(
+                " Shape of the output `{}`: `{}`.",
+                spec.name,
+                list(&spec.shape)
+            );
+            parts
+                .fields
+                .push(quote!(#[doc = #doc] pub #f: [usize; #rank]));
+            let vals = spec
+                .shape
+                .iter()
+                .map(|e| self.entry_usize(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            parts.values.push(quote!(#f: [#(#vals),*]));
+            let check = self.need(Helper::CheckElements);
+            let name = spec.name.as_str();
+            parts
+                .element_checks
+                .push(quote!(#check(#kernel, #name, &shapes.#f)?;));
+            let m = ident(&format!("{f}_len"));
+            let doc = format!(
+                " Elements of `{}`: the length `{}` requires of that buffer.",
+                spec.name, self.name
+            );
+            parts.len_methods.push(quote! {
+                #[doc = #doc]
+                pub fn #m(&self) -> usize {
+                    self.#f.iter().product()
+                }
+            });
+        }
+        Ok(parts)
+    }
+
+    /// The shapes function's check of each `assert`.
+    fn assertions(&self) -> Result<Vec<TokenStream>, EmitError> {
+        let kernel = self.kernel_lit();
+        let mut asserts = Vec::new();
+        for (l, r) in &self.sig.assertions {
+            let (lv, rv) = (self.entry_value(l)?, self.entry_value(r)?);
+            let (ls, rs) = (l.to_string(), r.to_string());
+            asserts.push(quote! {
+                if #lv != #rv {
+                    return Err(KernelError::Assertion {
+                        kernel: #kernel,
+                        left: #ls,
+                        right: #rs,
+                        left_value: #lv,
+                        right_value: #rv,
+                    });
+                }
+            });
+        }
+        Ok(asserts)
+    }
+
+    /// The shapes function's call of the sizes function: `let sizes = …;` when an
+    /// output size or an assertion side reads `sizes[k]` (see `entry_value`), the
+    /// bare call (its overflow check) otherwise, nothing without sizes.
+    fn sizes_call(&self, sizes_fn: &Ident, args: &[Ident]) -> TokenStream {
+        if self.sizes.is_empty() {
+            return quote!();
+        }
+        let kernel = self.kernel_lit();
+        let uses = self
+            .sig
+            .outputs
+            .iter()
+            .flat_map(|spec| &spec.shape)
+            .chain(self.sig.assertions.iter().flat_map(|(l, r)| [l, r]))
+            .any(|e| self.sizes.contains(e));
+        let call = quote!(#sizes_fn(#(#args),*).ok_or(KernelError::Overflow { kernel: #kernel })?);
+        if uses {
+            quote!(let sizes = #call;)
+        } else {
+            quote!(#call;)
+        }
+    }
+
+    /// The parameters and argument checks of the shapes and kernel functions: a
+    /// buffer and a shape per input, one argument per parameter (`_`-prefixed in the
+    /// shapes function when `shapes_used` lacks it), a buffer per output (zeroed
+    /// first unless the loops write it whole first).
+    fn signature_parts(&self, shapes_used: &BTreeSet<String>) -> SignatureParts {
+        let kernel = self.kernel_lit();
+        let mut s = SignatureParts::default();
+        for (spec, i) in self.sig.inputs.iter().zip(&self.p.inputs) {
+            let (x, xs) = (&self.tensors[i.0], self.shape_arg(*i));
+            let rank = lit(&spec.rank().to_string());
+            let e = self.elem(spec.dtype);
+            // A rank-0 input has nothing for its shapes function to check.
+            let unused = ident(&format!("_{xs}"));
+            let shape_param = if spec.shape.is_empty() { &unused } else { &xs };
+            s.shape_params.push(quote!(#shape_param: [usize; #rank]));
+            s.buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
+            s.shape_args.push(quote!(#xs));
+            let f = self.need(Helper::CheckLen);
+            let name = spec.name.as_str();
+            s.len_checks
+                .push(quote!(#f(#kernel, #name, #x.len(), &#xs)?;));
+        }
+        for pn in &self.sig.params {
+            let id = &self.params[pn];
+            s.param_params.push(quote!(#id: i64));
+            let sid = if shapes_used.contains(&format!("${pn}")) {
+                id.clone()
+            } else {
+                ident(&format!("_{id}"))
+            };
+            s.shapes_param_params.push(quote!(#sid: i64));
+            s.shape_args.push(quote!(#id));
+        }
+        for (spec, o) in self.sig.outputs.iter().zip(&self.p.outputs) {
+            let y = &self.tensors[o.0];
+            let e = self.elem(spec.dtype);
+            s.out_params.push(quote!(#y: &mut [#e]));
+            let f = self.need(Helper::CheckLen);
+            let name = spec.name.as_str();
+            s.len_checks
+                .push(quote!(#f(#kernel, #name, #y.len(), &shapes.#y)?;));
+            if !crate::loops::analysis::fully_written_first(self.p, *o) {
+                let zero = if spec.dtype == DType::I32 {
+                    quote!(0)
+                } else {
+                    quote!(0.0)
+                };
+                s.zero_fills.push(quote!(#y.fill(#zero);));
+            }
+        }
+        s
+    }
+
+    /// The items' doc comments and `allow` attributes; `unsafe_doc` adds the
+    /// paragraph on the kernel's `unsafe` blocks.
+    fn item_docs(&self, k: &KernelSource, unsafe_doc: bool) -> ItemDocs {
+        let sig = &self.sig;
+        let shapes = format!(
+            " Output shapes of [`{}`], computed by [`{}_shapes`] from the input shapes{}.",
+            k.name,
+            k.name,
+            if sig.params.is_empty() {
+                ""
+            } else {
+                " and parameters"
+            }
+        );
+        let shapes_fn = vec![
+            format!(
+                " The output shapes of [`{}`] for inputs of the given shapes{}: what to \
+                 allocate before calling it.",
+                k.name,
+                if sig.params.is_empty() {
+                    ""
+                } else {
+                    " and these parameters"
+                }
+            ),
+            String::new(),
+            " # Errors".into(),
+            String::new(),
+            format!(
+                " [`KernelError`] when the shapes do not fit the contract documented on [`{}`].",
+                k.name
+            ),
+        ];
+        let too_many = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len() > 7;
+        let allow = if too_many {
+            // The signature mirrors the program: a buffer and a shape per input, one
+            // argument per parameter and output.
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let shapes_allow = if sig.inputs.len() + sig.params.len() > 7 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            quote!()
+        };
+        let mut fast = Vec::new();
+        if self.checks == Checks::Proven && unsafe_doc {
+            fast.push(String::new());
+            fast.push(
+                " `unsafe` blocks hold the loops whose accesses skip bounds checks: those \
+                 the bounds pass proved in range for every size this function accepts, \
+                 and those just checked by `offset`. Both rely on the buffer lengths \
+                 checked above them."
+                    .to_string(),
+            );
+        }
+        ItemDocs {
+            shapes,
+            shapes_fn,
+            kernel: self.kernel_doc(k),
+            fast,
+            allow,
+            shapes_allow,
+        }
     }
 
     /// Dims in binding order (first input first).
@@ -587,6 +695,86 @@ impl Gen<'_> {
         ));
         d
     }
+}
+
+/// The names of a kernel's items.
+struct ItemNames {
+    /// `{kernel}_shapes`
+    shapes_fn: Ident,
+    /// `{kernel}_sizes`
+    sizes_fn: Ident,
+    /// `{kernel}`
+    kernel_fn: Ident,
+    /// `{Kernel}Shapes`
+    shapes_ty: Ident,
+}
+
+impl ItemNames {
+    fn new(k: &KernelSource) -> ItemNames {
+        ItemNames {
+            shapes_fn: ident(&format!("{}_shapes", k.name)),
+            sizes_fn: ident(&format!("{}_sizes", k.name)),
+            kernel_fn: ident(&k.name),
+            shapes_ty: ident(&format!("{}Shapes", camel(&k.name))),
+        }
+    }
+}
+
+/// The kernel function's body ([`Gen::kernel_body`]).
+struct KernelBody {
+    /// The per-CPU copies of the loops and their dispatch (empty when unscheduled).
+    per_cpu: TokenStream,
+    /// The loops, or the call of their per-CPU copy.
+    body: TokenStream,
+    /// The temporaries' allocations.
+    temps: TokenStream,
+    /// Some group holds unchecked accesses.
+    unchecked: bool,
+    /// The loops run through the per-CPU dispatch (in `unsafe` blocks).
+    dispatched: bool,
+    /// The dims and parameters the body uses.
+    used: BTreeSet<String>,
+}
+
+/// The sizes function ([`Gen::sizes_fn`]).
+struct SizesFn {
+    item: TokenStream,
+    /// The dims and parameters it takes, in order.
+    args: Vec<Ident>,
+}
+
+/// The per-output parts of the shapes struct and function ([`Gen::shapes_parts`]).
+#[derive(Default)]
+struct ShapesParts {
+    fields: Vec<TokenStream>,
+    values: Vec<TokenStream>,
+    len_methods: Vec<TokenStream>,
+    element_checks: Vec<TokenStream>,
+}
+
+/// The parameters, arguments and checks of the shapes and kernel functions
+/// ([`Gen::signature_parts`]).
+#[derive(Default)]
+struct SignatureParts {
+    shape_params: Vec<TokenStream>,
+    buffer_params: Vec<TokenStream>,
+    shape_args: Vec<TokenStream>,
+    len_checks: Vec<TokenStream>,
+    param_params: Vec<TokenStream>,
+    shapes_param_params: Vec<TokenStream>,
+    out_params: Vec<TokenStream>,
+    zero_fills: Vec<TokenStream>,
+}
+
+/// The items' doc comments and attributes ([`Gen::item_docs`]).
+struct ItemDocs {
+    shapes: String,
+    shapes_fn: Vec<String>,
+    kernel: Vec<String>,
+    /// The paragraph on `unsafe` blocks, when the kernel has some.
+    fast: Vec<String>,
+    allow: TokenStream,
+    shapes_allow: TokenStream,
 }
 
 /// The tensors some statement of `p` reads or writes.
