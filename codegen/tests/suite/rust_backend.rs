@@ -133,6 +133,50 @@ fn disabling_the_chunk_pass_stores_gelu_value_by_value() {
 }
 
 #[test]
+fn disabling_the_line_pass_runs_the_column_sums_in_one_run() {
+    let program = parse(SUMS);
+    let split = emit("sums", &program, &RustOptions::default()).expect("emits");
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass("line");
+    let plain = emit("sums", &program, &off).expect("emits");
+    // The columns' loop ran in two runs split at a cache line of `columns`; now
+    // it is one loop over this thread's columns.
+    assert!(split.contains("for i2 in i2_first..i2_hi {"), "{split}");
+    assert!(!plain.contains("i2_first"), "{plain}");
+    assert!(plain.contains("for i2 in i2_lo..i2_hi {"), "{plain}");
+    // The threads' share still starts at a line (`SHARE_STEP`, not this mark).
+    assert!(plain.contains("range_in_steps(0, n, 64, rt::line_phase(columns.as_ptr(), 0))"));
+}
+
+#[test]
+fn disabling_the_align_pass_keeps_a_full_sums_chunks_in_place() {
+    let program = parse("input x: f32[N]\ntotal = reduce_sum(x, [0])\noutput total\n");
+    let aligned = emit("total", &program, &RustOptions::default()).expect("emits");
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass("align");
+    let plain = emit("total", &program, &off).expect("emits");
+    // Each piece's whole chunks started at a line of `x`, the partial results
+    // rotated back; now they start at the piece's start.
+    for realigned in ["rt::line_phase(x.as_ptr()", "rt::rotated_right("] {
+        assert!(aligned.contains(realigned), "{aligned}");
+        assert!(!plain.contains(realigned), "{plain}");
+    }
+    assert!(
+        plain.contains("for i0_chunk in (i0_start..i0_main).step_by(LANES) {"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn disabling_the_line_pass_starts_gelus_chunks_where_its_range_starts() {
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass("line");
+    let plain = emit("gelu", &parse(GELU), &off).expect("emits");
+    assert!(!plain.contains("line_phase"), "{plain}");
+    assert!(plain.contains("let i0_first = i0_start;"), "{plain}");
+}
+
+#[test]
 fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
     let src = emit("conv2d", &parse(CONV2D), &RustOptions::default()).expect("emits");
     // The `pad` pass fills `x_pad` with zeros, then copies `x` into its interior; the

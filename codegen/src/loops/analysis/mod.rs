@@ -1,19 +1,21 @@
 //! Analyses of the loop IR that the passes and both backends share, one definition
 //! each: how an access moves along a loop ([`stride`]), traversals and rewrites of
 //! blocks ([`walk`]), which symbolic sizes are equal ([`ShapeGroups`]), which
-//! rows may be jammed ([`jammable`]) and which loops may run in chunks
-//! ([`chunkable`]).
+//! rows may be jammed ([`jammable`]), which loops may run in chunks
+//! ([`chunkable`]) and which accesses a loop aligns to cache lines ([`line`]).
 //! Nothing here changes a program's meaning; the backends depend on these, not on
 //! the optimizer (`pass/`).
 
 pub mod chunk;
 pub mod jam;
+pub mod line;
 pub mod shape_groups;
 pub mod stride;
 pub mod walk;
 
 pub use chunk::chunkable;
 pub use jam::jammable;
+pub use line::{alignable, aligned_load, line_store, load_position, loads};
 pub use shape_groups::ShapeGroups;
 pub use stride::{
     Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,
