@@ -117,13 +117,18 @@ fn gelu_snapshot_fuses_multiply_adds_and_computes_chunks_before_storing() {
     check_snapshot("gelu.rs", &src);
 }
 
+/// The kernel `name` of program `src` emitted with every pass, and with `pass` off.
+fn with_and_without(name: &str, src: &str, pass: &str) -> (String, String) {
+    let program = parse(src);
+    let on = emit(name, &program, &RustOptions::default()).expect("emits");
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass(pass);
+    (on, emit(name, &program, &off).expect("emits"))
+}
+
 #[test]
 fn disabling_the_chunk_pass_stores_gelu_value_by_value() {
-    let program = parse(GELU);
-    let chunked = emit("gelu", &program, &RustOptions::default()).expect("emits");
-    let mut off = RustOptions::default();
-    off.compile = off.compile.disable_pass("chunk");
-    let plain = emit("gelu", &program, &off).expect("emits");
+    let (chunked, plain) = with_and_without("gelu", GELU, "chunk");
     // The chunks of `LANES` values computed before the stores are gone.
     for chunk in ["let mut values = [0.0_f32; LANES];", "step_by(LANES)"] {
         assert!(chunked.contains(chunk));
@@ -134,11 +139,7 @@ fn disabling_the_chunk_pass_stores_gelu_value_by_value() {
 
 #[test]
 fn disabling_the_line_pass_runs_the_column_sums_in_one_run() {
-    let program = parse(SUMS);
-    let split = emit("sums", &program, &RustOptions::default()).expect("emits");
-    let mut off = RustOptions::default();
-    off.compile = off.compile.disable_pass("line");
-    let plain = emit("sums", &program, &off).expect("emits");
+    let (split, plain) = with_and_without("sums", SUMS, "line");
     // The columns' loop ran in two runs split at a cache line of `columns`; now
     // it is one loop over this thread's columns.
     assert!(split.contains("for i2 in i2_first..i2_hi {"), "{split}");
@@ -150,11 +151,8 @@ fn disabling_the_line_pass_runs_the_column_sums_in_one_run() {
 
 #[test]
 fn disabling_the_align_pass_keeps_a_full_sums_chunks_in_place() {
-    let program = parse("input x: f32[N]\ntotal = reduce_sum(x, [0])\noutput total\n");
-    let aligned = emit("total", &program, &RustOptions::default()).expect("emits");
-    let mut off = RustOptions::default();
-    off.compile = off.compile.disable_pass("align");
-    let plain = emit("total", &program, &off).expect("emits");
+    let sum = "input x: f32[N]\ntotal = reduce_sum(x, [0])\noutput total\n";
+    let (aligned, plain) = with_and_without("total", sum, "align");
     // Each piece's whole chunks started at a line of `x`, the partial results
     // rotated back; now they start at the piece's start.
     for realigned in ["rt::line_phase(x.as_ptr()", "rt::rotated_right("] {
@@ -169,9 +167,8 @@ fn disabling_the_align_pass_keeps_a_full_sums_chunks_in_place() {
 
 #[test]
 fn disabling_the_line_pass_starts_gelus_chunks_where_its_range_starts() {
-    let mut off = RustOptions::default();
-    off.compile = off.compile.disable_pass("line");
-    let plain = emit("gelu", &parse(GELU), &off).expect("emits");
+    let (aligned, plain) = with_and_without("gelu", GELU, "line");
+    assert!(aligned.contains("rt::line_phase(y.as_ptr()"), "{aligned}");
     assert!(!plain.contains("line_phase"), "{plain}");
     assert!(plain.contains("let i0_first = i0_start;"), "{plain}");
 }
