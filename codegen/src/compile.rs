@@ -46,7 +46,7 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 10] = [
+pub const SCHEDULE_PASSES: [&str; 12] = [
     "pad",
     "order",
     "channels",
@@ -56,7 +56,9 @@ pub const SCHEDULE_PASSES: [&str; 10] = [
     "jam",
     "chunk",
     "parallel",
+    "align",
     "rows",
+    "line",
 ];
 
 /// How much checking generated array accesses keep (the Rust backend).

@@ -122,7 +122,7 @@ enum Command {
     Run(run::RunArgs),
     /// Print a program at a stage of the compiler.
     #[command(
-        after_help = "Examples:\n  uop print examples/programs/softmax.uop --stage opt\n  uop print examples/programs/softmax.uop --stage grad"
+        after_help = "Examples:\n  uop print examples/programs/softmax.uop --stage opt --verify\n  uop print examples/programs/softmax.uop --stage grad"
     )]
     Print(print::PrintArgs),
     /// List the ops a `.uop` program can call, with their signatures.

@@ -23,7 +23,9 @@ use super::{CliError, Stage, fail, grad, int_assignments, pass_options};
 /// Arguments of `uop print`.
 #[derive(Args, Debug)]
 pub struct PrintArgs {
-    /// The program (`.uop` text).
+    /// The program (`.uop` text), or a loop program as `--stage loops` prints it
+    /// (a `.loops` file: printed with `--stage loops`, optimized with `--stage opt` or
+    /// `--after-each-pass`).
     program: PathBuf,
     /// The stage to print.
     #[arg(long, value_enum, default_value = "uops")]
@@ -46,8 +48,11 @@ pub struct PrintArgs {
     /// With `--stage prepared`: stop after N rewrites in total (to bisect a rewrite).
     #[arg(long, value_name = "N")]
     rewrite_limit: Option<usize>,
-    /// With `--stage prepared`: verify the graph before the passes and after every
-    /// pass that changed it.
+    /// Verify the IR and report what breaks its invariants as an error naming the
+    /// stage: with `--stage loops`, `opt` or `--after-each-pass`, the loop IR after
+    /// lowering and after every optimizer pass (`loops::verify`: declarations, scopes,
+    /// what each schedule mark guarantees); with `--stage prepared`, `kernels` or
+    /// `memory`, the graph before the passes and after every pass that changed it.
     #[arg(long)]
     verify: bool,
     /// With `--stage memory`: the size of a named dimension, as NAME=INT (repeatable).
@@ -71,6 +76,9 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
         let flag = if args.dot { "--dot" } else { "--streams" };
         return fail(format!("{flag} applies to --stage schedule"));
     }
+    if args.program.extension().is_some_and(|e| e == "loops") {
+        return print_loop_text(args);
+    }
     let program = match source::load(&args.program)? {
         Source::Graph(g) => return print_graph_stage(args, &g),
         Source::Program(p) => p,
@@ -80,8 +88,9 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
         args.stage,
         Stage::Prepared | Stage::Kernels | Stage::Memory | Stage::Schedule | Stage::Partitions
     );
+    let loop_stages = args.after_each_pass || matches!(args.stage, Stage::Loops | Stage::Opt);
     if !graph_passes {
-        prepare_flags_unused(args)?;
+        prepare_flags_unused(args, loop_stages)?;
     }
     if args.stage != Stage::Memory {
         memory_flags_unused(args)?;
@@ -89,36 +98,24 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     let pass_opts = if graph_passes {
         pass::PassOptions::default()
     } else {
-        pass_options(&args.disable_pass)?
+        pass_options(&args.disable_pass)?.verified(args.verify)
     };
     if args.after_each_pass {
-        let lowered = loops::lower(&program);
-        let trace =
-            pass::optimize_traced(&lowered, &pass_opts).map_err(|e| CliError(e.to_string()))?;
-        println!("# lowered");
-        print!("{lowered}");
-        for name in &pass_opts.disabled {
-            println!("\n# pass {name} is disabled");
-        }
-        for (name, after) in &trace {
-            let doc = pass::pipeline()
-                .iter()
-                .find(|p| p.name == *name)
-                .map_or("", |p| p.doc);
-            println!("\n# after pass {name}: {doc}");
-            print!("{after}");
-        }
-        return Ok(());
+        return print_each_pass(&loops::lower(&program), &pass_opts);
     }
     match args.stage {
         Stage::Uops => print!("{}", print_program(&program)),
-        Stage::Loops => print!("{}", loops::lower(&program)),
+        Stage::Loops => {
+            let lowered = loops::lower(&program);
+            verified(args, &lowered, "after lowering")?;
+            print!("{lowered}");
+        }
         Stage::Opt => {
             let options = CompileOptions {
                 passes: pass_opts,
                 ..CompileOptions::default()
             };
-            let optimized = compile(&program, &options).map_err(|e| CliError(e.to_string()))?;
+            let optimized = compile(&program, &options).map_err(|e| verify_error(args, e))?;
             print!("{optimized}");
         }
         Stage::Grad => print!("{}", grad::print_stage(&program)?),
@@ -138,6 +135,81 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The lowered program, then the program after every pass that runs, each under a
+/// `# after pass NAME: WHAT IT DOES` line (verified when `opts` asks).
+fn print_each_pass(lowered: &loops::LoopProgram, opts: &pass::PassOptions) -> Result<(), CliError> {
+    let trace = pass::optimize_traced(lowered, opts).map_err(|e| {
+        let flag = if opts.verify_each_pass {
+            "--verify: "
+        } else {
+            ""
+        };
+        CliError(format!("{flag}{e}"))
+    })?;
+    println!("# lowered");
+    print!("{lowered}");
+    for name in &opts.disabled {
+        println!("\n# pass {name} is disabled");
+    }
+    for (name, after) in &trace {
+        let doc = pass::pipeline()
+            .iter()
+            .find(|p| p.name == *name)
+            .map_or("", |p| p.doc);
+        println!("\n# after pass {name}: {doc}");
+        print!("{after}");
+    }
+    Ok(())
+}
+
+/// With `--verify`: `p` (the lowered program, or the one a file gives: `what`)
+/// breaks no invariant.
+fn verified(args: &PrintArgs, p: &loops::LoopProgram, what: &str) -> Result<(), CliError> {
+    if args.verify {
+        loops::verify(p).map_err(|e| CliError(format!("--verify: {what}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A compile error, marked as the verifier's when `--verify` found it.
+fn verify_error(args: &PrintArgs, e: impl std::fmt::Display) -> CliError {
+    let flag = if args.verify { "--verify: " } else { "" };
+    CliError(format!("{flag}{e}"))
+}
+
+/// `uop print FILE.loops`: a loop program as `--stage loops` prints it, printed
+/// back (`--stage loops`), optimized (`--stage opt`) or traced through the passes
+/// (`--after-each-pass`); `--verify` verifies it, and the program after every pass.
+fn print_loop_text(args: &PrintArgs) -> Result<(), CliError> {
+    let loop_stages = args.after_each_pass || matches!(args.stage, Stage::Loops | Stage::Opt);
+    if !loop_stages {
+        return fail(format!(
+            "{}: a loop program (`.loops`) has the stages `loops` and `opt` (and --after-each-pass)",
+            args.program.display()
+        ));
+    }
+    prepare_flags_unused(args, true)?;
+    memory_flags_unused(args)?;
+    let src = source::read_source(&args.program)?;
+    let p = loops::parse_program(&src)
+        .map_err(|e| CliError(format!("{}: {e}", args.program.display())))?;
+    let opts = pass_options(&args.disable_pass)?.verified(args.verify);
+    verified(args, &p, &args.program.display().to_string())?;
+    if args.after_each_pass {
+        return print_each_pass(&p, &opts);
+    }
+    if args.stage == Stage::Loops {
+        if !args.disable_pass.is_empty() {
+            return fail("--disable-pass applies to --stage opt and --after-each-pass");
+        }
+        print!("{p}");
+        return Ok(());
+    }
+    let optimized = pass::optimize(&p, &opts).map_err(|e| verify_error(args, e))?;
+    print!("{optimized}");
+    Ok(())
+}
+
 /// `uop print` of a graph: the stages a graph has so far.
 fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.after_each_pass {
@@ -152,7 +224,7 @@ fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     ) {
         return print_prepared(args, graph);
     }
-    prepare_flags_unused(args)?;
+    prepare_flags_unused(args, false)?;
     if !args.disable_pass.is_empty() {
         return fail("--disable-pass: a graph has passes only at --stage prepared");
     }
@@ -196,20 +268,25 @@ fn schedule_text(args: &PrintArgs, prepared: &Graph) -> Result<String, CliError>
     })
 }
 
-/// An error when a flag of `--stage prepared` is given at another stage.
-fn prepare_flags_unused(args: &PrintArgs) -> Result<(), CliError> {
+/// An error when a flag of `--stage prepared` is given at another stage
+/// (`--verify` also applies to the loop stages, when `loop_stages`).
+fn prepare_flags_unused(args: &PrintArgs, loop_stages: bool) -> Result<(), CliError> {
     let given = [
         (!args.print_after.is_empty(), "--print-after"),
         (args.time_passes, "--time-passes"),
         (args.rewrite_limit.is_some(), "--rewrite-limit"),
-        (args.verify, "--verify"),
     ];
-    match given.iter().find(|(on, _)| *on) {
-        Some((_, flag)) => fail(format!(
+    if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
+        return fail(format!(
             "{flag} applies to --stage prepared, kernels or memory"
-        )),
-        None => Ok(()),
+        ));
     }
+    if args.verify && !loop_stages {
+        return fail(
+            "--verify applies to --stage loops, opt (or --after-each-pass), prepared, kernels or memory",
+        );
+    }
+    Ok(())
 }
 
 /// An error when `--dim` or `--param` is given at a stage other than `memory`.

@@ -138,6 +138,72 @@ fn print_shows_the_program_and_its_loop_ir() {
 }
 
 #[test]
+fn print_reads_a_loop_program_and_verify_names_what_breaks_its_marks() {
+    let dir = scratch("print-loops");
+    let good = "input  x: f32[N]\noutput y: f32[N]\nblock 0 {\n  for i0 in 0..N {\n    y[i0] = x[i0] * 2.0\n  }\n}\n";
+    let path = dir.join("double.loops");
+    std::fs::write(&path, good).expect("write");
+    let file = path.to_string_lossy().into_owned();
+    // Printed back as it is, optimized by the pipeline (`parallel`, `line`).
+    let o = uop(&["print", &file, "--stage", "loops", "--verify"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), good);
+    let o = uop(&["print", &file, "--stage", "opt", "--verify"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("  for i0 in 0..N [parallel, line split] {\n"),
+        "{}",
+        stdout(&o)
+    );
+    let o = uop(&["print", &file, "--stage", "opt", "--disable-pass", "line"]);
+    assert!(
+        stdout(&o).contains("  for i0 in 0..N [parallel] {\n"),
+        "{}",
+        stdout(&o)
+    );
+    let o = uop(&["print", &file, "--after-each-pass", "--verify"]);
+    assert!(stdout(&o).contains("# after pass line: "), "{}", stdout(&o));
+
+    // A mark whose guarantee does not hold: the store is strided.
+    let bad = good
+        .replace("0..N {", "0..N [line split] {")
+        .replace("y[i0] =", "y[N - 1 - i0] =");
+    let path = dir.join("bad.loops");
+    std::fs::write(&path, &bad).expect("write");
+    let file = path.to_string_lossy().into_owned();
+    let o = uop(&["print", &file, "--stage", "loops"]);
+    assert!(
+        o.status.success(),
+        "without --verify it prints: {}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), bad);
+    let message = format!(
+        "error: --verify: {file}: invalid loop IR: block 0, loop i0: [line split] needs the \
+         innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride \
+         along it\n"
+    );
+    for stage in [
+        &["--stage", "loops"][..],
+        &["--stage", "opt"],
+        &["--after-each-pass"],
+    ] {
+        let o = uop(&[&["print", &file, "--verify"][..], stage].concat());
+        assert_eq!(o.status.code(), Some(1), "{stage:?}");
+        assert_eq!(stderr(&o), message, "{stage:?}");
+        assert!(stdout(&o).is_empty(), "{stage:?}");
+    }
+    let o = uop(&["print", &file, "--stage", "grad"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("a loop program (`.loops`) has the stages `loops` and `opt`"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn every_example_program_parses() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/programs");
     let mut count = 0;

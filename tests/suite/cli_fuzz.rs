@@ -186,6 +186,31 @@ fn print_stage_opt_shows_the_optimized_loop_ir() {
 }
 
 #[test]
+fn print_verify_checks_the_loop_ir_after_lowering_and_every_pass() {
+    for stage in [
+        &["--stage", "loops"][..],
+        &["--stage", "opt"],
+        &["--after-each-pass"],
+    ] {
+        let plain = uop(&[&["print", MATMUL][..], stage].concat());
+        let verified = uop(&[&["print", MATMUL, "--verify"][..], stage].concat());
+        assert!(
+            verified.status.success(),
+            "{stage:?}: {}",
+            stderr(&verified)
+        );
+        assert_eq!(stdout(&verified), stdout(&plain), "{stage:?}");
+    }
+    let o = uop(&["print", MATMUL, "--stage", "uops", "--verify"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --verify applies to --stage loops, opt (or --after-each-pass), prepared, \
+         kernels or memory\n"
+    );
+}
+
+#[test]
 fn run_on_the_optimized_loop_ir_matches_the_interpreter() {
     let common = [
         "run", MATMUL, "--random", "3", "--dim", "M=3", "--dim", "K=4", "--dim", "N=2",

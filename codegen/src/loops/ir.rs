@@ -213,6 +213,28 @@ pub struct Schedule {
     /// value that does not read the stored tensor; each value is then the same
     /// whenever it is computed within the chunk.
     pub chunked: bool,
+    /// This innermost loop may run in two runs split where the element it stores
+    /// starts a cache line (`[line split]`): the iterations before that element,
+    /// then the rest, in order, so that the second run's vector stores never
+    /// straddle two lines; a [`chunked`](Schedule::chunked) loop starts its chunks
+    /// there. Set by the `line` pass. Verified (the whole guarantee, structural):
+    /// the innermost loop, with an unchecked store of unit stride along it
+    /// ([`line_store`](super::analysis::line_store), the first such store, is the
+    /// one aligned), and neither [`split`](Schedule::split) nor
+    /// [`blocked`](Schedule::blocked) (which run the loop another way). The
+    /// iterations run in the same order, so nothing computed changes.
+    pub line_split: bool,
+    /// The argument of [`split`](Schedule::split), `[split(aligned x[i0])]`: a
+    /// backend that runs this split loop over a range (a piece of a long
+    /// reduction) may start its whole chunks where this load's element starts a
+    /// cache line, rotating the partial results back into place, so that no vector
+    /// load of it straddles two lines. The load is named by its position among the
+    /// loads of the loop's statements, in the order
+    /// [`loads`](super::analysis::loads) lists them. Set by the `align` pass.
+    /// Verified: on a `[split]` loop, naming an unchecked load of unit stride along
+    /// it ([`alignable`](super::analysis::alignable)). Each lane adds the same
+    /// elements in the same order, so the results are those of the split loop.
+    pub aligned: Option<usize>,
     /// This block's outermost loop is joined to the outermost loop of the block
     /// before it (same range, same `parallel`): a backend may run the two as one
     /// loop, iteration `i` of the earlier block's body followed by iteration `i` of

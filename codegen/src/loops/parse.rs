@@ -14,7 +14,8 @@
 //! nest     := "for" "i"int "in" expr ".." expr marks? "{" carried* (nest | stmt*) closing stmt*
 //! closing  := "}"+ on one line, closing that many loops
 //! marks    := "[" mark ("," mark)* "]"
-//! mark     := "parallel" | "pieces" | "split" | "blocked" | "jammed" | "chunked" | "joined" | "tile" | "block reduction"
+//! mark     := "parallel" | "pieces" | "split" | "split(aligned" access ")" | "blocked" | "jammed"
+//!           | "chunked" | "line split" | "joined" | "tile" | "block reduction"
 //! carried  := "v"int "=" float "(" ("+" | "*" | "max" | "min") ")"
 //! stmt     := target ("=" | "+=" | "*=" | "max=" | "min=") value
 //!           | "v"int ("+=" | "*=" | "max=" | "min=") value
@@ -36,7 +37,9 @@
 //! value. Spellings the printer writes for two trees of the same meaning read back
 //! as one of them: `$p` is always [`Value::Param`] (never an index of a param), a
 //! parenthesized index expression is always [`Value::Index`], `-1.5` is a negative
-//! constant. An unchecked load's fill is never printed (it is never read) and reads
+//! constant. A mark's argument names loads of the loop's statements by their text
+//! (the first load with those subscripts; [`loads`](super::analysis::loads) gives the
+//! order). An unchecked load's fill is never printed (it is never read) and reads
 //! back as `0.0`. Tensors are numbered in the order they are declared (inputs,
 //! outputs, temporaries) and the program's float type is its first float tensor's.
 //! So `print(parse(text)) == text` for every printed program, while `parse(print(p))`
@@ -57,6 +60,7 @@ use crate::index::Expr;
 use crate::index::parse::{PResult, expr};
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
+use super::analysis::load_position;
 use super::ir::{
     Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
     TensorId, TensorKind, Tile, Value, VarId,
@@ -240,6 +244,25 @@ const COMPARISONS: [(&str, BinaryOp); 6] = [
     ("<", BinaryOp::Lt),
     (">", BinaryOp::Gt),
 ];
+
+/// A load a mark's argument names, with where its text is (for errors).
+type Aligned<'s> = Option<(&'s str, Access)>;
+
+/// Where a mark ends in `i`: at the first `,` or `]` outside its argument's
+/// parentheses and brackets.
+fn mark_end(i: &str) -> usize {
+    let mut depth = 0usize;
+    for (k, c) in i.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            ']' if depth > 0 => depth -= 1,
+            ',' | ']' if depth == 0 => return k,
+            _ => {}
+        }
+    }
+    i.len()
+}
 
 /// The names of an index expression's `Name` leaves.
 fn names(e: &Expr, out: &mut Vec<String>) {
@@ -575,15 +598,17 @@ impl<'s> Reader<'s> {
     /// it returns to.
     fn nest(&mut self) -> Result<Vec<Loop>, Fail<'s>> {
         let mut loops: Vec<Loop> = Vec::new();
+        let mut aligned = Vec::new();
         while let Some(line) = self.peek() {
             if !line.starts_with("for ") {
                 break;
             }
             self.next += 1;
-            let mut l = Self::whole(line, |i| self.header_of_loop(i))?;
+            let (mut l, pending) = Self::whole(line, |i| self.header_of_loop(i))?;
             self.note_dims(&l.start);
             self.note_dims(&l.end);
             l.carried = self.carried_lines()?;
+            aligned.push(pending);
             loops.push(l);
         }
         let mut open = loops.len();
@@ -607,10 +632,21 @@ impl<'s> Reader<'s> {
             }
             open -= count;
         }
+        // A mark's argument names loads of its loop, known once the statements are.
+        for (l, pending) in loops.iter_mut().zip(aligned) {
+            if let Some((at, a)) = pending {
+                l.schedule.aligned = load_position(l, &a);
+                if l.schedule.aligned.is_none() {
+                    return Err(SyntaxError::new(at, "a load of this loop's statements"));
+                }
+            }
+        }
         Ok(loops)
     }
 
-    fn header_of_loop(&self, i: &'s str) -> PResult<'s, Loop> {
+    /// `for iN in a..b [marks] {`, and the load `split(aligned ..)` names (with
+    /// where it is written), to be found among the loop's statements.
+    fn header_of_loop(&self, i: &'s str) -> PResult<'s, (Loop, Aligned<'s>)> {
         let (i, ()) = token(i, "for", "`for`")?;
         let i = sp(i);
         let Some((i, id)) = numbered(i, 'i') else {
@@ -620,9 +656,9 @@ impl<'s> Reader<'s> {
         let (i, start) = index(i)?;
         let (i, ()) = token(i, "..", "`..`")?;
         let (i, end) = index(i)?;
-        let (i, schedule) = match token(i, "[", "") {
+        let (i, (schedule, aligned)) = match token(i, "[", "") {
             Ok((rest, ())) => self.marks(rest)?,
-            Err(_) => (i, Schedule::default()),
+            Err(_) => (i, (Schedule::default(), None)),
         };
         let (i, ()) = token(i, "{", "`{`")?;
         let l = Loop {
@@ -633,18 +669,19 @@ impl<'s> Reader<'s> {
             stmts: Vec::new(),
             schedule,
         };
-        Ok((i, l))
+        Ok((i, (l, aligned)))
     }
 
-    /// The marks after `[`, up to `]`.
-    fn marks(&self, i: &'s str) -> PResult<'s, Schedule> {
-        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `joined`, `tile` or `block reduction`";
+    /// The marks after `[`, up to `]`, and the load `split(aligned ..)` names.
+    fn marks(&self, i: &'s str) -> PResult<'s, (Schedule, Aligned<'s>)> {
+        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `line split`, `joined`, `tile` or `block reduction`";
         let (rest, words) = self.list(i, "]", |_, i| {
             let i = sp(i);
-            let end = i.find([',', ']']).unwrap_or(i.len());
+            let end = mark_end(i);
             Ok((&i[end..], (i, i[..end].trim_end())))
         })?;
         let mut s = Schedule::default();
+        let mut aligned = None;
         for (at, word) in words {
             let flag = match word {
                 "parallel" => &mut s.parallel,
@@ -653,7 +690,23 @@ impl<'s> Reader<'s> {
                 "blocked" => &mut s.blocked,
                 "jammed" => &mut s.jammed,
                 "chunked" => &mut s.chunked,
+                "line split" => &mut s.line_split,
                 "joined" => &mut s.joined,
+                _ if word.starts_with("split(") => {
+                    if s.split {
+                        return err(at, "each mark once");
+                    }
+                    s.split = true;
+                    let (after, ()) = token(&at["split(".len()..], "aligned", "`aligned`")?;
+                    let load_at = sp(after);
+                    let (after, a) = self.access(after)?;
+                    let (after, ()) = token(after, ")", "`)`")?;
+                    if after.len() != at.len() - word.len() {
+                        return err(sp(after), "`,` or `]`");
+                    }
+                    aligned = Some((load_at, a));
+                    continue;
+                }
                 "tile" => {
                     if s.tile.is_some() {
                         return err(at, "each mark once");
@@ -678,7 +731,7 @@ impl<'s> Reader<'s> {
             }
             *flag = true;
         }
-        Ok((rest, s))
+        Ok((rest, (s, aligned)))
     }
 
     fn tensor(&self, i: &'s str) -> PResult<'s, TensorId> {

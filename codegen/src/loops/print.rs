@@ -24,7 +24,8 @@
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
 //!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[pieces]`,
-//!   `[blocked]`, `[jammed]`, `[chunked]`.
+//!   `[blocked]`, `[jammed]`, `[chunked]`, `[line split]`; a mark's argument
+//!   follows its name in parentheses: `[split(aligned x[i0])]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -206,7 +207,7 @@ impl Printer<'_> {
                 l.id.0,
                 l.start,
                 l.end,
-                schedule_text(&l.schedule)
+                self.schedule(l)
             );
             Self::line(out, depth + d, &header);
             for c in &l.carried {
@@ -354,38 +355,50 @@ impl fmt::Display for Access {
     }
 }
 
-/// ` [parallel, split, tile]`, or nothing for a loop run plainly.
-fn schedule_text(s: &Schedule) -> String {
-    let mut parts = Vec::new();
-    if s.parallel {
-        parts.push("parallel");
+impl Printer<'_> {
+    /// ` [parallel, split, tile]`, or nothing for a loop run plainly; a mark's
+    /// argument in parentheses after its name, `split(aligned x[i0])`.
+    fn schedule(&self, l: &Loop) -> String {
+        let s: &Schedule = &l.schedule;
+        let aligned = s.aligned.map(|k| format!("aligned {}", self.load_at(l, k)));
+        let split = match &aligned {
+            Some(a) => format!("split({a})"),
+            None => "split".into(),
+        };
+        let tile = match s.tile {
+            Some(t) if t.block_reduction => "tile, block reduction",
+            _ => "tile",
+        };
+        let parts: Vec<&str> = [
+            (s.parallel, "parallel"),
+            (s.pieces, "pieces"),
+            (s.split, split.as_str()),
+            (s.blocked, "blocked"),
+            (s.jammed, "jammed"),
+            (s.chunked, "chunked"),
+            (s.line_split, "line split"),
+            (s.joined, "joined"),
+            (s.tile.is_some(), tile),
+            // An argument without its mark is not valid (the verifier says so), but
+            // it is printed rather than lost.
+            (!s.split, aligned.as_deref().unwrap_or_default()),
+        ]
+        .into_iter()
+        .filter_map(|(on, text)| (on && !text.is_empty()).then_some(text))
+        .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", parts.join(", "))
+        }
     }
-    if s.pieces {
-        parts.push("pieces");
-    }
-    if s.split {
-        parts.push("split");
-    }
-    if s.blocked {
-        parts.push("blocked");
-    }
-    if s.jammed {
-        parts.push("jammed");
-    }
-    if s.chunked {
-        parts.push("chunked");
-    }
-    if s.joined {
-        parts.push("joined");
-    }
-    match s.tile {
-        Some(t) if t.block_reduction => parts.push("tile, block reduction"),
-        Some(_) => parts.push("tile"),
-        None => {}
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", parts.join(", "))
+
+    /// The `k`-th load of `l` (a mark's argument) as printed, or `load #k` when
+    /// the loop has no such load (an invalid program, printed all the same).
+    fn load_at(&self, l: &Loop, k: usize) -> String {
+        match super::analysis::loads(l).get(k) {
+            Some(a) => self.access(a),
+            None => format!("load #{k}"),
+        }
     }
 }

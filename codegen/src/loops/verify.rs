@@ -30,6 +30,10 @@
 //!   [`jammable`](super::analysis::jammable) with its parent (the whole guarantee);
 //!   `chunked` on an innermost loop that is [`chunkable`](super::analysis::chunkable)
 //!   (the structural half: whether its math pays is the pass's judgement);
+//!   `line split` on an innermost loop, neither `split` nor `blocked`, with a
+//!   [`line_store`](super::analysis::line_store) (the whole guarantee); a `split`
+//!   mark's aligned load is an [`alignable`](super::analysis::alignable) load of
+//!   the loop (the whole guarantee; which load pays is the pass's judgement);
 //!   `joined` only on the outermost loop of a block after another
 //!   whose outermost loop has the same range (sizes equal by name or assertion) and
 //!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
@@ -41,7 +45,9 @@ use std::fmt;
 
 use crate::index::{Expr, Interval, Ranges};
 
-use super::analysis::{ShapeGroups, block_accesses, chunkable, jammable};
+use super::analysis::{
+    ShapeGroups, alignable, block_accesses, chunkable, jammable, line_store, loads,
+};
 use super::ir::{
     Access, Block, LoopId, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
 };
@@ -449,6 +455,29 @@ impl<'a> Verifier<'a> {
         }
         if s.split && !innermost {
             self.fail(&at, "[split] only on the innermost loop");
+        }
+        if let Some(k) = s.aligned {
+            match loads(l).get(k) {
+                _ if !s.split => self.fail(&at, "an aligned load without [split]"),
+                None => self.fail(
+                    &at,
+                    format!(
+                        "[split(aligned ..)] names load #{k}, but the loop has {} loads",
+                        loads(l).len()
+                    ),
+                ),
+                Some(a) if !alignable(l, a) => {
+                    let load = self.p.value_text(&Value::Load {
+                        access: a.clone(),
+                        fill: 0.0,
+                    });
+                    self.fail(&at, format!("[split(aligned ..)] needs an unchecked load of unit stride along the loop, not `{load}`"));
+                }
+                Some(_) => {}
+            }
+        }
+        if s.line_split && (!innermost || s.split || s.blocked || line_store(l).is_none()) {
+            self.fail(&at, "[line split] needs the innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride along it");
         }
         if s.blocked {
             let element_wise = b.carried.is_empty()

@@ -38,14 +38,18 @@
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 16. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 16. `align` — name, in the `split` mark of a long reduction run in pieces, the
+//!     load its chunks may be aligned to (`[split(aligned x[i0])]`);
+//! 17. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
-//!     time.
+//!     time;
+//! 18. `line` — mark innermost loops storing at unit stride to run in two runs
+//!     split where the store starts a cache line (`[line split]`).
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel` and `rows` only
-//! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
+//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel`, `align`,
+//! `rows` and `line` only annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
 //! ```
@@ -61,6 +65,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod align;
 mod bounds;
 mod channels;
 mod chunk;
@@ -69,6 +74,7 @@ mod dce;
 mod deps;
 mod fuse;
 mod jam;
+mod line;
 mod list;
 mod order;
 mod pad;
@@ -91,6 +97,7 @@ use crate::index::Bindings;
 use crate::loops::{LoopProgram, TensorKind, VerifyError};
 
 pub use crate::loops::analysis::ShapeGroups;
+pub use align::align;
 pub use bounds::bounds;
 pub use channels::channels;
 pub use chunk::chunk;
@@ -99,6 +106,7 @@ pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
 pub use jam::jam;
+pub use line::line;
 pub use list::{Named, PassList};
 pub use order::order;
 pub use pad::pad;
@@ -214,10 +222,22 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         run: parallel,
     },
     Pass {
+        name: "align",
+        doc: "names, in the split mark of a long reduction run in pieces, the unit-stride \
+              load its chunks may start at a cache line of",
+        run: align,
+    },
+    Pass {
         name: "rows",
         doc: "joins consecutive nests over the same rows that touch only their own row of \
               what the others write, and marks temporaries one row of which is enough",
         run: rows,
+    },
+    Pass {
+        name: "line",
+        doc: "marks innermost loops storing at unit stride to run in two runs, split where \
+              the store starts a cache line",
+        run: line,
     },
 ]);
 

@@ -135,7 +135,20 @@ fn errors_name_the_line_the_column_and_what_was_expected() {
         (
             "block 0 {\n  for i0 in 0..N [fast] {\n    y[i0] = x[i0]\n  }\n}\n",
             "expected a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, \
-             `joined`, `tile` or `block reduction`, found `fast]` (line 4, column 19)",
+             `line split`, `joined`, `tile` or `block reduction`, found `fast]` (line 4, column 19)",
+        ),
+        // A mark's argument: a load of the loop, after `aligned`, once.
+        (
+            "block 0 {\n  for i0 in 0..N [split(aligned y[i0])] {\n    y[i0] = x[i0]\n  }\n}\n",
+            "expected a load of this loop's statements, found `y[i0])]` (line 4, column 33)",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [split(x[i0])] {\n    y[i0] = x[i0]\n  }\n}\n",
+            "expected `aligned`, found `x[i0])]` (line 4, column 25)",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [split, split(aligned x[i0])] {\n    y[i0] = x[i0]\n  }\n}\n",
+            "expected each mark once, found `split(aligned` (line 4, column 26)",
         ),
         (
             "block 0 {\n  for i0 in 0..N [split, split] {\n    y[i0] = x[i0]\n  }\n}\n",
@@ -353,6 +366,46 @@ fn the_verifier_catches_broken_ir_and_names_where() {
         (
             "block 0 {\n  for i0 in 0..N [chunked] {\n    y[i0] = exp(x[i0])\n    t[i0] = x[i0]\n  }\n}\n",
             "block 0, loop i0: [chunked] needs the innermost loop, carrying nothing, with one unchecked plain store of a value that does not read the stored tensor",
+        ),
+        // [line split]: not innermost, a strided store, a checked store, only
+        // updates, with [split], with [blocked].
+        (
+            "block 0 {\n  for i0 in 0..N [line split] {\n    for i1 in 0..N {\n      y[i1] = x[i0]\n    } }\n}\n",
+            "block 0, loop i0: [line split] needs the innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride along it",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [line split] {\n    y[0] = x[i0]\n  }\n}\n",
+            "block 0, loop i0: [line split] needs the innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride along it",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N [line split] {\n    y[i0 + 1]? = x[i0]\n  }\n}\n",
+            "block 0, loop i0: [line split] needs the innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride along it",
+        ),
+        (
+            "block 0 {\n  v0 = 0.0 (+)\n  for i0 in 0..N [line split] {\n    v0 += x[i0]\n  }\n  y[0] = v0\n}\n",
+            "block 0, loop i0: [line split] needs the innermost loop, neither [split] nor [blocked], with an unchecked store of unit stride along it",
+        ),
+        (
+            "block 0 {\n  v0 = 0.0 (+)\n  for i0 in 0..N [split, line split] {\n    v0 += x[i0]\n    y[i0] = x[i0]\n  }\n  y[0] = v0\n}\n",
+            "block 0, loop i0: [line split] needs the innermost loop, neither [split] nor [blocked]",
+        ),
+        (
+            "block 0 {\n  for i0 in 0..N {\n    for i1 in 0..N [blocked, line split] {\n      y[i1] = x[i0]\n    } }\n}\n",
+            "block 0, loop i1: [line split] needs the innermost loop, neither [split] nor [blocked]",
+        ),
+        // [split(aligned ..)]: a checked load, a load that does not move with the
+        // loop, one moving backwards.
+        (
+            "block 0 {\n  v0 = 0.0 (+)\n  for i0 in 0..N [split(aligned x[i0 + 1])] {\n    v0 += x[i0 + 1] ?? 0.0\n  }\n  y[0] = v0\n}\n",
+            "block 0, loop i0: [split(aligned ..)] needs an unchecked load of unit stride along the loop, not `x[i0 + 1] ?? 0.0`",
+        ),
+        (
+            "block 0 {\n  v0 = 0.0 (+)\n  for i0 in 0..N [split(aligned w[0])] {\n    v0 += x[i0] * w[0]\n  }\n  y[0] = v0\n}\n",
+            "block 0, loop i0: [split(aligned ..)] needs an unchecked load of unit stride along the loop, not `w[0]`",
+        ),
+        (
+            "block 0 {\n  v0 = 0.0 (+)\n  for i0 in 0..N [split(aligned x[N - 1 - i0])] {\n    v0 += x[N - 1 - i0]\n  }\n  y[0] = v0\n}\n",
+            "block 0, loop i0: [split(aligned ..)] needs an unchecked load of unit stride along the loop, not `x[N - 1 - i0]`",
         ),
         (
             "block 0 {\n  for i0 in 0..N [joined] {\n    y[i0] = x[i0]\n  }\n}\n",

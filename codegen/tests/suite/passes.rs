@@ -58,7 +58,9 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "jam",
             "chunk",
             "parallel",
-            "rows"
+            "align",
+            "rows",
+            "line"
         ]
     );
     assert!(pass::pipeline().iter().all(|p| !p.doc.is_empty()));
@@ -68,7 +70,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 16);
+    assert_eq!(all.len(), 18);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -90,7 +92,9 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "jam",
             "chunk",
             "parallel",
-            "rows"
+            "align",
+            "rows",
+            "line"
         ]
     );
     assert_eq!(
@@ -125,14 +129,14 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         PassError::UnknownPass {
             name: "fusion".into(),
             valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, transpose, \
-                    split, jam, chunk, parallel, rows"
+                    split, jam, chunk, parallel, align, rows, line"
                 .into()
         }
     );
     assert_eq!(
         err.to_string(),
         "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         channels, tile, transpose, split, jam, chunk, parallel, rows"
+         channels, tile, transpose, split, jam, chunk, parallel, align, rows, line"
     );
 }
 
@@ -142,7 +146,7 @@ fn an_element_wise_chain_becomes_one_expression() {
     let out = pass::optimize(&loops::lower(&program), &PassOptions::default()).unwrap();
     assert_eq!(
         out.to_string(),
-        "input  x: f32[N]\noutput y: f32[N]\nblock 0 {\n  for i0 in 0..N [parallel, chunked] {\n    y[i0] = -exp(x[i0])\n  }\n}\n"
+        "input  x: f32[N]\noutput y: f32[N]\nblock 0 {\n  for i0 in 0..N [parallel, chunked, line split] {\n    y[i0] = -exp(x[i0])\n  }\n}\n"
     );
     agrees(&program, &out, &[ramp(&[5])]);
 }

@@ -266,7 +266,7 @@ block 1 {
 }
 block 2 {
   for i10 in 0..B [parallel, joined] {
-    for i11 in 0..N {
+    for i11 in 0..N [line split] {
       y[i10, i11] = e[i10, i11] / s[i10, 0]
     } }
 }

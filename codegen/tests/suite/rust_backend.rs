@@ -117,19 +117,60 @@ fn gelu_snapshot_fuses_multiply_adds_and_computes_chunks_before_storing() {
     check_snapshot("gelu.rs", &src);
 }
 
+/// The kernel `name` of program `src` emitted with every pass, and with `pass` off.
+fn with_and_without(name: &str, src: &str, pass: &str) -> (String, String) {
+    let program = parse(src);
+    let on = emit(name, &program, &RustOptions::default()).expect("emits");
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass(pass);
+    (on, emit(name, &program, &off).expect("emits"))
+}
+
 #[test]
 fn disabling_the_chunk_pass_stores_gelu_value_by_value() {
-    let program = parse(GELU);
-    let chunked = emit("gelu", &program, &RustOptions::default()).expect("emits");
-    let mut off = RustOptions::default();
-    off.compile = off.compile.disable_pass("chunk");
-    let plain = emit("gelu", &program, &off).expect("emits");
+    let (chunked, plain) = with_and_without("gelu", GELU, "chunk");
     // The chunks of `LANES` values computed before the stores are gone.
     for chunk in ["let mut values = [0.0_f32; LANES];", "step_by(LANES)"] {
         assert!(chunked.contains(chunk));
         assert!(!plain.contains(chunk), "{plain}");
     }
     assert!(plain.contains("vmath::sigmoid_f32("), "{plain}");
+}
+
+#[test]
+fn disabling_the_line_pass_runs_the_column_sums_in_one_run() {
+    let (split, plain) = with_and_without("sums", SUMS, "line");
+    // The columns' loop ran in two runs split at a cache line of `columns`; now
+    // it is one loop over this thread's columns.
+    assert!(split.contains("for i2 in i2_first..i2_hi {"), "{split}");
+    assert!(!plain.contains("i2_first"), "{plain}");
+    assert!(plain.contains("for i2 in i2_lo..i2_hi {"), "{plain}");
+    // The threads' share still starts at a line (`SHARE_STEP`, not this mark).
+    assert!(plain.contains("range_in_steps(0, n, 64, rt::line_phase(columns.as_ptr(), 0))"));
+}
+
+#[test]
+fn disabling_the_align_pass_keeps_a_full_sums_chunks_in_place() {
+    let sum = "input x: f32[N]\ntotal = reduce_sum(x, [0])\noutput total\n";
+    let (aligned, plain) = with_and_without("total", sum, "align");
+    // Each piece's whole chunks started at a line of `x`, the partial results
+    // rotated back; now they start at the piece's start.
+    for realigned in ["rt::line_phase(x.as_ptr()", "rt::rotated_right("] {
+        assert!(aligned.contains(realigned), "{aligned}");
+        assert!(!plain.contains(realigned), "{plain}");
+    }
+    assert!(
+        plain.contains("for i0_chunk in (i0_start..i0_main).step_by(LANES) {"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn disabling_the_line_pass_starts_gelus_chunks_where_its_range_starts() {
+    let (aligned, plain) = with_and_without("gelu", GELU, "line");
+    assert!(aligned.contains("rt::line_phase(y.as_ptr()"), "{aligned}");
+    assert!(!plain.contains("line_phase"), "{plain}");
+    assert!(plain.contains("let i0_first = i0_start;"), "{plain}");
 }
 
 #[test]

@@ -17,6 +17,10 @@
 //! - otherwise within a relative 1e-4 (f32) or 1e-12 (f64) of the larger of 1
 //!   and the value.
 //!
+//! A quarter of the programs are also emitted with the `line` and `align` passes
+//! off (module `unaligned`): the loops those marks split at a cache line then run
+//! plainly, and must give the same results.
+//!
 //! `UOP_RUST_FUZZ_CASES=N` runs N programs instead of the CI batch of 100.
 
 use std::fmt::Write as _;
@@ -300,6 +304,9 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         .unwrap_or(100);
     let mut proven = RustModule::new(RustOptions::default());
     let mut full = RustModule::new(RustOptions::safe());
+    let mut unmarked = RustOptions::default();
+    unmarked.compile = unmarked.compile.disable_pass("line").disable_pass("align");
+    let mut unaligned = RustModule::new(unmarked);
     let mut entries = Vec::new();
     for seed in 0..programs {
         let cfg = GenConfig {
@@ -314,14 +321,17 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         let name = format!("k{seed}");
         proven.add(&name, &program).expect("emit proven");
         let loops = proven.loops(&name).expect("added").clone();
-        if seed % 4 == 0 {
-            full.add(&name, &program).expect("emit full");
-            entries.push(Entry {
-                module: "full",
-                name: name.clone(),
-                program: program.clone(),
-                loops: loops.clone(),
-            });
+        // A quarter of the programs in each of the other modules.
+        for (module, copy, pick) in [("full", &mut full, 0), ("unaligned", &mut unaligned, 1)] {
+            if seed % 4 == pick {
+                copy.add(&name, &program).expect(module);
+                entries.push(Entry {
+                    module,
+                    name: name.clone(),
+                    program: program.clone(),
+                    loops: copy.loops(&name).expect("added").clone(),
+                });
+            }
         }
         entries.push(Entry {
             module: "proven",
@@ -330,10 +340,25 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
             loops,
         });
     }
+    // The unaligned kernels differ from the proven ones where it counts: some of
+    // their proven copies split loops at a cache line.
+    let split_somewhere = entries.iter().filter(|e| e.module == "unaligned").any(|e| {
+        let marked = proven.loops(&e.name).expect("added");
+        marked
+            .blocks
+            .iter()
+            .flat_map(|b| &b.loops)
+            .any(|l| l.schedule.line_split)
+    });
+    assert!(
+        split_somewhere || programs < 8,
+        "no unaligned kernel lost a [line split]"
+    );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rust_backend_oracle");
     let modules = [
         ("proven", proven.source().expect("proven source")),
         ("full", full.source().expect("full source")),
+        ("unaligned", unaligned.source().expect("unaligned source")),
     ];
     write_crate(&dir, &modules, &driver(&entries));
     let binary = build(&dir);

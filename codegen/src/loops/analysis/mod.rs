@@ -2,12 +2,14 @@
 //! each: how an access moves along a loop ([`stride`]), traversals and rewrites of
 //! blocks ([`walk`]), which symbolic sizes are equal ([`ShapeGroups`]), which
 //! rows may be jammed ([`jammable`]), which loops may run in chunks
-//! ([`chunkable`]) and which values call long math functions ([`math_heavy`]).
+//! ([`chunkable`]), which accesses a loop aligns to cache lines ([`line`]) and
+//! which values call long math functions ([`math_heavy`]).
 //! Nothing here changes a program's meaning; the backends depend on these, not on
 //! the optimizer (`pass/`).
 
 pub mod chunk;
 pub mod jam;
+pub mod line;
 pub mod math;
 pub mod shape_groups;
 pub mod stride;
@@ -15,6 +17,7 @@ pub mod walk;
 
 pub use chunk::chunkable;
 pub use jam::jammable;
+pub use line::{alignable, aligned_load, line_store, load_position, loads};
 pub use math::math_heavy;
 pub use shape_groups::ShapeGroups;
 pub use stride::{

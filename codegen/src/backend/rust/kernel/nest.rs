@@ -136,8 +136,7 @@ impl Gen<'_> {
         let carried = l.carried.iter().map(|c| self.carried(c));
         let body = self.nest(inner)?;
         let stmts = self.stmts(&l.stmts)?;
-        if let (true, true, Some(a)) = (self.scheduled, inner.is_empty(), self.line_access(l, true))
-        {
+        if let Some(a) = self.line_split(l, inner) {
             // Two runs of the loop, split where the store starts a cache line, so
             // that the second's vector stores never straddle two lines (the first
             // is empty when the buffer is aligned; a column sum on a `Vec` went from

@@ -96,6 +96,24 @@ impl Gen<'_> {
         self.scheduled && self.is32 && inner.is_empty() && l.schedule.chunked
     }
 
+    /// The store whose cache lines the innermost loop `l` is split at (two runs,
+    /// [`Gen::nest_in`]; a chunked loop's first chunk, [`Gen::chunked`]): marked
+    /// [`line split`](crate::loops::Schedule::line_split) (verified: the mark
+    /// guarantees the [`line_store`](crate::loops::analysis::line_store)), in a
+    /// scheduled kernel.
+    pub(super) fn line_split(&self, l: &Loop, inner: &[Loop]) -> Option<Access> {
+        let marked = self.scheduled && inner.is_empty() && l.schedule.line_split;
+        marked.then(|| crate::loops::analysis::line_store(l))?
+    }
+
+    /// The load a split loop run over a range starts its whole chunks at a cache
+    /// line of ([`Gen::realigned_chunks`]): the one its mark names
+    /// ([`aligned`](crate::loops::Schedule::aligned), verified
+    /// [`alignable`](crate::loops::analysis::alignable)).
+    pub(super) fn aligned_load(&self, l: &Loop) -> Option<Access> {
+        crate::loops::analysis::aligned_load(l)
+    }
+
     /// The kernel's plan: every nest's realization in the order the kernel runs
     /// them, with the facts and panels they need, and `FMA` when a statement is
     /// contracted or calls a math function.

@@ -5,7 +5,8 @@ use super::*;
 impl Gen<'_> {
     /// An element-wise innermost loop (one store of a math-heavy value, see
     /// [`Schedule::chunked`](crate::loops::Schedule::chunked)) over `start..end` in chunks of `LANES` iterations
-    /// (four vectors), starting where the store starts a cache line: each chunk's
+    /// (four vectors), starting where the store starts a cache line when the loop
+    /// is also marked [`line split`](crate::loops::Schedule::line_split): each chunk's
     /// values are computed into a local array, then stored; the iterations before
     /// the first chunk and after the last run plainly. The stores go through a raw
     /// pointer (`Shared`) that LLVM cannot tell apart from the inputs, so in a
@@ -49,7 +50,10 @@ impl Gen<'_> {
         let plain = self.stmts(&l.stmts)?;
         let zero = lit(&format!("0.0_{}", self.float));
         let first = local("first");
-        let first_line = self.first_on_line(&first, access, i, &quote!(#lo), &quote!(#hi))?;
+        let first_line = match self.line_split(l, &[]) {
+            Some(a) => self.first_on_line(&first, &a, i, &quote!(#lo), &quote!(#hi))?,
+            None => quote!(let #first = #lo;),
+        };
         Ok(quote! {
             let (#lo, #hi) = (#start, #end);
             #first_line
@@ -151,10 +155,10 @@ impl Gen<'_> {
             #lane_body
             #(#save)*
         };
-        // A piece of a long reduction starts its whole chunks where its first input
-        // starts a cache line (see `realigned_chunks`); a short one, such as a row
-        // of a softmax, would pay more for that than it gains.
-        let chunks = match self.line_access(l, false).filter(|_| ranged) {
+        // A piece of a long reduction starts its whole chunks where the load its
+        // mark names starts a cache line (see `realigned_chunks`; the `align` pass
+        // names one only in a loop run in pieces).
+        let chunks = match self.aligned_load(l).filter(|_| ranged) {
             Some(a) => self.realigned_chunks(l, &a, &ids, &lane_step, &start)?,
             None => quote! {
                 for #chunk in (#start..#main).step_by(LANES) {
@@ -228,32 +232,6 @@ impl Gen<'_> {
             }
             #(#lanes = #rotate(#lanes, (#first - #start) as usize);)*
         })
-    }
-
-    /// The first access of `l`'s body that is unchecked, has unit stride along `l`
-    /// and is a store (`write`) or a load of an input: where its vector stores go,
-    /// or what a split loop's vectors read. `None` if there is none.
-    pub(super) fn line_access(&self, l: &Loop, write: bool) -> Option<Access> {
-        let n = l.id.0;
-        let mut found = None;
-        for s in &l.stmts {
-            crate::loops::analysis::walk::stmt_accesses(s, &mut |a, is_write| {
-                let wanted = if write {
-                    is_write
-                } else {
-                    !is_write && self.tensor_kind(a.tensor) == TensorKind::Input
-                };
-                if found.is_none()
-                    && wanted
-                    && !a.checked
-                    && crate::loops::analysis::stride::stride(a, n)
-                        == crate::loops::analysis::stride::Stride::Unit
-                {
-                    found = Some(a.clone());
-                }
-            });
-        }
-        found
     }
 
     /// `let {first} = ..;`: the first iteration from `start` (at most `end`) at which
