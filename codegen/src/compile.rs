@@ -46,17 +46,19 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 10] = [
+pub const SCHEDULE_PASSES: [&str; 12] = [
     "pad",
     "order",
     "channels",
     "tile",
+    "pack",
     "transpose",
     "split",
     "jam",
     "chunk",
     "parallel",
     "rows",
+    "lines",
 ];
 
 /// How much checking generated array accesses keep (the Rust backend).

@@ -15,6 +15,8 @@
 //! closing  := "}"+ on one line, closing that many loops
 //! marks    := "[" mark ("," mark)* "]"
 //! mark     := "parallel" | "pieces" | "split" | "blocked" | "jammed" | "chunked" | "joined" | "tile" | "block reduction"
+//!           | "tile(packed" access ("," access)* ")"      (loads of the loop's body)
+//!           | "parallel(lines" access ")"                  (a write of the loop's body)
 //! carried  := "v"int "=" float "(" ("+" | "*" | "max" | "min") ")"
 //! stmt     := target ("=" | "+=" | "*=" | "max=" | "min=") value
 //!           | "v"int ("+=" | "*=" | "max=" | "min=") value
@@ -57,9 +59,10 @@ use crate::index::Expr;
 use crate::index::parse::{PResult, expr};
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
+use super::analysis;
 use super::ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
-    TensorId, TensorKind, Tile, Value, VarId,
+    Access, Block, Carried, LoadSet, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript,
+    TensorDecl, TensorId, TensorKind, Tile, Value, VarId,
 };
 
 /// Parses a loop program in the printer's text form.
@@ -97,6 +100,21 @@ pub fn parse_program(src: &str) -> Result<LoopProgram, Diagnostic> {
             found_at(&src[offset..]),
         )
     })
+}
+
+/// What a mark's argument names: the packed loads of a `tile`, or the write a
+/// `parallel` loop's shares align to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArgKind {
+    Packed,
+    Lines,
+}
+
+/// A mark's argument as read at the loop header: the accesses it names, each with
+/// where its text starts.
+struct Arg<'s> {
+    kind: ArgKind,
+    accesses: Vec<(&'s str, Access)>,
 }
 
 /// A line of the source: its text without the line break, and its trimmed content.
@@ -575,12 +593,14 @@ impl<'s> Reader<'s> {
     /// it returns to.
     fn nest(&mut self) -> Result<Vec<Loop>, Fail<'s>> {
         let mut loops: Vec<Loop> = Vec::new();
+        let mut args = Vec::new();
         while let Some(line) = self.peek() {
             if !line.starts_with("for ") {
                 break;
             }
             self.next += 1;
-            let mut l = Self::whole(line, |i| self.header_of_loop(i))?;
+            let (mut l, arg) = Self::whole(line, |i| self.header_of_loop(i))?;
+            args.push(arg);
             self.note_dims(&l.start);
             self.note_dims(&l.end);
             l.carried = self.carried_lines()?;
@@ -607,10 +627,11 @@ impl<'s> Reader<'s> {
             }
             open -= count;
         }
+        Self::resolve(&mut loops, args)?;
         Ok(loops)
     }
 
-    fn header_of_loop(&self, i: &'s str) -> PResult<'s, Loop> {
+    fn header_of_loop(&self, i: &'s str) -> PResult<'s, (Loop, Vec<Arg<'s>>)> {
         let (i, ()) = token(i, "for", "`for`")?;
         let i = sp(i);
         let Some((i, id)) = numbered(i, 'i') else {
@@ -620,9 +641,9 @@ impl<'s> Reader<'s> {
         let (i, start) = index(i)?;
         let (i, ()) = token(i, "..", "`..`")?;
         let (i, end) = index(i)?;
-        let (i, schedule) = match token(i, "[", "") {
+        let (i, (schedule, args)) = match token(i, "[", "") {
             Ok((rest, ())) => self.marks(rest)?,
-            Err(_) => (i, Schedule::default()),
+            Err(_) => (i, (Schedule::default(), Vec::new())),
         };
         let (i, ()) = token(i, "{", "`{`")?;
         let l = Loop {
@@ -633,19 +654,20 @@ impl<'s> Reader<'s> {
             stmts: Vec::new(),
             schedule,
         };
-        Ok((i, l))
+        Ok((i, (l, args)))
     }
 
-    /// The marks after `[`, up to `]`.
-    fn marks(&self, i: &'s str) -> PResult<'s, Schedule> {
+    /// The marks after `[`, up to `]`, and the arguments naming loads or writes of
+    /// the loop's body, which [`Reader::resolve`] reads once the body is parsed.
+    fn marks(&self, i: &'s str) -> PResult<'s, (Schedule, Vec<Arg<'s>>)> {
         const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `joined`, `tile` or `block reduction`";
-        let (rest, words) = self.list(i, "]", |_, i| {
-            let i = sp(i);
-            let end = i.find([',', ']']).unwrap_or(i.len());
-            Ok((&i[end..], (i, i[..end].trim_end())))
-        })?;
+        let (rest, words) = self.list(i, "]", |r, i| r.mark(i))?;
         let mut s = Schedule::default();
-        for (at, word) in words {
+        let mut args = Vec::new();
+        for (at, word, arg) in words {
+            if let Some(arg) = arg {
+                args.push(arg);
+            }
             let flag = match word {
                 "parallel" => &mut s.parallel,
                 "pieces" => &mut s.pieces,
@@ -660,6 +682,7 @@ impl<'s> Reader<'s> {
                     }
                     s.tile = Some(Tile {
                         block_reduction: false,
+                        packed: LoadSet::default(),
                     });
                     continue;
                 }
@@ -678,7 +701,90 @@ impl<'s> Reader<'s> {
             }
             *flag = true;
         }
-        Ok((rest, s))
+        Ok((rest, (s, args)))
+    }
+
+    /// One mark: its name and, for `tile(packed a, b)` and `parallel(lines y)`, its
+    /// argument.
+    fn mark(&self, i: &'s str) -> PResult<'s, (&'s str, &'s str, Option<Arg<'s>>)> {
+        let at = sp(i);
+        let end = at
+            .find(|c: char| !(c.is_ascii_alphabetic() || c == ' '))
+            .unwrap_or(at.len());
+        let word = at[..end].trim_end();
+        let rest = &at[end..];
+        let Some(inner) = rest.strip_prefix('(') else {
+            return Ok((rest, (at, word, None)));
+        };
+        let (kind, lead) = match word {
+            "tile" => (ArgKind::Packed, "packed"),
+            "parallel" => (ArgKind::Lines, "lines"),
+            _ => {
+                return err(
+                    rest,
+                    "`,` or `]` (only `tile` and `parallel` take an argument)",
+                );
+            }
+        };
+        let (inner, ()) = token(
+            inner,
+            lead,
+            if kind == ArgKind::Packed {
+                "`packed`"
+            } else {
+                "`lines`"
+            },
+        )?;
+        let (rest, accesses) = self.list(inner, ")", |r, i| {
+            let (rest, a) = r.access(i)?;
+            Ok((rest, (sp(i), a)))
+        })?;
+        if kind == ArgKind::Lines && accesses.len() != 1 {
+            return err(inner, "one write after `lines`");
+        }
+        Ok((rest, (at, word, Some(Arg { kind, accesses }))))
+    }
+
+    /// Resolves the arguments of the marks of `loops` (the arguments of loop `d`
+    /// are `args[d]`) into positions of loads or writes of each loop's body.
+    fn resolve(loops: &mut [Loop], args: Vec<Vec<Arg<'s>>>) -> Result<(), Fail<'s>> {
+        for (d, args) in args.into_iter().enumerate() {
+            for arg in args {
+                let write = arg.kind == ArgKind::Lines;
+                let body = analysis::body_accesses(&loops[d..], write);
+                let mut set = LoadSet::default();
+                for (at, a) in &arg.accesses {
+                    let k = body
+                        .iter()
+                        .position(|b| b.tensor == a.tensor && b.index == a.index)
+                        .ok_or_else(|| {
+                            SyntaxError::new(
+                                at,
+                                if write {
+                                    "a write of this loop's body"
+                                } else {
+                                    "a load of this loop's body"
+                                },
+                            )
+                        })?;
+                    if !set.insert(k) {
+                        return Err(SyntaxError::new(
+                            at,
+                            "a load among the first 64 of the loop's body",
+                        ));
+                    }
+                }
+                let s = &mut loops[d].schedule;
+                match (arg.kind, s.tile.as_mut()) {
+                    (ArgKind::Packed, Some(t)) => t.packed = set,
+                    (ArgKind::Packed, None) => {}
+                    (ArgKind::Lines, _) => {
+                        s.lines = set.iter().next().and_then(|k| u8::try_from(k).ok());
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn tensor(&self, i: &'s str) -> PResult<'s, TensorId> {

@@ -24,7 +24,9 @@
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
 //!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[pieces]`,
-//!   `[blocked]`, `[jammed]`, `[chunked]`.
+//!   `[blocked]`, `[jammed]`, `[chunked]`. A mark's argument names loads or writes
+//!   of the loop's body by their printed form: `[tile(packed b[i2, i1])]`,
+//!   `[parallel(lines y[0, i1])]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -38,9 +40,10 @@ use std::fmt;
 use crate::index::{Expr, IndexOp, list};
 use crate::uop::{Accum, BinaryOp, UnaryOp};
 
+use super::analysis;
 use super::ir::{
-    Access, Block, Carried, Loop, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value,
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind,
+    Value,
 };
 
 /// Prints with tensor names when it knows them, by id otherwise.
@@ -206,7 +209,7 @@ impl Printer<'_> {
                 l.id.0,
                 l.start,
                 l.end,
-                schedule_text(&l.schedule)
+                self.marks(&loops[d..])
             );
             Self::line(out, depth + d, &header);
             for c in &l.carried {
@@ -354,38 +357,56 @@ impl fmt::Display for Access {
     }
 }
 
-/// ` [parallel, split, tile]`, or nothing for a loop run plainly.
-fn schedule_text(s: &Schedule) -> String {
-    let mut parts = Vec::new();
-    if s.parallel {
-        parts.push("parallel");
+impl Printer<'_> {
+    /// The marks of `loops[0]` (its body is `loops`): ` [parallel, split, tile]`,
+    /// with a mark's argument in parentheses (`tile(packed b[i2, i1])`), or nothing
+    /// for a loop run plainly.
+    fn marks(&self, loops: &[Loop]) -> String {
+        let s = &loops[0].schedule;
+        let mut parts: Vec<String> = Vec::new();
+        if s.parallel {
+            parts.push(match s.lines {
+                Some(w) => format!("parallel(lines {})", self.named(loops, true, w)),
+                None => "parallel".into(),
+            });
+        }
+        for (on, name) in [
+            (s.pieces, "pieces"),
+            (s.split, "split"),
+            (s.blocked, "blocked"),
+            (s.jammed, "jammed"),
+            (s.chunked, "chunked"),
+            (s.joined, "joined"),
+        ] {
+            if on {
+                parts.push(name.into());
+            }
+        }
+        if let Some(t) = s.tile {
+            let loads: Vec<String> = analysis::named(loops, false, t.packed)
+                .iter()
+                .map(|a| self.access(a))
+                .collect();
+            parts.push(if loads.is_empty() {
+                "tile".into()
+            } else {
+                format!("tile(packed {})", loads.join(", "))
+            });
+            if t.block_reduction {
+                parts.push("block reduction".into());
+            }
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", parts.join(", "))
+        }
     }
-    if s.pieces {
-        parts.push("pieces");
-    }
-    if s.split {
-        parts.push("split");
-    }
-    if s.blocked {
-        parts.push("blocked");
-    }
-    if s.jammed {
-        parts.push("jammed");
-    }
-    if s.chunked {
-        parts.push("chunked");
-    }
-    if s.joined {
-        parts.push("joined");
-    }
-    match s.tile {
-        Some(t) if t.block_reduction => parts.push("tile, block reduction"),
-        Some(_) => parts.push("tile"),
-        None => {}
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", parts.join(", "))
+
+    /// Access `k` of the body `loops` (a write when `write`), or `?` past its end.
+    fn named(&self, loops: &[Loop], write: bool, k: u8) -> String {
+        analysis::body_accesses(loops, write)
+            .get(usize::from(k))
+            .map_or_else(|| "?".into(), |a| self.access(a))
     }
 }

@@ -26,25 +26,29 @@
 //!    channels last, and mark the register tile along those channels;
 //! 10. `tile` — mark register tiles for the other reduction nests with shared loads
 //!     (matmul, convolution), choosing the row loop;
-//! 11. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
+//! 11. `pack` — name the loads of each register tile that every row tile reads
+//!     alike, which a backend may copy into a contiguous panel;
+//! 12. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
 //!     cache blocks;
-//! 12. `split` — mark innermost reductions whose partial results a backend may keep
+//! 13. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 13. `jam` — mark nests accumulating into elements that do not move with their
+//! 14. `jam` — mark nests accumulating into elements that do not move with their
 //!     rows (column sums) to run several rows at a time, in row order;
-//! 14. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//! 15. `chunk` — mark element-wise loops of math functions to compute a chunk of
 //!     values before storing them, so their dependency chains overlap;
-//! 15. `parallel` — mark the loops whose iterations may run on several threads
+//! 16. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 16. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 17. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
-//!     time.
+//!     time;
+//! 18. `lines` — name the write an inner parallel loop's shares align to cache
+//!     lines of (after `rows`, which decides which temporaries are row buffers).
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel` and `rows` only
+//! the reference interpreter. `tile`, `pack`, `transpose`, `split`, `jam`, `chunk`, `parallel`, `rows` and `lines` only
 //! annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
@@ -69,8 +73,10 @@ mod dce;
 mod deps;
 mod fuse;
 mod jam;
+mod lines;
 mod list;
 mod order;
+mod pack;
 mod pad;
 mod parallel;
 mod rows;
@@ -99,8 +105,10 @@ pub use dce::dce;
 pub use deps::{BlockDeps, Deps};
 pub use fuse::fuse;
 pub use jam::jam;
+pub use lines::lines;
 pub use list::{Named, PassList};
 pub use order::order;
+pub use pack::pack;
 pub use pad::pad;
 pub use parallel::parallel;
 pub use rows::rows;
@@ -183,6 +191,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         run: tile,
     },
     Pass {
+        name: "pack",
+        doc: "names the loads of each register tile that every tile of rows reads alike \
+              (not sliding windows), which a backend may copy into a contiguous panel",
+        run: pack,
+    },
+    Pass {
         name: "transpose",
         doc: "marks element-wise nests that read across the rows they write (a \
               transpose) to run in square blocks that fit the cache",
@@ -218,6 +232,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "joins consecutive nests over the same rows that touch only their own row of \
               what the others write, and marks temporaries one row of which is enough",
         run: rows,
+    },
+    Pass {
+        name: "lines",
+        doc: "names the write an inner parallel loop's shares start at cache line \
+              boundaries of (else threads take equal parts)",
+        run: lines,
     },
 ]);
 

@@ -1,19 +1,27 @@
 //! Analyses of the loop IR that the passes and both backends share, one definition
 //! each: how an access moves along a loop ([`stride`]), traversals and rewrites of
 //! blocks ([`walk`]), which symbolic sizes are equal ([`ShapeGroups`]), which
-//! rows may be jammed ([`jammable`]) and which loops may run in chunks
-//! ([`chunkable`]).
+//! rows may be jammed ([`jammable`]), which loops may run in chunks
+//! ([`chunkable`]), which loads of a tile may be packed ([`packable`], [`sliding`])
+//! and which write an inner parallel loop's shares align to ([`line_aligned`]);
+//! marks name loads and writes by their position in a loop's body ([`body_accesses`]).
 //! Nothing here changes a program's meaning; the backends depend on these, not on
 //! the optimizer (`pass/`).
 
+pub mod body;
 pub mod chunk;
 pub mod jam;
+pub mod lines;
+pub mod pack;
 pub mod shape_groups;
 pub mod stride;
 pub mod walk;
 
+pub use body::{body_accesses, named};
 pub use chunk::chunkable;
 pub use jam::jammable;
+pub use lines::{line_aligned, line_write};
+pub use pack::{packable, sliding};
 pub use shape_groups::ShapeGroups;
 pub use stride::{
     Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,
