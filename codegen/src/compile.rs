@@ -46,11 +46,12 @@ use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
 /// [`CompileOptions::schedule`]`(false)` leaves out.
-pub const SCHEDULE_PASSES: [&str; 12] = [
+pub const SCHEDULE_PASSES: [&str; 14] = [
     "pad",
     "order",
     "channels",
     "tile",
+    "pack",
     "transpose",
     "split",
     "jam",
@@ -59,6 +60,7 @@ pub const SCHEDULE_PASSES: [&str; 12] = [
     "align",
     "rows",
     "line",
+    "share",
 ];
 
 /// How much checking generated array accesses keep (the Rust backend).

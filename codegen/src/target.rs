@@ -46,6 +46,12 @@ pub struct Target {
     /// reductions read in place (Cranelift; the Rust copies' panels are
     /// `KC` × `NR` per packed load).
     pub panel_bytes: u32,
+    /// Threads sharing out an inner parallel loop whose write is line-aligned
+    /// ([`Schedule::lines`](crate::loops::Schedule::lines)) cut it at multiples of
+    /// this many iterations from a cache line boundary of that write (the Rust
+    /// copies: one literal in the loops every level compiles, so the same on every
+    /// x86-64 level).
+    pub share_step: u32,
 }
 
 impl Target {
@@ -63,6 +69,7 @@ impl Target {
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 256 * 8 * 4,
+        share_step: 64,
     };
 
     /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them. Register tiles of
@@ -83,6 +90,7 @@ impl Target {
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 1024 * 16 * 4,
+        share_step: 64,
     };
 
     /// x86-64 with AVX-512 (F and VL): 512-bit vectors, thirty-two of them.
@@ -99,6 +107,7 @@ impl Target {
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 1024 * 64 * 4,
+        share_step: 64,
     };
 
     /// The x86-64 feature levels, narrowest first: the Rust backend compiles one copy
@@ -124,6 +133,7 @@ impl Target {
             cache_block: 16,
             jam_rows: 4,
             panel_bytes: 64 << 10,
+            share_step: 64,
         }
     }
 
@@ -166,6 +176,8 @@ mod tests {
             // A split reduction keeps four vectors of f32 partial results.
             assert_eq!(t.lanes, t.vector_bytes);
             assert!(t.tile_cols * 4 >= t.vector_bytes, "{}", t.name);
+            // The Rust copies print one share step for all levels.
+            assert_eq!(t.share_step, Target::BASELINE.share_step, "{}", t.name);
         }
     }
 

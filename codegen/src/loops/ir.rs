@@ -235,6 +235,19 @@ pub struct Schedule {
     /// it ([`alignable`](super::analysis::alignable)). Each lane adds the same
     /// elements in the same order, so the results are those of the split loop.
     pub aligned: Option<usize>,
+    /// The argument of `[parallel]` on an inner loop, `[parallel(lines y[i0, i1])]`:
+    /// the write, by its position among the writes of the loop's body (see
+    /// [`LoadSet`] for the order), whose cache lines the threads' shares start at.
+    /// Threads then share the loop out at multiples of the target's
+    /// [`share_step`](crate::target::Target::share_step) iterations counted from
+    /// the first line boundary of that write, so they rarely write one cache line
+    /// in every iteration of the loops outside. Set by the `share` pass. Verified
+    /// ([`line_write`](super::analysis::line_write)): on an inner `[parallel]`
+    /// loop, the named write is unit-stride along it, at an offset free of the
+    /// other loops, and every write of the block is to its tensor, which is not a
+    /// temporary kept [one row at a time](TensorDecl::row_local). Without it an
+    /// inner parallel loop is shared out in equal parts.
+    pub lines: Option<u8>,
     /// This block's outermost loop is joined to the outermost loop of the block
     /// before it (same range, same `parallel`): a backend may run the two as one
     /// loop, iteration `i` of the earlier block's body followed by iteration `i` of
@@ -255,6 +268,54 @@ pub struct Tile {
     /// each block's partial sums added into the output (reassociates `+`; legal
     /// only where every statement after the reduction is `out[..] = v`; verified).
     pub block_reduction: bool,
+    /// The argument of `[tile]`, `[tile(packed w[i2, i1])]`: the loads of the
+    /// reduction that a backend may copy, per tile of columns, into a contiguous
+    /// panel that every tile of rows then reads in order (matmul's `b[k, j]`). Set
+    /// by the `pack` pass. Verified ([`packable`](super::analysis::packable)): each
+    /// named load is an operand of an update of the innermost reduction loop, of a
+    /// float tensor the block does not write, that moves with the columns and not
+    /// with the rows, and is not a sliding window
+    /// ([`sliding`](super::analysis::sliding)); the reduction loops' ranges do not
+    /// use the row or column loop. Every row tile then reads the same values, so
+    /// reading them from the panel changes no result.
+    pub packed: LoadSet,
+}
+
+/// A set of the loads (or writes) of a loop's body, by position: the `k`-th load of
+/// the statements of the loop and the loops inside it, outermost loop first, in the
+/// order [`stmt_accesses`](super::analysis::stmt_accesses) visits them
+/// ([`body_accesses`](super::analysis::body_accesses)). `Copy`, so a [`Schedule`]
+/// stays `Copy`; positions from 64 on cannot be named (a mark simply leaves them out).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LoadSet(u64);
+
+impl LoadSet {
+    /// The positions a set can hold: `0..CAPACITY`.
+    pub const CAPACITY: usize = 64;
+
+    /// Adds position `k`; false (and nothing added) when `k` is past [`LoadSet::CAPACITY`].
+    pub fn insert(&mut self, k: usize) -> bool {
+        if k >= Self::CAPACITY {
+            return false;
+        }
+        self.0 |= 1 << k;
+        true
+    }
+
+    /// Whether position `k` is in the set.
+    pub fn contains(&self, k: usize) -> bool {
+        k < Self::CAPACITY && self.0 & (1 << k) != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The positions, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..Self::CAPACITY).filter(|&k| self.contains(k))
+    }
 }
 
 /// One loop of a nest: `for i{id} in start..end { reset carried; inner loop; stmts }`.

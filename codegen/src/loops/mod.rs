@@ -13,8 +13,8 @@ mod verify;
 
 pub use analysis::ShapeGroups;
 pub use ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
-    TensorId, TensorKind, Tile, Value, VarId,
+    Access, Block, Carried, LoadSet, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript,
+    TensorDecl, TensorId, TensorKind, Tile, Value, VarId,
 };
 pub use lower::lower;
 pub use parse::parse_program;

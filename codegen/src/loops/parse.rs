@@ -14,8 +14,11 @@
 //! nest     := "for" "i"int "in" expr ".." expr marks? "{" carried* (nest | stmt*) closing stmt*
 //! closing  := "}"+ on one line, closing that many loops
 //! marks    := "[" mark ("," mark)* "]"
-//! mark     := "parallel" | "pieces" | "split" | "split(aligned" access ")" | "blocked" | "jammed"
-//!           | "chunked" | "line split" | "joined" | "tile" | "block reduction"
+//! mark     := "parallel" | "pieces" | "split" | "blocked" | "jammed" | "chunked" | "line split"
+//!           | "joined" | "tile" | "block reduction"
+//!           | "split(aligned" access ")"                   (a load of the loop's statements)
+//!           | "tile(packed" access ("," access)* ")"      (loads of the loop's body)
+//!           | "parallel(lines" access ")"                  (a write of the loop's body)
 //! carried  := "v"int "=" float "(" ("+" | "*" | "max" | "min") ")"
 //! stmt     := target ("=" | "+=" | "*=" | "max=" | "min=") value
 //!           | "v"int ("+=" | "*=" | "max=" | "min=") value
@@ -60,10 +63,10 @@ use crate::index::Expr;
 use crate::index::parse::{PResult, expr};
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
-use super::analysis::load_position;
+use super::analysis::{self, load_position};
 use super::ir::{
-    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
-    TensorId, TensorKind, Tile, Value, VarId,
+    Access, Block, Carried, LoadSet, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript,
+    TensorDecl, TensorId, TensorKind, Tile, Value, VarId,
 };
 
 /// Parses a loop program in the printer's text form.
@@ -101,6 +104,22 @@ pub fn parse_program(src: &str) -> Result<LoopProgram, Diagnostic> {
             found_at(&src[offset..]),
         )
     })
+}
+
+/// What a mark's argument names: the packed loads of a `tile`, or the write a
+/// `parallel` loop's shares align to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArgKind {
+    Aligned,
+    Packed,
+    Lines,
+}
+
+/// A mark's argument as read at the loop header: the accesses it names, each with
+/// where its text starts.
+struct Arg<'s> {
+    kind: ArgKind,
+    accesses: Vec<(&'s str, Access)>,
 }
 
 /// A line of the source: its text without the line break, and its trimmed content.
@@ -244,25 +263,6 @@ const COMPARISONS: [(&str, BinaryOp); 6] = [
     ("<", BinaryOp::Lt),
     (">", BinaryOp::Gt),
 ];
-
-/// A load a mark's argument names, with where its text is (for errors).
-type Aligned<'s> = Option<(&'s str, Access)>;
-
-/// Where a mark ends in `i`: at the first `,` or `]` outside its argument's
-/// parentheses and brackets.
-fn mark_end(i: &str) -> usize {
-    let mut depth = 0usize;
-    for (k, c) in i.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' if depth > 0 => depth -= 1,
-            ']' if depth > 0 => depth -= 1,
-            ',' | ']' if depth == 0 => return k,
-            _ => {}
-        }
-    }
-    i.len()
-}
 
 /// The names of an index expression's `Name` leaves.
 fn names(e: &Expr, out: &mut Vec<String>) {
@@ -598,17 +598,17 @@ impl<'s> Reader<'s> {
     /// it returns to.
     fn nest(&mut self) -> Result<Vec<Loop>, Fail<'s>> {
         let mut loops: Vec<Loop> = Vec::new();
-        let mut aligned = Vec::new();
+        let mut args = Vec::new();
         while let Some(line) = self.peek() {
             if !line.starts_with("for ") {
                 break;
             }
             self.next += 1;
-            let (mut l, pending) = Self::whole(line, |i| self.header_of_loop(i))?;
+            let (mut l, arg) = Self::whole(line, |i| self.header_of_loop(i))?;
+            args.push(arg);
             self.note_dims(&l.start);
             self.note_dims(&l.end);
             l.carried = self.carried_lines()?;
-            aligned.push(pending);
             loops.push(l);
         }
         let mut open = loops.len();
@@ -632,21 +632,11 @@ impl<'s> Reader<'s> {
             }
             open -= count;
         }
-        // A mark's argument names loads of its loop, known once the statements are.
-        for (l, pending) in loops.iter_mut().zip(aligned) {
-            if let Some((at, a)) = pending {
-                l.schedule.aligned = load_position(l, &a);
-                if l.schedule.aligned.is_none() {
-                    return Err(SyntaxError::new(at, "a load of this loop's statements"));
-                }
-            }
-        }
+        Self::resolve(&mut loops, args)?;
         Ok(loops)
     }
 
-    /// `for iN in a..b [marks] {`, and the load `split(aligned ..)` names (with
-    /// where it is written), to be found among the loop's statements.
-    fn header_of_loop(&self, i: &'s str) -> PResult<'s, (Loop, Aligned<'s>)> {
+    fn header_of_loop(&self, i: &'s str) -> PResult<'s, (Loop, Vec<Arg<'s>>)> {
         let (i, ()) = token(i, "for", "`for`")?;
         let i = sp(i);
         let Some((i, id)) = numbered(i, 'i') else {
@@ -656,9 +646,9 @@ impl<'s> Reader<'s> {
         let (i, start) = index(i)?;
         let (i, ()) = token(i, "..", "`..`")?;
         let (i, end) = index(i)?;
-        let (i, (schedule, aligned)) = match token(i, "[", "") {
+        let (i, (schedule, args)) = match token(i, "[", "") {
             Ok((rest, ())) => self.marks(rest)?,
-            Err(_) => (i, (Schedule::default(), None)),
+            Err(_) => (i, (Schedule::default(), Vec::new())),
         };
         let (i, ()) = token(i, "{", "`{`")?;
         let l = Loop {
@@ -669,20 +659,20 @@ impl<'s> Reader<'s> {
             stmts: Vec::new(),
             schedule,
         };
-        Ok((i, (l, aligned)))
+        Ok((i, (l, args)))
     }
 
-    /// The marks after `[`, up to `]`, and the load `split(aligned ..)` names.
-    fn marks(&self, i: &'s str) -> PResult<'s, (Schedule, Aligned<'s>)> {
+    /// The marks after `[`, up to `]`, and the arguments naming loads or writes of
+    /// the loop's body, which [`Reader::resolve`] reads once the body is parsed.
+    fn marks(&self, i: &'s str) -> PResult<'s, (Schedule, Vec<Arg<'s>>)> {
         const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `line split`, `joined`, `tile` or `block reduction`";
-        let (rest, words) = self.list(i, "]", |_, i| {
-            let i = sp(i);
-            let end = mark_end(i);
-            Ok((&i[end..], (i, i[..end].trim_end())))
-        })?;
+        let (rest, words) = self.list(i, "]", |r, i| r.mark(i))?;
         let mut s = Schedule::default();
-        let mut aligned = None;
-        for (at, word) in words {
+        let mut args = Vec::new();
+        for (at, word, arg) in words {
+            if let Some(arg) = arg {
+                args.push(arg);
+            }
             let flag = match word {
                 "parallel" => &mut s.parallel,
                 "pieces" => &mut s.pieces,
@@ -692,27 +682,13 @@ impl<'s> Reader<'s> {
                 "chunked" => &mut s.chunked,
                 "line split" => &mut s.line_split,
                 "joined" => &mut s.joined,
-                _ if word.starts_with("split(") => {
-                    if s.split {
-                        return err(at, "each mark once");
-                    }
-                    s.split = true;
-                    let (after, ()) = token(&at["split(".len()..], "aligned", "`aligned`")?;
-                    let load_at = sp(after);
-                    let (after, a) = self.access(after)?;
-                    let (after, ()) = token(after, ")", "`)`")?;
-                    if after.len() != at.len() - word.len() {
-                        return err(sp(after), "`,` or `]`");
-                    }
-                    aligned = Some((load_at, a));
-                    continue;
-                }
                 "tile" => {
                     if s.tile.is_some() {
                         return err(at, "each mark once");
                     }
                     s.tile = Some(Tile {
                         block_reduction: false,
+                        packed: LoadSet::default(),
                     });
                     continue;
                 }
@@ -731,7 +707,105 @@ impl<'s> Reader<'s> {
             }
             *flag = true;
         }
-        Ok((rest, (s, aligned)))
+        Ok((rest, (s, args)))
+    }
+
+    /// One mark: its name and, for `tile(packed a, b)` and `parallel(lines y)`, its
+    /// argument.
+    fn mark(&self, i: &'s str) -> PResult<'s, (&'s str, &'s str, Option<Arg<'s>>)> {
+        let at = sp(i);
+        let end = at
+            .find(|c: char| !(c.is_ascii_alphabetic() || c == ' '))
+            .unwrap_or(at.len());
+        let word = at[..end].trim_end();
+        let rest = &at[end..];
+        let Some(inner) = rest.strip_prefix('(') else {
+            return Ok((rest, (at, word, None)));
+        };
+        let (kind, lead) = match word {
+            "split" => (ArgKind::Aligned, "aligned"),
+            "tile" => (ArgKind::Packed, "packed"),
+            "parallel" => (ArgKind::Lines, "lines"),
+            _ => {
+                return err(
+                    rest,
+                    "`,` or `]` (only `split`, `tile` and `parallel` take an argument)",
+                );
+            }
+        };
+        let (inner, ()) = token(
+            inner,
+            lead,
+            match kind {
+                ArgKind::Aligned => "`aligned`",
+                ArgKind::Packed => "`packed`",
+                ArgKind::Lines => "`lines`",
+            },
+        )?;
+        let (rest, accesses) = self.list(inner, ")", |r, i| {
+            let (rest, a) = r.access(i)?;
+            Ok((rest, (sp(i), a)))
+        })?;
+        if kind == ArgKind::Lines && accesses.len() != 1 {
+            return err(inner, "one write after `lines`");
+        }
+        if kind == ArgKind::Aligned && accesses.len() != 1 {
+            return err(inner, "one load after `aligned`");
+        }
+        Ok((rest, (at, word, Some(Arg { kind, accesses }))))
+    }
+
+    /// Resolves the arguments of the marks of `loops` (the arguments of loop `d`
+    /// are `args[d]`) into positions of loads or writes of each loop's body.
+    fn resolve(loops: &mut [Loop], args: Vec<Vec<Arg<'s>>>) -> Result<(), Fail<'s>> {
+        for (d, args) in args.into_iter().enumerate() {
+            for arg in args {
+                if arg.kind == ArgKind::Aligned {
+                    // The load is named among the loop's own statements' loads
+                    // (`analysis::loads`), as the `align` pass and the verifier count.
+                    let (at, a) = &arg.accesses[0];
+                    let k = load_position(&loops[d], a)
+                        .ok_or_else(|| SyntaxError::new(at, "a load of this loop's statements"))?;
+                    loops[d].schedule.aligned = Some(k);
+                    continue;
+                }
+                let write = arg.kind == ArgKind::Lines;
+                let body = analysis::body_accesses(&loops[d..], write);
+                let mut set = LoadSet::default();
+                for (at, a) in &arg.accesses {
+                    let k = body
+                        .iter()
+                        .position(|b| b.tensor == a.tensor && b.index == a.index)
+                        .ok_or_else(|| {
+                            SyntaxError::new(
+                                at,
+                                if write {
+                                    "a write of this loop's body"
+                                } else {
+                                    "a load of this loop's body"
+                                },
+                            )
+                        })?;
+                    if !set.insert(k) {
+                        return Err(SyntaxError::new(
+                            at,
+                            "a load among the first 64 of the loop's body",
+                        ));
+                    }
+                }
+                let s = &mut loops[d].schedule;
+                match (arg.kind, s.tile.as_mut()) {
+                    (ArgKind::Packed, Some(t)) => t.packed = set,
+                    (ArgKind::Packed, None) => {}
+                    (ArgKind::Lines, _) => {
+                        s.lines = set.iter().next().and_then(|k| u8::try_from(k).ok());
+                    }
+                    // Resolved above, among the loop's own statements.
+                    (ArgKind::Aligned, _) => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     fn tensor(&self, i: &'s str) -> PResult<'s, TensorId> {

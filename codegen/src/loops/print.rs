@@ -24,8 +24,10 @@
 //!   are known to be in range.
 //! - A loop the schedule passes annotated says so after its range:
 //!   `for i2 in 0..N [tile, block reduction] {`, `[split]`, `[parallel]`, `[pieces]`,
-//!   `[blocked]`, `[jammed]`, `[chunked]`, `[line split]`; a mark's argument
-//!   follows its name in parentheses: `[split(aligned x[i0])]`.
+//!   `[blocked]`, `[jammed]`, `[chunked]`, `[line split]`. A mark's argument names
+//!   loads or writes of the loop's body by their printed form, in parentheses after
+//!   its name: `[split(aligned x[i0])]`, `[tile(packed b[i2, i1])]`,
+//!   `[parallel(lines y[0, i1])]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
 //!   unless it is a single name or number.
@@ -39,9 +41,10 @@ use std::fmt;
 use crate::index::{Expr, IndexOp, list};
 use crate::uop::{Accum, BinaryOp, UnaryOp};
 
+use super::analysis;
 use super::ir::{
-    Access, Block, Carried, Loop, LoopProgram, Schedule, Stmt, Subscript, TensorDecl, TensorId,
-    TensorKind, Value,
+    Access, Block, Carried, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind,
+    Value,
 };
 
 /// Prints with tensor names when it knows them, by id otherwise.
@@ -207,7 +210,7 @@ impl Printer<'_> {
                 l.id.0,
                 l.start,
                 l.end,
-                self.schedule(l)
+                self.marks(&loops[d..])
             );
             Self::line(out, depth + d, &header);
             for c in &l.carried {
@@ -356,21 +359,25 @@ impl fmt::Display for Access {
 }
 
 impl Printer<'_> {
-    /// ` [parallel, split, tile]`, or nothing for a loop run plainly; a mark's
-    /// argument in parentheses after its name, `split(aligned x[i0])`.
-    fn schedule(&self, l: &Loop) -> String {
-        let s: &Schedule = &l.schedule;
+    /// The marks of `loops[0]` (its body is `loops`): ` [parallel, split, tile]`,
+    /// with a mark's argument in parentheses (`tile(packed b[i2, i1])`,
+    /// `split(aligned x[i0])`), or nothing for a loop run plainly.
+    fn marks(&self, loops: &[Loop]) -> String {
+        let l = &loops[0];
+        let s = &l.schedule;
+        let mut parts: Vec<String> = Vec::new();
+        if s.parallel {
+            parts.push(match s.lines {
+                Some(w) => format!("parallel(lines {})", self.named(loops, true, w)),
+                None => "parallel".into(),
+            });
+        }
         let aligned = s.aligned.map(|k| format!("aligned {}", self.load_at(l, k)));
         let split = match &aligned {
             Some(a) => format!("split({a})"),
             None => "split".into(),
         };
-        let tile = match s.tile {
-            Some(t) if t.block_reduction => "tile, block reduction",
-            _ => "tile",
-        };
-        let parts: Vec<&str> = [
-            (s.parallel, "parallel"),
+        for (on, name) in [
             (s.pieces, "pieces"),
             (s.split, split.as_str()),
             (s.blocked, "blocked"),
@@ -378,14 +385,30 @@ impl Printer<'_> {
             (s.chunked, "chunked"),
             (s.line_split, "line split"),
             (s.joined, "joined"),
-            (s.tile.is_some(), tile),
-            // An argument without its mark is not valid (the verifier says so), but
-            // it is printed rather than lost.
-            (!s.split, aligned.as_deref().unwrap_or_default()),
-        ]
-        .into_iter()
-        .filter_map(|(on, text)| (on && !text.is_empty()).then_some(text))
-        .collect();
+        ] {
+            if on {
+                parts.push(name.into());
+            }
+        }
+        if let Some(t) = s.tile {
+            let loads: Vec<String> = analysis::named(loops, false, t.packed)
+                .iter()
+                .map(|a| self.access(a))
+                .collect();
+            parts.push(if loads.is_empty() {
+                "tile".into()
+            } else {
+                format!("tile(packed {})", loads.join(", "))
+            });
+            if t.block_reduction {
+                parts.push("block reduction".into());
+            }
+        }
+        // An argument without its mark is not valid (the verifier says so), but it
+        // is printed rather than lost.
+        if let (false, Some(a)) = (s.split, aligned) {
+            parts.push(a);
+        }
         if parts.is_empty() {
             String::new()
         } else {
@@ -400,5 +423,12 @@ impl Printer<'_> {
             Some(a) => self.access(a),
             None => format!("load #{k}"),
         }
+    }
+
+    /// Access `k` of the body `loops` (a write when `write`), or `?` past its end.
+    fn named(&self, loops: &[Loop], write: bool, k: u8) -> String {
+        analysis::body_accesses(loops, write)
+            .get(usize::from(k))
+            .map_or_else(|| "?".into(), |a| self.access(a))
     }
 }

@@ -34,6 +34,9 @@
 //!   [`line_store`](super::analysis::line_store) (the whole guarantee); a `split`
 //!   mark's aligned load is an [`alignable`](super::analysis::alignable) load of
 //!   the loop (the whole guarantee; which load pays is the pass's judgement);
+//!   the loads `tile(packed ..)` names are [`packable`](super::analysis::packable)
+//!   (the whole guarantee); `parallel(lines ..)` sits on an inner parallel loop
+//!   and names a write that is [`line_aligned`](super::analysis::line_aligned);
 //!   `joined` only on the outermost loop of a block after another
 //!   whose outermost loop has the same range (sizes equal by name or assertion) and
 //!   the same `parallel`; a temporary kept [one row at a time](super::TensorDecl::row_local)
@@ -46,7 +49,8 @@ use std::fmt;
 use crate::index::{Expr, Interval, Ranges};
 
 use super::analysis::{
-    ShapeGroups, alignable, block_accesses, chunkable, jammable, line_store, loads,
+    ShapeGroups, alignable, block_accesses, body_accesses, chunkable, jammable, line_aligned,
+    line_store, loads, packable,
 };
 use super::ir::{
     Access, Block, LoopId, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
@@ -444,6 +448,13 @@ impl<'a> Verifier<'a> {
                 );
             }
         }
+        if let Some(w) = s.lines {
+            let k = usize::from(w);
+            if !(s.parallel && line_aligned(self.p, b, d, k)) {
+                let what = self.body_access(&b.loops[d..], true, k);
+                self.fail(&at, format!("[parallel(lines {what})] needs an inner parallel loop and a write along it at unit stride, free of the other loops, the block writing only its tensor, not a row buffer"));
+            }
+        }
         if s.pieces {
             let writes_inside = b
                 .loops
@@ -527,9 +538,26 @@ impl<'a> Verifier<'a> {
                 .stmts
                 .iter()
                 .all(|s| matches!(s, Stmt::Store { value: Value::Var(v), .. } if own.contains(v)));
+            let allowed = packable(self.p, b, d);
+            for k in tile.packed.iter().filter(|&k| !allowed.contains(k)) {
+                let what = self.body_access(&b.loops[d..], false, k);
+                self.fail(&at, format!("[tile(packed {what})] names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the columns and not the rows, and not a sliding window (or the reduction's range uses the row or column loop)"));
+            }
             if tile.block_reduction && !plain_stores {
                 self.fail(&at, "[tile, block reduction] needs every statement after the reduction to store a carried variable plainly");
             }
+        }
+    }
+
+    /// Access `k` of the body `loops` (a write when `write`) as printed, or
+    /// `position k` when the body has fewer.
+    fn body_access(&self, loops: &[super::Loop], write: bool, k: usize) -> String {
+        match body_accesses(loops, write).into_iter().nth(k) {
+            Some(mut access) => {
+                access.checked = false;
+                self.p.value_text(&Value::Load { access, fill: 0.0 })
+            }
+            None => format!("position {k}"),
         }
     }
 

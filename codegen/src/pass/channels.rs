@@ -32,6 +32,8 @@ use crate::loops::{
     Access, Block, Loop, LoopProgram, Stmt, Subscript, TensorDecl, TensorId, TensorKind, Value,
 };
 
+use crate::loops::analysis::sliding;
+
 use super::stride::{Stride, access_mentions, stride};
 use super::tile::tiled;
 use super::walk::{
@@ -90,20 +92,11 @@ fn channels_first(
         .filter(|a| !a.write && a.level == b.loops.len())
         .map(|a| a.access)
         .collect();
-    let sliding = |a: &Access| {
-        a.index.iter().any(|s| match s {
-            Subscript::Expr(e) => {
-                let ids = e.indices();
-                ids.contains(&cl.id.0) && reduce_ids.iter().any(|n| ids.contains(n))
-            }
-            Subscript::Value(_) => false,
-        })
-    };
     let vector: Vec<&Access> = loads
         .iter()
         .filter(|a| stride(a, cl.id.0) == Stride::Unit)
         .collect();
-    if vector.is_empty() || !vector.iter().all(|a| sliding(a)) {
+    if vector.is_empty() || !vector.iter().all(|a| sliding(a, cl, reduce)) {
         return None;
     }
     // The channel loop and the load it indexes, on one axis, not the last.

@@ -26,30 +26,36 @@
 //!    channels last, and mark the register tile along those channels;
 //! 10. `tile` — mark register tiles for the other reduction nests with shared loads
 //!     (matmul, convolution), choosing the row loop;
-//! 11. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
+//! 11. `pack` — name the loads of each register tile that every row tile reads
+//!     alike, which a backend may copy into a contiguous panel;
+//! 12. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
 //!     cache blocks;
-//! 12. `split` — mark innermost reductions whose partial results a backend may keep
+//! 13. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 13. `jam` — mark nests accumulating into elements that do not move with their
+//! 14. `jam` — mark nests accumulating into elements that do not move with their
 //!     rows (column sums) to run several rows at a time, in row order;
-//! 14. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//! 15. `chunk` — mark element-wise loops of math functions to compute a chunk of
 //!     values before storing them, so their dependency chains overlap;
-//! 15. `parallel` — mark the loops whose iterations may run on several threads
+//! 16. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 16. `align` — name, in the `split` mark of a long reduction run in pieces, the
+//! 17. `align` — name, in the `split` mark of a long reduction run in pieces, the
 //!     load its chunks may be aligned to (`[split(aligned x[i0])]`);
-//! 17. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 18. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time;
-//! 18. `line` — mark innermost loops storing at unit stride to run in two runs
-//!     split where the store starts a cache line (`[line split]`).
+//! 19. `line` — mark innermost loops storing at unit stride to run in two runs
+//!     split where the store starts a cache line (`[line split]`);
+//! 20. `share` — name the write an inner parallel loop's shares align to cache
+//!     lines of (`[parallel(lines y[0, i0])]`; after `rows`, which decides which
+//!     temporaries are row buffers).
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `transpose`, `split`, `jam`, `chunk`, `parallel`, `align`,
-//! `rows` and `line` only annotate loops ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
+//! the reference interpreter. `tile`, `pack`, `transpose`, `split`, `jam`, `chunk`,
+//! `parallel`, `align`, `rows`, `line` and `share` only annotate loops
+//! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
 //!
 //! ```
@@ -77,9 +83,11 @@ mod jam;
 mod line;
 mod list;
 mod order;
+mod pack;
 mod pad;
 mod parallel;
 mod rows;
+mod share;
 mod split;
 mod subst;
 mod tile;
@@ -109,9 +117,11 @@ pub use jam::jam;
 pub use line::line;
 pub use list::{Named, PassList};
 pub use order::order;
+pub use pack::pack;
 pub use pad::pad;
 pub use parallel::parallel;
 pub use rows::rows;
+pub use share::share;
 pub use split::split;
 pub use subst::subst;
 pub use tile::tile;
@@ -191,6 +201,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         run: tile,
     },
     Pass {
+        name: "pack",
+        doc: "names the loads of each register tile that every tile of rows reads alike \
+              (not sliding windows), which a backend may copy into a contiguous panel",
+        run: pack,
+    },
+    Pass {
         name: "transpose",
         doc: "marks element-wise nests that read across the rows they write (a \
               transpose) to run in square blocks that fit the cache",
@@ -238,6 +254,12 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "marks innermost loops storing at unit stride to run in two runs, split where \
               the store starts a cache line",
         run: line,
+    },
+    Pass {
+        name: "share",
+        doc: "names the write an inner parallel loop's shares start at cache line \
+              boundaries of (else threads take equal parts)",
+        run: share,
     },
 ]);
 

@@ -395,7 +395,10 @@ mod tests {
         let conv = reduction(&lp);
         assert!(!conv.contains("??"), "{text}");
         assert!(conv.contains("x_pad[i0, i4, i2 + i5, i3 + i6]"), "{text}");
-        assert!(conv.contains("[tile]"), "{text}");
+        assert!(
+            conv.contains("[tile(packed k_t[i4, i5, i6, i1])]"),
+            "{text}"
+        );
         assert_same_results(&p, &lp);
     }
 

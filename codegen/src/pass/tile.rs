@@ -19,7 +19,7 @@
 //! strides of every load along every candidate loop): linear in the number of
 //! blocks.
 
-use crate::loops::{Block, Loop, LoopProgram, Stmt, Tile, Value};
+use crate::loops::{Block, LoadSet, Loop, LoopProgram, Stmt, Tile, Value};
 use crate::uop::Accum;
 
 use super::stride::{Stride, injective, stride};
@@ -130,7 +130,10 @@ pub(super) fn tiled(b: &Block, may_block: bool) -> Option<Block> {
     let mut out = b.clone();
     let row = out.loops.remove(r);
     out.loops.insert(c - 1, row);
-    out.loops[c].schedule.tile = Some(Tile { block_reduction });
+    out.loops[c].schedule.tile = Some(Tile {
+        block_reduction,
+        packed: LoadSet::default(),
+    });
     Some(out)
 }
 

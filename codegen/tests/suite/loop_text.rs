@@ -436,3 +436,105 @@ fn the_verifier_accepts_the_ir_of_the_passes() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(loops::verify(&p), Ok(()));
 }
+
+/// Declarations for the programs naming loads in a mark's argument.
+const MARKED: &str = "input  a: f32[M, K]\ninput  b: f32[K, N]\ninput  s: f32[W]\ninput  w: f32[O, 3]\ninput  x: f32[R, C]\noutput c: f32[M, N]\noutput u: f32[O, W]\noutput y: f32[1, C]\noutput z: f32[R, C]\ntemp   t: f32[R, C] [one row of axis 0 at a time]\n";
+
+/// A matmul tile whose mark is `marks`, its reduction over `0..k_end`.
+fn matmul_tile(marks: &str, k_end: &str) -> String {
+    format!(
+        "block 0 {{\n  for i0 in 0..M {{\n    for i2 in 0..N [{marks}] {{\n      v0 = 0.0 (+)\n      for i1 in 0..{k_end} {{\n        v0 += a[i0, i1] * b[i1, i2]\n      }}\n      c[i0, i2] = v0\n    }} }}\n}}\n"
+    )
+}
+
+#[test]
+fn mark_arguments_name_loads_of_the_loop_by_their_printed_form() {
+    let ok = format!(
+        "{MARKED}{}",
+        matmul_tile("tile(packed b[i1, i2]), block reduction", "K")
+    );
+    let p = parse_program(&ok).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.to_string(), ok);
+    let tile = p.blocks[0].loops[1].schedule.tile.expect("a tile");
+    // Loads of the body, innermost loop first: a[i0, i1] is 0, b[i1, i2] is 1.
+    assert_eq!(tile.packed.iter().collect::<Vec<_>>(), vec![1]);
+    loops::verify(&p).unwrap_or_else(|e| panic!("{e}"));
+    let cases = [
+        (
+            matmul_tile("tile(packed c[i0, i2])", "K"),
+            "expected a load of this loop's body, found `c[i0,` (line 13, column 33)",
+        ),
+        (
+            matmul_tile("tile(packed q[i0])", "K"),
+            "expected a tensor declared in the header, found `q[i0])]`",
+        ),
+        (
+            matmul_tile("tile(b[i1, i2])", "K"),
+            "expected `packed`, found `b[i1,`",
+        ),
+        (
+            matmul_tile("jammed(b[i1, i2])", "K"),
+            "expected `,` or `]` (only `split`, `tile` and `parallel` take an argument)",
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines y[0, i0], y[0, i0])] {\n      y[0, i0] += x[i1, i0]\n    } }\n}\n".into(),
+            "expected one write after `lines`",
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines x[i1, i0])] {\n      y[0, i0] += x[i1, i0]\n    } }\n}\n".into(),
+            "expected a write of this loop's body, found `x[i1,`",
+        ),
+    ];
+    for (body, want) in cases {
+        let got = error_of(&format!("{MARKED}{body}"));
+        assert!(got.contains(want), "{body}\ngot:  {got}\nwant: {want}");
+    }
+}
+
+#[test]
+fn the_verifier_checks_which_loads_and_writes_a_mark_names() {
+    let packed = "names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the columns and not the rows, and not a sliding window";
+    let lines = "needs an inner parallel loop and a write along it at unit stride, free of the other loops, the block writing only its tensor, not a row buffer";
+    let cases = [
+        // [tile(packed ..)]: a load moving with the rows, a sliding window, a
+        // reduction whose range uses the column loop.
+        (
+            matmul_tile("tile(packed a[i0, i1])", "K"),
+            format!("block 0, loop i2: [tile(packed a[i0, i1])] {packed}"),
+        ),
+        (
+            "block 0 {\n  for i0 in 0..O {\n    for i1 in 0..W - 2 [tile(packed s[i1 + i2])] {\n      v0 = 0.0 (+)\n      for i2 in 0..3 {\n        v0 += s[i1 + i2] * w[i0, i2]\n      }\n      u[i0, i1] = v0\n    } }\n}\n".into(),
+            format!("block 0, loop i1: [tile(packed s[i1 + i2])] {packed}"),
+        ),
+        (
+            matmul_tile("tile(packed b[i1, i2])", "i2"),
+            format!("block 0, loop i2: [tile(packed b[i1, i2])] {packed}"),
+        ),
+        // [parallel(lines ..)]: an outer loop, a write moving with the loop
+        // outside, two tensors written, a row buffer, a stride of two.
+        (
+            "block 0 {\n  for i0 in 0..C [parallel(lines y[0, i0])] {\n    y[0, i0] = 0.0\n  }\n}\n".into(),
+            format!("block 0, loop i0: [parallel(lines y[0, i0])] {lines}"),
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines z[i1, i0])] {\n      z[i1, i0] += x[i1, i0]\n    } }\n}\n".into(),
+            format!("block 0, loop i0: [parallel(lines z[i1, i0])] {lines}"),
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines y[0, i0])] {\n      y[0, i0] += x[i1, i0]\n      z[0, i0] += x[i1, i0]\n    } }\n}\n".into(),
+            format!("block 0, loop i0: [parallel(lines y[0, i0])] {lines}"),
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines t[0, i0])] {\n      t[0, i0] += x[i1, i0]\n    } }\n}\n".into(),
+            format!("block 0, loop i0: [parallel(lines t[0, i0])] {lines}"),
+        ),
+        (
+            "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines z[0, 2 * i0])] {\n      z[0, 2 * i0]? += x[i1, i0]\n    } }\n}\n".into(),
+            format!("block 0, loop i0: [parallel(lines z[0, 2 * i0])] {lines}"),
+        ),
+    ];
+    for (body, want) in cases {
+        let got = violations(&format!("{MARKED}{body}"));
+        assert!(got.contains(&want), "{body}\ngot:  {got}\nwant: {want}");
+    }
+}

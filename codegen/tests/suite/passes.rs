@@ -53,6 +53,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "order",
             "channels",
             "tile",
+            "pack",
             "transpose",
             "split",
             "jam",
@@ -60,7 +61,8 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "parallel",
             "align",
             "rows",
-            "line"
+            "line",
+            "share"
         ]
     );
     assert!(pass::pipeline().iter().all(|p| !p.doc.is_empty()));
@@ -70,7 +72,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 18);
+    assert_eq!(all.len(), 20);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -87,6 +89,7 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "order",
             "channels",
             "tile",
+            "pack",
             "transpose",
             "split",
             "jam",
@@ -94,7 +97,8 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "parallel",
             "align",
             "rows",
-            "line"
+            "line",
+            "share"
         ]
     );
     assert_eq!(
@@ -128,15 +132,15 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, transpose, \
-                    split, jam, chunk, parallel, align, rows, line"
+            valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, pack, \
+                    transpose, split, jam, chunk, parallel, align, rows, line, share"
                 .into()
         }
     );
     assert_eq!(
         err.to_string(),
         "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         channels, tile, transpose, split, jam, chunk, parallel, align, rows, line"
+         channels, tile, pack, transpose, split, jam, chunk, parallel, align, rows, line, share"
     );
 }
 

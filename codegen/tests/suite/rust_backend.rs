@@ -28,7 +28,7 @@ output y
 ";
 
 /// NCHW, 3x3, zero padding 1: the padded reads stay checked.
-const CONV2D: &str = "\
+pub(crate) const CONV2D: &str = "\
 input x: f32[N, C, H, W]
 input k: f32[O, C, 3, 3]
 xx = reindex(x, [N, O, H, W, C, 3, 3], [i0, i4, i2 + i5 - 1, i3 + i6 - 1])
@@ -39,7 +39,7 @@ output y
 ";
 
 /// `matmul(a, b)` spelled out: the register tile packs `b`'s panel.
-const MATMUL: &str = "\
+pub(crate) const MATMUL: &str = "\
 input a: f32[M, K]
 input b: f32[K, N]
 ab = mul(reindex(a, [M, N, K], [i0, i2]), reindex(b, [M, N, K], [i2, i1]))
@@ -73,7 +73,7 @@ output p, h
 
 /// A full sum and column sums: one folds fixed pieces of rows on the threads, the
 /// other shares out its columns while every thread walks the rows.
-const SUMS: &str = "\
+pub(crate) const SUMS: &str = "\
 input x: f32[M, N]
 total = reduce_sum(x, [0, 1])
 columns = reduce_sum(x, [0])

@@ -21,6 +21,10 @@
 //! off (module `unaligned`): the loops those marks split at a cache line then run
 //! plainly, and must give the same results.
 //!
+//! Three kernels of the snapshots (matmul, conv2d, a row and a column sum) run at sizes up to 70 with
+//! all passes and with `pack` and `share` disabled (tiles reading their loads in
+//! place, inner parallel loops in equal parts), against the interpreter the same way.
+//!
 //! `UOP_RUST_FUZZ_CASES=N` runs N programs instead of the CI batch of 100.
 
 use std::fmt::Write as _;
@@ -32,7 +36,7 @@ use uop_codegen::interp;
 use uop_codegen::loops::LoopProgram;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::scratch::{SCRATCH_PROFILE, SCRATCH_TARGET};
-use uop_codegen::testing::{GenConfig, random_case, random_program};
+use uop_codegen::testing::{GenConfig, random_case, random_case_with, random_program};
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{BinaryOp, DType, Program, UnaryOp, Uop};
 
@@ -354,20 +358,67 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         split_somewhere || programs < 8,
         "no unaligned kernel lost a [line split]"
     );
+    // Kernels that tile, pack and share columns out, at sizes large enough for
+    // their tiles, with the `pack` and `share` passes on (in `proven`) and off (in
+    // `unpacked`: the tiles read their loads in place, inner parallel loops are
+    // shared out in equal parts).
+    let mut off = RustOptions::default();
+    off.compile = off.compile.disable_pass("pack").disable_pass("share");
+    let mut unpacked = RustModule::new(off);
+    let kernels = [
+        ("matmul", crate::rust_backend::MATMUL),
+        ("conv2d", crate::rust_backend::CONV2D),
+        ("sums", crate::rust_backend::SUMS),
+    ];
+    for (kernel, text) in kernels {
+        let program = uop_codegen::text::parse_program(text, &uop_codegen::text::Registry::new())
+            .expect("parses");
+        let name = format!("big_{kernel}");
+        proven.add(&name, &program).expect("emit proven");
+        unpacked.add(&name, &program).expect("emit unpacked");
+        for (module, m) in [("proven", &proven), ("unpacked", &unpacked)] {
+            entries.push(Entry {
+                module,
+                name: name.clone(),
+                program: program.clone(),
+                loops: m.loops(&name).expect("added").clone(),
+            });
+        }
+    }
+    let unpacked_source = unpacked.source().expect("unpacked source");
+    assert!(
+        !unpacked_source.contains("_panel") && !unpacked_source.contains("range_in_steps"),
+        "with `pack` and `share` off, no panel and no line-aligned shares"
+    );
+    let proven_source = proven.source().expect("proven source");
+    assert!(proven_source.contains("_panel") && proven_source.contains("range_in_steps"));
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rust_backend_oracle");
     let modules = [
-        ("proven", proven.source().expect("proven source")),
+        ("proven", proven_source),
         ("full", full.source().expect("full source")),
         ("unaligned", unaligned.source().expect("unaligned source")),
+        ("unpacked", unpacked_source),
     ];
     write_crate(&dir, &modules, &driver(&entries));
     let binary = build(&dir);
 
+    // Sizes up to 70 (a tile is at most 5 rows by 16 columns on AVX2).
+    let big = GenConfig {
+        max_dim: 70,
+        max_elements: 40_000,
+        ..GenConfig::default()
+    };
     let mut input = String::new();
     let mut expected = Vec::new();
     for (k, e) in entries.iter().enumerate() {
         for c in 0..CASES_PER_PROGRAM {
-            let case = random_case(&e.program, 1000 * k as u64 + c);
+            let case = if e.name.starts_with("big_") {
+                // The same cases for a kernel with and without `pack` and `share`.
+                let seed = e.name.bytes().map(u64::from).sum::<u64>() * 1000 + c;
+                random_case_with(&e.program, seed, &big).expect("sizes")
+            } else {
+                random_case(&e.program, 1000 * k as u64 + c)
+            };
             let want = interp::run(&e.program, &case.inputs, &case.params);
             let lens: Vec<usize> = match &want {
                 Ok(outs) => outs.iter().map(|t| t.data.len()).collect(),
@@ -394,9 +445,31 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
     assert_eq!(results.len(), expected.len(), "one result per case");
 
     let mut failures = Vec::new();
+    // Each big kernel's outputs with all passes, by name and case, to compare the
+    // unpacked kernel's with bit for bit.
+    let mut big_outputs: Vec<(String, u64, Vec<Vec<f64>>)> = Vec::new();
+    let mut case_of = std::collections::HashMap::new();
     for ((k, case, want), got) in expected.iter().zip(results) {
         let e = &entries[*k];
-        let tol = tolerance(&e.program);
+        // The big kernels' sums are reassociated at these sizes (`[split]`,
+        // `[pieces]`, blocked tiles): within 1e-4 of the interpreter (f32).
+        let big = e.name.starts_with("big_");
+        let tol = if big { 1e-4 } else { tolerance(&e.program) };
+        let nth = case_of.entry((e.module, e.name.clone())).or_insert(0_u64);
+        *nth += 1;
+        if big && let Ok(outs) = &got {
+            let same = big_outputs
+                .iter()
+                .find(|(n, c, _)| *n == e.name && *c == *nth);
+            match same {
+                Some((_, _, packed)) if packed != outs => failures.push(format!(
+                    "{}::{} case {nth}: differs from the kernel with all passes",
+                    e.module, e.name
+                )),
+                Some(_) => {}
+                None => big_outputs.push((e.name.clone(), *nth, outs.clone())),
+            }
+        }
         let report = |what: String| {
             format!(
                 "{}::{} (case inputs {:?}, params {:?}): {what}\nprogram:\n{}\nloops:\n{}",

@@ -20,8 +20,8 @@
 //! per vector, the same for every row (Cranelift's alias analysis and value
 //! numbering share it between rows). The innermost reduction loop carries each
 //! load's address, advanced by a fixed step, instead of computing it. With one
-//! reduction loop the column loads are first copied, per column tile, into a
-//! contiguous [`Panel`] on the stack: matmul 1024³ 82 → 44 ms, since `b`'s rows
+//! reduction loop the column loads the `pack` pass names are first copied, per
+//! column tile, into a contiguous [`Panel`] on the stack: matmul 1024³ 82 → 44 ms, since `b`'s rows
 //! 4 KiB apart otherwise share a few cache sets. Each cell adds the same terms in the same order
 //! as the loop nest, so the result is the interpreter's, bit for bit; cells run in
 //! another order, which the `tile` pass allows (each writes its own elements and
@@ -96,7 +96,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let (cs, ce) = (self.index(&c.start)?, self.index(&c.end)?);
         let r_main = self.whole_tiles_end(rs, re, rows);
         let c_main = self.whole_tiles_end(cs, ce, columns);
-        let panel = self.panel(r, c, reduce)?;
+        let panel = self.panel(r, &loops[1..])?;
         let c_tile = self.b.declare_var(I64);
         self.b.def_var(c_tile, cs);
         self.counted_loop(c_tile, c_main, columns, |t, ct| {
@@ -125,19 +125,25 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// The column panel of a tile with a single reduction loop `k`, if any of its
-    /// loads move with the columns (unit stride) and with `k` (a fixed step), but
-    /// not with the rows.
-    fn panel(&mut self, r: &Loop, c: &Loop, reduce: &[Loop]) -> Result<Option<Panel>, JitError> {
+    /// The column panel of a tile `body = [c, k]` with a single reduction loop `k`:
+    /// the loads its mark names packed ([`Tile::packed`](crate::loops::Tile::packed))
+    /// that this realization can copy, those whose address advances by a fixed
+    /// step with `k` and moves with the columns at unit stride (whole vectors), and
+    /// not with the rows. The limits of this realization: one reduction loop, unit
+    /// stride, a reduction that fits the target's panel bytes (else read in place).
+    fn panel(&mut self, r: &Loop, body: &[Loop]) -> Result<Option<Panel>, JitError> {
         let vectors = i64::from(self.target.tile_vectors());
         let panel_bytes = self.target.panel_bytes;
-        let [k] = reduce else {
+        let [c, k] = body else {
             return Ok(None);
         };
+        let packed = c.schedule.tile.map(|t| t.packed).unwrap_or_default();
+        let named = crate::loops::analysis::named(body, false, packed);
         let loads: Vec<Access> = carried_loads(k)
             .into_iter()
             .filter(|(a, _)| {
-                !crate::loops::analysis::access_mentions(a, r.id.0)
+                named.contains(a)
+                    && !crate::loops::analysis::access_mentions(a, r.id.0)
                     && plan::stride(a, c.id) == crate::loops::analysis::Stride::Unit
             })
             .map(|(a, _)| a)

@@ -339,7 +339,8 @@ fn disabling_the_jam_pass_runs_a_column_sum_one_row_at_a_time() {
         cranelift::optimized(&program)
             .expect("optimizes")
             .to_string()
-            .contains("[parallel, jammed]")
+            .contains("), jammed, line split]"),
+        "the columns marked `[parallel(lines ..), jammed, line split]`"
     );
     let clif = cranelift::emit_clif(&optimized, "c", &Options::default()).expect("translates");
     // One row at a time: four unrolled vectors, one single vector, one scalar.
@@ -348,6 +349,26 @@ fn disabling_the_jam_pass_runs_a_column_sum_one_row_at_a_time() {
         for c in [1, 4, 7, 33] {
             check_with(src, &[(DType::F32, vec![r, c])], exact, r, &off);
         }
+    }
+}
+
+#[test]
+fn disabling_the_pack_pass_reads_a_matmul_tile_in_place() {
+    let src = matmul("f32");
+    let program = parse(&src);
+    let on = cranelift::optimized(&program).expect("optimizes");
+    assert!(on.to_string().contains("[tile(packed "), "{on}");
+    let packed = cranelift::emit_clif(&on, "c", &Options::default()).expect("translates");
+    assert!(packed.contains("explicit_slot"), "the panel: {packed}");
+    let off = CompileOptions::default().disable_pass("pack");
+    let optimized = cranelift::optimized_with(&program, &off).expect("optimizes");
+    assert!(!optimized.to_string().contains("packed"), "{optimized}");
+    assert!(optimized.to_string().contains("[tile"), "{optimized}");
+    let clif = cranelift::emit_clif(&optimized, "c", &Options::default()).expect("translates");
+    assert!(!clif.contains("explicit_slot"), "no panel: {clif}");
+    for (m, n, k) in [(4, 8, 5), (9, 17, 16), (13, 33, 3)] {
+        let inputs = [(DType::F32, vec![m, k]), (DType::F32, vec![k, n])];
+        check_with(&src, &inputs, exact, k, &off);
     }
 }
 

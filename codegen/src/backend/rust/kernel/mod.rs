@@ -38,7 +38,7 @@ use crate::loops::{
 };
 use crate::uop::{Accum, BinaryOp, DType, UnaryOp};
 
-use crate::loops::analysis::{access_mentions, value_mentions};
+use crate::loops::analysis::value_mentions;
 
 use super::names::{Scope, camel, kernel_items};
 use super::runtime::{Helper, RESERVED, path};

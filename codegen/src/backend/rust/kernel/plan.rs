@@ -195,10 +195,10 @@ impl Gen<'_> {
     /// The panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
     /// some load ([`Gen::packable`]); the first tile of a column loop id names it.
     fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) {
-        let [rl, cl, reduce @ ..] = loops else {
+        let [_, cl, reduce @ ..] = loops else {
             return;
         };
-        let loads = self.packable(rl, cl, reduce).len();
+        let loads = self.packable(loops).len();
         let name = ident(&format!("i{}_panel", cl.id.0));
         if loads > 0 && !plan.panels.iter().any(|q| q.name == name) {
             plan.panels.push(Panel {

@@ -24,9 +24,13 @@ impl Gen<'_> {
             let (start, end) = self.own_range(l)?;
             let n = l.id.0;
             let (lo, hi) = (ident(&format!("i{n}_lo")), ident(&format!("i{n}_hi")));
-            let step = lit(&format!("{SHARE_STEP}"));
-            let phase = self.line_phase(b, l)?;
-            take_inner = quote!(let (#lo, #hi) = part.range_in_steps(#start, #end, #step, #phase););
+            take_inner = match self.line_phase(&b.loops[d..])? {
+                Some(phase) => {
+                    let step = lit(&format!("{}", Target::BASELINE.share_step));
+                    quote!(let (#lo, #hi) = part.range_in_steps(#start, #end, #step, #phase);)
+                }
+                None => quote!(let (#lo, #hi) = part.range(#start, #end);),
+            };
         }
         let code = self.group_code(blocks, depth == Some(0), take_inner)?;
         Ok(if !self.threaded {
@@ -92,34 +96,23 @@ impl Gen<'_> {
         })
     }
 
-    /// For an inner loop `l` of `b` shared out among threads: how many of its first
-    /// iterations lie before a cache line boundary of what it writes, when the
-    /// block writes one tensor at unit stride along `l` and at an offset free of the
-    /// other loops; else `0` (cuts at whole steps).
-    pub(super) fn line_phase(&self, b: &Block, l: &Loop) -> Result<TokenStream, EmitError> {
+    /// For an inner loop `loops[0]` shared out among threads whose mark names a
+    /// write its shares align to ([`Schedule::lines`](crate::loops::Schedule::lines),
+    /// verified [`line_aligned`](crate::loops::analysis::line_aligned)): how many of
+    /// its first iterations lie before a cache line boundary of that write. `None`
+    /// without the argument (equal parts).
+    pub(super) fn line_phase(&self, loops: &[Loop]) -> Result<Option<TokenStream>, EmitError> {
+        let l = &loops[0];
         let n = l.id.0;
-        let writes: Vec<_> = crate::loops::analysis::block_accesses(b)
-            .into_iter()
-            .filter(|a| a.write)
-            .collect();
-        let Some(w) = writes.first() else {
-            return Ok(quote!(0));
+        let Some(k) = l.schedule.lines else {
+            return Ok(None);
         };
-        let only_l = w.access.index.iter().all(|s| match s {
-            Subscript::Expr(e) => e.indices().iter().all(|&m| m == n),
-            Subscript::Value(_) => false,
-        });
-        // Row buffers are each thread's own, not shared.
-        if !only_l
-            || self.row_local(w.access.tensor).is_some()
-            || writes.iter().any(|a| a.access.tensor != w.access.tensor)
-            || crate::loops::analysis::stride::stride(&w.access, n)
-                != crate::loops::analysis::stride::Stride::Unit
-        {
-            return Ok(quote!(0));
-        }
+        let writes = crate::loops::analysis::body_accesses(loops, true);
+        let Some(w) = writes.get(usize::from(k)) else {
+            return Err(self.unsupported("a line-aligned write that is not in the loop"));
+        };
         // The element written in the loop's first iteration.
-        let mut first = w.access.clone();
+        let mut first = w.clone();
         for s in &mut first.index {
             if let Subscript::Expr(e) = s {
                 *e = substitute(e, n, &l.start).simplify();
@@ -128,7 +121,7 @@ impl Gen<'_> {
         let f = self.need(Helper::LinePhase);
         let t = &self.tensors[first.tensor.0];
         let at = self.offset_unchecked(&first)?;
-        Ok(quote!(#f(#t.as_ptr(), #at)))
+        Ok(Some(quote!(#f(#t.as_ptr(), #at))))
     }
 
     /// Joined blocks as one loop over their rows: each block's row in turn, its

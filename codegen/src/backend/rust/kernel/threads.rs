@@ -174,11 +174,6 @@ impl Gen<'_> {
 /// does not depend on the thread count.
 pub(super) const PIECE: i64 = 1 << 15;
 
-/// Threads sharing an inner loop's range split it only at multiples of this many
-/// iterations from its start, so that with unit-stride writes (a column sum's
-/// output row) they rarely write the same cache line in every outer iteration.
-pub(super) const SHARE_STEP: i64 = 64;
-
 /// Whether some loop of `b` may run on several threads.
 pub(super) fn threads_work(b: &Block) -> bool {
     b.loops.iter().any(|l| l.schedule.parallel)

@@ -74,7 +74,7 @@ impl Gen<'_> {
         // The loads every row reads alike are copied once per column tile into a
         // contiguous panel that all row tiles then read in order.
         let packed = if block_reduction {
-            self.packable(rl, cl, reduce)
+            self.packable(loops)
         } else {
             Vec::new()
         };
@@ -203,15 +203,22 @@ impl Gen<'_> {
         })
     }
 
-    /// The loads of a tile's reduction worth packing: float loads that depend on the
-    /// column but not on the row (matmul's `b[k, j]`), so every row tile reads the
-    /// same values. Not a sliding window, whose column subscript also moves with the
-    /// reduction (conv's `x_pad[c, h + kh, w + kw]`): its panel would hold each value
-    /// several times, and measured no faster than reading the rows in place. None
-    /// when a reduction loop's range depends on a loop index: the kernel sizes the
-    /// panel before any loop runs, from dims and params alone.
-    pub(super) fn packable(&self, rl: &Loop, cl: &Loop, reduce: &[Loop]) -> Vec<Value> {
+    /// The loads of a tile `loops = [R, C, K…]` it packs: those its mark names
+    /// ([`Tile::packed`](crate::loops::Tile::packed), verified
+    /// [`packable`](crate::loops::analysis::packable): float loads of the reduction
+    /// that move with the column but not the row, not sliding windows), each
+    /// distinct load once, in the order the innermost reduction's values read them.
+    /// The limit of this realization: none when a reduction loop's range depends on
+    /// a loop index, since the kernel sizes the panel (`KC` × `NR` per load) before
+    /// any loop runs, from dims and params alone.
+    pub(super) fn packable(&self, loops: &[Loop]) -> Vec<Value> {
+        let [_, cl, reduce @ ..] = loops else {
+            return Vec::new();
+        };
         let Some(innermost) = reduce.last() else {
+            return Vec::new();
+        };
+        let Some(tile) = cl.schedule.tile else {
             return Vec::new();
         };
         if reduce
@@ -220,13 +227,11 @@ impl Gen<'_> {
         {
             return Vec::new();
         }
+        let named = crate::loops::analysis::named(&loops[1..], false, tile.packed);
         let mut out: Vec<Value> = Vec::new();
         let mut visit = |v: &Value| {
             if let Value::Load { access, .. } = v
-                && self.p.tensors[access.tensor.0].dtype != DType::I32
-                && access_mentions(access, cl.id.0)
-                && !access_mentions(access, rl.id.0)
-                && !sliding(access, cl, reduce)
+                && named.contains(access)
                 && !out.contains(v)
             {
                 out.push(v.clone());
@@ -310,18 +315,6 @@ impl Gen<'_> {
         };
         Ok((code, cx))
     }
-}
-
-/// Whether a subscript of `a` moves with column loop `cl` and with a loop of
-/// `reduce` at once (or is data-dependent and moves with `cl`).
-pub(super) fn sliding(a: &Access, cl: &Loop, reduce: &[Loop]) -> bool {
-    a.index.iter().any(|s| match s {
-        Subscript::Expr(e) => {
-            let ids = e.indices();
-            ids.contains(&cl.id.0) && reduce.iter().any(|l| ids.contains(&l.id.0))
-        }
-        Subscript::Value(v) => value_mentions(v, cl.id.0),
-    })
 }
 
 /// Calls `f` on `v` and on every operand of it down to its loads (not inside the
