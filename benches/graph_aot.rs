@@ -178,7 +178,9 @@ fn build(root: &Path, cases: &[Case], out_lens: &[Vec<usize>]) -> PathBuf {
     std::fs::create_dir_all(dir.join("src")).expect("scratch dir");
     write(&dir.join("Cargo.toml"), &manifest);
     let mut main = String::from(
-        "use std::hint::black_box;\nuse std::time::Instant;\nuse uop_runtime as rt;\n\n",
+        "// The generated modules' API is wider than this driver uses (`arena_len`).\n\
+         #![allow(dead_code)]\n\n\
+         use std::hint::black_box;\nuse std::time::Instant;\nuse uop_runtime as rt;\n\n",
     );
     for c in cases {
         let graph = parse(&root.join(c.file));
