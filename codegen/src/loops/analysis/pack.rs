@@ -57,7 +57,7 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
         .filter(|a| a.write)
         .map(|a| a.access.tensor)
         .collect();
-    let mut operands: Vec<&Access> = Vec::new();
+    let mut operands: Vec<&Value> = Vec::new();
     for s in &innermost.stmts {
         let (Stmt::Store { value, .. }
         | Stmt::Accumulate { value, .. }
@@ -67,7 +67,9 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
     let inside = body_accesses(std::slice::from_ref(innermost), false).len();
     for (k, a) in body_accesses(&b.loops[d..], false).iter().enumerate() {
         if k < inside
-            && operands.contains(&a)
+            && operands
+                .iter()
+                .any(|v| matches!(v, Value::Load { access, .. } if access == a))
             && p.tensors
                 .get(a.tensor.0)
                 .is_some_and(|t| t.dtype != DType::I32)
@@ -82,11 +84,11 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
     out
 }
 
-/// The loads that are operands of `v` (down through unary, binary and `where`, not
-/// into subscripts).
-fn operand_loads<'v>(v: &'v Value, out: &mut Vec<&'v Access>) {
+/// The loads that are operands of `v`, in order (down through unary, binary and
+/// `where`, not into subscripts): what a backend may read from a panel instead.
+pub fn operand_loads<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
     match v {
-        Value::Load { access, .. } => out.push(access),
+        Value::Load { .. } => out.push(v),
         Value::Unary(_, x) => operand_loads(x, out),
         Value::Binary(_, a, b) => {
             operand_loads(a, out);

@@ -229,19 +229,20 @@ impl Gen<'_> {
         }
         let named = crate::loops::analysis::named(&loops[1..], false, tile.packed);
         let mut out: Vec<Value> = Vec::new();
-        let mut visit = |v: &Value| {
-            if let Value::Load { access, .. } = v
-                && named.contains(access)
-                && !out.contains(v)
-            {
-                out.push(v.clone());
-            }
-        };
         for s in &innermost.stmts {
             let (Stmt::Store { value, .. }
             | Stmt::Accumulate { value, .. }
             | Stmt::Update { value, .. }) = s;
-            visit_top_loads(value, &mut visit);
+            let mut loads = Vec::new();
+            crate::loops::analysis::operand_loads(value, &mut loads);
+            for v in loads {
+                if let Value::Load { access, .. } = v
+                    && named.contains(access)
+                    && !out.contains(v)
+                {
+                    out.push(v.clone());
+                }
+            }
         }
         out
     }
@@ -314,29 +315,6 @@ impl Gen<'_> {
             let #view: &[#t] = #panel;
         };
         Ok((code, cx))
-    }
-}
-
-/// Calls `f` on `v` and on every operand of it down to its loads (not inside the
-/// subscripts of a load).
-pub(super) fn visit_top_loads(v: &Value, f: &mut impl FnMut(&Value)) {
-    f(v);
-    match v {
-        Value::Unary(_, x) => visit_top_loads(x, f),
-        Value::Binary(_, a, b) => {
-            visit_top_loads(a, f);
-            visit_top_loads(b, f);
-        }
-        Value::Where(c, a, b) => {
-            visit_top_loads(c, f);
-            visit_top_loads(a, f);
-            visit_top_loads(b, f);
-        }
-        Value::Load { .. }
-        | Value::Var(_)
-        | Value::Const(_)
-        | Value::Param(_)
-        | Value::Index(_) => {}
     }
 }
 
