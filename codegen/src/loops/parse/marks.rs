@@ -6,8 +6,8 @@ use super::{Fail, PResult, Reader, SyntaxError, err, sp, token};
 use crate::loops::analysis::{self, load_position};
 use crate::loops::ir::{Access, LoadSet, Loop, Schedule, Tile};
 
-/// What a mark's argument names: the packed loads of a `tile`, or the write a
-/// `parallel` loop's shares align to.
+/// What a mark's argument names: the load a `split` loop's chunks align to, the
+/// packed loads of a `tile`, or the write a `parallel` loop's shares align to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ArgKind {
     Aligned,
@@ -71,8 +71,8 @@ impl<'s> Reader<'s> {
         Ok((rest, (s, args)))
     }
 
-    /// One mark: its name and, for `tile(packed a, b)` and `parallel(lines y)`, its
-    /// argument.
+    /// One mark: its name and, for `split(aligned x)`, `tile(packed a, b)` and
+    /// `parallel(lines y)`, its argument.
     fn mark(&self, i: &'s str) -> PResult<'s, (&'s str, &'s str, Option<Arg<'s>>)> {
         let at = sp(i);
         let end = at
@@ -117,7 +117,9 @@ impl<'s> Reader<'s> {
     }
 
     /// Resolves the arguments of the marks of `loops` (the arguments of loop `d`
-    /// are `args[d]`) into positions of loads or writes of each loop's body.
+    /// are `args[d]`) into positions: of the loads of the loop's own statements for
+    /// `aligned` ([`loads`](analysis::loads)), of the loads or writes of its body for
+    /// `packed` and `lines` ([`body_accesses`](analysis::body_accesses)).
     pub(super) fn resolve(loops: &mut [Loop], args: Vec<Vec<Arg<'s>>>) -> Result<(), Fail<'s>> {
         for (d, args) in args.into_iter().enumerate() {
             for arg in args {
