@@ -7,6 +7,7 @@
 
 use crate::loops::{Access, Loop};
 
+use super::body::body_accesses;
 use super::stride::{Stride, stride};
 use super::walk::stmt_accesses;
 
@@ -15,15 +16,10 @@ use super::walk::stmt_accesses;
 /// [`stmt_accesses`] visits them (its target's data-dependent subscripts, then
 /// its value left to right, a load before the loads in its own subscripts).
 pub fn loads(l: &Loop) -> Vec<Access> {
-    let mut out = Vec::new();
-    for s in &l.stmts {
-        stmt_accesses(s, &mut |a, write| {
-            if !write {
-                out.push(a.clone());
-            }
-        });
-    }
-    out
+    // The loop's own statements are its whole body's when it is innermost, where
+    // `[split]` sits: the same positions `tile(packed ..)` and `parallel(lines ..)`
+    // count.
+    body_accesses(std::slice::from_ref(l), false)
 }
 
 /// The position among [`loads`] of the first load of `l` that is `a` (the same
