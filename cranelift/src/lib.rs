@@ -73,6 +73,7 @@ pub use abi::Status;
 use buffers::Buffer;
 use runtime::Linking;
 use translate::Entry;
+pub use vmath::uses_inline_math;
 
 /// Why a program could not be compiled.
 #[derive(Clone, Debug, PartialEq, Error)]

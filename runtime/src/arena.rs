@@ -10,7 +10,7 @@ use super::error::KernelError;
 use super::place::{Item, Kept};
 
 /// The arena's alignment in bytes: every group starts at a multiple of it (the
-/// graph layer's `memory::ALIGN`).
+/// graph layer's memory plan uses this one).
 pub const ALIGN: usize = 64;
 
 /// A value's range in an arena: `len` elements from element `offset`.

@@ -9,7 +9,7 @@ use std::process::Command;
 use uop::codegen::interp;
 use uop::codegen::testing::{GenConfig, random_case_with};
 use uop::codegen::text::parse_program;
-use uop::codegen::uop::{DType, Program, UnaryOp, Uop};
+use uop::codegen::uop::Program;
 use uop::jit::{self, Options};
 
 fn root() -> &'static Path {
@@ -40,31 +40,12 @@ fn load(path: &Path) -> Program {
     parse_program(&src, &uop::ops::registry()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// True when `p` is f32 and uses a function the JIT computes inline as a polynomial
-/// (`exp log tanh sigmoid erf`), within 1 or 2 ulps of the interpreter's result.
-fn uses_inline_math(p: &Program) -> bool {
-    p.dtype == DType::F32
-        && p.nodes.iter().any(|n| {
-            matches!(
-                n.op,
-                Uop::Unary {
-                    op: UnaryOp::Exp
-                        | UnaryOp::Log
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sigmoid
-                        | UnaryOp::Erf,
-                    ..
-                }
-            )
-        })
-}
-
 /// Scalar JIT code is bit-identical to the interpreter, except in f32 programs using
 /// the inline math, within 1e-6 of the larger of 1 and the value (about 8 f32 ulps);
 /// vectorized code within 1e-5.
 fn jit_agrees(path: &Path) {
     let program = load(path);
-    let math = uses_inline_math(&program);
+    let math = uop::cranelift::uses_inline_math(&program);
     let cfg = GenConfig {
         max_dim: 8,
         max_elements: 8192,

@@ -2,27 +2,6 @@
 
 use std::process::Command;
 
-use uop_codegen::uop::{DType, Program, UnaryOp, Uop};
-
-/// True when `p` is f32 and uses a function the JIT computes inline as a polynomial
-/// (`exp log tanh sigmoid erf`), within 1 or 2 ulps of the interpreter's result.
-pub fn uses_inline_math(p: &Program) -> bool {
-    p.dtype == DType::F32
-        && p.nodes.iter().any(|n| {
-            matches!(
-                n.op,
-                Uop::Unary {
-                    op: UnaryOp::Exp
-                        | UnaryOp::Log
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sigmoid
-                        | UnaryOp::Erf,
-                    ..
-                }
-            )
-        })
-}
-
 /// Whether a C test can run: `gcc` present; without it the test fails, unless
 /// `UOP_SKIP_C_TESTS` is set, when it prints that it skipped.
 pub fn gcc_or_skip(test: &str) -> bool {

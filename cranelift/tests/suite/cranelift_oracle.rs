@@ -15,12 +15,12 @@
 //!
 //! `UOP_CRANELIFT_FUZZ_CASES=N` runs N programs per test instead of the default.
 
-use crate::common::uses_inline_math;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{Case, GenConfig, random_case, random_program};
 use uop_codegen::text::print_program;
 use uop_codegen::uop::{DType, Program};
+use uop_cranelift::uses_inline_math;
 use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError};
 
 fn cases() -> u64 {

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::common::uses_inline_math;
 use uop_codegen::interp;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::testing::{GenConfig, random_case_with};
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
+use uop_cranelift::uses_inline_math;
 use uop_cranelift::{self as cranelift, Input, Kernel, Options, Output, RunError, Status};
 
 fn parse(src: &str) -> Program {

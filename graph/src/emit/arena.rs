@@ -156,6 +156,9 @@ impl Emitter<'_> {
                 )?);
                 names.push(format!("the state of {}", r.node));
             }
+            // The group is as large as its largest member: each size once.
+            let mut seen = std::collections::HashSet::new();
+            lens.retain(|l| seen.insert(l.clone()));
             items.push(format!(
                 "rt::graph::item({g}, {}, {}, &[{}], {elem_bytes})?, // {k}: {}",
                 group.start,

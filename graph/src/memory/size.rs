@@ -4,8 +4,9 @@ use uop_codegen::index::{Bindings, Expr};
 
 use crate::ir::ValueType;
 
-/// The arena's alignment: every offset is a multiple of it.
-pub const ALIGN: usize = 64;
+/// The arena's alignment: every offset is a multiple of it. The runtime's, so that
+/// the plan and the arena that generated code places at run time agree.
+pub use uop_runtime::graph::ALIGN;
 
 /// Why a size could not be computed.
 #[derive(Clone, Debug, PartialEq, Eq)]

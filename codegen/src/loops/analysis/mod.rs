@@ -27,9 +27,9 @@ pub use jam::jammable;
 pub use line::{alignable, aligned_load, line_store, load_position, loads};
 pub use lines::{line_aligned, line_write};
 pub use math::math_heavy;
-pub use pack::{operand_loads, packable, sliding};
+pub use pack::{packable, sliding};
 pub use shape_groups::ShapeGroups;
 pub use stride::{
     Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,
 };
-pub use walk::{block_accesses, fully_written_first, stmt_accesses};
+pub use walk::{block_accesses, fully_written_first, operand_loads, stmt_accesses};

@@ -8,7 +8,7 @@ use crate::uop::DType;
 
 use super::body::body_accesses;
 use super::stride::{access_mentions, value_mentions};
-use super::walk::block_accesses;
+use super::walk::{block_accesses, operand_loads};
 
 /// Whether `a` is a sliding window of the tile whose column loop is `c` and whose
 /// reduction loops are `reduce`: one of its subscripts moves with `c` and with a
@@ -82,23 +82,4 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
         }
     }
     out
-}
-
-/// The loads that are operands of `v`, in order (down through unary, binary and
-/// `where`, not into subscripts): what a backend may read from a panel instead.
-pub fn operand_loads<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
-    match v {
-        Value::Load { .. } => out.push(v),
-        Value::Unary(_, x) => operand_loads(x, out),
-        Value::Binary(_, a, b) => {
-            operand_loads(a, out);
-            operand_loads(b, out);
-        }
-        Value::Where(c, a, b) => {
-            operand_loads(c, out);
-            operand_loads(a, out);
-            operand_loads(b, out);
-        }
-        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
-    }
 }

@@ -94,6 +94,25 @@ pub fn value_loads(v: &Value, f: &mut impl FnMut(&Access, bool)) {
     }
 }
 
+/// The loads that are operands of `v`, in order (down through unary, binary and
+/// `where`, not into subscripts): what a backend may read from a panel instead.
+pub fn operand_loads<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
+    match v {
+        Value::Load { .. } => out.push(v),
+        Value::Unary(_, x) => operand_loads(x, out),
+        Value::Binary(_, a, b) => {
+            operand_loads(a, out);
+            operand_loads(b, out);
+        }
+        Value::Where(c, a, b) => {
+            operand_loads(c, out);
+            operand_loads(a, out);
+            operand_loads(b, out);
+        }
+        Value::Var(_) | Value::Const(_) | Value::Param(_) | Value::Index(_) => {}
+    }
+}
+
 /// Every access of `block` with its level and statement position.
 pub fn block_accesses(block: &Block) -> Vec<AccessAt> {
     let mut out = Vec::new();
