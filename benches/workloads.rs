@@ -22,10 +22,11 @@ fn workloads(c: &mut Criterion) {
         let w = Workload::named(name, false).unwrap_or_else(|e| panic!("{name}: {e}"));
         let data = w.data(0);
         let mut y = uop::AlignedVec::<f32>::zeroed(w.output_len());
+        let scratch = uop_runtime::Scratch::new();
         for threads in [1, 2] {
             kernels::set_threads(threads);
             g.bench_function(format!("{name}/rust_t{threads}"), |b| {
-                b.iter(|| w.run_rust(&data, &mut y).expect("valid shapes"));
+                b.iter(|| w.run_rust(&data, &scratch, &mut y).expect("valid shapes"));
             });
         }
         kernels::set_threads(0);

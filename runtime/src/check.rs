@@ -75,11 +75,16 @@ pub fn buffer_len(
     buffer: &'static str,
     shape: &[i64],
 ) -> Result<usize, KernelError> {
-    let mut sizes = Vec::with_capacity(shape.len());
+    // Every size first (a negative one is the error even after an overflow), then
+    // their product; no allocation, as a steady-state kernel call makes none.
     for &d in shape {
-        sizes.push(size(kernel, buffer, d)?);
+        size(kernel, buffer, d)?;
     }
-    elements(&sizes).ok_or(KernelError::TooLarge { kernel, buffer })
+    shape
+        .iter()
+        .try_fold(1_i64, |n, &d| n.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or(KernelError::TooLarge { kernel, buffer })
 }
 
 /// The number of elements of an output shape, checked before a kernel's shapes

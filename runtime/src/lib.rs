@@ -59,6 +59,7 @@ mod memory;
 pub mod place;
 mod pool;
 mod scalar;
+mod scratch;
 mod shared;
 pub mod source;
 mod transpose;
@@ -85,5 +86,6 @@ pub use scalar::{
     maximum_f64, minimum_f32, minimum_f64, mul_add_f32, mul_add_f64, offset, rotated_right,
     sign_f32, sign_f64,
 };
+pub use scratch::{Lent, Scratch};
 pub use shared::Shared;
 pub use transpose::{transpose_block_f32, transpose_block_f64};

@@ -16,6 +16,7 @@ const MODULES: &[(&str, &str)] = &[
     ("place", include_str!("place.rs")),
     ("pool", include_str!("pool.rs")),
     ("scalar", include_str!("scalar.rs")),
+    ("scratch", include_str!("scratch.rs")),
     ("shared", include_str!("shared.rs")),
     ("transpose", include_str!("transpose.rs")),
     ("vmath", include_str!("vmath.rs")),

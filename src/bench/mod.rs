@@ -239,9 +239,17 @@ impl Workload {
         }
     }
 
-    /// Runs the prebuilt kernel of [`crate::kernels`] (Rust backend) on `d`.
+    /// Runs the prebuilt kernel of [`crate::kernels`] (Rust backend) on `d`, with
+    /// the memory its loops use (temporaries, rows, panels) lent by `scratch`: kept
+    /// between the timed calls, as a caller calling a kernel in a loop keeps it, so
+    /// a call allocates nothing.
     #[cfg(feature = "prebuilt")]
-    pub fn run_rust(self, d: &Data, y: &mut [f32]) -> Result<(), kernels::KernelError> {
+    pub fn run_rust(
+        self,
+        d: &Data,
+        scratch: &uop_runtime::Scratch,
+        y: &mut [f32],
+    ) -> Result<(), kernels::KernelError> {
         use Workload::*;
         let x = &d.inputs[0];
         let s = &d.shapes;
@@ -249,14 +257,19 @@ impl Workload {
         let four = |i: usize| [s[i][0], s[i][1], s[i][2], s[i][3]];
         match self {
             Gelu { n } => kernels::gelu_chain_f32(x, [n], y),
-            Softmax { .. } => kernels::softmax_f32(x, two(0), y),
+            Softmax { .. } => kernels::softmax_f32_with_scratch(scratch, x, two(0), y),
             Layernorm { n, .. } => {
-                kernels::layernorm_f32(x, two(0), &d.inputs[1], [n], &d.inputs[2], [n], y)
+                let (g, b) = (&d.inputs[1], &d.inputs[2]);
+                kernels::layernorm_f32_with_scratch(scratch, x, two(0), g, [n], b, [n], y)
             }
-            Sum { n } => kernels::sum_f32(x, [n], y),
+            Sum { n } => kernels::sum_f32_with_scratch(scratch, x, [n], y),
             Colsum { .. } => kernels::column_sum_f32(x, two(0), y),
-            Matmul { .. } => kernels::matmul_f32(x, two(0), &d.inputs[1], two(1), y),
-            Conv2d { .. } => kernels::conv2d_f32(x, four(0), &d.inputs[1], four(1), y),
+            Matmul { .. } => {
+                kernels::matmul_f32_with_scratch(scratch, x, two(0), &d.inputs[1], two(1), y)
+            }
+            Conv2d { .. } => {
+                kernels::conv2d_f32_with_scratch(scratch, x, four(0), &d.inputs[1], four(1), y)
+            }
             Transpose { .. } => kernels::transpose_f32(x, two(0), y),
         }
     }
@@ -479,7 +492,8 @@ mod tests {
             #[cfg(feature = "prebuilt")]
             {
                 let mut rust = vec![0.0; w.output_len()];
-                w.run_rust(&d, &mut rust).unwrap();
+                w.run_rust(&d, &uop_runtime::Scratch::new(), &mut rust)
+                    .unwrap();
                 assert!(max_rel_diff(&rust, &naive) < 1e-4, "{name} rust");
             }
         }

@@ -160,9 +160,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             let (ms, compile_ms) = match backend {
                 #[cfg(feature = "prebuilt")]
                 BenchBackend::Rust => {
-                    let ms = bench::median_ms(reps, || w.run_rust(&data, &mut y)).map_err(|e| {
-                        CliError(format!("{name}: the prebuilt kernel failed: {e}"))
-                    })?;
+                    let scratch = uop_runtime::Scratch::new();
+                    let ms = bench::median_ms(reps, || w.run_rust(&data, &scratch, &mut y))
+                        .map_err(|e| {
+                            CliError(format!("{name}: the prebuilt kernel failed: {e}"))
+                        })?;
                     (ms, None)
                 }
                 #[cfg(not(feature = "prebuilt"))]

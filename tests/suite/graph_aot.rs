@@ -7,8 +7,8 @@
 //! (`arena_len`), which must be the memory plan's (`plan_memory_apart(..).arena_bytes
 //! / size_of::<T>()`); then the case runs three times on it (later calls reuse its arena) and
 //! must give the same results each time; later calls keep no memory and allocate
-//! nothing, but for the temporaries the module's kernels allocate themselves (a
-//! counting global allocator in the scratch crate; see `runner`). Results are compared bit for bit when
+//! nothing, the kernels' own temporaries included (lent by the workspace's scratch;
+//! a counting global allocator in the scratch crate, see `runner`). Results are compared bit for bit when
 //! every op is exact in both (`neg abs add sub mul where lt reindex`, as in
 //! `graph_differential.rs`), else within `1e-4 · max(1, |expected|)` (the kernels'
 //! vector math and reassociated sums). A graph the interpreter refuses at run time
@@ -267,11 +267,9 @@ fn elem(d: DType) -> &'static str {
 
 /// The function of `main.rs` that runs case `k` three times on one workspace and
 /// prints its outputs as f64 bit patterns, one line per output, or the error. The
-/// second and third calls must give the first's results, keep no memory and make
-/// as many allocations as each other: none, unless the module's kernels allocate
-/// temporaries of their own (`kernels_allocate`: the Rust backend's per-call
-/// `zeroed` buffers, which the graph function does not own).
-fn runner(k: usize, c: &Case, kernels_allocate: bool) -> String {
+/// second and third calls must give the first's results, keep no memory and
+/// allocate nothing.
+fn runner(k: usize, c: &Case) -> String {
     let m = format!("g{k}");
     let camel = format!("G{k}");
     let mut f = String::new();
@@ -354,14 +352,9 @@ fn runner(k: usize, c: &Case, kernels_allocate: bool) -> String {
         f,
         "    if counts[1].1 != 0 || counts[2].1 != 0 {{ return Err(format!(\"a later call keeps memory: {{counts:?}}\")); }}"
     );
-    let steady = if kernels_allocate {
-        "counts[1].0 != counts[2].0"
-    } else {
-        "counts[1].0 != 0 || counts[2].0 != 0"
-    };
     let _ = writeln!(
         f,
-        "    if {steady} {{ return Err(format!(\"later calls allocate (count, bytes kept): {{counts:?}}\")); }}"
+        "    if counts[1].0 != 0 || counts[2].0 != 0 {{ return Err(format!(\"later calls allocate (count, bytes kept): {{counts:?}}\")); }}"
     );
     let _ = writeln!(f, "    Ok(runs.remove(0))");
     let _ = writeln!(f, "}}");
@@ -457,9 +450,8 @@ fn build_and_run(cases: &[Case]) -> String {
         let source = module
             .source()
             .unwrap_or_else(|e| panic!("{}: {e}", c.what));
-        let kernels_allocate = source.contains("::zeroed");
         files.push((format!("g{k}.rs"), source));
-        main.push_str(&runner(k, c, kernels_allocate));
+        main.push_str(&runner(k, c));
         main.push('\n');
     }
     files.push(("main.rs".into(), main));

@@ -189,8 +189,9 @@ fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
 #[test]
 fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
     let src = emit("matmul", &parse(MATMUL), &RustOptions::default()).expect("emits");
-    // One panel per thread, allocated by the kernel and passed to the loops.
-    assert!(src.contains("let mut i1_panel: rt::AlignedVec<f32> = rt::AlignedVec::zeroed("));
+    // One panel per thread, lent by the scratch and passed to the loops.
+    assert!(src.contains("let mut i1_panel = scratch\n"));
+    assert!(src.contains(".part::<f32>("));
     assert!(src.contains("i1_panel: &mut [f32]"));
     assert!(
         !src.contains("Vec<f32> = vec!"),

@@ -61,6 +61,24 @@ impl Model {
     ///
     /// The runtime's [`KernelError`] for weights or a sequence of the wrong shape.
     pub fn run(&mut self, xs: &[f32], steps: usize, head: Head) -> Result<Vec<f32>, KernelError> {
+        let mut y = vec![0.0; self.dims[2]];
+        self.run_into(xs, steps, head, &mut y)?;
+        Ok(y)
+    }
+
+    /// [`Model::run`] into the caller's `y` (`K` values): a call with the sizes of
+    /// an earlier one allocates nothing (the model keeps the graph's workspace).
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::run`], and for a `y` that is not `K` long.
+    pub fn run_into(
+        &mut self,
+        xs: &[f32],
+        steps: usize,
+        head: Head,
+        y: &mut [f32],
+    ) -> Result<(), KernelError> {
         let [e, h, k] = self.dims;
         let selector = [match head {
             Head::Logits => 0.0,
@@ -68,7 +86,6 @@ impl Model {
         }];
         let steps_param =
             i64::try_from(steps).map_err(|_| KernelError::Overflow { kernel: "rnn_head" })?;
-        let mut y = vec![0.0; k];
         rnn_head(
             &mut self.workspace,
             xs,
@@ -84,8 +101,7 @@ impl Model {
             &selector,
             [],
             steps_param,
-            &mut y,
-        )?;
-        Ok(y)
+            y,
+        )
     }
 }

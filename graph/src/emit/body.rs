@@ -41,6 +41,7 @@ pub(super) const RESERVED: &[&str] = &[
     "loops",
     "ends",
     "arena",
+    "scratch",
     "off",
     "placement",
     "arena_len",
@@ -71,6 +72,8 @@ pub(super) struct Frame {
     pub(super) levels: Vec<ChunkLevel>,
     /// The code reads the arena (`arena`).
     pub(super) arena_used: bool,
+    /// The code calls a kernel with the workspace's scratch (`scratch`).
+    pub(super) scratch_used: bool,
     /// The code reads the groups' offsets (`off`).
     pub(super) off_used: bool,
     /// The code swaps offsets (a `while` alternating its state).
@@ -89,6 +92,7 @@ impl Frame {
             rows: HashMap::new(),
             levels: Vec::new(),
             arena_used: false,
+            scratch_used: false,
             off_used: false,
             off_mut: false,
             off_ref: false,
@@ -316,14 +320,19 @@ impl Emitter<'_> {
             self.deliver_chunks(&mut body, outputs, &out_args)?;
         }
         body.code.line("Ok(())");
+        if body.scratch_used {
+            body.fields
+                .push(("scratch".to_string(), "rt::Scratch".to_string()));
+        }
         self.items.push(workspace(
             &ws,
             &body.fields,
             &format!(
                 "The memory of graph `{}` between calls: its arena (every intermediate, laid out\n\
-                 as the memory plan says) and the buffers of graph outputs computed outside it;\n\
-                 keep one and pass it to every call, and a call with the shapes of an earlier\n\
-                 one allocates nothing (but temporaries its kernels allocate themselves).",
+                 as the memory plan says), the buffers of graph outputs computed outside it and,\n\
+                 when its kernels need memory of their own, the scratch they take it from; keep\n\
+                 one and pass it to every call, and a call with the shapes of an earlier one\n\
+                 allocates nothing.",
                 self.name
             ),
             &self.name,
@@ -507,7 +516,7 @@ impl Emitter<'_> {
         program: &Program,
         params: Params<'_>,
     ) -> Result<(), GraphEmitError> {
-        let (kernel, sig): (String, Signature) = self.kernels.add(hint, program)?;
+        let (kernel, sig, scratch): (String, Signature, bool) = self.kernels.add(hint, program)?;
         if sig.inputs.len() != node.inputs.len() || sig.outputs.len() != node.outputs.len() {
             return Err(self.err(
                 node.id,
@@ -589,7 +598,13 @@ impl Emitter<'_> {
                 }
             }
         }
-        let call = format!("{kernel}({})", args.join(", "));
+        let call = if scratch {
+            // Its loops' memory is lent by the workspace's scratch.
+            frame.scratch_used = true;
+            format!("{kernel}_with_scratch(scratch, {})", args.join(", "))
+        } else {
+            format!("{kernel}({})", args.join(", "))
+        };
         let call = if self.clocked {
             format!("rt::graph::clocked(|| {call})?;")
         } else {

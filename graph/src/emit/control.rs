@@ -576,6 +576,10 @@ impl Emitter<'_> {
             if reads_sz { "sz" } else { "_sz" },
             camel(&self.name)
         );
+        if inner.scratch_used {
+            // Its kernels' temporaries, lent by the workspace's scratch.
+            params.insert(3, "scratch: &rt::Scratch".into());
+        }
         let mut c = Code::default();
         c.doc(&format!(
             "`call({fname}, ...)` ({}) of graph `{}`: a function of its own.",
@@ -604,6 +608,10 @@ impl Emitter<'_> {
             (false, true) => "&mut off",
         };
         let mut all = vec!["arena".to_string(), off.to_string(), "sz".to_string()];
+        if inner.scratch_used {
+            all.push("scratch".into());
+        }
+        frame.scratch_used |= inner.scratch_used;
         all.extend(call_args);
         frame.code.line(format!("{fn_name}({})?;", all.join(", ")));
         self.bind_buffers(frame, extras);

@@ -97,12 +97,14 @@ pub(crate) struct KernelTable {
 
 impl KernelTable {
     /// The kernel computing `program` (added under a name made from `hint` unless an
-    /// identical program is already there) and its signature.
+    /// identical program is already there), its signature, and whether it has a
+    /// `{name}_with_scratch` (its loops take memory of their own, which a graph
+    /// lends from its workspace).
     fn add(
         &mut self,
         hint: &str,
         program: &Program,
-    ) -> Result<(String, Signature), GraphEmitError> {
+    ) -> Result<(String, Signature, bool), GraphEmitError> {
         let text = print_program(program);
         let name = match self.by_text.get(&text) {
             Some(name) => name.clone(),
@@ -124,15 +126,17 @@ impl KernelTable {
                 name
             }
         };
+        let missing = || GraphEmitError::Graph {
+            graph: hint.into(),
+            message: format!("internal error: kernel `{name}` was not added"),
+        };
         let signature = self
             .module
             .loops(&name)
             .map(|l| l.signature())
-            .ok_or_else(|| GraphEmitError::Graph {
-                graph: hint.into(),
-                message: format!("internal error: kernel `{name}` was not added"),
-            })?;
-        Ok((name, signature))
+            .ok_or_else(missing)?;
+        let scratch = self.module.takes_scratch(&name)?.ok_or_else(missing)?;
+        Ok((name, signature, scratch))
     }
 }
 

@@ -9,7 +9,11 @@
 //!   -> Result<(), KernelError>`: inputs (each a buffer and its shape), then the
 //!   program's `$params`, then the output buffers. It checks every length,
 //!   dimension, parameter-dependent size and size assertion before touching data,
-//!   allocates its temporaries, and runs the loops;
+//!   takes its temporaries from a fresh scratch, and runs the loops;
+//! - when the loops need memory of their own (temporaries, per-thread rows, packed
+//!   panels, partial results): `pub fn NAME_with_scratch(scratch: &rt::Scratch, ...)`
+//!   with the same arguments after the scratch, which lends that memory and keeps it
+//!   for the next call ([`RustModule::takes_scratch`]);
 //! - `pub fn NAME_shapes(x_shape, ..., $params) -> Result<NameShapes, KernelError>`
 //!   and `pub struct NameShapes { pub y: [usize; R], ... }` (with `y_len()`), so a
 //!   caller can allocate the outputs;
@@ -289,6 +293,23 @@ impl RustModule {
             .iter()
             .find(|k| k.name == name)
             .map(|k| &k.loops)
+    }
+
+    /// Whether the kernel `name` has a `{name}_with_scratch` variant taking its
+    /// loops' memory from an `rt::Scratch` the caller keeps (it has one when its
+    /// loops need memory besides its inputs and outputs); `None` for a kernel the
+    /// module does not have.
+    ///
+    /// # Errors
+    ///
+    /// As [`RustModule::source`].
+    pub fn takes_scratch(&self, name: &str) -> Result<Option<bool>, EmitError> {
+        let options = self.compile_options()?;
+        self.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .map(|k| kernel::takes_scratch(k, &options))
+            .transpose()
     }
 
     /// The formatted source of the whole file.

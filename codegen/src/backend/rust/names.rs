@@ -5,11 +5,12 @@
 pub(super) use crate::backend::names::{Idents as Scope, camel};
 
 /// The module-level items the kernel `name` defines in a generated file: the
-/// kernel, its shapes and sizes functions, its per-CPU copies and its shapes
+/// kernel and its variant taking a scratch, its shapes and sizes functions, its per-CPU copies and its shapes
 /// struct. Kernels of one file must not share any.
-pub(super) fn kernel_items(name: &str) -> [String; 7] {
+pub(super) fn kernel_items(name: &str) -> [String; 8] {
     [
         name.to_string(),
+        format!("{name}_with_scratch"),
         format!("{name}_shapes"),
         format!("{name}_sizes"),
         format!("{name}_loops"),
@@ -29,6 +30,7 @@ mod tests {
             kernel_items("relu"),
             [
                 "relu",
+                "relu_with_scratch",
                 "relu_shapes",
                 "relu_sizes",
                 "relu_loops",

@@ -17,12 +17,9 @@ pub(super) enum Helper {
     CheckElements,
     /// An `i64` size expression as a `usize` size.
     Size,
-    /// A zeroed temporary of an `i64` shape.
-    Zeroed,
-    /// A zeroed temporary of an `i64` shape that starts a cache line.
-    ZeroedLines,
-    /// A zeroed buffer that starts a cache line.
-    Lines,
+    /// The memory a kernel's loops take their buffers from (temporaries, rows,
+    /// panels), kept between calls by whoever owns it.
+    Scratch,
     /// The checked number of elements of a temporary's `i64` shape.
     BufferLen,
     /// The row-major offset of a subscript that may be out of range.
@@ -82,15 +79,13 @@ pub(super) fn path(h: Helper) -> TokenStream {
         Helper::Parts => "in_parts".into(),
         Helper::Part => "Part".into(),
         Helper::LinePhase => "line_phase".into(),
-        Helper::Lines => "AlignedVec".into(),
+        Helper::Scratch => "Scratch".into(),
         Helper::RotatedRight => "rotated_right".into(),
         Helper::CpuLevel => "cpu_level".into(),
         Helper::Dims => "dims".into(),
         Helper::CheckLen => "check_len".into(),
         Helper::CheckElements => "check_elements".into(),
         Helper::Size => "size".into(),
-        Helper::Zeroed => "zeroed".into(),
-        Helper::ZeroedLines => "zeroed_lines".into(),
         Helper::BufferLen => "buffer_len".into(),
         Helper::Offset => "offset".into(),
         Helper::FloorDiv => "floor_div".into(),

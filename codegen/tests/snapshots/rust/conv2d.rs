@@ -103,10 +103,27 @@ fn conv2d_sizes(h: i64, w: i64) -> Option<[i64; 2]> {
 /// # Errors
 ///
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`conv2d_shapes`] gives the output shapes.
-///
-/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
 #[allow(dead_code)]
 pub fn conv2d(
+    x: &[f32],
+    x_shape: [usize; 4],
+    k: &[f32],
+    k_shape: [usize; 4],
+    y: &mut [f32],
+) -> Result<(), KernelError> {
+    conv2d_with_scratch(&rt::Scratch::new(), x, x_shape, k, k_shape, y)
+}
+
+/// [`conv2d`], taking the memory its loops use (temporaries, rows, panels) from `scratch`, which keeps it for the next call: a call with the shapes of an earlier one on the same scratch allocates nothing.
+///
+/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+///
+/// # Errors
+///
+/// As [`conv2d`].
+#[allow(dead_code)]
+pub fn conv2d_with_scratch(
+    scratch: &rt::Scratch,
     x: &[f32],
     x_shape: [usize; 4],
     k: &[f32],
@@ -121,7 +138,7 @@ pub fn conv2d(
     let [o, _, _, _] = rt::dims("conv2d", "k", k_shape)?;
     rt::buffer_len("conv2d", "x_pad", &[n, c, h + 2, w + 2])?;
     let x_pad_row = rt::buffer_len("conv2d", "x_pad", &[1, c, h + 2, w + 2])?;
-    let mut k_t: rt::AlignedVec<f32> = rt::zeroed_lines("conv2d", "k_t", &[c, 3, 3, o])?;
+    let mut k_t = scratch.zeroed::<f32>(4, "conv2d", "k_t", &[c, 3, 3, o])?;
     let y = rt::Shared::new(y);
     let k_t = rt::Shared::new(&mut k_t);
     rt::in_parts(
@@ -132,7 +149,7 @@ pub fn conv2d(
             &[n, h, w, o, c, 3_i64, 3_i64],
         ],
         |part| {
-            let mut x_pad: rt::AlignedVec<f32> = rt::AlignedVec::zeroed(x_pad_row);
+            let mut x_pad = scratch.part::<f32>(3, part.index(), x_pad_row);
             #[cfg(target_arch = "x86_64")]
             match rt::cpu_level() {
                 2 => {

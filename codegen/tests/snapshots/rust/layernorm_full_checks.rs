@@ -106,15 +106,44 @@ pub fn layernorm(
     beta_shape: [usize; 1],
     y: &mut [f64],
 ) -> Result<(), KernelError> {
+    layernorm_with_scratch(
+        &rt::Scratch::new(),
+        x,
+        x_shape,
+        gamma,
+        gamma_shape,
+        beta,
+        beta_shape,
+        y,
+    )
+}
+
+/// [`layernorm`], taking the memory its loops use (temporaries, rows, panels) from `scratch`, which keeps it for the next call: a call with the shapes of an earlier one on the same scratch allocates nothing.
+///
+/// # Errors
+///
+/// As [`layernorm`].
+#[allow(clippy::too_many_arguments)]
+#[allow(dead_code)]
+pub fn layernorm_with_scratch(
+    scratch: &rt::Scratch,
+    x: &[f64],
+    x_shape: [usize; 2],
+    gamma: &[f64],
+    gamma_shape: [usize; 1],
+    beta: &[f64],
+    beta_shape: [usize; 1],
+    y: &mut [f64],
+) -> Result<(), KernelError> {
     let shapes = layernorm_shapes(x_shape, gamma_shape, beta_shape)?;
     rt::check_len("layernorm", "x", x.len(), &x_shape)?;
     rt::check_len("layernorm", "gamma", gamma.len(), &gamma_shape)?;
     rt::check_len("layernorm", "beta", beta.len(), &beta_shape)?;
     rt::check_len("layernorm", "y", y.len(), &shapes.y)?;
     let [b, n] = rt::dims("layernorm", "x", x_shape)?;
-    let mut mean: Vec<f64> = rt::zeroed("layernorm", "mean", &[b, 1])?;
-    let mut d: Vec<f64> = rt::zeroed("layernorm", "d", &[b, n])?;
-    let mut t9: Vec<f64> = rt::zeroed("layernorm", "t9", &[b, 1])?;
+    let mut mean = scratch.zeroed::<f64>(3, "layernorm", "mean", &[b, 1])?;
+    let mut d = scratch.zeroed::<f64>(4, "layernorm", "d", &[b, n])?;
+    let mut t9 = scratch.zeroed::<f64>(5, "layernorm", "t9", &[b, 1])?;
     for i0 in 0..b {
         let mut v0 = 0.0_f64;
         for i1 in 0..n {

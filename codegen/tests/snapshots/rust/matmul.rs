@@ -73,10 +73,27 @@ pub fn matmul_shapes(
 /// # Errors
 ///
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`matmul_shapes`] gives the output shapes.
-///
-/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
 #[allow(dead_code)]
 pub fn matmul(
+    a: &[f32],
+    a_shape: [usize; 2],
+    b: &[f32],
+    b_shape: [usize; 2],
+    c: &mut [f32],
+) -> Result<(), KernelError> {
+    matmul_with_scratch(&rt::Scratch::new(), a, a_shape, b, b_shape, c)
+}
+
+/// [`matmul`], taking the memory its loops use (temporaries, rows, panels) from `scratch`, which keeps it for the next call: a call with the shapes of an earlier one on the same scratch allocates nothing.
+///
+/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+///
+/// # Errors
+///
+/// As [`matmul`].
+#[allow(dead_code)]
+pub fn matmul_with_scratch(
+    scratch: &rt::Scratch,
     a: &[f32],
     a_shape: [usize; 2],
     b: &[f32],
@@ -93,9 +110,8 @@ pub fn matmul(
     rt::in_parts(
         &[&[m, n, k]],
         |part| {
-            let mut i1_panel: rt::AlignedVec<f32> = rt::AlignedVec::zeroed(
-                k.clamp(0, 1024) as usize * 64,
-            );
+            let mut i1_panel = scratch
+                .part::<f32>(3, part.index(), k.clamp(0, 1024) as usize * 64);
             #[cfg(target_arch = "x86_64")]
             match rt::cpu_level() {
                 2 => {

@@ -60,10 +60,25 @@ pub fn softmax_shapes(x_shape: [usize; 2]) -> Result<SoftmaxShapes, KernelError>
 /// # Errors
 ///
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`softmax_shapes`] gives the output shapes.
-///
-/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
 #[allow(dead_code)]
 pub fn softmax(
+    x: &[f32],
+    x_shape: [usize; 2],
+    y: &mut [f32],
+) -> Result<(), KernelError> {
+    softmax_with_scratch(&rt::Scratch::new(), x, x_shape, y)
+}
+
+/// [`softmax`], taking the memory its loops use (temporaries, rows, panels) from `scratch`, which keeps it for the next call: a call with the shapes of an earlier one on the same scratch allocates nothing.
+///
+/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+///
+/// # Errors
+///
+/// As [`softmax`].
+#[allow(dead_code)]
+pub fn softmax_with_scratch(
+    scratch: &rt::Scratch,
     x: &[f32],
     x_shape: [usize; 2],
     y: &mut [f32],
@@ -80,7 +95,7 @@ pub fn softmax(
     rt::in_parts(
         &[&[b, n], &[b, n], &[b, n]],
         |part| {
-            let mut e: rt::AlignedVec<f32> = rt::AlignedVec::zeroed(e_row);
+            let mut e = scratch.part::<f32>(2, part.index(), e_row);
             #[cfg(target_arch = "x86_64")]
             match rt::cpu_level() {
                 2 => {

@@ -65,10 +65,26 @@ pub fn sums_shapes(x_shape: [usize; 2]) -> Result<SumsShapes, KernelError> {
 /// # Errors
 ///
 /// [`KernelError`] when a buffer length, a dimension or an assertion does not hold; nothing is written then. [`sums_shapes`] gives the output shapes.
-///
-/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
 #[allow(dead_code)]
 pub fn sums(
+    x: &[f32],
+    x_shape: [usize; 2],
+    total: &mut [f32],
+    columns: &mut [f32],
+) -> Result<(), KernelError> {
+    sums_with_scratch(&rt::Scratch::new(), x, x_shape, total, columns)
+}
+
+/// [`sums`], taking the memory its loops use (temporaries, rows, panels) from `scratch`, which keeps it for the next call: a call with the shapes of an earlier one on the same scratch allocates nothing.
+///
+/// `unsafe` blocks hold the loops whose accesses skip bounds checks: those the bounds pass proved in range for every size this function accepts, and those just checked by `offset`. Both rely on the buffer lengths checked above them.
+///
+/// # Errors
+///
+/// As [`sums`].
+#[allow(dead_code)]
+pub fn sums_with_scratch(
+    scratch: &rt::Scratch,
     x: &[f32],
     x_shape: [usize; 2],
     total: &mut [f32],
@@ -81,7 +97,7 @@ pub fn sums(
     let [m, n] = rt::dims("sums", "x", x_shape)?;
     let i0_piece_len = (32768_i64 / n.max(1)).max(1);
     let i0_pieces = (m + i0_piece_len - 1) / i0_piece_len;
-    let mut v0_pieces: Vec<f32> = vec![0.0; i0_pieces as usize];
+    let mut v0_pieces = scratch.part::<f32>(3, 0, i0_pieces as usize);
     let total = rt::Shared::new(total);
     let columns = rt::Shared::new(columns);
     let v0_pieces = rt::Shared::new(&mut v0_pieces);

@@ -67,10 +67,11 @@ impl Gen<'_> {
                     a.args.push(quote!(#id));
                 }
                 _ if row_len.is_some() => {
-                    // Each thread its own row.
-                    let lines = self.need(Helper::Lines);
+                    // Each thread its own row, lent by the scratch.
+                    let key = lit(&tid.0.to_string());
+                    let part = self.part_index();
                     a.allocs
-                        .push(quote!(let mut #id: #lines<#e> = #lines::zeroed(#row_len);));
+                        .push(quote!(let mut #id = scratch.part::<#e>(#key, #part, #row_len);));
                     a.params.push(quote!(#id: &mut [#e]));
                     a.args.push(quote!(&mut #id));
                 }
@@ -133,13 +134,13 @@ impl Gen<'_> {
         }
     }
 
-    /// The tiles' packed panels ([`Plan::panels`]), allocated (per thread) for the
-    /// widest copy: `KC` reduction iterations (or fewer) of `NR` cells per load.
+    /// The tiles' packed panels ([`Plan::panels`]), lent by the scratch (per
+    /// thread) for the widest copy: `KC` reduction iterations (or fewer) of `NR` cells per load.
     fn panel_args(&self, a: &mut LoopsArgs) -> Result<(), EmitError> {
         let t = &self.float;
         let copies = Target::X86_64;
         let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
-        for panel in &self.plan.panels {
+        for (n, panel) in self.plan.panels.iter().enumerate() {
             let name = &panel.name;
             let kc = lit(&widest(|t| t.tile_depth).to_string());
             let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
@@ -161,9 +162,10 @@ impl Gen<'_> {
                 }
                 trips => quote!(#(#trips)*.clamp(0, #kc)),
             };
-            let lines = self.need(Helper::Lines);
+            let key = lit(&(self.p.tensors.len() + n).to_string());
+            let part = self.part_index();
             a.allocs.push(quote! {
-                let mut #name: #lines<#t> = #lines::zeroed(#len as usize * #cells);
+                let mut #name = scratch.part::<#t>(#key, #part, #len as usize * #cells);
             });
             a.pass(quote!(#name: &mut [#t]), quote!(&mut #name), quote!(#name));
         }
@@ -366,7 +368,7 @@ struct LoopsArgs {
     forward: Vec<TokenStream>,
     /// `Shared` buffers, made once before the threads start.
     share: Vec<TokenStream>,
-    /// Buffers each thread allocates (rows, panels).
+    /// Buffers each thread takes from the scratch (rows, panels).
     allocs: Vec<TokenStream>,
 }
 

@@ -193,6 +193,7 @@ impl Gen<'_> {
             shapes_param_params,
             out_params,
             zero_fills,
+            call_args,
         } = sig;
         let ItemDocs {
             shapes: shapes_doc,
@@ -200,6 +201,7 @@ impl Gen<'_> {
             kernel: kernel_doc,
             fast: fast_doc,
             allow,
+            with_allow,
             shapes_allow,
         } = docs;
         let KernelBody {
@@ -212,6 +214,60 @@ impl Gen<'_> {
         // A crate may call only some of a file's kernels: an unused one is not worth
         // a warning there (and what the kernel calls is then not reported either).
         let unused_ok = quote!(#[allow(dead_code)]);
+        let params = quote!(#(#buffer_params,)* #(#param_params,)* #(#out_params),*);
+        let run = quote! {
+            let shapes = #shapes_fn(#(#shape_args),*)?;
+            #(#len_checks)*
+            #kernel_binds
+            #(#zero_fills)*
+            #temps
+            #body
+            Ok(())
+        };
+        let kernel_items = if self.takes_scratch() {
+            // The loops' own memory comes from a scratch: a fresh one per call of
+            // the kernel, or one the caller keeps between calls.
+            let with_fn = ident(&format!("{}_with_scratch", k.name));
+            let scratch = self.need(Helper::Scratch);
+            let mut with_doc = vec![format!(
+                " [`{}`], taking the memory its loops use (temporaries, rows, panels) \
+                 from `scratch`, which keeps it for the next call: a call with the \
+                 shapes of an earlier one on the same scratch allocates nothing.",
+                k.name
+            )];
+            with_doc.extend(fast_doc);
+            with_doc.extend([
+                String::new(),
+                " # Errors".into(),
+                String::new(),
+                format!(" As [`{}`].", k.name),
+            ]);
+            quote! {
+                #(#[doc = #kernel_doc])*
+                #allow
+                #unused_ok
+                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
+                    #with_fn(&#scratch::new(), #(#call_args),*)
+                }
+
+                #(#[doc = #with_doc])*
+                #with_allow
+                #unused_ok
+                pub fn #with_fn(scratch: &#scratch, #params) -> Result<(), KernelError> {
+                    #run
+                }
+            }
+        } else {
+            quote! {
+                #(#[doc = #kernel_doc])*
+                #(#[doc = #fast_doc])*
+                #allow
+                #unused_ok
+                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
+                    #run
+                }
+            }
+        };
         Ok(quote! {
             #[doc = #shapes_doc]
             #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,19 +295,7 @@ impl Gen<'_> {
 
             #sizes_item
 
-            #(#[doc = #kernel_doc])*
-            #(#[doc = #fast_doc])*
-            #allow
-            #unused_ok
-            pub fn #kernel_fn(#(#buffer_params,)* #(#param_params,)* #(#out_params),*) -> Result<(), KernelError> {
-                let shapes = #shapes_fn(#(#shape_args),*)?;
-                #(#len_checks)*
-                #kernel_binds
-                #(#zero_fills)*
-                #temps
-                #body
-                Ok(())
-            }
+            #kernel_items
 
             #per_cpu
         })
@@ -346,17 +390,11 @@ impl Gen<'_> {
                 continue;
             }
             let e = self.elem(decl.dtype);
-            // Scheduled kernels' temporaries start a cache line (their vectors
-            // then never straddle two); unscheduled ones have no `unsafe` at all.
-            let buffer = if self.scheduled {
-                let f = self.need(Helper::ZeroedLines);
-                let lines = self.need(Helper::Lines);
-                quote!(let mut #id: #lines<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
-            } else {
-                let f = self.need(Helper::Zeroed);
-                quote!(let mut #id: Vec<#e> = #f(#kernel, #name, &[#(#dims),*])?;)
-            };
-            temps.extend(buffer);
+            // Lent by the scratch (kept between calls), starting a cache line.
+            let key = lit(&i.to_string());
+            temps.extend(quote! {
+                let mut #id = scratch.zeroed::<#e>(#key, #kernel, #name, &[#(#dims),*])?;
+            });
         }
         Ok((temps, row_lens))
     }
@@ -508,6 +546,7 @@ impl Gen<'_> {
             let shape_param = if spec.shape.is_empty() { &unused } else { &xs };
             s.shape_params.push(quote!(#shape_param: [usize; #rank]));
             s.buffer_params.push(quote!(#x: &[#e], #xs: [usize; #rank]));
+            s.call_args.extend([quote!(#x), quote!(#xs)]);
             s.shape_args.push(quote!(#xs));
             let f = self.need(Helper::CheckLen);
             let name = spec.name.as_str();
@@ -517,6 +556,7 @@ impl Gen<'_> {
         for pn in &self.sig.params {
             let id = &self.params[pn];
             s.param_params.push(quote!(#id: i64));
+            s.call_args.push(quote!(#id));
             let sid = if shapes_used.contains(&format!("${pn}")) {
                 id.clone()
             } else {
@@ -529,6 +569,7 @@ impl Gen<'_> {
             let y = &self.tensors[o.0];
             let e = self.elem(spec.dtype);
             s.out_params.push(quote!(#y: &mut [#e]));
+            s.call_args.push(quote!(#y));
             let f = self.need(Helper::CheckLen);
             let name = spec.name.as_str();
             s.len_checks
@@ -578,14 +619,17 @@ impl Gen<'_> {
                 k.name
             ),
         ];
-        let too_many = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len() > 7;
-        let allow = if too_many {
-            // The signature mirrors the program: a buffer and a shape per input, one
-            // argument per parameter and output.
-            quote!(#[allow(clippy::too_many_arguments)])
-        } else {
-            quote!()
+        let args = sig.inputs.len() * 2 + sig.params.len() + sig.outputs.len();
+        // The signature mirrors the program: a buffer and a shape per input, one
+        // argument per parameter and output (and the scratch).
+        let allow_over = |limit: usize| {
+            if args > limit {
+                quote!(#[allow(clippy::too_many_arguments)])
+            } else {
+                quote!()
+            }
         };
+        let (allow, with_allow) = (allow_over(7), allow_over(6));
         let shapes_allow = if sig.inputs.len() + sig.params.len() > 7 {
             quote!(#[allow(clippy::too_many_arguments)])
         } else {
@@ -608,6 +652,7 @@ impl Gen<'_> {
             kernel: self.kernel_doc(k),
             fast,
             allow,
+            with_allow,
             shapes_allow,
         }
     }
@@ -764,6 +809,8 @@ struct SignatureParts {
     shapes_param_params: Vec<TokenStream>,
     out_params: Vec<TokenStream>,
     zero_fills: Vec<TokenStream>,
+    /// The kernel's arguments, in order, as the kernel passes them on.
+    call_args: Vec<TokenStream>,
 }
 
 /// The items' doc comments and attributes ([`Gen::item_docs`]).
@@ -774,6 +821,8 @@ struct ItemDocs {
     /// The paragraph on `unsafe` blocks, when the kernel has some.
     fast: Vec<String>,
     allow: TokenStream,
+    /// `allow` for the kernel with a scratch, one argument more.
+    with_allow: TokenStream,
     shapes_allow: TokenStream,
 }
 

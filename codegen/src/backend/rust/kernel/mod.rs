@@ -198,6 +198,21 @@ struct Pieces {
 
 /// Emits one kernel's items.
 pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenStream, EmitError> {
+    let (g, mut scope) = planned(k, options)?;
+    g.items(k, &mut scope)
+}
+
+/// Whether the kernel's loops take memory of their own, so that it has a
+/// `{name}_with_scratch` ([`Gen::takes_scratch`]).
+pub(super) fn takes_scratch(k: &KernelSource, options: &CompileOptions) -> Result<bool, EmitError> {
+    Ok(planned(k, options)?.0.takes_scratch())
+}
+
+/// The emitter of one kernel with its plan made, and the scope of its names.
+fn planned<'a>(
+    k: &'a KernelSource,
+    options: &CompileOptions,
+) -> Result<(Gen<'a>, Scope), EmitError> {
     let (checks, schedule) = (options.checks, options.schedule);
     let p = &k.loops;
     let is32 = match p.dtype {
@@ -216,7 +231,7 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
     // which nothing calls (a parameter may take it: kernel `x_shape`, input `x`).
     let items = kernel_items(&k.name);
     reserved.extend(items[1..].iter().map(String::as_str));
-    reserved.extend(["row", "col", "lane", "value", "values"]);
+    reserved.extend(["row", "col", "lane", "value", "values", "scratch"]);
     reserved.extend(Fact::ALL.map(Fact::name));
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];
@@ -268,8 +283,7 @@ pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenSt
     g.sizes = g.entry_sizes();
     g.pieces = g.pieces_plan();
     g.plan = g.plan();
-    let mut scope_for_locals = scope;
-    g.items(k, &mut scope_for_locals)
+    Ok((g, scope))
 }
 
 impl Gen<'_> {
@@ -292,5 +306,32 @@ impl Gen<'_> {
 
     fn tensor_kind(&self, t: TensorId) -> TensorKind {
         self.p.tensors[t.0].kind
+    }
+
+    /// Whether the loops take memory of their own from a scratch: a temporary
+    /// kept whole, a row a thread keeps whose length is not a literal (shorter
+    /// ones live on the stack), a tile's panel, or pieces' partial results.
+    fn takes_scratch(&self) -> bool {
+        let touched = touched_tensors(self.p);
+        let heap = |(i, decl): (usize, &TensorDecl)| {
+            decl.kind == TensorKind::Temp
+                && match self.row_local(TensorId(i)) {
+                    None => true,
+                    Some(_) => touched.contains(&TensorId(i)) && row_literal_len(decl).is_none(),
+                }
+        };
+        self.p.tensors.iter().enumerate().any(heap)
+            || !self.plan.panels.is_empty()
+            || !self.pieces.is_empty()
+    }
+
+    /// The number of the thread's part, for the scratch's key of a buffer each
+    /// thread keeps: `part.index()` in a thread team, else 0.
+    fn part_index(&self) -> TokenStream {
+        if self.threaded {
+            quote!(part.index())
+        } else {
+            quote!(0)
+        }
     }
 }

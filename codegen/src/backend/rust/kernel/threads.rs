@@ -60,10 +60,13 @@ impl Gen<'_> {
     }
 
     /// For each block folded in pieces: the piece length and count, and a buffer
-    /// per carried variable for the pieces' results, all fixed by the sizes alone.
+    /// per carried variable for the pieces' results (lent by the scratch), all
+    /// fixed by the sizes alone.
     pub(super) fn piece_buffers(&self) -> Result<TokenStream, EmitError> {
         let mut out = TokenStream::new();
         let t = &self.float;
+        // The scratch's keys after the temporaries' and the panels'.
+        let mut keys = self.p.tensors.len() + self.plan.panels.len()..;
         for pc in &self.pieces {
             let n = pc.outer.id.0;
             let local = |what: &str| ident(&format!("i{n}_{what}"));
@@ -89,7 +92,8 @@ impl Gen<'_> {
             let span = self.span(&pc.outer)?;
             let buffers = pc.vars.iter().map(|c| {
                 let b = ident(&format!("v{}_pieces", c.var.0));
-                quote!(let mut #b: Vec<#t> = vec![0.0; #count as usize];)
+                let key = lit(&keys.next().unwrap_or_default().to_string());
+                quote!(let mut #b = scratch.part::<#t>(#key, 0, #count as usize);)
             });
             out.extend(quote! {
                 let #len = #len_value;

@@ -1,0 +1,278 @@
+//! [`Scratch`]: the buffers a kernel's temporaries are lent from, kept between
+//! calls.
+//!
+//! A kernel of the Rust backend that needs memory of its own (a temporary tensor,
+//! a padded row per thread, a tile's packed panel, the partial results of a
+//! reduction folded in pieces) takes it from a `Scratch`: `NAME_with_scratch(&scratch,
+//! ...)`. Each buffer has a *key*, the kernel's number for it and the thread's
+//! part, and the scratch keeps one block per key: a later call with the same sizes
+//! gets the same blocks back, zeroed, and allocates nothing. A graph's workspace
+//! holds one for all its kernels (their keys overlap; the kernels run one after
+//! another, so a block is lent to one at a time and grows to the largest). The
+//! plain `NAME(...)` lends from a fresh, empty scratch: every call allocates, as a
+//! call that keeps nothing must.
+//!
+//! A lent buffer ([`Lent`]) goes back to its key when dropped. Two lenders of one
+//! key at the same time (two threads calling kernels on one scratch) are correct:
+//! the second gets a new block, and the larger of the two is kept.
+
+use core::ptr::NonNull;
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+
+use super::aligned::{AlignedVec, Zero};
+use super::check::buffer_len;
+use super::error::KernelError;
+
+/// Memory a kernel's temporaries are lent from; keep one between calls so that a
+/// call with the sizes of an earlier one allocates nothing.
+#[derive(Default)]
+pub struct Scratch {
+    /// One entry per key, in the order first asked for.
+    slots: Mutex<Vec<Slot>>,
+}
+
+/// A key's block: `None` while it is lent.
+struct Slot {
+    key: (usize, usize),
+    block: Option<AlignedVec<u8>>,
+}
+
+impl core::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("kept_bytes", &self.kept_bytes())
+            .finish()
+    }
+}
+
+impl Scratch {
+    /// An empty scratch: it allocates on first use.
+    pub const fn new() -> Scratch {
+        Scratch {
+            slots: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The bytes of the blocks it keeps (not those lent right now).
+    pub fn kept_bytes(&self) -> usize {
+        self.lock()
+            .iter()
+            .filter_map(|s| s.block.as_ref().map(|b| b.len()))
+            .sum()
+    }
+
+    /// A zeroed temporary of `shape`'s elements, starting on a cache line, for the
+    /// kernel's buffer number `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`buffer_len`], and [`KernelError::TooLarge`] when the bytes exceed the
+    /// address range.
+    pub fn zeroed<T: Zero>(
+        &self,
+        key: usize,
+        kernel: &'static str,
+        buffer: &'static str,
+        shape: &[i64],
+    ) -> Result<Lent<'_, T>, KernelError> {
+        let len = buffer_len(kernel, buffer, shape)?;
+        self.lend((key, 0), len)
+            .ok_or(KernelError::TooLarge { kernel, buffer })
+    }
+
+    /// `len` zeros starting on a cache line, for buffer `key` of the thread with
+    /// part number `part` (a row or panel each thread of a kernel keeps).
+    ///
+    /// # Panics
+    ///
+    /// When `len` elements exceed the address range, as [`AlignedVec::zeroed`]
+    /// (the kernel checked `len` as a buffer's length before its threads started).
+    pub fn part<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
+        match self.lend((key, part), len) {
+            Some(lent) => lent,
+            None => panic!("a buffer of {len} elements exceeds the address range"),
+        }
+    }
+
+    /// The block of `key`, zeroed, when it holds `len` `T`s; else a new one. `None`
+    /// when the bytes exceed the address range.
+    fn lend<T: Zero>(&self, key: (usize, usize), len: usize) -> Option<Lent<'_, T>> {
+        let bytes = len.checked_mul(size_of::<T>())?;
+        let kept = {
+            let mut slots = self.lock();
+            slots
+                .iter_mut()
+                .find(|s| s.key == key)
+                .and_then(|s| s.block.take_if(|b| b.len() >= bytes))
+        };
+        let block = match kept {
+            Some(mut block) => {
+                block[..bytes].fill(0);
+                block
+            }
+            None => AlignedVec::try_zeroed(bytes)?,
+        };
+        Some(Lent {
+            home: self,
+            key,
+            // The block starts a cache line, which every `T: Zero` may start at.
+            ptr: NonNull::new(block.as_ptr().cast_mut().cast::<T>())?,
+            len,
+            block: Some(block),
+        })
+    }
+
+    /// Takes `block` back as `key`'s, unless the key kept a larger one meanwhile.
+    fn give_back(&self, key: (usize, usize), block: AlignedVec<u8>) {
+        let mut slots = self.lock();
+        match slots.iter_mut().find(|s| s.key == key) {
+            Some(slot) => {
+                if slot.block.as_ref().is_none_or(|b| b.len() < block.len()) {
+                    slot.block = Some(block);
+                }
+            }
+            None => slots.push(Slot {
+                key,
+                block: Some(block),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+        // A thread that panicked holding the lock left the list whole.
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A zeroed buffer of `T`s lent by a [`Scratch`], used as the slice it holds;
+/// dropping it gives the block back.
+pub struct Lent<'a, T: Zero> {
+    home: &'a Scratch,
+    key: (usize, usize),
+    /// The first of `len` `T`s, in `block`.
+    ptr: NonNull<T>,
+    len: usize,
+    /// The bytes, `None` once given back.
+    block: Option<AlignedVec<u8>>,
+}
+
+// Safety: a `Lent` owns its elements (as a `Vec` does) and shares only the
+// scratch, which is `Sync`.
+unsafe impl<T: Zero + Send> Send for Lent<'_, T> {}
+// Safety: as for `Send`; shared access only reads.
+unsafe impl<T: Zero + Sync> Sync for Lent<'_, T> {}
+
+impl<T: Zero> Deref for Lent<'_, T> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // Safety: `len` `T`s of the block, zeroed (so valid) or written since; the
+        // block does not move while it is lent.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> DerefMut for Lent<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // Safety: as for `deref`, and `self` is borrowed uniquely.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zero> Drop for Lent<'_, T> {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.home.give_back(self.key, block);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lend_of_a_key_gets_its_block_back_zeroed() {
+        let s = Scratch::new();
+        let first = {
+            let mut t = s.zeroed::<f64>(3, "k", "t", &[4]).unwrap();
+            t.fill(7.0);
+            t.as_ptr()
+        };
+        let t = s.zeroed::<f64>(3, "k", "t", &[2, 2]).unwrap();
+        assert_eq!(t.as_ptr(), first);
+        assert_eq!(&t[..], &[0.0; 4]);
+        assert_eq!(t.as_ptr() as usize % crate::LINE, 0);
+    }
+
+    #[test]
+    fn keys_and_parts_have_blocks_of_their_own() {
+        let s = Scratch::new();
+        let a = s.zeroed::<f32>(0, "k", "a", &[8]).unwrap();
+        let b = s.zeroed::<f32>(1, "k", "b", &[8]).unwrap();
+        let c = s.part::<f32>(1, 1, 8);
+        assert_ne!(a.as_ptr(), b.as_ptr());
+        assert_ne!(b.as_ptr(), c.as_ptr());
+        drop((a, b, c));
+        assert_eq!(s.kept_bytes(), 3 * 32);
+    }
+
+    #[test]
+    fn a_larger_request_replaces_the_block_and_a_smaller_one_reuses_it() {
+        let s = Scratch::new();
+        drop(s.part::<f32>(0, 0, 4));
+        drop(s.part::<f32>(0, 0, 100));
+        assert_eq!(s.kept_bytes(), 400);
+        let small = s.part::<f32>(0, 0, 10);
+        assert_eq!(small.len(), 10);
+        drop(small);
+        assert_eq!(s.kept_bytes(), 400);
+    }
+
+    #[test]
+    fn two_lenders_of_one_key_get_two_blocks_and_the_larger_is_kept() {
+        let s = Scratch::new();
+        let a = s.part::<u8>(0, 0, 10);
+        let b = s.part::<u8>(0, 0, 20);
+        assert_ne!(a.as_ptr(), b.as_ptr());
+        drop(b);
+        drop(a);
+        assert_eq!(s.kept_bytes(), 20);
+    }
+
+    #[test]
+    fn a_shape_too_large_is_an_error_naming_the_buffer() {
+        let s = Scratch::new();
+        let too_large = Err(KernelError::TooLarge {
+            kernel: "k",
+            buffer: "t",
+        });
+        assert_eq!(
+            s.zeroed::<f64>(0, "k", "t", &[1 << 62, 4]).map(|_| ()),
+            too_large
+        );
+        // The elements fit in a usize, their bytes do not.
+        assert_eq!(
+            s.zeroed::<f64>(0, "k", "t", &[1 << 61]).map(|_| ()),
+            too_large
+        );
+        assert!(matches!(
+            s.zeroed::<f32>(0, "k", "t", &[-1]),
+            Err(KernelError::NegativeSize { .. })
+        ));
+    }
+
+    #[test]
+    fn threads_lend_their_parts_at_once() {
+        let s = Scratch::new();
+        crate::run_parts(2, |part| {
+            let mut row = s.part::<f32>(0, part.index(), 64);
+            row[0] = part.index() as f32;
+            part.wait();
+            assert_eq!(row[0], part.index() as f32);
+        });
+        assert_eq!(s.kept_bytes(), 2 * 256);
+    }
+}
