@@ -36,9 +36,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-#[test]
-fn later_calls_of_both_heads_allocate_nothing() {
-    let (e, h, k) = (3, 5, 4);
+/// Later calls of both heads of a model `[E, H, K]` over `steps` rows make no
+/// allocation and give the first call's result.
+fn later_calls_allocate_nothing(e: usize, h: usize, k: usize, steps: usize) {
     let weights = |n: usize| (0..n).map(|i| (i % 7) as f32 / 7.0 - 0.5).collect();
     let mut m = Model::new(
         weights(h),
@@ -47,7 +47,6 @@ fn later_calls_of_both_heads_allocate_nothing() {
         weights(h * k),
         [e, h, k],
     );
-    let steps = 12;
     let xs: Vec<f32> = weights(steps * e);
     let mut y = vec![0.0; k];
     for head in [Head::Logits, Head::Probabilities] {
@@ -62,4 +61,15 @@ fn later_calls_of_both_heads_allocate_nothing() {
         assert_eq!(made, 0, "{head:?}: later calls made {made} allocations");
         assert_eq!(y, first, "{head:?}: a later call differs");
     }
+}
+
+/// One test: the allocation count is the whole process's, so nothing else may run
+/// beside it. The larger model is large enough that the matmul of every step's input
+/// runs on a team of threads (`rt::GRAIN`), each part with its own panel from the
+/// scratch.
+#[test]
+fn later_calls_of_both_heads_allocate_nothing_on_one_thread_or_several() {
+    later_calls_allocate_nothing(3, 5, 4, 12);
+    uop_runtime::set_threads(2);
+    later_calls_allocate_nothing(128, 128, 64, 64);
 }
