@@ -9,6 +9,7 @@
 //! | [`vector_plan`] | an innermost loop as vectors, its reductions and unroll | Cranelift |
 //! | [`jam_plan`] | a `[jammed]` nest's rows run `jam_rows` at a time | Cranelift |
 //! | [`tile_plan`] | a `[tile]` nest as register tiles, within Cranelift's limits | Cranelift |
+//! | [`panel_loads`] | which loads a `[tile(packed …)]` nest copies into its panel, per [`Packing`] | both |
 //! | [`transpose_plan`] | a `[blocked]` copy transposed in registers | both |
 //!
 //! Where the two backends agree the decision is made here once: the transposed
@@ -18,14 +19,17 @@
 //! an analysis). Where they differ, it is because the realizations differ, and the
 //! plan says so: [`tile_plan`] states the limits of Cranelift's tile (unit-stride
 //! or invariant float loads, reduction ranges free of the tile), which the Rust
-//! copies do not have, and only Cranelift jams rows. The Rust emitter's own plan
+//! copies do not have, [`panel_loads`] what each one's way of copying a panel
+//! ([`Packing`]) can pack, and only Cranelift jams rows. The Rust emitter's own plan
 //! (`backend/rust/kernel/plan.rs`: which const generics its copies use, which
 //! panels it allocates) is about its items, not about a nest's realization.
 
+pub mod panel;
 pub mod tile;
 pub mod transpose;
 pub mod vector;
 
+pub use panel::{Packing, panel_loads};
 pub use tile::{tile_plan, unit_axes};
 pub use transpose::transpose_plan;
 pub use vector::{VectorPlan, invariant_loads, jam_plan, stride, vector_plan};

@@ -34,7 +34,7 @@ use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value as 
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
 
-use crate::loops::{Access, Loop, Subscript, VarId};
+use crate::loops::{Access, Loop, Subscript, Value, VarId};
 use crate::uop::Accum;
 
 use super::{JitError, Translator, plan};
@@ -96,7 +96,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let (cs, ce) = (self.index(&c.start)?, self.index(&c.end)?);
         let r_main = self.whole_tiles_end(rs, re, rows);
         let c_main = self.whole_tiles_end(cs, ce, columns);
-        let panel = self.panel(r, &loops[1..])?;
+        let panel = self.panel(loops)?;
         let c_tile = self.b.declare_var(I64);
         self.b.def_var(c_tile, cs);
         self.counted_loop(c_tile, c_main, columns, |t, ct| {
@@ -125,28 +125,25 @@ impl<M: Module> Translator<'_, '_, M> {
         Ok(())
     }
 
-    /// The column panel of a tile `body = [c, k]` with a single reduction loop `k`:
-    /// the loads its mark names packed ([`Tile::packed`](crate::loops::Tile::packed))
-    /// that this realization can copy, those whose address advances by a fixed
-    /// step with `k` and moves with the columns at unit stride (whole vectors), and
-    /// not with the rows. The limits of this realization: one reduction loop, unit
-    /// stride, a reduction that fits the target's panel bytes (else read in place).
-    fn panel(&mut self, r: &Loop, body: &[Loop]) -> Result<Option<Panel>, JitError> {
+    /// The column panel of a tile `loops = [r, c, k]`: the panel plan's loads for
+    /// panels copied in whole vectors ([`plan::panel_loads`], [`plan::Packing::Vectors`]:
+    /// named by the mark, unit stride along the columns, one reduction loop) whose
+    /// address this realization carries from one step of `k` to the next. Its own
+    /// limit besides: a reduction that fits the target's panel bytes (else the
+    /// loads are read in place, decided per call).
+    fn panel(&mut self, loops: &[Loop]) -> Result<Option<Panel>, JitError> {
         let vectors = i64::from(self.target.tile_vectors());
         let panel_bytes = self.target.panel_bytes;
-        let [c, k] = body else {
+        let [_, _, k] = loops else {
             return Ok(None);
         };
-        let packed = c.schedule.tile.map(|t| t.packed).unwrap_or_default();
-        let named = crate::loops::analysis::named(body, false, packed);
-        let loads: Vec<Access> = carried_loads(k)
+        let carried: Vec<Access> = carried_loads(k).into_iter().map(|(a, _)| a).collect();
+        let loads: Vec<Access> = plan::panel_loads(loops, plan::Packing::Vectors)
             .into_iter()
-            .filter(|(a, _)| {
-                named.contains(a)
-                    && !crate::loops::analysis::access_mentions(a, r.id.0)
-                    && plan::stride(a, c.id) == crate::loops::analysis::Stride::Unit
+            .filter_map(|v| match v {
+                Value::Load { access, .. } if carried.contains(&access) => Some(access),
+                _ => None,
             })
-            .map(|(a, _)| a)
             .collect();
         if loads.is_empty() {
             return Ok(None);

@@ -203,48 +203,13 @@ impl Gen<'_> {
         })
     }
 
-    /// The loads of a tile `loops = [R, C, K…]` it packs: those its mark names
-    /// ([`Tile::packed`](crate::loops::Tile::packed), verified
-    /// [`packable`](crate::loops::analysis::packable): float loads of the reduction
-    /// that move with the column but not the row, not sliding windows), each
-    /// distinct load once, in the order the innermost reduction's values read them.
-    /// The limit of this realization: none when a reduction loop's range depends on
-    /// a loop index, since the kernel sizes the panel (`KC` × `NR` per load) before
-    /// any loop runs, from dims and params alone.
+    /// The loads of a tile `loops = [R, C, K…]` it packs: the panel plan's
+    /// ([`plan::panel_loads`](crate::plan::panel_loads)) for panels copied cell by
+    /// cell, every load the mark names, once, in the order the innermost
+    /// reduction's values read them; none when a reduction loop's range depends on
+    /// a loop index (the kernel sizes the panel before any loop runs).
     pub(super) fn packable(&self, loops: &[Loop]) -> Vec<Value> {
-        let [_, cl, reduce @ ..] = loops else {
-            return Vec::new();
-        };
-        let Some(innermost) = reduce.last() else {
-            return Vec::new();
-        };
-        let Some(tile) = cl.schedule.tile else {
-            return Vec::new();
-        };
-        if reduce
-            .iter()
-            .any(|l| !l.start.indices().is_empty() || !l.end.indices().is_empty())
-        {
-            return Vec::new();
-        }
-        let named = crate::loops::analysis::named(&loops[1..], false, tile.packed);
-        let mut out: Vec<Value> = Vec::new();
-        for s in &innermost.stmts {
-            let (Stmt::Store { value, .. }
-            | Stmt::Accumulate { value, .. }
-            | Stmt::Update { value, .. }) = s;
-            let mut loads = Vec::new();
-            crate::loops::analysis::operand_loads(value, &mut loads);
-            for v in loads {
-                if let Value::Load { access, .. } = v
-                    && named.contains(access)
-                    && !out.contains(v)
-                {
-                    out.push(v.clone());
-                }
-            }
-        }
-        out
+        crate::plan::panel_loads(loops, crate::plan::Packing::Cells)
     }
 
     /// Copies the `packed` loads of a column tile into its panel `i{c}_panel`, `NR`
