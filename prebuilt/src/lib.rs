@@ -22,7 +22,11 @@
 //! `g_<input>` in input order; each doc comment lists them. Every kernel takes its inputs as slices with
 //! their shapes, then its output slices, checks all lengths and dimensions, and
 //! returns a [`KernelError`] instead of panicking; `NAME_shapes` gives the output
-//! shapes to allocate.
+//! shapes to allocate. A kernel whose loops need memory of their own (softmax's
+//! rows, layernorm's and sum's partial results, matmul's packed panel, conv2d's
+//! padded rows, some gradients) also has `NAME_with_scratch`, which takes that
+//! memory from a [`Scratch`] kept between calls: a call with the shapes of an
+//! earlier one on the same scratch allocates nothing.
 //!
 //! The crate is apart from `uop` so that neither the `uop` command nor a user of
 //! `uop::jit` compiles these kernels: `uop` re-exports it as `uop::kernels` with its
@@ -39,9 +43,28 @@
 //! assert_eq!(y[3], 1.0 / 3.0);
 //! # Ok::<(), uop_kernels::KernelError>(())
 //! ```
+//!
+//! In a loop, keep the scratch:
+//!
+//! ```
+//! use uop_kernels::{Scratch, matmul_f32_with_scratch};
+//!
+//! let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [1.0f32, 0.0, 0.0, 1.0]);
+//! let mut c = [0.0f32; 4];
+//! let scratch = Scratch::new();
+//! for _ in 0..3 {
+//!     matmul_f32_with_scratch(&scratch, &a, [2, 2], &b, [2, 2], &mut c)?;
+//! }
+//! assert_eq!(c, a);
+//! # Ok::<(), uop_kernels::KernelError>(())
+//! ```
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 
 /// The thread count of every kernel (the runtime's, shared by all kernel files of
 /// the process): see [`uop_runtime::set_threads`].
 pub use uop_runtime::{set_threads, threads};
+
+/// The memory the `NAME_with_scratch` kernels take their loops' buffers from (the
+/// runtime's, see [`uop_runtime::Scratch`]).
+pub use uop_runtime::Scratch;
