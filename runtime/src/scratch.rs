@@ -6,7 +6,8 @@
 //! reduction folded in pieces) takes it from a `Scratch`: `NAME_with_scratch(&scratch,
 //! ...)`. Each buffer has a *key*, the kernel's number for it and the thread's
 //! part, and the scratch keeps one block per key: a later call with the same sizes
-//! gets the same blocks back, zeroed, and allocates nothing. A graph's workspace
+//! gets the same blocks back, zeroed (a packed panel, which the kernel fills before
+//! reading, as left: [`Scratch::part_unzeroed`]), and allocates nothing. A graph's workspace
 //! holds one for all its kernels (their keys overlap; the kernels run one after
 //! another, so a block is lent to one at a time and grows to the largest). The
 //! plain `NAME(...)` lends from a fresh, empty scratch: every call allocates, as a
