@@ -11,6 +11,11 @@
 //! ([`Target::host`]), for tests and comparisons; the generated dispatch reads the
 //! same cap through `uop_runtime::cpu_level`.
 
+/// A row block ([`Target::tile_row_block`]) past any range a kernel runs: every
+/// row in one block, so the column tiles run outside all the row tiles, the order
+/// the baseline and AVX-512 copies were tuned with (a multiple of their rows, 4).
+pub const WHOLE_RANGE: u32 = 1 << 30;
+
 /// One machine's facts, as the generated code uses them. The names in brackets are
 /// the const generics of the Rust backend's `NAME_loops` function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +42,10 @@ pub struct Target {
     pub tile_cols: u32,
     /// Reduction block of a register tile (`KC`).
     pub tile_depth: u32,
+    /// Rows of a register tile's row block (`MC`, a multiple of `MR`): a tile with a
+    /// packed panel runs every column tile over one block of rows before the next,
+    /// so the block's rows of the unpacked loads stay in the cache.
+    pub tile_row_block: u32,
     /// Edge of a cache block: of an element-wise nest, of a transposed copy (`TB`).
     pub cache_block: u32,
     /// Rows of a column-sum nest run at once (each output element loaded and stored
@@ -66,6 +75,7 @@ impl Target {
         tile_rows: 4,
         tile_cols: 8,
         tile_depth: 256,
+        tile_row_block: WHOLE_RANGE,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 256 * 8 * 4,
@@ -74,9 +84,10 @@ impl Target {
 
     /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them. Register tiles of
     /// 5 rows by 2 vectors (10 accumulators, 2 panel vectors, 1 broadcast) over a
-    /// reduction block of 1024, measured on an AMD EPYC (AVX2, no AVX-512) against
-    /// jax.jit: 6 × 16 / 256 took matmul 1024³ 1.5× and conv2d 2× as long (the
-    /// choice and the figures: docs/performance.md, *Tuning the AVX2 copy*).
+    /// reduction block of 512 (a column tile's panel, 32 KiB, fits the first-level
+    /// cache) and row blocks of 30, measured on an AMD EPYC (AVX2, no AVX-512)
+    /// against jax.jit: 6 × 16 / 256 took matmul 1024³ 1.5× and conv2d 2× as long
+    /// (the choice and the figures: docs/performance.md, *Tuning the AVX2 copy*).
     pub const AVX2: Target = Target {
         name: "avx2",
         description: "x86-64 with AVX2 and FMA",
@@ -86,10 +97,11 @@ impl Target {
         lanes: 32,
         tile_rows: 5,
         tile_cols: 16,
-        tile_depth: 1024,
+        tile_depth: 512,
+        tile_row_block: 30,
         cache_block: 16,
         jam_rows: 4,
-        panel_bytes: 1024 * 16 * 4,
+        panel_bytes: 512 * 16 * 4,
         share_step: 64,
     };
 
@@ -104,6 +116,7 @@ impl Target {
         tile_rows: 4,
         tile_cols: 64,
         tile_depth: 1024,
+        tile_row_block: WHOLE_RANGE,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 1024 * 64 * 4,
@@ -130,6 +143,7 @@ impl Target {
             tile_rows: 4,
             tile_cols: 8,
             tile_depth: 256,
+            tile_row_block: WHOLE_RANGE,
             cache_block: 16,
             jam_rows: 4,
             panel_bytes: 64 << 10,
@@ -178,6 +192,8 @@ mod tests {
             assert!(t.tile_cols * 4 >= t.vector_bytes, "{}", t.name);
             // The Rust copies print one share step for all levels.
             assert_eq!(t.share_step, Target::BASELINE.share_step, "{}", t.name);
+            // A row block ends where a row tile does.
+            assert_eq!(t.tile_row_block % t.tile_rows, 0, "{}", t.name);
         }
     }
 

@@ -138,6 +138,30 @@ fn kernels_match_the_interpreter_and_give_the_same_bits_on_one_and_two_threads()
     check("matmul", &reference("matmul", &[at, bt]), 1e-4, |c| {
         kernels::matmul_f32(&a, [13, 1100], &b, [1100, 37], c).expect("valid shapes");
     });
+    // Panels are lent from the scratch unzeroed, so every cell a tile reads must be
+    // packed earlier in the same call: neither NaNs left in every block a kernel
+    // may get nor the previous call's panel (other sizes, other data) show.
+    let scratch = uop_runtime::Scratch::new();
+    for key in 0..8 {
+        for part in 0..4 {
+            scratch
+                .part_unzeroed::<f32>(key, part, 1 << 16)
+                .fill(f32::NAN);
+        }
+    }
+    for (m, kk, n, seed) in [(97, 75, 83, 16), (13, 1100, 37, 18), (41, 600, 70, 20)] {
+        let (at, a) = data(&[m, kk], seed);
+        let (bt, b) = data(&[kk, n], seed + 1);
+        check(
+            "matmul on a reused scratch",
+            &reference("matmul", &[at, bt]),
+            1e-4,
+            |c| {
+                kernels::matmul_f32_with_scratch(&scratch, &a, [m, kk], &b, [kk, n], c)
+                    .expect("valid shapes");
+            },
+        );
+    }
     let (xt, x) = data(&[3, 8, 21, 19], 6);
     let (kt, k) = data(&[10, 8, 3, 3], 7);
     check("conv2d", &reference("conv2d", &[xt, kt]), 1e-5, |y| {

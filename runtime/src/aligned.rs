@@ -30,11 +30,14 @@ pub const HUGE_FROM: usize = 4 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Element types whose all-zero bytes are the number zero (every integer and
-/// float type), so that an [`AlignedVec`] can start as zeroed memory.
+/// float type), so that an [`AlignedVec`] can start as zeroed memory, and whose
+/// every bit pattern is a value, so that a scratch block can be lent again as
+/// whatever another type left in it ([`Scratch::part_unzeroed`](crate::Scratch::part_unzeroed)).
 ///
 /// # Safety
 ///
-/// Only for such types: [`AlignedVec`] hands out zeroed memory as `T`s.
+/// Only for such types: [`AlignedVec`] hands out zeroed memory as `T`s, a
+/// [`Scratch`](crate::Scratch) the initialized bytes of any earlier lender.
 pub unsafe trait Zero: Copy {}
 
 // Safety: zero bits are 0 (or +0.0) for every one of these.

@@ -6,7 +6,8 @@
 //! reduction folded in pieces) takes it from a `Scratch`: `NAME_with_scratch(&scratch,
 //! ...)`. Each buffer has a *key*, the kernel's number for it and the thread's
 //! part, and the scratch keeps one block per key: a later call with the same sizes
-//! gets the same blocks back, zeroed, and allocates nothing. A graph's workspace
+//! gets the same blocks back, zeroed (a packed panel, which the kernel fills before
+//! reading, as left: [`Scratch::part_unzeroed`]), and allocates nothing. A graph's workspace
 //! holds one for all its kernels (their keys overlap; the kernels run one after
 //! another, so a block is lent to one at a time and grows to the largest). The
 //! plain `NAME(...)` lends from a fresh, empty scratch: every call allocates, as a
@@ -77,7 +78,7 @@ impl Scratch {
         shape: &[i64],
     ) -> Result<Lent<'_, T>, KernelError> {
         let len = buffer_len(kernel, buffer, shape)?;
-        self.lend((key, 0), len)
+        self.lend((key, 0), len, true)
             .ok_or(KernelError::TooLarge { kernel, buffer })
     }
 
@@ -89,15 +90,31 @@ impl Scratch {
     /// When `len` elements exceed the address range, as [`AlignedVec::zeroed`]
     /// (the kernel checked `len` as a buffer's length before its threads started).
     pub fn part<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
-        match self.lend((key, part), len) {
+        match self.lend((key, part), len, true) {
             Some(lent) => lent,
             None => panic!("a buffer of {len} elements exceeds the address range"),
         }
     }
 
-    /// The block of `key`, zeroed, when it holds `len` `T`s; else a new one. `None`
-    /// when the bytes exceed the address range.
-    fn lend<T: Zero>(&self, key: (usize, usize), len: usize) -> Option<Lent<'_, T>> {
+    /// As [`Scratch::part`], but a kept block is lent as its last lender left it,
+    /// not zeroed (a new block is zeros): for a buffer the kernel writes every cell
+    /// of before reading it (a tile's packed panel), which then costs no pass over
+    /// its memory per call. Any bits are valid values of a `T: Zero`, so stale
+    /// cells are never undefined, only stale.
+    ///
+    /// # Panics
+    ///
+    /// As [`Scratch::part`].
+    pub fn part_unzeroed<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
+        match self.lend((key, part), len, false) {
+            Some(lent) => lent,
+            None => panic!("a buffer of {len} elements exceeds the address range"),
+        }
+    }
+
+    /// The block of `key` (zeroed when `zero`) when it holds `len` `T`s; else a new,
+    /// zeroed one. `None` when the bytes exceed the address range.
+    fn lend<T: Zero>(&self, key: (usize, usize), len: usize, zero: bool) -> Option<Lent<'_, T>> {
         let bytes = len.checked_mul(size_of::<T>())?;
         let kept = {
             let mut slots = self.lock();
@@ -108,7 +125,9 @@ impl Scratch {
         };
         let block = match kept {
             Some(mut block) => {
-                block[..bytes].fill(0);
+                if zero {
+                    block[..bytes].fill(0);
+                }
                 block
             }
             None => AlignedVec::try_zeroed(bytes)?,
@@ -145,7 +164,8 @@ impl Scratch {
     }
 }
 
-/// A zeroed buffer of `T`s lent by a [`Scratch`], used as the slice it holds;
+/// A buffer of `T`s lent by a [`Scratch`] (zeroed unless lent by
+/// [`Scratch::part_unzeroed`]), used as the slice it holds;
 /// dropping it gives the block back.
 pub struct Lent<'a, T: Zero> {
     home: &'a Scratch,
@@ -167,7 +187,8 @@ impl<T: Zero> Deref for Lent<'_, T> {
     type Target = [T];
     #[inline]
     fn deref(&self) -> &[T] {
-        // Safety: `len` `T`s of the block, zeroed (so valid) or written since; the
+        // Safety: `len` `T`s of the block, initialized bytes (zeroed, written since,
+        // or left by an earlier lender), each a valid `T: Zero`; the
         // block does not move while it is lent.
         unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
@@ -229,6 +250,22 @@ mod tests {
         assert_eq!(small.len(), 10);
         drop(small);
         assert_eq!(s.kept_bytes(), 400);
+    }
+
+    #[test]
+    fn an_unzeroed_part_keeps_what_its_last_lender_left() {
+        let s = Scratch::new();
+        let first = {
+            let mut p = s.part_unzeroed::<f32>(2, 1, 8);
+            assert_eq!(&p[..], &[0.0; 8], "a new block is zeros");
+            p.fill(3.0);
+            p.as_ptr()
+        };
+        let p = s.part_unzeroed::<f32>(2, 1, 4);
+        assert_eq!(p.as_ptr(), first);
+        assert_eq!(&p[..], &[3.0; 4]);
+        drop(p);
+        assert_eq!(&s.part::<f32>(2, 1, 8)[..], &[0.0; 8]);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!
 //! - **cells** (the Rust copies): each of a column tile's `NR` cells copied by
 //!   itself, so any named load, of any stride, under any number of reduction loops;
+//!   every column tile's panel is packed before the rows run, so the column loop's
+//!   range must be free of loop indices too;
 //! - **vectors** (Cranelift): whole vectors along the columns, from a stack slot
 //!   the reduction's one loop steps through, so only loads at unit stride along the
 //!   columns, under exactly one reduction loop.
@@ -34,8 +36,8 @@ pub enum Packing {
 /// The loads of the tile nest `loops = [r, c, k…]` that go into its column panel
 /// when copied by `packing`: the loads its mark names, each once, in the order the
 /// innermost reduction's statements read them. Empty when the nest is not a tile,
-/// its mark names no load, a reduction loop's range depends on a loop index, or
-/// nothing named fits `packing`.
+/// its mark names no load, a reduction loop's range depends on a loop index (for
+/// [`Packing::Cells`] the column loop's too), or nothing named fits `packing`.
 pub fn panel_loads(loops: &[Loop], packing: Packing) -> Vec<Value> {
     let [_, c, reduce @ ..] = loops else {
         return Vec::new();
@@ -43,10 +45,9 @@ pub fn panel_loads(loops: &[Loop], packing: Packing) -> Vec<Value> {
     let (Some(innermost), Some(tile)) = (reduce.last(), c.schedule.tile) else {
         return Vec::new();
     };
-    let bound_free = reduce
-        .iter()
-        .all(|l| l.start.indices().is_empty() && l.end.indices().is_empty());
-    if !bound_free || (packing == Packing::Vectors && reduce.len() != 1) {
+    let free = |l: &Loop| l.start.indices().is_empty() && l.end.indices().is_empty();
+    let sized = reduce.iter().all(free) && (packing == Packing::Vectors || free(c));
+    if !sized || (packing == Packing::Vectors && reduce.len() != 1) {
         return Vec::new();
     }
     let marked = named(&loops[1..], false, tile.packed);
@@ -131,6 +132,14 @@ mod tests {
         let moving = MATMUL.replace("for i1 in 0..K", "for i1 in 0..i0");
         assert!(packed(&moving, 0, Packing::Cells).is_empty());
         assert!(packed(&moving, 0, Packing::Vectors).is_empty());
+    }
+
+    #[test]
+    fn cells_need_a_column_range_free_of_loop_indices() {
+        // Every column tile's panel is packed before the rows run.
+        let triangle = MATMUL.replace("for i2 in 0..N [tile", "for i2 in i0..N [tile");
+        assert!(packed(&triangle, 0, Packing::Cells).is_empty());
+        assert_eq!(packed(&triangle, 0, Packing::Vectors), ["b[i1, i2]"]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use uop_codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions, emit};
 use uop_codegen::build::{BuildError, Kernels, Source, with_float_type};
+use uop_codegen::target::Target;
 use uop_codegen::text::{Registry, parse_program};
 use uop_codegen::uop::{DType, Program};
 
@@ -189,10 +190,26 @@ fn conv2d_snapshot_reads_a_padded_copy_filled_without_checks() {
 #[test]
 fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
     let src = emit("matmul", &parse(MATMUL), &RustOptions::default()).expect("emits");
-    // One panel per thread, lent by the scratch and passed to the loops.
-    assert!(src.contains("let mut i1_panel = scratch\n"));
-    assert!(src.contains(".part::<f32>("));
+    // One panel per thread, lent by the scratch unzeroed (every cell is packed
+    // before it is read) and passed to the loops.
+    assert_eq!(
+        src.matches(".part_unzeroed::<f32>(3, part.index(), i1_panel_len);")
+            .count(),
+        Target::X86_64.len(),
+        "{src}"
+    );
     assert!(src.contains("i1_panel: &mut [f32]"));
+    // Each copy's panel is sized by its own reduction block and tile columns: `KC`
+    // reduction iterations of every column tile's `NR` cells.
+    let flat: String = src.chars().filter(|c| !c.is_whitespace()).collect();
+    for t in Target::X86_64 {
+        let len = format!(
+            "leti1_panel_len=(k.clamp(0,{})asusize).saturating_mul(n.saturating_add({}_i64).max(0)asusize);",
+            t.tile_depth,
+            t.tile_cols - 1,
+        );
+        assert!(flat.contains(&len), "{}: {len}", t.name);
+    }
     assert!(
         !src.contains("Vec<f32> = vec!"),
         "no buffer allocated inside the loops"

@@ -179,7 +179,7 @@ pub fn conv2d_with_scratch(
     Ok(())
 }
 
-/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
+/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///
@@ -316,21 +316,35 @@ unsafe fn conv2d_loops<
                                     }
                                 }
                             }
-                            for row in 0..MR {
-                                let i3 = i3_tile + row as i64;
-                                if i3 < i3_start {
-                                    continue;
+                            if i3_tile == i3_start && i1_tile == i1_start {
+                                for row in 0..MR {
+                                    let i3 = i3_tile + row as i64;
+                                    for col in 0..NR {
+                                        let i1 = i1_tile + col as i64;
+                                        let v0 = v0_tile[row][col];
+                                        *y
+                                            .get_unchecked_mut(
+                                                (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                            ) = v0;
+                                    }
                                 }
-                                for col in 0..NR {
-                                    let i1 = i1_tile + col as i64;
-                                    if i1 < i1_start {
+                            } else {
+                                for row in 0..MR {
+                                    let i3 = i3_tile + row as i64;
+                                    if i3 < i3_start {
                                         continue;
                                     }
-                                    let v0 = v0_tile[row][col];
-                                    *y
-                                        .get_unchecked_mut(
-                                            (((i0 * o + i1) * h + i2) * w + i3) as usize,
-                                        ) = v0;
+                                    for col in 0..NR {
+                                        let i1 = i1_tile + col as i64;
+                                        if i1 < i1_start {
+                                            continue;
+                                        }
+                                        let v0 = v0_tile[row][col];
+                                        *y
+                                            .get_unchecked_mut(
+                                                (((i0 * o + i1) * h + i2) * w + i3) as usize,
+                                            ) = v0;
+                                    }
                                 }
                             }
                         }

@@ -110,33 +110,49 @@ pub fn matmul_with_scratch(
     rt::in_parts(
         &[&[m, n, k]],
         |part| {
-            let mut i1_panel = scratch
-                .part::<f32>(3, part.index(), k.clamp(0, 1024) as usize * 64);
             #[cfg(target_arch = "x86_64")]
             match rt::cpu_level() {
                 2 => {
+                    let i1_panel_len = (k.clamp(0, 1024) as usize)
+                        .saturating_mul(n.saturating_add(63_i64).max(0) as usize);
+                    let mut i1_panel = scratch
+                        .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
                     unsafe { matmul_avx512(part, a, b, c, m, k, n, &mut i1_panel) };
                     return;
                 }
                 1 => {
+                    let i1_panel_len = (k.clamp(0, 512) as usize)
+                        .saturating_mul(n.saturating_add(15_i64).max(0) as usize);
+                    let mut i1_panel = scratch
+                        .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
                     unsafe { matmul_avx2(part, a, b, c, m, k, n, &mut i1_panel) };
                     return;
                 }
                 _ => {}
             }
+            let i1_panel_len = (k.clamp(0, 256) as usize)
+                .saturating_mul(n.saturating_add(7_i64).max(0) as usize);
+            let mut i1_panel = scratch
+                .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
             unsafe {
-                matmul_loops::<false, 4, 8, 256>(part, a, b, c, m, k, n, &mut i1_panel)
+                matmul_loops::<
+                    false,
+                    4,
+                    8,
+                    256,
+                    1073741824,
+                >(part, a, b, c, m, k, n, &mut i1_panel)
             };
         },
     );
     Ok(())
 }
 
-/// The loops of [`matmul`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
+/// The loops of [`matmul`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///
-/// Every buffer has the length its shape gives (checked by the kernel), every panel room for `KC` × `NR` cells per packed load and inner reduction iteration.
+/// Every buffer has the length its shape gives (checked by the kernel), every panel room for `KC` × `NR` cells per packed load, inner reduction iteration and column tile.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
 #[allow(clippy::too_many_arguments)]
@@ -145,6 +161,7 @@ unsafe fn matmul_loops<
     const MR: usize,
     const NR: usize,
     const KC: usize,
+    const MC: usize,
 >(
     part: rt::Part<'_>,
     a: &[f32],
@@ -160,9 +177,9 @@ unsafe fn matmul_loops<
         if (i0_hi - i0_lo) >= MR as i64 && n >= NR as i64 {
             for i2_block in (0..k).step_by(KC) {
                 let i2_end = (i2_block + KC as i64).min(k);
+                let mut i1_at = 0_i64;
                 for i1_start in (0..n).step_by(NR) {
                     let i1_tile = i1_start.min(n - NR as i64);
-                    let mut i1_at = 0_i64;
                     for i2 in i2_block..i2_end {
                         for col in 0..NR {
                             let i1 = i1_tile + col as i64;
@@ -171,42 +188,73 @@ unsafe fn matmul_loops<
                         }
                         i1_at += NR as i64;
                     }
-                    let i1_packed: &[f32] = i1_panel;
-                    for i0_start in (i0_lo..i0_hi).step_by(MR) {
-                        let i0_tile = i0_start.min(i0_hi - MR as i64);
-                        let mut v0_tile = [[0.0_f32; NR]; MR];
-                        let mut i1_at = 0_i64;
-                        for i2 in i2_block..i2_end {
-                            for row in 0..MR {
-                                let i0 = i0_tile + row as i64;
-                                for col in 0..NR {
-                                    let mut v0 = v0_tile[row][col];
-                                    v0 = rt::mul_add_f32(
-                                        FMA,
-                                        *a.get_unchecked((i0 * k + i2) as usize),
-                                        *i1_packed.get_unchecked((i1_at + col as i64) as usize),
-                                        v0,
-                                    );
-                                    v0_tile[row][col] = v0;
+                }
+                let i1_packed: &[f32] = i1_panel;
+                for i0_block in (i0_lo..i0_hi).step_by(MC) {
+                    let i0_block_end = (i0_block + MC as i64).min(i0_hi);
+                    let mut i1_next = 0_i64;
+                    for i1_start in (0..n).step_by(NR) {
+                        let i1_tile = i1_start.min(n - NR as i64);
+                        let i1_first = i1_next;
+                        for i0_start in (i0_block..i0_block_end).step_by(MR) {
+                            let i0_tile = i0_start.min(i0_hi - MR as i64);
+                            let mut v0_tile = [[0.0_f32; NR]; MR];
+                            let mut i1_at = i1_first;
+                            for i2 in i2_block..i2_end {
+                                for row in 0..MR {
+                                    let i0 = i0_tile + row as i64;
+                                    for col in 0..NR {
+                                        let mut v0 = v0_tile[row][col];
+                                        v0 = rt::mul_add_f32(
+                                            FMA,
+                                            *a.get_unchecked((i0 * k + i2) as usize),
+                                            *i1_packed.get_unchecked((i1_at + col as i64) as usize),
+                                            v0,
+                                        );
+                                        v0_tile[row][col] = v0;
+                                    }
                                 }
+                                i1_at += NR as i64;
                             }
-                            i1_at += NR as i64;
-                        }
-                        for row in 0..MR {
-                            let i0 = i0_tile + row as i64;
-                            if i0 < i0_start {
-                                continue;
-                            }
-                            for col in 0..NR {
-                                let i1 = i1_tile + col as i64;
-                                if i1 < i1_start {
-                                    continue;
-                                }
-                                let v0 = v0_tile[row][col];
+                            i1_next = i1_at;
+                            if i0_tile == i0_start && i1_tile == i1_start {
                                 if i2_block == 0 {
-                                    *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+                                    for row in 0..MR {
+                                        let i0 = i0_tile + row as i64;
+                                        for col in 0..NR {
+                                            let i1 = i1_tile + col as i64;
+                                            let v0 = v0_tile[row][col];
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+                                        }
+                                    }
                                 } else {
-                                    *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
+                                    for row in 0..MR {
+                                        let i0 = i0_tile + row as i64;
+                                        for col in 0..NR {
+                                            let i1 = i1_tile + col as i64;
+                                            let v0 = v0_tile[row][col];
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
+                                        }
+                                    }
+                                }
+                            } else {
+                                for row in 0..MR {
+                                    let i0 = i0_tile + row as i64;
+                                    if i0 < i0_start {
+                                        continue;
+                                    }
+                                    for col in 0..NR {
+                                        let i1 = i1_tile + col as i64;
+                                        if i1 < i1_start {
+                                            continue;
+                                        }
+                                        let v0 = v0_tile[row][col];
+                                        if i2_block == 0 {
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) = v0;
+                                        } else {
+                                            *c.get_unchecked_mut((i0 * n + i1) as usize) += v0;
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -247,7 +295,7 @@ unsafe fn matmul_avx2(
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 5, 16, 1024>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe { matmul_loops::<true, 5, 16, 512, 30>(part, a, b, c, m, k, n, i1_panel) }
 }
 
 /// [`matmul_loops`] compiled for x86-64 with AVX-512.
@@ -264,5 +312,7 @@ unsafe fn matmul_avx512(
     n: i64,
     i1_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 4, 64, 1024>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe {
+        matmul_loops::<true, 4, 64, 1024, 1073741824>(part, a, b, c, m, k, n, i1_panel)
+    }
 }

@@ -135,15 +135,27 @@ impl Gen<'_> {
     }
 
     /// The tiles' packed panels ([`Plan::panels`]), lent by the scratch (per
-    /// thread) for the widest copy: `KC` reduction iterations (or fewer) of `NR` cells per load.
+    /// thread) just before a copy of the loops is called, each sized by that copy's
+    /// target: for every column tile, `KC` reduction iterations (or fewer) of `NR`
+    /// cells per load.
     fn panel_args(&self, a: &mut LoopsArgs) -> Result<(), EmitError> {
         let t = &self.float;
-        let copies = Target::X86_64;
-        let widest = |fact: fn(&Target) -> u32| copies.iter().map(fact).max().unwrap_or(1);
+        a.panels = vec![Vec::new(); Target::X86_64.len()];
         for (n, panel) in self.plan.panels.iter().enumerate() {
             let name = &panel.name;
-            let kc = lit(&widest(|t| t.tile_depth).to_string());
-            let cells = lit(&(widest(|t| t.tile_cols) as usize * panel.loads).to_string());
+            let loads = match panel.loads {
+                1 => TokenStream::new(),
+                p => {
+                    let p = lit(&p.to_string());
+                    quote!(.saturating_mul(#p))
+                }
+            };
+            let (cs, ce) = self.own_range(&panel.columns)?;
+            let columns = if panel.columns.start == Expr::Int(0) {
+                quote!(#ce)
+            } else {
+                quote!((#ce - #cs))
+            };
             let trips = panel
                 .reduce
                 .iter()
@@ -156,17 +168,29 @@ impl Gen<'_> {
                     })
                 })
                 .collect::<Result<Vec<_>, EmitError>>()?;
-            let len = match trips.as_slice() {
-                [first, inner @ ..] if !inner.is_empty() => {
-                    quote!((#first.min(#kc) #(* #inner)*).max(0))
-                }
-                trips => quote!(#(#trips)*.clamp(0, #kc)),
-            };
             let key = lit(&(self.p.tensors.len() + n).to_string());
             let part = self.part_index();
-            a.allocs.push(quote! {
-                let mut #name = scratch.part::<#t>(#key, #part, #len as usize * #cells);
-            });
+            let panel_len = ident(&format!("{name}_len"));
+            for (allocs, target) in a.panels.iter_mut().zip(&Target::X86_64) {
+                let kc = lit(&target.tile_depth.to_string());
+                let len = match trips.as_slice() {
+                    [first, inner @ ..] if !inner.is_empty() => {
+                        quote!((#first.min(#kc) #(* #inner)*).max(0))
+                    }
+                    trips => quote!(#(#trips)*.clamp(0, #kc)),
+                };
+                // Per load and reduction iteration, every column tile's `NR` cells:
+                // `NR` × ⌈columns / `NR`⌉ < columns + `NR`. Saturating: a size past
+                // memory fails to allocate instead of wrapping to a panel too small.
+                let wide = lit(&format!("{}_i64", target.tile_cols - 1));
+                // Lent unzeroed: each reduction block packs every column tile's
+                // cells before any tile reads one ([`Gen::tile`]).
+                allocs.push(quote! {
+                    let #panel_len = (#len as usize)
+                        .saturating_mul(#columns.saturating_add(#wide).max(0) as usize) #loads;
+                    let mut #name = scratch.part_unzeroed::<#t>(#key, #part, #panel_len);
+                });
+            }
             a.pass(quote!(#name: &mut [#t]), quote!(&mut #name), quote!(#name));
         }
         Ok(())
@@ -237,7 +261,7 @@ impl Gen<'_> {
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` \
-             (register tile), `KC` (reduction block of a tile), `TB` (cache block of \
+             (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of \
              an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
              uses them."
         );
@@ -245,8 +269,8 @@ impl Gen<'_> {
             " Every buffer has the length its shape gives (checked by the kernel)."
         } else {
             " Every buffer has the length its shape gives (checked by the kernel), every \
-             panel room for `KC` × `NR` cells per packed load and inner reduction \
-             iteration."
+             panel room for `KC` × `NR` cells per packed load, inner reduction iteration \
+             and column tile."
         };
         quote! {
             #[doc = #loops_doc]
@@ -300,9 +324,11 @@ impl Gen<'_> {
                     unsafe { #loops_fn #fish(#(#forward),*) }
                 }
             });
+            let panels = a.panels.get(n).into_iter().flatten();
             let n = Literal::usize_unsuffixed(n);
             arms.push(quote! {
                 #n => {
+                    #(#panels)*
                     unsafe { #copy_fn(#(#args),*) };
                     #done
                 }
@@ -325,9 +351,11 @@ impl Gen<'_> {
             args,
             share,
             allocs,
+            panels,
             ..
         } = a;
         let level = self.need(Helper::CpuLevel);
+        let baseline = panels.first().into_iter().flatten();
         let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
             #[cfg(target_arch = "x86_64")]
@@ -335,6 +363,7 @@ impl Gen<'_> {
                 #(#arms)*
                 _ => {}
             }
+            #(#baseline)*
             unsafe { #loops_fn #generic(#(#args),*) };
         };
         Ok(if self.threaded {
@@ -368,8 +397,11 @@ struct LoopsArgs {
     forward: Vec<TokenStream>,
     /// `Shared` buffers, made once before the threads start.
     share: Vec<TokenStream>,
-    /// Buffers each thread takes from the scratch (rows, panels).
+    /// Buffers each thread takes from the scratch (rows).
     allocs: Vec<TokenStream>,
+    /// Per copy of [`Target::X86_64`], the panels each thread takes from the
+    /// scratch before calling it, sized by its target.
+    panels: Vec<Vec<TokenStream>>,
 }
 
 impl LoopsArgs {
@@ -396,6 +428,8 @@ pub(super) enum Fact {
     Nr,
     /// [`Target::tile_depth`].
     Kc,
+    /// [`Target::tile_row_block`].
+    Mc,
     /// [`Target::cache_block`].
     Tb,
     /// [`Target::vector_bytes`].
@@ -404,12 +438,13 @@ pub(super) enum Fact {
 
 impl Fact {
     /// Every fact, in declaration order.
-    pub(super) const ALL: [Fact; 7] = [
+    pub(super) const ALL: [Fact; 8] = [
         Fact::Fma,
         Fact::Lanes,
         Fact::Mr,
         Fact::Nr,
         Fact::Kc,
+        Fact::Mc,
         Fact::Tb,
         Fact::Vec,
     ];
@@ -422,6 +457,7 @@ impl Fact {
             Fact::Mr => "MR",
             Fact::Nr => "NR",
             Fact::Kc => "KC",
+            Fact::Mc => "MC",
             Fact::Tb => "TB",
             Fact::Vec => "VEC",
         }
@@ -450,6 +486,7 @@ impl Fact {
             Fact::Mr => target.tile_rows,
             Fact::Nr => target.tile_cols,
             Fact::Kc => target.tile_depth,
+            Fact::Mc => target.tile_row_block,
             Fact::Tb => target.cache_block,
             Fact::Vec => target.vector_bytes,
         };

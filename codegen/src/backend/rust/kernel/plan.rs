@@ -35,11 +35,13 @@ pub(super) struct Plan {
     pub shared: Vec<(usize, usize)>,
 }
 
-/// A tile's packed panel, `i{c}_panel`: `loads` runs of `NR` cells per reduction
-/// iteration, for at most `KC` iterations of the outermost reduction loop (`reduce`:
-/// the reduction loops, outermost first, whose trip counts size it).
+/// A tile's packed panel, `i{c}_panel`: for every column tile of `columns`, `loads`
+/// runs of `NR` cells per reduction iteration, for at most `KC` iterations of the
+/// outermost reduction loop (`reduce`: the reduction loops, outermost first, whose
+/// trip counts size it).
 pub(super) struct Panel {
     pub name: Ident,
+    pub columns: Loop,
     pub reduce: Vec<Loop>,
     pub loads: usize,
 }
@@ -164,7 +166,9 @@ impl Gen<'_> {
                 plan.facts.extend([Fact::Mr, Fact::Nr]);
                 if block_reduction {
                     plan.facts.insert(Fact::Kc);
-                    self.plan_panel(loops, plan);
+                    if self.plan_panel(loops, plan) {
+                        plan.facts.insert(Fact::Mc);
+                    }
                 }
                 // The plain nest small ranges run.
                 self.plan_in(loops, plan);
@@ -194,19 +198,22 @@ impl Gen<'_> {
 
     /// The panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
     /// some load ([`Gen::packable`]); the first tile of a column loop id names it.
-    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) {
+    /// Whether the tile packs.
+    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
         let [_, cl, reduce @ ..] = loops else {
-            return;
+            return false;
         };
         let loads = self.packable(loops).len();
         let name = ident(&format!("i{}_panel", cl.id.0));
         if loads > 0 && !plan.panels.iter().any(|q| q.name == name) {
             plan.panels.push(Panel {
                 name,
+                columns: cl.clone(),
                 reduce: reduce.to_vec(),
                 loads,
             });
         }
+        loads > 0
     }
 
     /// Whether statement `s` is printed with a fused multiply-add (`FMA`): an

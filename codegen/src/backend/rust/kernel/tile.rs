@@ -8,7 +8,16 @@ impl Gen<'_> {
     /// reduction loops `K…` run (blocked by `KC` when `block_reduction`). The last
     /// tile of a row or column range moves back to end where the range ends and
     /// writes only the cells no earlier tile wrote, so no iteration runs untiled
-    /// unless the whole range is smaller than a tile.
+    /// unless the whole range is smaller than a tile; a tile that overlaps nothing
+    /// stores its cells without checks (as whole vectors).
+    ///
+    /// Without packed loads the column tiles run outside the row tiles. With them
+    /// ([`Gen::packable`]), each reduction block first copies every column tile's
+    /// loads into the panel, one tile after another, then runs the rows in blocks of
+    /// `MC`, the column tiles outside the row tiles of a block: the block's rows of
+    /// the unpacked loads (matmul's `a`) stay in the cache while every column tile
+    /// passes over them, and each column tile's run of the panel stays in the first
+    /// level while the block's row tiles read it.
     pub(super) fn tile(
         &self,
         loops: &[Loop],
@@ -53,6 +62,30 @@ impl Gen<'_> {
         let stores = self.stmts(&cl.stmts)?;
         let (ks, kend) = self.range(first)?;
         let (k_block, k_end) = (local(first.id.0, "block"), local(first.id.0, "end"));
+        // The cells of the tile `(row, col)`, each running `body`; `checked` skips
+        // those an earlier tile wrote.
+        let cells = |body: &TokenStream, checked: bool| {
+            let (skip_row, skip_col) = if checked {
+                (
+                    quote!(if #ri < #r_start { continue; }),
+                    quote!(if #ci < #c_start { continue; }),
+                )
+            } else {
+                (TokenStream::new(), TokenStream::new())
+            };
+            quote! {
+                for row in 0..MR {
+                    let #ri = #r_tile + row as i64;
+                    #skip_row
+                    for col in 0..NR {
+                        let #ci = #c_tile + col as i64;
+                        #skip_col
+                        #(#result)*
+                        #body
+                    }
+                }
+            }
+        };
         let finish = if block_reduction {
             let added: Vec<Stmt> = cl
                 .stmts
@@ -67,12 +100,30 @@ impl Gen<'_> {
                 })
                 .collect();
             let accumulate = self.stmts(&added)?;
-            quote!(if #k_block == #ks { #stores } else { #accumulate })
+            let (whole_first, whole_added) = (cells(&stores, false), cells(&accumulate, false));
+            let checked = cells(
+                &quote!(if #k_block == #ks { #stores } else { #accumulate }),
+                true,
+            );
+            quote! {
+                if #r_tile == #r_start && #c_tile == #c_start {
+                    // A tile that overlaps no earlier one: its cells without checks.
+                    if #k_block == #ks { #whole_first } else { #whole_added }
+                } else {
+                    #checked
+                }
+            }
         } else {
-            stores
+            let (whole, checked) = (cells(&stores, false), cells(&stores, true));
+            quote! {
+                if #r_tile == #r_start && #c_tile == #c_start {
+                    // A tile that overlaps no earlier one: its cells without checks.
+                    #whole
+                } else {
+                    #checked
+                }
+            }
         };
-        // The loads every row reads alike are copied once per column tile into a
-        // contiguous panel that all row tiles then read in order.
         let packed = if block_reduction {
             self.packable(loops)
         } else {
@@ -83,7 +134,7 @@ impl Gen<'_> {
         } else {
             (ks.clone(), kend.clone())
         };
-        let (pack, cx) = if packed.is_empty() {
+        let (copy, cx) = if packed.is_empty() {
             (TokenStream::new(), Cx::default())
         } else {
             self.pack(cl, reduce, &packed, k_start.clone(), k_stop.clone())?
@@ -94,7 +145,6 @@ impl Gen<'_> {
             1 => quote!(#at += NR as i64;),
             p => quote!(#at += (#p * NR) as i64;),
         };
-        let start_at = (!packed.is_empty()).then(|| quote!(let mut #at = 0_i64;));
         // Packed loads are read from the panel, without the row's or column's index.
         let skip = cx.loads();
         let body_ri =
@@ -116,29 +166,53 @@ impl Gen<'_> {
             }
         };
         let reduction = self.tile_reduction(&cx, reduce, &rows_cols, k_start, k_stop)?;
-        // Columns outside rows: a block of the reduction's column panel stays in the
-        // cache while every row tile passes over it.
-        let tiles = quote! {
-            for #c_start in (#cs..#ce).step_by(NR) {
-                // The last tile moves back to fit and writes only the cells it adds.
-                let #c_tile = #c_start.min(#ce - NR as i64);
-                #pack
-                for #r_start in (#rs..#re).step_by(MR) {
-                    let #r_tile = #r_start.min(#re - MR as i64);
-                    #(#setup)*
-                    #start_at
-                    #reduction
-                    for row in 0..MR {
-                        let #ri = #r_tile + row as i64;
-                        if #ri < #r_start {
-                            continue;
-                        }
-                        for col in 0..NR {
-                            let #ci = #c_tile + col as i64;
-                            if #ci < #c_start {
-                                continue;
-                            }
-                            #(#result)*
+        let column_tile = quote! {
+            // The last tile moves back to fit and writes only the cells it adds.
+            let #c_tile = #c_start.min(#ce - NR as i64);
+        };
+        let row_tile = quote!(let #r_tile = #r_start.min(#re - MR as i64););
+        let tiles = if packed.is_empty() {
+            // Columns outside rows: the column's loads stay in the cache while
+            // every row tile passes over them.
+            quote! {
+                for #c_start in (#cs..#ce).step_by(NR) {
+                    #column_tile
+                    for #r_start in (#rs..#re).step_by(MR) {
+                        #row_tile
+                        #(#setup)*
+                        #reduction
+                        #finish
+                    }
+                }
+            }
+        } else {
+            let (panel, view) = (local(c, "panel"), local(c, "packed"));
+            let (r_block, r_block_end) = (local(r, "block"), local(r, "block_end"));
+            let (c_first, c_next) = (local(c, "first"), local(c, "next"));
+            let t = &self.float;
+            quote! {
+                // Every column tile's packed loads, one tile's run after another.
+                let mut #at = 0_i64;
+                for #c_start in (#cs..#ce).step_by(NR) {
+                    #column_tile
+                    #copy
+                }
+                let #view: &[#t] = #panel;
+                // Rows in blocks of `MC`; within a block, columns outside rows.
+                for #r_block in (#rs..#re).step_by(MC) {
+                    let #r_block_end = (#r_block + MC as i64).min(#re);
+                    let mut #c_next = 0_i64;
+                    for #c_start in (#cs..#ce).step_by(NR) {
+                        #column_tile
+                        // This column tile's run of the panel starts where the
+                        // previous one's ended.
+                        let #c_first = #c_next;
+                        for #r_start in (#r_block..#r_block_end).step_by(MR) {
+                            #row_tile
+                            #(#setup)*
+                            let mut #at = #c_first;
+                            #reduction
+                            #c_next = #at;
                             #finish
                         }
                     }
@@ -206,16 +280,18 @@ impl Gen<'_> {
     /// The loads of a tile `loops = [R, C, K…]` it packs: the panel plan's
     /// ([`plan::panel_loads`](crate::plan::panel_loads)) for panels copied cell by
     /// cell, every load the mark names, once, in the order the innermost
-    /// reduction's values read them; none when a reduction loop's range depends on
-    /// a loop index (the kernel sizes the panel before any loop runs).
+    /// reduction's values read them; none when the column loop's or a reduction
+    /// loop's range depends on a loop index (the kernel sizes the panel, `KC` × `NR`
+    /// per load and column tile, before any loop runs).
     pub(super) fn packable(&self, loops: &[Loop]) -> Vec<Value> {
         crate::plan::panel_loads(loops, crate::plan::Packing::Cells)
     }
 
-    /// Copies the `packed` loads of a column tile into its panel `i{c}_panel`, `NR`
-    /// cells per load and reduction iteration, in the order the reduction runs (its
-    /// outermost loop over `start..end`). Returns that code and the context of the
-    /// reduction, in which [`Gen::value_in`] reads each packed load from its cell.
+    /// Copies the `packed` loads of a column tile into its panel `i{c}_panel` from
+    /// cell `i{c}_at` on, `NR` cells per load and reduction iteration, in the order
+    /// the reduction runs (its outermost loop over `start..end`). Returns that code
+    /// and the context of the reduction, in which [`Gen::value_in`] reads each
+    /// packed load from its cell.
     pub(super) fn pack(
         &self,
         cl: &Loop,
@@ -228,7 +304,6 @@ impl Gen<'_> {
         let local = |what: &str| ident(&format!("i{c}_{what}"));
         let (panel, view, at) = (local("panel"), local("packed"), local("at"));
         let (ci, c_tile) = (ident(&format!("i{c}")), local("tile"));
-        let t = &self.float;
         // The loops of the copy use only the indices the packed loads use.
         let copies = packed
             .iter()
@@ -274,12 +349,7 @@ impl Gen<'_> {
                 })
                 .collect(),
         };
-        let code = quote! {
-            let mut #at = 0_i64;
-            #copy
-            let #view: &[#t] = #panel;
-        };
-        Ok((code, cx))
+        Ok((copy, cx))
     }
 }
 
