@@ -90,10 +90,7 @@ impl Scratch {
     /// When `len` elements exceed the address range, as [`AlignedVec::zeroed`]
     /// (the kernel checked `len` as a buffer's length before its threads started).
     pub fn part<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
-        match self.lend((key, part), len, true) {
-            Some(lent) => lent,
-            None => panic!("a buffer of {len} elements exceeds the address range"),
-        }
+        self.lend_part((key, part), len, true)
     }
 
     /// As [`Scratch::part`], but a kept block is lent as its last lender left it,
@@ -106,7 +103,12 @@ impl Scratch {
     ///
     /// As [`Scratch::part`].
     pub fn part_unzeroed<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
-        match self.lend((key, part), len, false) {
+        self.lend_part((key, part), len, false)
+    }
+
+    /// [`Scratch::lend`] of a thread's buffer, whose length the kernel checked.
+    fn lend_part<T: Zero>(&self, key: (usize, usize), len: usize, zero: bool) -> Lent<'_, T> {
+        match self.lend(key, len, zero) {
             Some(lent) => lent,
             None => panic!("a buffer of {len} elements exceeds the address range"),
         }

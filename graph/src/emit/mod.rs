@@ -92,7 +92,9 @@ pub enum GraphEmitError {
 #[derive(Debug)]
 pub(crate) struct KernelTable {
     module: RustModule,
-    by_text: HashMap<String, String>,
+    /// Per program text, its kernel: name, signature and whether it takes a scratch
+    /// (both found once, when the kernel is added).
+    by_text: HashMap<String, (String, Signature, bool)>,
 }
 
 impl KernelTable {
@@ -106,26 +108,22 @@ impl KernelTable {
         program: &Program,
     ) -> Result<(String, Signature, bool), GraphEmitError> {
         let text = print_program(program);
-        let name = match self.by_text.get(&text) {
-            Some(name) => name.clone(),
-            None => {
-                let base = snake(hint);
-                let mut name = base.clone();
-                let mut n = 2;
-                loop {
-                    match self.module.add(&name, program) {
-                        Ok(_) => break,
-                        Err(EmitError::NameClash { .. }) => {
-                            name = format!("{base}_{n}");
-                            n += 1;
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
+        if let Some(kernel) = self.by_text.get(&text) {
+            return Ok(kernel.clone());
+        }
+        let base = snake(hint);
+        let mut name = base.clone();
+        let mut n = 2;
+        loop {
+            match self.module.add(&name, program) {
+                Ok(_) => break,
+                Err(EmitError::NameClash { .. }) => {
+                    name = format!("{base}_{n}");
+                    n += 1;
                 }
-                self.by_text.insert(text, name.clone());
-                name
+                Err(e) => return Err(e.into()),
             }
-        };
+        }
         let missing = || GraphEmitError::Graph {
             graph: hint.into(),
             message: format!("internal error: kernel `{name}` was not added"),
@@ -136,7 +134,9 @@ impl KernelTable {
             .map(|l| l.signature())
             .ok_or_else(missing)?;
         let scratch = self.module.takes_scratch(&name)?.ok_or_else(missing)?;
-        Ok((name, signature, scratch))
+        let kernel = (name, signature, scratch);
+        self.by_text.insert(text, kernel.clone());
+        Ok(kernel)
     }
 }
 
