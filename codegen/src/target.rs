@@ -46,6 +46,11 @@ pub struct Target {
     /// packed panel runs every column tile over one block of rows before the next,
     /// so the block's rows of the unpacked loads stay in the cache.
     pub tile_row_block: u32,
+    /// A tile that packs a column panel also copies its rows' loads
+    /// (`rows(packed ..)`) into a row panel per row block and reduction block
+    /// (`PR`): only where the row blocks are real ([`Target::tile_row_block`] below
+    /// [`WHOLE_RANGE`]), the panel being `MC` × `KC` cells per load.
+    pub pack_rows: bool,
     /// Edge of a cache block: of an element-wise nest, of a transposed copy (`TB`).
     pub cache_block: u32,
     /// Rows of a column-sum nest run at once (each output element loaded and stored
@@ -76,6 +81,7 @@ impl Target {
         tile_cols: 8,
         tile_depth: 256,
         tile_row_block: WHOLE_RANGE,
+        pack_rows: false,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 256 * 8 * 4,
@@ -85,7 +91,7 @@ impl Target {
     /// x86-64 with AVX2 and FMA: 256-bit vectors, sixteen of them. Register tiles of
     /// 5 rows by 2 vectors (10 accumulators, 2 panel vectors, 1 broadcast) over a
     /// reduction block of 512 (a column tile's panel, 32 KiB, fits the first-level
-    /// cache) and row blocks of 30, measured on an AMD EPYC (AVX2, no AVX-512)
+    /// cache) and row blocks of 30, their rows packed too, measured on an AMD EPYC (AVX2, no AVX-512)
     /// against jax.jit: 6 × 16 / 256 took matmul 1024³ 1.5× and conv2d 2× as long
     /// (the choice and the figures: docs/performance.md, *Tuning the AVX2 copy*).
     pub const AVX2: Target = Target {
@@ -99,6 +105,7 @@ impl Target {
         tile_cols: 16,
         tile_depth: 512,
         tile_row_block: 30,
+        pack_rows: true,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 512 * 16 * 4,
@@ -117,6 +124,7 @@ impl Target {
         tile_cols: 64,
         tile_depth: 1024,
         tile_row_block: WHOLE_RANGE,
+        pack_rows: false,
         cache_block: 16,
         jam_rows: 4,
         panel_bytes: 1024 * 64 * 4,
@@ -144,6 +152,7 @@ impl Target {
             tile_cols: 8,
             tile_depth: 256,
             tile_row_block: WHOLE_RANGE,
+            pack_rows: false,
             cache_block: 16,
             jam_rows: 4,
             panel_bytes: 64 << 10,
@@ -194,6 +203,8 @@ mod tests {
             assert_eq!(t.share_step, Target::BASELINE.share_step, "{}", t.name);
             // A row block ends where a row tile does.
             assert_eq!(t.tile_row_block % t.tile_rows, 0, "{}", t.name);
+            // Rows are packed per real row block only.
+            assert!(!t.pack_rows || t.tile_row_block < WHOLE_RANGE, "{}", t.name);
         }
     }
 

@@ -279,6 +279,15 @@ pub struct Tile {
     /// use the row or column loop. Every row tile then reads the same values, so
     /// reading them from the panel changes no result.
     pub packed: LoadSet,
+    /// The second argument, `[rows(packed a[i0, i1])]` after `tile`: the loads of
+    /// the reduction that a backend may copy, per block of rows, into a contiguous
+    /// row panel that every tile of columns then reads in order (matmul's
+    /// `a[i, k]`). Set by the `pack-rows` pass. Verified
+    /// ([`row_packable`](super::analysis::row_packable)): as
+    /// [`packed`](Tile::packed) with rows and columns swapped, each named load moves
+    /// with the rows and not with the columns and is not a sliding window along the
+    /// rows. Every column tile then reads the same values.
+    pub rows: LoadSet,
 }
 
 /// A set of the loads (or writes) of a loop's body, by position: the `k`-th load of

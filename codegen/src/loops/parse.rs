@@ -18,6 +18,7 @@
 //!           | "joined" | "tile" | "block reduction"
 //!           | "split(aligned" access ")"                   (a load of the loop's statements)
 //!           | "tile(packed" access ("," access)* ")"      (loads of the loop's body)
+//!           | "rows(packed" access ("," access)* ")"      (after `tile`; loads of the body)
 //!           | "parallel(lines" access ")"                  (a write of the loop's body)
 //! carried  := "v"int "=" float "(" ("+" | "*" | "max" | "min") ")"
 //! stmt     := target ("=" | "+=" | "*=" | "max=" | "min=") value

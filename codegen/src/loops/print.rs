@@ -27,6 +27,7 @@
 //!   `[blocked]`, `[jammed]`, `[chunked]`, `[line split]`. A mark's argument names
 //!   loads or writes of the loop's body by their printed form, in parentheses after
 //!   its name: `[split(aligned x[i0])]`, `[tile(packed b[i2, i1])]`,
+//!   `[rows(packed a[i0, i1])]` (after `tile`),
 //!   `[parallel(lines y[0, i1])]`.
 //! - A data-dependent subscript (from `select`) prints as `floor(value)`.
 //! - A value computed from an index expression prints the expression, parenthesized
@@ -400,6 +401,13 @@ impl Printer<'_> {
             } else {
                 format!("tile(packed {})", loads.join(", "))
             });
+            let rows: Vec<String> = analysis::named(loops, false, t.rows)
+                .iter()
+                .map(|a| self.access(a))
+                .collect();
+            if !rows.is_empty() {
+                parts.push(format!("rows(packed {})", rows.join(", ")));
+            }
             if t.block_reduction {
                 parts.push("block reduction".into());
             }

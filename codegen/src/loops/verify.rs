@@ -35,6 +35,7 @@
 //!   mark's aligned load is an [`alignable`](super::analysis::alignable) load of
 //!   the loop (the whole guarantee; which load pays is the pass's judgement);
 //!   the loads `tile(packed ..)` names are [`packable`](super::analysis::packable)
+//!   and those `rows(packed ..)` names [`row_packable`](super::analysis::row_packable)
 //!   (the whole guarantee); `parallel(lines ..)` sits on an inner parallel loop
 //!   and names a write that is [`line_aligned`](super::analysis::line_aligned);
 //!   `joined` only on the outermost loop of a block after another
@@ -50,7 +51,7 @@ use crate::index::{Expr, Interval, Ranges};
 
 use super::analysis::{
     ShapeGroups, alignable, block_accesses, body_accesses, chunkable, jammable, line_aligned,
-    line_store, loads, packable,
+    line_store, loads, packable, row_packable,
 };
 use super::ir::{
     Access, Block, LoopId, LoopProgram, Stmt, Subscript, TensorId, TensorKind, Value, VarId,
@@ -542,6 +543,11 @@ impl<'a> Verifier<'a> {
             for k in tile.packed.iter().filter(|&k| !allowed.contains(k)) {
                 let what = self.body_access(&b.loops[d..], false, k);
                 self.fail(&at, format!("[tile(packed {what})] names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the columns and not the rows, and not a sliding window (or the reduction's range uses the row or column loop)"));
+            }
+            let allowed = row_packable(self.p, b, d);
+            for k in tile.rows.iter().filter(|&k| !allowed.contains(k)) {
+                let what = self.body_access(&b.loops[d..], false, k);
+                self.fail(&at, format!("[rows(packed {what})] names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the rows and not the columns, and not a sliding window along the rows (or the reduction's range uses the row or column loop)"));
             }
             if tile.block_reduction && !plain_stores {
                 self.fail(&at, "[tile, block reduction] needs every statement after the reduction to store a carried variable plainly");

@@ -28,32 +28,35 @@
 //!     (matmul, convolution), choosing the row loop;
 //! 11. `pack` — name the loads of each register tile that every row tile reads
 //!     alike, which a backend may copy into a contiguous panel;
-//! 12. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
+//! 12. `pack-rows` — name, where a tile packs its columns and blocks its
+//!     reduction, the loads every column tile reads alike, which a backend may
+//!     copy into a row panel per block of rows;
+//! 13. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
 //!     cache blocks;
-//! 13. `split` — mark innermost reductions whose partial results a backend may keep
+//! 14. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 14. `jam` — mark nests accumulating into elements that do not move with their
+//! 15. `jam` — mark nests accumulating into elements that do not move with their
 //!     rows (column sums) to run several rows at a time, in row order;
-//! 15. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//! 16. `chunk` — mark element-wise loops of math functions to compute a chunk of
 //!     values before storing them, so their dependency chains overlap;
-//! 16. `parallel` — mark the loops whose iterations may run on several threads
+//! 17. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 17. `align` — name, in the `split` mark of a long reduction run in pieces, the
+//! 18. `align` — name, in the `split` mark of a long reduction run in pieces, the
 //!     load its chunks may be aligned to (`[split(aligned x[i0])]`);
-//! 18. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 19. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time;
-//! 19. `line` — mark innermost loops storing at unit stride to run in two runs
+//! 20. `line` — mark innermost loops storing at unit stride to run in two runs
 //!     split where the store starts a cache line (`[line split]`);
-//! 20. `share` — name the write an inner parallel loop's shares align to cache
+//! 21. `share` — name the write an inner parallel loop's shares align to cache
 //!     lines of (`[parallel(lines y[0, i0])]`; after `rows`, which decides which
 //!     temporaries are row buffers).
 //!
 //! Every pass preserves every output bit for bit; the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
-//! the reference interpreter. `tile`, `pack`, `transpose`, `split`, `jam`, `chunk`,
+//! the reference interpreter. `tile`, `pack`, `pack-rows`, `transpose`, `split`, `jam`, `chunk`,
 //! `parallel`, `align`, `rows`, `line` and `share` only annotate loops
 //! ([`Schedule`](crate::loops::Schedule)); the backends that honor the annotations
 //! reassociate float sums there, and their oracle tests state that tolerance.
@@ -84,6 +87,7 @@ mod line;
 mod list;
 mod order;
 mod pack;
+mod pack_rows;
 mod pad;
 mod parallel;
 mod rows;
@@ -118,6 +122,7 @@ pub use line::line;
 pub use list::{Named, PassList};
 pub use order::order;
 pub use pack::pack;
+pub use pack_rows::pack_rows;
 pub use pad::pad;
 pub use parallel::parallel;
 pub use rows::rows;
@@ -205,6 +210,13 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "names the loads of each register tile that every tile of rows reads alike \
               (not sliding windows), which a backend may copy into a contiguous panel",
         run: pack,
+    },
+    Pass {
+        name: "pack-rows",
+        doc: "names, where a tile packs a column panel and blocks its reduction, the loads \
+              every tile of columns reads alike (not sliding windows), which a backend may \
+              copy into a row panel per block of rows",
+        run: pack_rows,
     },
     Pass {
         name: "transpose",

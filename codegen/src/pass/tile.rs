@@ -133,6 +133,7 @@ pub(super) fn tiled(b: &Block, may_block: bool) -> Option<Block> {
     out.loops[c].schedule.tile = Some(Tile {
         block_reduction,
         packed: LoadSet::default(),
+        rows: LoadSet::default(),
     });
     Some(out)
 }

@@ -10,6 +10,7 @@
 //! | [`jam_plan`] | a `[jammed]` nest's rows run `jam_rows` at a time | Cranelift |
 //! | [`tile_plan`] | a `[tile]` nest as register tiles, within Cranelift's limits | Cranelift |
 //! | [`panel_loads`] | which loads a `[tile(packed …)]` nest copies into its panel, per [`Packing`] | both |
+//! | [`row_panel_loads`] | which loads a `[rows(packed …)]` tile copies into a row panel per block of rows | Rust |
 //! | [`transpose_plan`] | a `[blocked]` copy transposed in registers | both |
 //!
 //! Where the two backends agree the decision is made here once: the transposed
@@ -29,7 +30,7 @@ pub mod tile;
 pub mod transpose;
 pub mod vector;
 
-pub use panel::{Packing, panel_loads};
+pub use panel::{Packing, panel_loads, row_panel_loads};
 pub use tile::{tile_plan, unit_axes};
 pub use transpose::transpose_plan;
 pub use vector::{VectorPlan, invariant_loads, jam_plan, stride, vector_plan};

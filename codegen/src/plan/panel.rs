@@ -20,7 +20,7 @@
 //! slot is fixed, and its tile plan already requires it).
 
 use crate::loops::analysis::{Stride, named, operand_loads};
-use crate::loops::{Loop, Stmt, Value};
+use crate::loops::{Access, Loop, Stmt, Value};
 
 use super::vector::stride;
 
@@ -51,6 +51,41 @@ pub fn panel_loads(loops: &[Loop], packing: Packing) -> Vec<Value> {
         return Vec::new();
     }
     let marked = named(&loops[1..], false, tile.packed);
+    operands_named(innermost, &marked, |access| match packing {
+        Packing::Cells => true,
+        Packing::Vectors => stride(access, c.id) == Stride::Unit,
+    })
+}
+
+/// The loads of the tile nest `loops = [r, c, k…]` that go into its row panel (the
+/// Rust copies, cell by cell, per block of rows): the loads its `rows(packed ..)`
+/// argument names, each once, in the order the innermost reduction's statements
+/// read them. Empty unless the nest packs a column panel cell by cell
+/// ([`panel_loads`] with [`Packing::Cells`]: the row blocks are that
+/// realization's) and the row loop's range is free of loop indices (a row panel
+/// is sized before the nest runs, as the column panel is).
+pub fn row_panel_loads(loops: &[Loop]) -> Vec<Value> {
+    let [r, c, reduce @ ..] = loops else {
+        return Vec::new();
+    };
+    let (Some(innermost), Some(tile)) = (reduce.last(), c.schedule.tile) else {
+        return Vec::new();
+    };
+    let free = r.start.indices().is_empty() && r.end.indices().is_empty();
+    if !free || panel_loads(loops, Packing::Cells).is_empty() {
+        return Vec::new();
+    }
+    let marked = named(&loops[1..], false, tile.rows);
+    operands_named(innermost, &marked, |_| true)
+}
+
+/// The loads among the operands of `innermost`'s statements that `marked` names
+/// and `fits` accepts, each once, in the order the statements read them.
+fn operands_named(
+    innermost: &Loop,
+    marked: &[Access],
+    fits: impl Fn(&Access) -> bool,
+) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for s in &innermost.stmts {
         let (Stmt::Store { value, .. }
@@ -62,11 +97,7 @@ pub fn panel_loads(loops: &[Loop], packing: Packing) -> Vec<Value> {
             let Value::Load { access, .. } = v else {
                 continue;
             };
-            let fits = match packing {
-                Packing::Cells => true,
-                Packing::Vectors => stride(access, c.id) == Stride::Unit,
-            };
-            if fits && marked.contains(access) && !out.contains(v) {
+            if fits(access) && marked.contains(access) && !out.contains(v) {
                 out.push(v.clone());
             }
         }

@@ -135,7 +135,7 @@ fn errors_name_the_line_the_column_and_what_was_expected() {
         (
             "block 0 {\n  for i0 in 0..N [fast] {\n    y[i0] = x[i0]\n  }\n}\n",
             "expected a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, \
-             `line split`, `joined`, `tile` or `block reduction`, found `fast]` (line 4, column 19)",
+             `line split`, `joined`, `tile`, `rows` or `block reduction`, found `fast]` (line 4, column 19)",
         ),
         // A mark's argument: a load of the loop, after `aligned`, once.
         (
@@ -459,6 +459,20 @@ fn mark_arguments_name_loads_of_the_loop_by_their_printed_form() {
     // Loads of the body, innermost loop first: a[i0, i1] is 0, b[i1, i2] is 1.
     assert_eq!(tile.packed.iter().collect::<Vec<_>>(), vec![1]);
     loops::verify(&p).unwrap_or_else(|e| panic!("{e}"));
+    // The row panel's loads, after the tile's.
+    let rows = format!(
+        "{MARKED}{}",
+        matmul_tile(
+            "tile(packed b[i1, i2]), rows(packed a[i0, i1]), block reduction",
+            "K"
+        )
+    );
+    let p = parse_program(&rows).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.to_string(), rows);
+    let tile = p.blocks[0].loops[1].schedule.tile.expect("a tile");
+    assert_eq!(tile.rows.iter().collect::<Vec<_>>(), vec![0]);
+    assert_eq!(tile.packed.iter().collect::<Vec<_>>(), vec![1]);
+    loops::verify(&p).unwrap_or_else(|e| panic!("{e}"));
     let cases = [
         (
             matmul_tile("tile(packed c[i0, i2])", "K"),
@@ -474,7 +488,23 @@ fn mark_arguments_name_loads_of_the_loop_by_their_printed_form() {
         ),
         (
             matmul_tile("jammed(b[i1, i2])", "K"),
-            "expected `,` or `]` (only `split`, `tile` and `parallel` take an argument)",
+            "expected `,` or `]` (only `split`, `tile`, `rows` and `parallel` take an argument)",
+        ),
+        (
+            matmul_tile("rows(packed a[i0, i1]), tile", "K"),
+            "expected `tile` before `rows`",
+        ),
+        (
+            matmul_tile("tile, rows", "K"),
+            "expected `rows(packed ...)`",
+        ),
+        (
+            matmul_tile("tile, rows(a[i0, i1])", "K"),
+            "expected `packed`, found `a[i0,`",
+        ),
+        (
+            matmul_tile("tile, rows(packed a[i0, i1]), rows(packed a[i0, i1])", "K"),
+            "expected each mark once",
         ),
         (
             "block 0 {\n  for i1 in 0..R {\n    for i0 in 0..C [parallel(lines y[0, i0], y[0, i0])] {\n      y[0, i0] += x[i1, i0]\n    } }\n}\n".into(),
@@ -494,6 +524,7 @@ fn mark_arguments_name_loads_of_the_loop_by_their_printed_form() {
 #[test]
 fn the_verifier_checks_which_loads_and_writes_a_mark_names() {
     let packed = "names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the columns and not the rows, and not a sliding window";
+    let rows = "names a load that is not an operand of the innermost reduction, of a float tensor the block does not write, moving with the rows and not the columns, and not a sliding window along the rows";
     let lines = "needs an inner parallel loop and a write along it at unit stride, free of the other loops, the block writing only its tensor, not a row buffer";
     let cases = [
         // [tile(packed ..)]: a load moving with the rows, a sliding window, a
@@ -509,6 +540,20 @@ fn the_verifier_checks_which_loads_and_writes_a_mark_names() {
         (
             matmul_tile("tile(packed b[i1, i2])", "i2"),
             format!("block 0, loop i2: [tile(packed b[i1, i2])] {packed}"),
+        ),
+        // [rows(packed ..)]: a load moving with the columns, a sliding window
+        // along the rows, a reduction whose range uses the row loop.
+        (
+            matmul_tile("tile, rows(packed b[i1, i2])", "K"),
+            format!("block 0, loop i2: [rows(packed b[i1, i2])] {rows}"),
+        ),
+        (
+            "block 0 {\n  for i1 in 0..W - 2 {\n    for i0 in 0..O [tile, rows(packed s[i1 + i2])] {\n      v0 = 0.0 (+)\n      for i2 in 0..3 {\n        v0 += s[i1 + i2] * w[i0, i2]\n      }\n      u[i0, i1] = v0\n    } }\n}\n".into(),
+            format!("block 0, loop i0: [rows(packed s[i1 + i2])] {rows}"),
+        ),
+        (
+            matmul_tile("tile, rows(packed a[i0, i1])", "i0"),
+            format!("block 0, loop i2: [rows(packed a[i0, i1])] {rows}"),
         ),
         // [parallel(lines ..)]: an outer loop, a write moving with the loop
         // outside, two tensors written, a row buffer, a stride of two.

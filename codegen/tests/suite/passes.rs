@@ -54,6 +54,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "channels",
             "tile",
             "pack",
+            "pack-rows",
             "transpose",
             "split",
             "jam",
@@ -72,7 +73,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 20);
+    assert_eq!(all.len(), 21);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -90,6 +91,7 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "channels",
             "tile",
             "pack",
+            "pack-rows",
             "transpose",
             "split",
             "jam",
@@ -132,15 +134,17 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid: "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, pack, \
+            valid:
+                "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, pack, pack-rows, \
                     transpose, split, jam, chunk, parallel, align, rows, line, share"
-                .into()
+                    .into()
         }
     );
     assert_eq!(
         err.to_string(),
         "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         channels, tile, pack, transpose, split, jam, chunk, parallel, align, rows, line, share"
+         channels, tile, pack, pack-rows, transpose, split, jam, chunk, parallel, align, rows, line, \
+         share"
     );
 }
 

@@ -113,7 +113,7 @@ input  b: f32[K, N]
 output c: f32[M, 1, N]
 block 0 {
   for i0 in 0..M [parallel] {
-    for i2 in 0..N [tile(packed b[i1, i2]), block reduction] {
+    for i2 in 0..N [tile(packed b[i1, i2]), rows(packed a[i0, i1]), block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
         v0 += a[i0, i1] * b[i1, i2]
@@ -160,7 +160,7 @@ input  b: f32[K, N]
 output c: f32[M, N]
 block 0 {
   for i0 in 0..M [parallel] {
-    for i2 in 0..N [tile(packed b[i1, i2]), block reduction] {
+    for i2 in 0..N [tile(packed b[i1, i2]), rows(packed a[i0, i1]), block reduction] {
       v0 = 0.0 (+)
       for i1 in 0..K {
         v0 += a[i0, i1] * b[i1, i2]

@@ -218,6 +218,41 @@ fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
 }
 
 #[test]
+fn matmul_packs_its_rows_per_row_block_where_the_target_does_and_pack_rows_off_reads_them_in_place()
+{
+    let (packed, plain) = with_and_without("matmul", MATMUL, "pack-rows");
+    // A row panel per thread, sized by each copy's row block and reduction block
+    // where the copy packs rows (AVX2), empty where it reads them in place.
+    let flat: String = packed.chars().filter(|c| !c.is_whitespace()).collect();
+    for t in Target::X86_64 {
+        let len = if t.pack_rows {
+            format!(
+                "leti0_row_panel_len=(k.clamp(0,{})asusize).saturating_mul(m.saturating_add({}_i64).clamp(0,{}_i64)asusize,);",
+                t.tile_depth,
+                t.tile_rows - 1,
+                t.tile_row_block,
+            )
+        } else {
+            "leti0_row_panel_len=0_usize;".to_string()
+        };
+        assert!(flat.contains(&len), "{}: {len}\n{packed}", t.name);
+    }
+    assert!(Target::X86_64.iter().any(|t| t.pack_rows));
+    // The block's rows are copied once, then every column tile reads them.
+    assert!(flat.contains("ifPR{letmuti0_at=0_i64;"), "{packed}");
+    assert!(
+        flat.contains("ifPR{*i0_row_packed.get_unchecked((i0_at+rowasi64)asusize)}else{*a.get_unchecked((i0*k+i2)asusize)}"),
+        "{packed}"
+    );
+    // Without the pass: the column panel only, `a` read in place.
+    assert!(
+        !plain.contains("row_panel") && !plain.contains("const PR") && !plain.contains("if PR"),
+        "{plain}"
+    );
+    assert!(plain.contains("i1_panel"), "{plain}");
+}
+
+#[test]
 fn sums_snapshot_runs_both_reductions_on_the_thread_team() {
     let src = emit("sums", &parse(SUMS), &RustOptions::default()).expect("emits");
     assert!(

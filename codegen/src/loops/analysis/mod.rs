@@ -4,7 +4,7 @@
 //! rows may be jammed ([`jammable`]), which loops may run in chunks
 //! ([`chunkable`]), which accesses a loop aligns to cache lines ([`line`]),
 //! which values call long math functions ([`math_heavy`]), which loads of a tile
-//! may be packed ([`packable`], [`sliding`]) and which write an inner parallel
+//! may be packed ([`packable`], [`row_packable`], [`sliding`]) and which write an inner parallel
 //! loop's shares align to ([`line_aligned`]); marks name loads and writes by their
 //! position in a loop's body ([`body_accesses`]).
 //! Nothing here changes a program's meaning; the backends depend on these, not on
@@ -27,7 +27,7 @@ pub use jam::jammable;
 pub use line::{alignable, aligned_load, line_store, load_position, loads};
 pub use lines::{line_aligned, line_write};
 pub use math::math_heavy;
-pub use pack::{packable, sliding};
+pub use pack::{packable, row_packable, sliding};
 pub use shape_groups::ShapeGroups;
 pub use stride::{
     Stride, access_mentions, coefficient, stride, transpose_copy, unit_axis, value_mentions,

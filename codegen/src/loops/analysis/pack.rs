@@ -10,11 +10,12 @@ use super::body::body_accesses;
 use super::stride::{access_mentions, value_mentions};
 use super::walk::{block_accesses, operand_loads};
 
-/// Whether `a` is a sliding window of the tile whose column loop is `c` and whose
-/// reduction loops are `reduce`: one of its subscripts moves with `c` and with a
-/// reduction loop at once (a convolution's `x[c, h + kh, w + kw]` along `w`), or
-/// is data-dependent and moves with `c` (where it lands is unknown). Packed per
-/// column tile, a window's panel would hold each value several times.
+/// Whether `a` is a sliding window of the tile along its loop `c` (the column loop,
+/// or the row loop for a row panel) whose reduction loops are `reduce`: one of its
+/// subscripts moves with `c` and with a reduction loop at once (a convolution's
+/// `x[c, h + kh, w + kw]` along `w`), or is data-dependent and moves with `c`
+/// (where it lands is unknown). Packed per tile, a window's panel would hold each
+/// value several times.
 pub fn sliding(a: &Access, c: &Loop, reduce: &[Loop]) -> bool {
     a.index.iter().any(|s| match s {
         Subscript::Expr(e) => {
@@ -34,6 +35,21 @@ pub fn sliding(a: &Access, c: &Loop, reduce: &[Loop]) -> bool {
 /// range uses the row or column loop. Every tile of rows then reads the same
 /// values of such a load for a tile of columns, whatever order they run in.
 pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
+    packable_along(p, b, d, false)
+}
+
+/// The loads of the body of `b.loops[d]`, a `[tile]` column loop, that may be
+/// packed into a row panel ([`Tile::rows`](crate::loops::Tile::rows)): as
+/// [`packable`] with the rows and columns swapped, moving with the row loop
+/// `b.loops[d - 1]` and not with the column loop, and not [`sliding`] along the
+/// rows. Every tile of columns then reads the same values of such a load for a
+/// tile of rows.
+pub fn row_packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
+    packable_along(p, b, d, true)
+}
+
+/// [`packable`] (`rows` false) or [`row_packable`] (`rows` true).
+fn packable_along(p: &LoopProgram, b: &Block, d: usize, rows: bool) -> LoadSet {
     let mut out = LoadSet::default();
     let (Some(r), Some(c)) = (
         d.checked_sub(1).and_then(|e| b.loops.get(e)),
@@ -52,6 +68,8 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
     if reduce.iter().any(|l| moves(&l.start) || moves(&l.end)) {
         return out;
     }
+    // The loop the panel follows, and the one it is shared across.
+    let (along, across) = if rows { (r, c) } else { (c, r) };
     let written: Vec<TensorId> = block_accesses(b)
         .into_iter()
         .filter(|a| a.write)
@@ -74,9 +92,9 @@ pub fn packable(p: &LoopProgram, b: &Block, d: usize) -> LoadSet {
                 .get(a.tensor.0)
                 .is_some_and(|t| t.dtype != DType::I32)
             && !written.contains(&a.tensor)
-            && access_mentions(a, c.id.0)
-            && !access_mentions(a, r.id.0)
-            && !sliding(a, c, reduce)
+            && access_mentions(a, along.id.0)
+            && !access_mentions(a, across.id.0)
+            && !sliding(a, along, reduce)
         {
             out.insert(k);
         }

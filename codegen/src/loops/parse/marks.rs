@@ -1,4 +1,4 @@
-//! The marks of a loop header (`[parallel, tile(packed b[i1, i2]), block reduction]`)
+//! The marks of a loop header (`[parallel, tile(packed b[i1, i2]), rows(packed a[i0, i1]), block reduction]`)
 //! and their arguments, which name loads or writes of the loop's body and are
 //! resolved into positions once the body is read (grammar: the parent module).
 
@@ -7,11 +7,13 @@ use crate::loops::analysis::{self, load_position};
 use crate::loops::ir::{Access, LoadSet, Loop, Schedule, Tile};
 
 /// What a mark's argument names: the load a `split` loop's chunks align to, the
-/// packed loads of a `tile`, or the write a `parallel` loop's shares align to.
+/// packed loads of a `tile` or of its `rows`, or the write a `parallel` loop's
+/// shares align to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ArgKind {
     Aligned,
     Packed,
+    Rows,
     Lines,
 }
 
@@ -26,11 +28,19 @@ impl<'s> Reader<'s> {
     /// The marks after `[`, up to `]`, and the arguments naming loads or writes of
     /// the loop's body, which [`Reader::resolve`] reads once the body is parsed.
     pub(super) fn marks(&self, i: &'s str) -> PResult<'s, (Schedule, Vec<Arg<'s>>)> {
-        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `line split`, `joined`, `tile` or `block reduction`";
+        const MARKS: &str = "a mark: `parallel`, `pieces`, `split`, `blocked`, `jammed`, `chunked`, `line split`, `joined`, `tile`, `rows` or `block reduction`";
         let (rest, words) = self.list(i, "]", |r, i| r.mark(i))?;
         let mut s = Schedule::default();
         let mut args = Vec::new();
+        let mut rows = false;
         for (at, word, arg) in words {
+            let rows_arg = matches!(
+                arg,
+                Some(Arg {
+                    kind: ArgKind::Rows,
+                    ..
+                })
+            );
             if let Some(arg) = arg {
                 args.push(arg);
             }
@@ -50,7 +60,21 @@ impl<'s> Reader<'s> {
                     s.tile = Some(Tile {
                         block_reduction: false,
                         packed: LoadSet::default(),
+                        rows: LoadSet::default(),
                     });
+                    continue;
+                }
+                // Only with its argument, which `resolve` reads into the tile.
+                "rows" => {
+                    if s.tile.is_none() {
+                        return err(at, "`tile` before `rows`");
+                    }
+                    if !rows_arg {
+                        return err(at, "`rows(packed ...)`");
+                    }
+                    if std::mem::replace(&mut rows, true) {
+                        return err(at, "each mark once");
+                    }
                     continue;
                 }
                 "block reduction" => match &mut s.tile {
@@ -71,8 +95,8 @@ impl<'s> Reader<'s> {
         Ok((rest, (s, args)))
     }
 
-    /// One mark: its name and, for `split(aligned x)`, `tile(packed a, b)` and
-    /// `parallel(lines y)`, its argument.
+    /// One mark: its name and, for `split(aligned x)`, `tile(packed a, b)`,
+    /// `rows(packed a)` and `parallel(lines y)`, its argument.
     fn mark(&self, i: &'s str) -> PResult<'s, (&'s str, &'s str, Option<Arg<'s>>)> {
         let at = sp(i);
         let end = at
@@ -86,11 +110,12 @@ impl<'s> Reader<'s> {
         let (kind, lead) = match word {
             "split" => (ArgKind::Aligned, "aligned"),
             "tile" => (ArgKind::Packed, "packed"),
+            "rows" => (ArgKind::Rows, "packed"),
             "parallel" => (ArgKind::Lines, "lines"),
             _ => {
                 return err(
                     rest,
-                    "`,` or `]` (only `split`, `tile` and `parallel` take an argument)",
+                    "`,` or `]` (only `split`, `tile`, `rows` and `parallel` take an argument)",
                 );
             }
         };
@@ -99,7 +124,7 @@ impl<'s> Reader<'s> {
             lead,
             match kind {
                 ArgKind::Aligned => "`aligned`",
-                ArgKind::Packed => "`packed`",
+                ArgKind::Packed | ArgKind::Rows => "`packed`",
                 ArgKind::Lines => "`lines`",
             },
         )?;
@@ -119,7 +144,8 @@ impl<'s> Reader<'s> {
     /// Resolves the arguments of the marks of `loops` (the arguments of loop `d`
     /// are `args[d]`) into positions: of the loads of the loop's own statements for
     /// `aligned` ([`loads`](analysis::loads)), of the loads or writes of its body for
-    /// `packed` and `lines` ([`body_accesses`](analysis::body_accesses)).
+    /// `packed` (of a tile or its rows) and `lines`
+    /// ([`body_accesses`](analysis::body_accesses)).
     pub(super) fn resolve(loops: &mut [Loop], args: Vec<Vec<Arg<'s>>>) -> Result<(), Fail<'s>> {
         for (d, args) in args.into_iter().enumerate() {
             for arg in args {
@@ -159,7 +185,8 @@ impl<'s> Reader<'s> {
                 let s = &mut loops[d].schedule;
                 match (arg.kind, s.tile.as_mut()) {
                     (ArgKind::Packed, Some(t)) => t.packed = set,
-                    (ArgKind::Packed, None) => {}
+                    (ArgKind::Rows, Some(t)) => t.rows = set,
+                    (ArgKind::Packed | ArgKind::Rows, None) => {}
                     (ArgKind::Lines, _) => {
                         s.lines = set.iter().next().and_then(|k| u8::try_from(k).ok());
                     }

@@ -179,7 +179,7 @@ pub fn conv2d_with_scratch(
     Ok(())
 }
 
-/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
+/// The loops of [`conv2d`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `PR` (rows packed per row block), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///

@@ -90,7 +90,7 @@ pub fn gelu(x: &[f32], x_shape: [usize; 1], y: &mut [f32]) -> Result<(), KernelE
     Ok(())
 }
 
-/// The loops of [`gelu`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
+/// The loops of [`gelu`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `PR` (rows packed per row block), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///

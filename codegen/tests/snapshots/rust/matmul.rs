@@ -117,7 +117,22 @@ pub fn matmul_with_scratch(
                         .saturating_mul(n.saturating_add(63_i64).max(0) as usize);
                     let mut i1_panel = scratch
                         .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
-                    unsafe { matmul_avx512(part, a, b, c, m, k, n, &mut i1_panel) };
+                    let i0_row_panel_len = 0_usize;
+                    let mut i0_row_panel = scratch
+                        .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
+                    unsafe {
+                        matmul_avx512(
+                            part,
+                            a,
+                            b,
+                            c,
+                            m,
+                            k,
+                            n,
+                            &mut i1_panel,
+                            &mut i0_row_panel,
+                        )
+                    };
                     return;
                 }
                 1 => {
@@ -125,7 +140,25 @@ pub fn matmul_with_scratch(
                         .saturating_mul(n.saturating_add(15_i64).max(0) as usize);
                     let mut i1_panel = scratch
                         .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
-                    unsafe { matmul_avx2(part, a, b, c, m, k, n, &mut i1_panel) };
+                    let i0_row_panel_len = (k.clamp(0, 512) as usize)
+                        .saturating_mul(
+                            m.saturating_add(4_i64).clamp(0, 30_i64) as usize,
+                        );
+                    let mut i0_row_panel = scratch
+                        .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
+                    unsafe {
+                        matmul_avx2(
+                            part,
+                            a,
+                            b,
+                            c,
+                            m,
+                            k,
+                            n,
+                            &mut i1_panel,
+                            &mut i0_row_panel,
+                        )
+                    };
                     return;
                 }
                 _ => {}
@@ -134,6 +167,9 @@ pub fn matmul_with_scratch(
                 .saturating_mul(n.saturating_add(7_i64).max(0) as usize);
             let mut i1_panel = scratch
                 .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
+            let i0_row_panel_len = 0_usize;
+            let mut i0_row_panel = scratch
+                .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
             unsafe {
                 matmul_loops::<
                     false,
@@ -141,18 +177,19 @@ pub fn matmul_with_scratch(
                     8,
                     256,
                     1073741824,
-                >(part, a, b, c, m, k, n, &mut i1_panel)
+                    false,
+                >(part, a, b, c, m, k, n, &mut i1_panel, &mut i0_row_panel)
             };
         },
     );
     Ok(())
 }
 
-/// The loops of [`matmul`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
+/// The loops of [`matmul`], generic over the target: `FMA` (fused multiply-add available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `PR` (rows packed per row block), `TB` (cache block of an element-wise nest) and `VEC` (bytes of a vector register), as far as it uses them.
 ///
 /// # Safety
 ///
-/// Every buffer has the length its shape gives (checked by the kernel), every panel room for `KC` × `NR` cells per packed load, inner reduction iteration and column tile.
+/// Every buffer has the length its shape gives (checked by the kernel), every column panel room for `KC` × `NR` cells per packed load, inner reduction iteration and column tile, every row panel (when `PR`) for `KC` × `MC` cells per packed load and inner reduction iteration.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
 #[allow(clippy::too_many_arguments)]
@@ -162,6 +199,7 @@ unsafe fn matmul_loops<
     const NR: usize,
     const KC: usize,
     const MC: usize,
+    const PR: bool,
 >(
     part: rt::Part<'_>,
     a: &[f32],
@@ -171,6 +209,7 @@ unsafe fn matmul_loops<
     k: i64,
     n: i64,
     i1_panel: &mut [f32],
+    i0_row_panel: &mut [f32],
 ) {
     unsafe {
         let (i0_lo, i0_hi) = part.range(0, m);
@@ -192,10 +231,27 @@ unsafe fn matmul_loops<
                 let i1_packed: &[f32] = i1_panel;
                 for i0_block in (i0_lo..i0_hi).step_by(MC) {
                     let i0_block_end = (i0_block + MC as i64).min(i0_hi);
+                    if PR {
+                        let mut i0_at = 0_i64;
+                        for i0_start in (i0_block..i0_block_end).step_by(MR) {
+                            let i0_tile = i0_start.min(i0_hi - MR as i64);
+                            for i2 in i2_block..i2_end {
+                                for row in 0..MR {
+                                    let i0 = i0_tile + row as i64;
+                                    *i0_row_panel
+                                        .get_unchecked_mut((i0_at + row as i64) as usize) = *a
+                                        .get_unchecked((i0 * k + i2) as usize);
+                                }
+                                i0_at += MR as i64;
+                            }
+                        }
+                    }
+                    let i0_row_packed: &[f32] = i0_row_panel;
                     let mut i1_next = 0_i64;
                     for i1_start in (0..n).step_by(NR) {
                         let i1_tile = i1_start.min(n - NR as i64);
                         let i1_first = i1_next;
+                        let mut i0_at = 0_i64;
                         for i0_start in (i0_block..i0_block_end).step_by(MR) {
                             let i0_tile = i0_start.min(i0_hi - MR as i64);
                             let mut v0_tile = [[0.0_f32; NR]; MR];
@@ -207,7 +263,11 @@ unsafe fn matmul_loops<
                                         let mut v0 = v0_tile[row][col];
                                         v0 = rt::mul_add_f32(
                                             FMA,
-                                            *a.get_unchecked((i0 * k + i2) as usize),
+                                            if PR {
+                                                *i0_row_packed.get_unchecked((i0_at + row as i64) as usize)
+                                            } else {
+                                                *a.get_unchecked((i0 * k + i2) as usize)
+                                            },
                                             *i1_packed.get_unchecked((i1_at + col as i64) as usize),
                                             v0,
                                         );
@@ -215,6 +275,7 @@ unsafe fn matmul_loops<
                                     }
                                 }
                                 i1_at += NR as i64;
+                                i0_at += MR as i64;
                             }
                             i1_next = i1_at;
                             if i0_tile == i0_start && i1_tile == i1_start {
@@ -294,8 +355,18 @@ unsafe fn matmul_avx2(
     k: i64,
     n: i64,
     i1_panel: &mut [f32],
+    i0_row_panel: &mut [f32],
 ) {
-    unsafe { matmul_loops::<true, 5, 16, 512, 30>(part, a, b, c, m, k, n, i1_panel) }
+    unsafe {
+        matmul_loops::<
+            true,
+            5,
+            16,
+            512,
+            30,
+            true,
+        >(part, a, b, c, m, k, n, i1_panel, i0_row_panel)
+    }
 }
 
 /// [`matmul_loops`] compiled for x86-64 with AVX-512.
@@ -311,8 +382,16 @@ unsafe fn matmul_avx512(
     k: i64,
     n: i64,
     i1_panel: &mut [f32],
+    i0_row_panel: &mut [f32],
 ) {
     unsafe {
-        matmul_loops::<true, 4, 64, 1024, 1073741824>(part, a, b, c, m, k, n, i1_panel)
+        matmul_loops::<
+            true,
+            4,
+            64,
+            1024,
+            1073741824,
+            false,
+        >(part, a, b, c, m, k, n, i1_panel, i0_row_panel)
     }
 }

@@ -136,64 +136,88 @@ impl Gen<'_> {
 
     /// The tiles' packed panels ([`Plan::panels`]), lent by the scratch (per
     /// thread) just before a copy of the loops is called, each sized by that copy's
-    /// target: for every column tile, `KC` reduction iterations (or fewer) of `NR`
-    /// cells per load.
+    /// target: a column panel for every column tile, `KC` reduction iterations (or
+    /// fewer) of `NR` cells per load; a row panel (where the target packs rows,
+    /// else empty) for one block of rows, `KC` reduction iterations of `MC` cells
+    /// per load.
     fn panel_args(&self, a: &mut LoopsArgs) -> Result<(), EmitError> {
         let t = &self.float;
         a.panels = vec![Vec::new(); Target::X86_64.len()];
         for (n, panel) in self.plan.panels.iter().enumerate() {
             let name = &panel.name;
-            let loads = match panel.loads {
-                1 => TokenStream::new(),
-                p => {
-                    let p = lit(&p.to_string());
-                    quote!(.saturating_mul(#p))
-                }
-            };
-            let (cs, ce) = self.own_range(&panel.columns)?;
-            let columns = if panel.columns.start == Expr::Int(0) {
-                quote!(#ce)
-            } else {
-                quote!((#ce - #cs))
-            };
-            let trips = panel
-                .reduce
-                .iter()
-                .map(|l| {
-                    let (s, e) = self.own_range(l)?;
-                    Ok(if l.start == Expr::Int(0) {
-                        e
-                    } else {
-                        quote!((#e - #s))
-                    })
-                })
-                .collect::<Result<Vec<_>, EmitError>>()?;
             let key = lit(&(self.p.tensors.len() + n).to_string());
             let part = self.part_index();
             let panel_len = ident(&format!("{name}_len"));
             for (allocs, target) in a.panels.iter_mut().zip(&Target::X86_64) {
-                let kc = lit(&target.tile_depth.to_string());
-                let len = match trips.as_slice() {
-                    [first, inner @ ..] if !inner.is_empty() => {
-                        quote!((#first.min(#kc) #(* #inner)*).max(0))
-                    }
-                    trips => quote!(#(#trips)*.clamp(0, #kc)),
+                let lens = panel
+                    .uses
+                    .iter()
+                    .map(|u| self.panel_len(u, panel.rows, target))
+                    .collect::<Result<Vec<_>, EmitError>>()?;
+                let len = match lens.as_slice() {
+                    [one] => one.clone(),
+                    [first, rest @ ..] => quote!(#first #(.max(#rest))*),
+                    [] => quote!(0_usize),
                 };
-                // Per load and reduction iteration, every column tile's `NR` cells:
-                // `NR` × ⌈columns / `NR`⌉ < columns + `NR`. Saturating: a size past
-                // memory fails to allocate instead of wrapping to a panel too small.
-                let wide = lit(&format!("{}_i64", target.tile_cols - 1));
                 // Lent unzeroed: each reduction block packs every column tile's
-                // cells before any tile reads one ([`Gen::tile`]).
+                // (row block's) cells before any tile reads one ([`Gen::tile`]).
                 allocs.push(quote! {
-                    let #panel_len = (#len as usize)
-                        .saturating_mul(#columns.saturating_add(#wide).max(0) as usize) #loads;
+                    let #panel_len = #len;
                     let mut #name = scratch.part_unzeroed::<#t>(#key, #part, #panel_len);
                 });
             }
             a.pass(quote!(#name: &mut [#t]), quote!(&mut #name), quote!(#name));
         }
         Ok(())
+    }
+
+    /// The cells a tile's use `u` of a panel (a row panel when `rows`) needs on
+    /// `target`: per load and reduction iteration (at most `KC` of the outermost
+    /// loop), every column tile's `NR` cells, `NR` × ⌈columns / `NR`⌉ < columns +
+    /// `NR`; or a row block's tiles' `MR`, at most `MC` and fewer than rows + `MR`
+    /// (none where the target reads rows in place). Saturating: a size past memory
+    /// fails to allocate instead of wrapping to a panel too small.
+    fn panel_len(
+        &self,
+        u: &PanelUse,
+        rows: bool,
+        target: &Target,
+    ) -> Result<TokenStream, EmitError> {
+        let span = |l: &Loop| -> Result<TokenStream, EmitError> {
+            let (s, e) = self.own_range(l)?;
+            Ok(if l.start == Expr::Int(0) {
+                e
+            } else {
+                quote!((#e - #s))
+            })
+        };
+        let along = span(&u.along)?;
+        let trips = u.reduce.iter().map(span).collect::<Result<Vec<_>, _>>()?;
+        let kc = lit(&target.tile_depth.to_string());
+        let len = match trips.as_slice() {
+            [first, inner @ ..] if !inner.is_empty() => {
+                quote!((#first.min(#kc) #(* #inner)*).max(0))
+            }
+            trips => quote!(#(#trips)*.clamp(0, #kc)),
+        };
+        let cells = if !rows {
+            let wide = lit(&format!("{}_i64", target.tile_cols - 1));
+            quote!(#along.saturating_add(#wide).max(0) as usize)
+        } else if target.pack_rows {
+            let tall = lit(&format!("{}_i64", target.tile_rows - 1));
+            let block = lit(&format!("{}_i64", target.tile_row_block));
+            quote!(#along.saturating_add(#tall).clamp(0, #block) as usize)
+        } else {
+            return Ok(quote!(0_usize));
+        };
+        let loads = match u.loads {
+            1 => TokenStream::new(),
+            p => {
+                let p = lit(&p.to_string());
+                quote!(.saturating_mul(#p))
+            }
+        };
+        Ok(quote!((#len as usize).saturating_mul(#cells) #loads))
     }
 
     /// The loops function's const generics (the [`Plan::facts`] it uses, in
@@ -261,7 +285,7 @@ impl Gen<'_> {
         let loops_doc = format!(
             " The loops of [`{name}`], generic over the target: `FMA` (fused multiply-add \
              available), `LANES` (partial results of a split reduction, values per chunk of an element-wise math loop), `MR` × `NR` \
-             (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `TB` (cache block of \
+             (register tile), `KC` (reduction block of a tile), `MC` (row block of a tile), `PR` (rows packed per row block), `TB` (cache block of \
              an element-wise nest) and `VEC` (bytes of a vector register), as far as it \
              uses them."
         );
@@ -269,8 +293,9 @@ impl Gen<'_> {
             " Every buffer has the length its shape gives (checked by the kernel)."
         } else {
             " Every buffer has the length its shape gives (checked by the kernel), every \
-             panel room for `KC` × `NR` cells per packed load, inner reduction iteration \
-             and column tile."
+             column panel room for `KC` × `NR` cells per packed load, inner reduction iteration \
+             and column tile, every row panel (when `PR`) for `KC` × `MC` cells per packed load \
+             and inner reduction iteration."
         };
         quote! {
             #[doc = #loops_doc]
@@ -430,6 +455,8 @@ pub(super) enum Fact {
     Kc,
     /// [`Target::tile_row_block`].
     Mc,
+    /// [`Target::pack_rows`].
+    Pr,
     /// [`Target::cache_block`].
     Tb,
     /// [`Target::vector_bytes`].
@@ -438,13 +465,14 @@ pub(super) enum Fact {
 
 impl Fact {
     /// Every fact, in declaration order.
-    pub(super) const ALL: [Fact; 8] = [
+    pub(super) const ALL: [Fact; 9] = [
         Fact::Fma,
         Fact::Lanes,
         Fact::Mr,
         Fact::Nr,
         Fact::Kc,
         Fact::Mc,
+        Fact::Pr,
         Fact::Tb,
         Fact::Vec,
     ];
@@ -458,6 +486,7 @@ impl Fact {
             Fact::Nr => "NR",
             Fact::Kc => "KC",
             Fact::Mc => "MC",
+            Fact::Pr => "PR",
             Fact::Tb => "TB",
             Fact::Vec => "VEC",
         }
@@ -467,21 +496,17 @@ impl Fact {
     fn generic(self) -> TokenStream {
         let id = ident(self.name());
         match self {
-            Fact::Fma => quote!(const #id: bool),
+            Fact::Fma | Fact::Pr => quote!(const #id: bool),
             _ => quote!(const #id: usize),
         }
     }
 
     /// Its value on `target`.
     fn value(self, target: &Target) -> TokenStream {
+        let flag = |on: bool| if on { quote!(true) } else { quote!(false) };
         let n = match self {
-            Fact::Fma => {
-                return if target.fma {
-                    quote!(true)
-                } else {
-                    quote!(false)
-                };
-            }
+            Fact::Fma => return flag(target.fma),
+            Fact::Pr => return flag(target.pack_rows),
             Fact::Lanes => target.lanes,
             Fact::Mr => target.tile_rows,
             Fact::Nr => target.tile_cols,

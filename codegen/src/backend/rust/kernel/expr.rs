@@ -258,8 +258,8 @@ impl Gen<'_> {
             prec,
             ty: Ty::Float,
         };
-        if let Some(cell) = cx.packed_cell(v) {
-            return Ok(float_out(cell, Prec::Prefix));
+        if let Some((cell, prec)) = cx.packed_cell(v) {
+            return Ok(float_out(cell, prec));
         }
         Ok(match v {
             Value::Load { access, fill } => self.load(access, *fill)?,

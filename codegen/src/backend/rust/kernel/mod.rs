@@ -61,7 +61,7 @@ mod threads;
 mod tile;
 
 use self::dispatch::Fact;
-use self::plan::{Plan, Realize, contraction, math_call};
+use self::plan::{PanelUse, Plan, Realize, contraction, math_call};
 use self::{access::*, expr::*, items::*, nest::*, syntax::*, threads::*};
 
 /// What the emitter needs of one kernel.
@@ -128,21 +128,30 @@ struct Partials {
 /// place.
 #[derive(Default)]
 struct Cx {
-    /// The packed loads, each with the read of its cell within one reduction
-    /// iteration's run of cells.
+    /// The loads packed into the column panel, each with the read of its cell
+    /// within one reduction iteration's run of cells.
     packed: Vec<(Value, TokenStream)>,
+    /// The loads packed into the row panel, each with its read: its cell where the
+    /// copy packs rows (`PR`), else in place.
+    rows: Vec<(Value, TokenStream)>,
 }
 
 impl Cx {
-    /// The read of `v`'s panel cell, when `v` is a packed load.
-    fn packed_cell(&self, v: &Value) -> Option<TokenStream> {
-        self.packed
-            .iter()
-            .find(|(load, _)| load == v)
-            .map(|(_, cell)| cell.clone())
+    /// The read of `v`'s panel cell and its precedence, when `v` is a packed load.
+    fn packed_cell(&self, v: &Value) -> Option<(TokenStream, Prec)> {
+        let find = |cells: &[(Value, TokenStream)]| {
+            cells
+                .iter()
+                .find(|(load, _)| load == v)
+                .map(|(_, cell)| cell.clone())
+        };
+        find(&self.packed)
+            .map(|cell| (cell, Prec::Prefix))
+            .or_else(|| find(&self.rows).map(|cell| (cell, Prec::Lowest)))
     }
 
-    /// The packed loads.
+    /// The loads read from the column panel only, whatever the copy: the indices
+    /// only they use are not needed in the reduction.
     fn loads(&self) -> Vec<Value> {
         self.packed.iter().map(|(v, _)| v.clone()).collect()
     }

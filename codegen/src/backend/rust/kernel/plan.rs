@@ -21,13 +21,32 @@ pub(super) enum Realize {
     Plain,
 }
 
+impl Plan {
+    /// Records a tile's use of the panel `name`, the first use adding it.
+    fn use_panel(&mut self, name: Ident, rows: bool, along: &Loop, reduce: &[Loop], loads: usize) {
+        let used = PanelUse {
+            along: along.clone(),
+            reduce: reduce.to_vec(),
+            loads,
+        };
+        match self.panels.iter_mut().find(|q| q.name == name) {
+            Some(panel) => panel.uses.push(used),
+            None => self.panels.push(Panel {
+                name,
+                rows,
+                uses: vec![used],
+            }),
+        }
+    }
+}
+
 /// The plan of one kernel ([`Gen::plan`]).
 #[derive(Default)]
 pub(super) struct Plan {
     /// The target constants (`FMA`, `LANES`, `MR`, …) the per-CPU loops use.
     pub facts: BTreeSet<Fact>,
     /// The tiles' packed panels, in the order the loops run them (one per column
-    /// loop id).
+    /// loop id, and one per row loop id of the tiles that pack rows).
     pub panels: Vec<Panel>,
     /// The inner parallel loops the threads share out, each by its place in the
     /// program (block, depth), as loop ids repeat across blocks: [`Gen::range`]
@@ -35,13 +54,23 @@ pub(super) struct Plan {
     pub shared: Vec<(usize, usize)>,
 }
 
-/// A tile's packed panel, `i{c}_panel`: for every column tile of `columns`, `loads`
-/// runs of `NR` cells per reduction iteration, for at most `KC` iterations of the
-/// outermost reduction loop (`reduce`: the reduction loops, outermost first, whose
-/// trip counts size it).
+/// A packed panel, `i{c}_panel` along a tile's column loop `c`, or a row panel
+/// (`rows`), `i{r}_row_panel` along its row loop `r`. Loop ids repeat across
+/// blocks, so tiles of several blocks may share one; it is sized for the largest
+/// of their [`PanelUse`]s.
 pub(super) struct Panel {
     pub name: Ident,
-    pub columns: Loop,
+    pub rows: bool,
+    pub uses: Vec<PanelUse>,
+}
+
+/// One tile's use of a [`Panel`]: for every column tile of `along`, `loads` runs of
+/// `NR` cells per reduction iteration, for at most `KC` iterations of the outermost
+/// reduction loop (`reduce`: the reduction loops, outermost first, whose trip
+/// counts size it); of a row panel, the same for the row tiles of one block of at
+/// most `MC` rows of `along`, `MR` cells each.
+pub(super) struct PanelUse {
+    pub along: Loop,
     pub reduce: Vec<Loop>,
     pub loads: usize,
 }
@@ -169,6 +198,9 @@ impl Gen<'_> {
                     if self.plan_panel(loops, plan) {
                         plan.facts.insert(Fact::Mc);
                     }
+                    if self.plan_row_panel(loops, plan) {
+                        plan.facts.insert(Fact::Pr);
+                    }
                 }
                 // The plain nest small ranges run.
                 self.plan_in(loops, plan);
@@ -204,14 +236,24 @@ impl Gen<'_> {
             return false;
         };
         let loads = self.packable(loops).len();
-        let name = ident(&format!("i{}_panel", cl.id.0));
-        if loads > 0 && !plan.panels.iter().any(|q| q.name == name) {
-            plan.panels.push(Panel {
-                name,
-                columns: cl.clone(),
-                reduce: reduce.to_vec(),
-                loads,
-            });
+        if loads > 0 {
+            let name = ident(&format!("i{}_panel", cl.id.0));
+            plan.use_panel(name, false, cl, reduce, loads);
+        }
+        loads > 0
+    }
+
+    /// The row panel of a tile `[R, C, K…]` that packs a column panel, when it
+    /// packs some of its rows' loads ([`Gen::row_packable`]); the first tile of a
+    /// row loop id names it. Whether the tile packs rows.
+    fn plan_row_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
+        let [rl, _, reduce @ ..] = loops else {
+            return false;
+        };
+        let loads = self.row_packable(loops).len();
+        if loads > 0 {
+            let name = ident(&format!("i{}_row_panel", rl.id.0));
+            plan.use_panel(name, true, rl, reduce, loads);
         }
         loads > 0
     }

@@ -134,16 +134,45 @@ impl Gen<'_> {
         } else {
             (ks.clone(), kend.clone())
         };
-        let (copy, cx) = if packed.is_empty() {
+        let (copy, mut cx) = if packed.is_empty() {
             (TokenStream::new(), Cx::default())
         } else {
-            self.pack(cl, reduce, &packed, k_start.clone(), k_stop.clone())?
+            let (copy, cells) = self.pack(cl, false, reduce, &packed, &k_start, &k_stop)?;
+            let cx = Cx {
+                packed: cells,
+                rows: Vec::new(),
+            };
+            (copy, cx)
+        };
+        // The row panel, where the columns pack (its row blocks are theirs).
+        let rows_packed = if packed.is_empty() {
+            Vec::new()
+        } else {
+            self.row_packable(loops)
+        };
+        let row_copy = if rows_packed.is_empty() {
+            TokenStream::new()
+        } else {
+            let (copy, cells) = self.pack(rl, true, reduce, &rows_packed, &k_start, &k_stop)?;
+            // Read from the panel where this copy packs rows, else in place.
+            for (v, cell) in cells {
+                let x = self.value(&v)?;
+                let x = self.float(x, Prec::Lowest, false);
+                cx.rows.push((v, quote!(if PR { #cell } else { #x })));
+            }
+            copy
         };
         let at = local(c, "at");
         let step = match packed.len() {
             0 => TokenStream::new(),
             1 => quote!(#at += NR as i64;),
             p => quote!(#at += (#p * NR) as i64;),
+        };
+        let row_at = local(r, "at");
+        let row_step = match rows_packed.len() {
+            0 => TokenStream::new(),
+            1 => quote!(#row_at += MR as i64;),
+            p => quote!(#row_at += (#p * MR) as i64;),
         };
         // Packed loads are read from the panel, without the row's or column's index.
         let skip = cx.loads();
@@ -163,6 +192,7 @@ impl Gen<'_> {
                     }
                 }
                 #step
+                #row_step
             }
         };
         let reduction = self.tile_reduction(&cx, reduce, &rows_cols, k_start, k_stop)?;
@@ -190,6 +220,27 @@ impl Gen<'_> {
             let (r_block, r_block_end) = (local(r, "block"), local(r, "block_end"));
             let (c_first, c_next) = (local(c, "first"), local(c, "next"));
             let t = &self.float;
+            let (row_pack, row_start) = if rows_packed.is_empty() {
+                (TokenStream::new(), TokenStream::new())
+            } else {
+                let (row_panel, row_view) = (local(r, "row_panel"), local(r, "row_packed"));
+                (
+                    quote! {
+                        if PR {
+                            // The block's row-packed loads, one row tile's run after
+                            // another.
+                            let mut #row_at = 0_i64;
+                            for #r_start in (#r_block..#r_block_end).step_by(MR) {
+                                #row_tile
+                                #row_copy
+                            }
+                        }
+                        let #row_view: &[#t] = #row_panel;
+                    },
+                    // Every column tile reads the block's row panel from its start.
+                    quote!(let mut #row_at = 0_i64;),
+                )
+            };
             quote! {
                 // Every column tile's packed loads, one tile's run after another.
                 let mut #at = 0_i64;
@@ -201,12 +252,14 @@ impl Gen<'_> {
                 // Rows in blocks of `MC`; within a block, columns outside rows.
                 for #r_block in (#rs..#re).step_by(MC) {
                     let #r_block_end = (#r_block + MC as i64).min(#re);
+                    #row_pack
                     let mut #c_next = 0_i64;
                     for #c_start in (#cs..#ce).step_by(NR) {
                         #column_tile
                         // This column tile's run of the panel starts where the
                         // previous one's ended.
                         let #c_first = #c_next;
+                        #row_start
                         for #r_start in (#r_block..#r_block_end).step_by(MR) {
                             #row_tile
                             #(#setup)*
@@ -287,23 +340,42 @@ impl Gen<'_> {
         crate::plan::panel_loads(loops, crate::plan::Packing::Cells)
     }
 
+    /// The loads of a tile `loops = [R, C, K…]` that it packs into its row panel,
+    /// where it packs a column panel too: the panel plan's
+    /// ([`plan::row_panel_loads`](crate::plan::row_panel_loads)).
+    pub(super) fn row_packable(&self, loops: &[Loop]) -> Vec<Value> {
+        crate::plan::row_panel_loads(loops)
+    }
+
     /// Copies the `packed` loads of a column tile into its panel `i{c}_panel` from
     /// cell `i{c}_at` on, `NR` cells per load and reduction iteration, in the order
-    /// the reduction runs (its outermost loop over `start..end`). Returns that code
-    /// and the context of the reduction, in which [`Gen::value_in`] reads each
-    /// packed load from its cell.
+    /// the reduction runs (its outermost loop over `start..end`); for a row tile
+    /// (`rows`, `l` the row loop) into `i{r}_row_panel`, `MR` cells. Returns that
+    /// code and each packed load's read of its cell (as [`Gen::value_in`] prints it
+    /// in the reduction).
     pub(super) fn pack(
         &self,
-        cl: &Loop,
+        l: &Loop,
+        rows: bool,
         reduce: &[Loop],
         packed: &[Value],
-        start: TokenStream,
-        end: TokenStream,
-    ) -> Result<(TokenStream, Cx), EmitError> {
-        let c = cl.id.0;
+        start: &TokenStream,
+        end: &TokenStream,
+    ) -> Result<(TokenStream, Vec<(Value, TokenStream)>), EmitError> {
+        let c = l.id.0;
         let local = |what: &str| ident(&format!("i{c}_{what}"));
-        let (panel, view, at) = (local("panel"), local("packed"), local("at"));
+        let (panel, view) = if rows {
+            (local("row_panel"), local("row_packed"))
+        } else {
+            (local("panel"), local("packed"))
+        };
+        let at = local("at");
         let (ci, c_tile) = (ident(&format!("i{c}")), local("tile"));
+        let (cell, cells) = if rows {
+            (quote!(row), quote!(MR))
+        } else {
+            (quote!(col), quote!(NR))
+        };
         // The loops of the copy use only the indices the packed loads use.
         let copies = packed
             .iter()
@@ -311,19 +383,19 @@ impl Gen<'_> {
             .map(|(j, v)| {
                 let x = self.value(v)?;
                 let x = self.float(x, Prec::Lowest, false);
-                let cell = panel_cell(&at, j);
-                Ok(quote!(*#panel.get_unchecked_mut(#cell) = #x;))
+                let at_cell = panel_cell(&at, j, &cell, &cells);
+                Ok(quote!(*#panel.get_unchecked_mut(#at_cell) = #x;))
             })
             .collect::<Result<Vec<_>, EmitError>>()?;
         let p = packed.len();
         let step = if p == 1 {
-            quote!(NR as i64)
+            quote!(#cells as i64)
         } else {
-            quote!((#p * NR) as i64)
+            quote!((#p * #cells) as i64)
         };
         let mut copy = quote! {
-            for col in 0..NR {
-                let #ci = #c_tile + col as i64;
+            for #cell in 0..#cells {
+                let #ci = #c_tile + #cell as i64;
                 #(#copies)*
             }
             #at += #step;
@@ -339,26 +411,30 @@ impl Gen<'_> {
             let index = ident(&format!("{}i{}", if used { "" } else { "_" }, l.id.0));
             copy = quote!(for #index in #s..#e { #copy });
         }
-        let cx = Cx {
-            packed: packed
-                .iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    let cell = panel_cell(&at, j);
-                    (v.clone(), quote!(*#view.get_unchecked(#cell)))
-                })
-                .collect(),
-        };
-        Ok((copy, cx))
+        let reads = packed
+            .iter()
+            .enumerate()
+            .map(|(j, v)| {
+                let at_cell = panel_cell(&at, j, &cell, &cells);
+                (v.clone(), quote!(*#view.get_unchecked(#at_cell)))
+            })
+            .collect();
+        Ok((copy, reads))
     }
 }
 
-/// The offset of packed load `j`'s cell for column `col` in a panel, `at` being
-/// where the current reduction iteration's cells start.
-pub(super) fn panel_cell(at: &Ident, j: usize) -> TokenStream {
+/// The offset of packed load `j`'s cell for column `col` (row `row`) in a panel of
+/// `NR` (`MR`) cells per load, `at` being where the current reduction
+/// iteration's cells start.
+pub(super) fn panel_cell(
+    at: &Ident,
+    j: usize,
+    cell: &TokenStream,
+    cells: &TokenStream,
+) -> TokenStream {
     if j == 0 {
-        quote!((#at + col as i64) as usize)
+        quote!((#at + #cell as i64) as usize)
     } else {
-        quote!((#at + (#j * NR + col) as i64) as usize)
+        quote!((#at + (#j * #cells + #cell) as i64) as usize)
     }
 }
