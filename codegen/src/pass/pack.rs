@@ -17,7 +17,7 @@
 //! Cost: O(A_c² + A_b) per tile, `A_c` the loads of the tile's body.
 
 use crate::loops::analysis::{body_accesses, packable};
-use crate::loops::{LoadSet, LoopProgram};
+use crate::loops::{Block, LoadSet, LoopProgram};
 
 /// Names the packable loads of every `[tile]` nest (see the module docs).
 pub fn pack(p: &LoopProgram) -> LoopProgram {
@@ -27,17 +27,23 @@ pub fn pack(p: &LoopProgram) -> LoopProgram {
             let Some(mut tile) = l.schedule.tile else {
                 continue;
             };
-            let allowed = packable(p, b, d);
-            let loads = body_accesses(&b.loops[d..], false);
-            let mut packed = LoadSet::default();
-            for (j, a) in loads.iter().enumerate() {
-                if allowed.contains(j) && !loads[..j].contains(a) {
-                    packed.insert(j);
-                }
-            }
-            tile.packed = packed;
+            tile.packed = first_of_each(b, d, packable(p, b, d));
             out.blocks[k].loops[d].schedule.tile = Some(tile);
         }
     }
     out
+}
+
+/// Of the loads of the body of `b.loops[d]` in `allowed`, the first position of
+/// each distinct access (a mark names a load by its text, which reads back as its
+/// first position).
+pub(super) fn first_of_each(b: &Block, d: usize, allowed: LoadSet) -> LoadSet {
+    let loads = body_accesses(&b.loops[d..], false);
+    let mut named = LoadSet::default();
+    for (j, a) in loads.iter().enumerate() {
+        if allowed.contains(j) && !loads[..j].contains(a) {
+            named.insert(j);
+        }
+    }
+    named
 }

@@ -20,7 +20,8 @@
 //!
 //! Cost: O(A_c² + A_b) per tile, `A_c` the loads of the tile's body.
 
-use crate::loops::analysis::{body_accesses, row_packable};
+use super::pack::first_of_each;
+use crate::loops::analysis::row_packable;
 use crate::loops::{LoadSet, LoopProgram};
 
 /// Names the row-packable loads of every `[tile]` nest that blocks its reduction
@@ -32,17 +33,11 @@ pub fn pack_rows(p: &LoopProgram) -> LoopProgram {
             let Some(mut tile) = l.schedule.tile else {
                 continue;
             };
-            let mut rows = LoadSet::default();
-            if tile.block_reduction && !tile.packed.is_empty() {
-                let allowed = row_packable(p, b, d);
-                let loads = body_accesses(&b.loops[d..], false);
-                for (j, a) in loads.iter().enumerate() {
-                    if allowed.contains(j) && !loads[..j].contains(a) {
-                        rows.insert(j);
-                    }
-                }
-            }
-            tile.rows = rows;
+            tile.rows = if tile.block_reduction && !tile.packed.is_empty() {
+                first_of_each(b, d, row_packable(p, b, d))
+            } else {
+                LoadSet::default()
+            };
             out.blocks[k].loops[d].schedule.tile = Some(tile);
         }
     }

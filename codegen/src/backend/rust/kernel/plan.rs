@@ -195,10 +195,10 @@ impl Gen<'_> {
                 plan.facts.extend([Fact::Mr, Fact::Nr]);
                 if block_reduction {
                     plan.facts.insert(Fact::Kc);
-                    if self.plan_panel(loops, plan) {
+                    if self.plan_panel(loops, false, plan) {
                         plan.facts.insert(Fact::Mc);
                     }
-                    if self.plan_row_panel(loops, plan) {
+                    if self.plan_panel(loops, true, plan) {
                         plan.facts.insert(Fact::Pr);
                     }
                 }
@@ -228,32 +228,26 @@ impl Gen<'_> {
         }
     }
 
-    /// The panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
-    /// some load ([`Gen::packable`]); the first tile of a column loop id names it.
-    /// Whether the tile packs.
-    fn plan_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
-        let [_, cl, reduce @ ..] = loops else {
+    /// A panel of a tile `[R, C, K…]` whose reduction is blocked, when it packs
+    /// some load: its column panel ([`Gen::packable`]), or with `rows` its row
+    /// panel ([`Gen::row_packable`], only where the columns pack). Tiles of loops
+    /// with the same id share a panel ([`Plan::use_panel`]). Whether the tile packs.
+    fn plan_panel(&self, loops: &[Loop], rows: bool, plan: &mut Plan) -> bool {
+        let [rl, cl, reduce @ ..] = loops else {
             return false;
         };
-        let loads = self.packable(loops).len();
-        if loads > 0 {
-            let name = ident(&format!("i{}_panel", cl.id.0));
-            plan.use_panel(name, false, cl, reduce, loads);
-        }
-        loads > 0
-    }
-
-    /// The row panel of a tile `[R, C, K…]` that packs a column panel, when it
-    /// packs some of its rows' loads ([`Gen::row_packable`]); the first tile of a
-    /// row loop id names it. Whether the tile packs rows.
-    fn plan_row_panel(&self, loops: &[Loop], plan: &mut Plan) -> bool {
-        let [rl, _, reduce @ ..] = loops else {
-            return false;
+        let (loads, along, name) = if rows {
+            let loads = self.row_packable(loops).len();
+            (loads, rl, format!("i{}_row_panel", rl.id.0))
+        } else {
+            (
+                self.packable(loops).len(),
+                cl,
+                format!("i{}_panel", cl.id.0),
+            )
         };
-        let loads = self.row_packable(loops).len();
         if loads > 0 {
-            let name = ident(&format!("i{}_row_panel", rl.id.0));
-            plan.use_panel(name, true, rl, reduce, loads);
+            plan.use_panel(ident(&name), rows, along, reduce, loads);
         }
         loads > 0
     }
