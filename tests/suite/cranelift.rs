@@ -164,7 +164,7 @@ fn emit_writes_headers_clif_and_objects() {
 
     let missing = uop(&["emit", program, "--target", "object"]);
     assert!(!missing.status.success(), "an object needs -o");
-    let dir = std::env::temp_dir().join(format!("uop-emit-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("uop-emit");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("mm.o");
     let path = path.to_str().expect("utf-8 path");

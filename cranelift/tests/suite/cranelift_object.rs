@@ -22,8 +22,11 @@ const SOFTMAX: &str = "input x: f32[B, N]\nm = reduce_max(x, [1])\n\
     e = exp(sub(x, reindex(m, [B, N], [i0, 0])))\ns = reduce_sum(e, [1])\n\
     y = div(e, reindex(s, [B, N], [i0, 0]))\nz = mul(tanh(x), 0.5)\noutput y\noutput z\n";
 
+/// A fresh, empty directory for one test, under the tests' target tmpdir (nothing
+/// is left in the system's temporary folder).
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("uop-cranelift-{test}-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("uop-cranelift-{test}"));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }

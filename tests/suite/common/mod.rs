@@ -34,9 +34,11 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A fresh, empty scratch directory for one test (unique per process and name).
+/// A fresh, empty scratch directory for one test (unique per name), under the
+/// tests' target tmpdir: emptied when a test takes it again, so runs of the suite
+/// leave nothing in the system's temporary folder.
 pub fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("uop-test-{}-{test}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("uop-test-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
