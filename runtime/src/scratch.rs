@@ -13,6 +13,11 @@
 //! plain `NAME(...)` lends from a fresh, empty scratch: every call allocates, as a
 //! call that keeps nothing must.
 //!
+//! A buffer each thread of a kernel keeps (a row, a packed panel) is accounted
+//! before the threads start: [`Scratch::reserve_parts`] takes every part's block,
+//! or returns [`KernelError::TooLarge`] naming the buffer, and the threads'
+//! [`Scratch::part`] of that length then reuses it and cannot fail.
+//!
 //! A lent buffer ([`Lent`]) goes back to its key when dropped. Two lenders of one
 //! key at the same time (two threads calling kernels on one scratch) are correct:
 //! the second gets a new block, and the larger of the two is kept.
