@@ -108,15 +108,16 @@ impl Scratch {
     ) -> Result<(), KernelError> {
         let too_large = || KernelError::TooLarge { kernel, buffer };
         let bytes = len.checked_mul(size_of::<T>()).ok_or_else(too_large)?;
+        // One lock for every part: a call finds them all kept.
+        let mut slots = self.lock();
         for part in 0..parts {
             let key = (key, part);
-            let kept = self
-                .lock()
+            let kept = slots
                 .iter()
                 .any(|s| s.key == key && s.block.as_ref().is_some_and(|b| b.len() >= bytes));
             if !kept {
                 let block = AlignedVec::try_zeroed(bytes).ok_or_else(too_large)?;
-                self.give_back(key, block);
+                keep(&mut slots, key, block);
             }
         }
         Ok(())
@@ -189,23 +190,27 @@ impl Scratch {
 
     /// Takes `block` back as `key`'s, unless the key kept a larger one meanwhile.
     fn give_back(&self, key: (usize, usize), block: AlignedVec<u8>) {
-        let mut slots = self.lock();
-        match slots.iter_mut().find(|s| s.key == key) {
-            Some(slot) => {
-                if slot.block.as_ref().is_none_or(|b| b.len() < block.len()) {
-                    slot.block = Some(block);
-                }
-            }
-            None => slots.push(Slot {
-                key,
-                block: Some(block),
-            }),
-        }
+        keep(&mut self.lock(), key, block);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
         // A thread that panicked holding the lock left the list whole.
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Keeps `block` as `key`'s in `slots`, unless the key keeps a larger one.
+fn keep(slots: &mut Vec<Slot>, key: (usize, usize), block: AlignedVec<u8>) {
+    match slots.iter_mut().find(|s| s.key == key) {
+        Some(slot) => {
+            if slot.block.as_ref().is_none_or(|b| b.len() < block.len()) {
+                slot.block = Some(block);
+            }
+        }
+        None => slots.push(Slot {
+            key,
+            block: Some(block),
+        }),
     }
 }
 
