@@ -341,6 +341,28 @@ fn wrong_shapes_are_errors_not_panics() {
 }
 
 #[test]
+fn a_per_thread_row_past_memory_is_an_error_not_a_panic_in_a_thread() {
+    // No image (N = 0), so `x`, `k` and `y` are empty, but each thread's padded
+    // row of `C × (H + 2) × (W + 2)` values is more than memory: its bytes past
+    // the address range (C = 2^21), or a size no allocator grants (C = 2^18).
+    // The kernel reserves every thread's row before its threads start.
+    let too_large = |kernel| kernels::KernelError::TooLarge {
+        kernel,
+        buffer: "x_pad",
+    };
+    for c in [1 << 21, 1 << 18] {
+        let scratch = kernels::Scratch::new();
+        let x_shape = [0, c, 1 << 20, 1 << 20];
+        let k_shape = [0, c, 3, 3];
+        let got = kernels::conv2d_f32_with_scratch(&scratch, &[], x_shape, &[], k_shape, &mut []);
+        assert_eq!(got, Err(too_large("conv2d_f32")), "C = {c}");
+        let got = kernels::conv2d_f64_with_scratch(&scratch, &[], x_shape, &[], k_shape, &mut []);
+        assert_eq!(got, Err(too_large("conv2d_f64")), "C = {c}");
+        assert_eq!(scratch.kept_bytes(), 0, "C = {c}");
+    }
+}
+
+#[test]
 fn outputs_are_fully_overwritten() {
     // Garbage in the output buffer must not leak into the result (column sums
     // accumulate, so the kernel has to start from zero itself).

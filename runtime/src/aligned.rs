@@ -78,14 +78,14 @@ impl<T: Zero> AlignedVec<T> {
     ///
     /// # Panics
     ///
-    /// When `len` elements exceed the address range ([`AlignedVec::try_zeroed`]
-    /// returns `None` instead).
+    /// When `len` elements exceed the address range or the allocator refuses
+    /// them ([`AlignedVec::try_zeroed`] returns `None` instead).
     pub fn zeroed(len: usize) -> AlignedVec<T> {
         Self::zeroed_at(len, 0)
     }
 
     /// `len` zeros starting on a cache line; `None` when they exceed the address
-    /// range.
+    /// range or the allocator refuses them.
     pub fn try_zeroed(len: usize) -> Option<AlignedVec<T>> {
         Self::try_zeroed_at(len, 0)
     }
@@ -96,7 +96,8 @@ impl<T: Zero> AlignedVec<T> {
     ///
     /// # Panics
     ///
-    /// When `len` elements exceed the address range.
+    /// When `len` elements exceed the address range or the allocator refuses
+    /// them.
     pub fn zeroed_at(len: usize, offset: usize) -> AlignedVec<T> {
         match Self::try_zeroed_at(len, offset) {
             Some(v) => v,
@@ -105,7 +106,7 @@ impl<T: Zero> AlignedVec<T> {
     }
 
     /// [`AlignedVec::zeroed_at`], or `None` when `len` elements exceed the
-    /// address range.
+    /// address range or the allocator refuses them.
     pub fn try_zeroed_at(len: usize, offset: usize) -> Option<AlignedVec<T>> {
         let size = size_of::<T>().max(1);
         // Enough spare elements to reach any offset from wherever `calloc` starts.
@@ -113,9 +114,9 @@ impl<T: Zero> AlignedVec<T> {
         let layout = Self::layout(capacity)?;
         // Safety: the layout's size is not zero (it has the spare elements).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let Some(base) = NonNull::new(ptr.cast::<T>()) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        // A refused allocation is `None` as well, for the caller to report (a
+        // kernel's `KernelError::TooLarge`), not an abort.
+        let base = NonNull::new(ptr.cast::<T>())?;
         // Before the first write, so that the pages are huge from their first touch.
         // Safety: the allocation holds `capacity` zeroed (so valid) elements.
         advise_huge_pages(unsafe { core::slice::from_raw_parts(base.as_ptr(), capacity) });
@@ -274,6 +275,13 @@ mod tests {
         let e = std::panic::catch_unwind(|| AlignedVec::<f32>::zeroed(usize::MAX)).unwrap_err();
         let msg = e.downcast_ref::<String>().unwrap();
         assert!(msg.contains("exceeds the address range"), "{msg}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "an allocation of an exbibyte")]
+    fn a_refused_allocation_is_none() {
+        // A valid layout (under `isize::MAX` bytes) past any x86-64 address space.
+        assert!(AlignedVec::<u8>::try_zeroed(1 << 60).is_none());
     }
 
     /// The `VmFlags` of the mapping holding `addr`, from `/proc/self/smaps`.

@@ -10,6 +10,13 @@ pub fn cpu_level() -> u8 {
     *LEVEL.get_or_init(|| detected_level().min(level_cap(std::env::var("UOP_CPU").ok().as_deref())))
 }
 
+/// `0` off x86-64: the kernels there run their generic loops only (a kernel sizes
+/// its per-thread buffers by this level on every architecture).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn cpu_level() -> u8 {
+    0
+}
+
 /// What the CPU has, uncapped.
 #[cfg(target_arch = "x86_64")]
 fn detected_level() -> u8 {

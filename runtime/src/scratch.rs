@@ -13,6 +13,11 @@
 //! plain `NAME(...)` lends from a fresh, empty scratch: every call allocates, as a
 //! call that keeps nothing must.
 //!
+//! A buffer each thread of a kernel keeps (a row, a packed panel) is accounted
+//! before the threads start: [`Scratch::reserve_parts`] takes every part's block,
+//! or returns [`KernelError::TooLarge`] naming the buffer, and the threads'
+//! [`Scratch::part`] of that length then reuses it and cannot fail.
+//!
 //! A lent buffer ([`Lent`]) goes back to its key when dropped. Two lenders of one
 //! key at the same time (two threads calling kernels on one scratch) are correct:
 //! the second gets a new block, and the larger of the two is kept.
@@ -82,13 +87,52 @@ impl Scratch {
             .ok_or(KernelError::TooLarge { kernel, buffer })
     }
 
+    /// Makes sure parts `0..parts` of buffer `key` each keep a block of at least
+    /// `len` `T`s, allocating (zeroed) what is missing, so that [`Scratch::part`]
+    /// and [`Scratch::part_unzeroed`] of that length, inside the threads, reuse it
+    /// and cannot fail. A kernel calls it before its threads start; a later call
+    /// with the same sizes finds every block kept and allocates nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`KernelError::TooLarge`] naming `kernel` and `buffer` when `len` `T`s
+    /// exceed the address range or their allocation is refused; the blocks of the
+    /// parts reserved before stay kept.
+    pub fn reserve_parts<T: Zero>(
+        &self,
+        key: usize,
+        parts: usize,
+        len: usize,
+        kernel: &'static str,
+        buffer: &'static str,
+    ) -> Result<(), KernelError> {
+        let too_large = || KernelError::TooLarge { kernel, buffer };
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(too_large)?;
+        // One lock for every part: a call finds them all kept.
+        let mut slots = self.lock();
+        for part in 0..parts {
+            let key = (key, part);
+            let kept = slots
+                .iter()
+                .any(|s| s.key == key && s.block.as_ref().is_some_and(|b| b.len() >= bytes));
+            if !kept {
+                let block = AlignedVec::try_zeroed(bytes).ok_or_else(too_large)?;
+                keep(&mut slots, key, block);
+            }
+        }
+        Ok(())
+    }
+
     /// `len` zeros starting on a cache line, for buffer `key` of the thread with
     /// part number `part` (a row or panel each thread of a kernel keeps).
     ///
     /// # Panics
     ///
-    /// When `len` elements exceed the address range, as [`AlignedVec::zeroed`]
-    /// (the kernel checked `len` as a buffer's length before its threads started).
+    /// When `len` elements exceed the address range or their allocation is
+    /// refused, as [`AlignedVec::zeroed`]. A kernel reserves its parts' blocks
+    /// first ([`Scratch::reserve_parts`]), so this cannot happen in a kernel's
+    /// threads unless another call lends the same key of the same scratch at
+    /// the same time (the part then allocates a block of its own).
     pub fn part<T: Zero>(&self, key: usize, part: usize, len: usize) -> Lent<'_, T> {
         self.lend_part((key, part), len, true)
     }
@@ -146,23 +190,27 @@ impl Scratch {
 
     /// Takes `block` back as `key`'s, unless the key kept a larger one meanwhile.
     fn give_back(&self, key: (usize, usize), block: AlignedVec<u8>) {
-        let mut slots = self.lock();
-        match slots.iter_mut().find(|s| s.key == key) {
-            Some(slot) => {
-                if slot.block.as_ref().is_none_or(|b| b.len() < block.len()) {
-                    slot.block = Some(block);
-                }
-            }
-            None => slots.push(Slot {
-                key,
-                block: Some(block),
-            }),
-        }
+        keep(&mut self.lock(), key, block);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
         // A thread that panicked holding the lock left the list whole.
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Keeps `block` as `key`'s in `slots`, unless the key keeps a larger one.
+fn keep(slots: &mut Vec<Slot>, key: (usize, usize), block: AlignedVec<u8>) {
+    match slots.iter_mut().find(|s| s.key == key) {
+        Some(slot) => {
+            if slot.block.as_ref().is_none_or(|b| b.len() < block.len()) {
+                slot.block = Some(block);
+            }
+        }
+        None => slots.push(Slot {
+            key,
+            block: Some(block),
+        }),
     }
 }
 
@@ -301,6 +349,50 @@ mod tests {
             s.zeroed::<f32>(0, "k", "t", &[-1]),
             Err(KernelError::NegativeSize { .. })
         ));
+    }
+
+    #[test]
+    fn a_reserve_past_the_address_range_is_an_error_naming_the_buffer() {
+        let s = Scratch::new();
+        let too_large = Err(KernelError::TooLarge {
+            kernel: "k",
+            buffer: "i1_panel",
+        });
+        // The bytes overflow a usize; then a valid layout no allocator grants.
+        assert_eq!(
+            s.reserve_parts::<f32>(3, 2, usize::MAX / 2, "k", "i1_panel"),
+            too_large
+        );
+        if !cfg!(miri) {
+            assert_eq!(
+                s.reserve_parts::<f32>(3, 2, 1 << 58, "k", "i1_panel"),
+                too_large
+            );
+        }
+        assert_eq!(s.kept_bytes(), 0, "nothing taken");
+    }
+
+    #[test]
+    fn after_a_reserve_the_parts_reuse_the_kept_blocks() {
+        let s = Scratch::new();
+        s.reserve_parts::<f32>(3, 2, 100, "k", "p").unwrap();
+        assert_eq!(s.kept_bytes(), 2 * 400);
+        // Inside the threads: the reserved blocks, nothing allocated.
+        crate::run_parts(2, |part| {
+            let p = s.part_unzeroed::<f32>(3, part.index(), 100);
+            assert_eq!(p.len(), 100);
+            part.wait();
+        });
+        assert_eq!(s.kept_bytes(), 2 * 400);
+        let first = s.part_unzeroed::<f32>(3, 0, 60).as_ptr();
+        // A reserve the kept blocks cover takes nothing; a larger one replaces them.
+        s.reserve_parts::<f32>(3, 2, 80, "k", "p").unwrap();
+        assert_eq!(s.kept_bytes(), 2 * 400);
+        assert_eq!(s.part_unzeroed::<f32>(3, 0, 100).as_ptr(), first);
+        s.reserve_parts::<f32>(3, 2, 200, "k", "p").unwrap();
+        assert_eq!(s.kept_bytes(), 2 * 800);
+        drop(s.part::<f32>(3, 1, 200));
+        assert_eq!(s.kept_bytes(), 2 * 800);
     }
 
     #[test]

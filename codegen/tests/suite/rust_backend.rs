@@ -195,21 +195,34 @@ fn matmul_snapshot_packs_the_panel_every_row_tile_reads() {
     assert_eq!(
         src.matches(".part_unzeroed::<f32>(3, part.index(), i1_panel_len);")
             .count(),
-        Target::X86_64.len(),
+        1,
         "{src}"
     );
     assert!(src.contains("i1_panel: &mut [f32]"));
-    // Each copy's panel is sized by its own reduction block and tile columns: `KC`
-    // reduction iterations of every column tile's `NR` cells.
+    // Sized by the copy this CPU runs, by its own reduction block and tile
+    // columns: `KC` reduction iterations of every column tile's `NR` cells.
     let flat: String = src.chars().filter(|c| !c.is_whitespace()).collect();
     for t in Target::X86_64 {
         let len = format!(
-            "leti1_panel_len=(k.clamp(0,{})asusize).saturating_mul(n.saturating_add({}_i64).max(0)asusize);",
+            "(k.clamp(0,{})asusize).saturating_mul(n.saturating_add({}_i64).max(0)asusize)",
             t.tile_depth,
             t.tile_cols - 1,
         );
         assert!(flat.contains(&len), "{}: {len}", t.name);
     }
+    assert!(
+        flat.contains("leti1_panel_len=matchrt::cpu_level(){"),
+        "{src}"
+    );
+    // Every thread's panel is reserved before the threads start, with the error
+    // returned, for the same number of parts the threads then run.
+    let at = |s: &str| flat.find(s).unwrap_or_else(|| panic!("{s}\n{src}"));
+    let parts = at("letparts=rt::parts_for(&[&[m,n,k]]);");
+    let reserve = at(r#"scratch.reserve_parts::<f32>(3,parts,i1_panel_len,"matmul","i1_panel")?;"#);
+    let run = at("rt::run_parts(parts,|part|{");
+    let lend = at(".part_unzeroed::<f32>(3,part.index(),i1_panel_len);");
+    assert!(parts < reserve && reserve < run && run < lend, "{src}");
+    assert!(!src.contains("in_parts"), "{src}");
     assert!(
         !src.contains("Vec<f32> = vec!"),
         "no buffer allocated inside the loops"
@@ -224,19 +237,24 @@ fn matmul_packs_its_rows_per_row_block_where_the_target_does_and_pack_rows_off_r
     // A row panel per thread, sized by each copy's row block and reduction block
     // where the copy packs rows (AVX2), empty where it reads them in place.
     let flat: String = packed.chars().filter(|c| !c.is_whitespace()).collect();
-    for t in Target::X86_64 {
-        let len = if t.pack_rows {
-            format!(
-                "leti0_row_panel_len=(k.clamp(0,{})asusize).saturating_mul(m.saturating_add({}_i64).clamp(0,{}_i64)asusize,);",
-                t.tile_depth,
-                t.tile_rows - 1,
-                t.tile_row_block,
-            )
-        } else {
-            "leti0_row_panel_len=0_usize;".to_string()
-        };
-        assert!(flat.contains(&len), "{}: {len}\n{packed}", t.name);
+    for (n, t) in Target::X86_64.iter().enumerate() {
+        let len = format!(
+            "(k.clamp(0,{})asusize).saturating_mul(m.saturating_add({}_i64).clamp(0,{}_i64)asusize)",
+            t.tile_depth,
+            t.tile_rows - 1,
+            t.tile_row_block,
+        );
+        let arm = format!("{n}=>{{{len}}}");
+        assert_eq!(
+            flat.contains(&arm),
+            t.pack_rows,
+            "{}: {arm}\n{packed}",
+            t.name
+        );
     }
+    // The baseline reads rows in place, as does every level without an arm.
+    assert!(!Target::X86_64[0].pack_rows);
+    assert!(flat.contains("_=>0_usize,};"), "{packed}");
     assert!(Target::X86_64.iter().any(|t| t.pack_rows));
     // The block's rows are copied once, then every column tile reads them.
     assert!(flat.contains("ifPR{letmuti0_at=0_i64;"), "{packed}");

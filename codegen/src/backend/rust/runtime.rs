@@ -44,6 +44,11 @@ pub(super) enum Helper {
     Shared,
     /// Runs a kernel's loops on several threads, each on its part.
     Parts,
+    /// The number of parts [`Helper::Parts`] runs, for a kernel that reserves
+    /// its per-thread buffers before its threads start.
+    PartsFor,
+    /// Runs a kernel's loops on a given number of parts.
+    RunParts,
     /// One thread's part of the loops.
     Part,
     /// How many elements from a pointer to the next cache line.
@@ -77,6 +82,8 @@ pub(super) fn path(h: Helper) -> TokenStream {
         Helper::ErfF64 => "erf_f64".into(),
         Helper::Shared => "Shared".into(),
         Helper::Parts => "in_parts".into(),
+        Helper::PartsFor => "parts_for".into(),
+        Helper::RunParts => "run_parts".into(),
         Helper::Part => "Part".into(),
         Helper::LinePhase => "line_phase".into(),
         Helper::Scratch => "Scratch".into(),

@@ -141,13 +141,17 @@ pub fn conv2d_with_scratch(
     let mut k_t = scratch.zeroed::<f32>(4, "conv2d", "k_t", &[c, 3, 3, o])?;
     let y = rt::Shared::new(y);
     let k_t = rt::Shared::new(&mut k_t);
-    rt::in_parts(
+    let parts = rt::parts_for(
         &[
             &[c, 3_i64, 3_i64, o],
             &[n, c, h + 2, w + 2],
             &[n, c, h, w],
             &[n, h, w, o, c, 3_i64, 3_i64],
         ],
+    );
+    scratch.reserve_parts::<f32>(3, parts, x_pad_row, "conv2d", "x_pad")?;
+    rt::run_parts(
+        parts,
         |part| {
             let mut x_pad = scratch.part::<f32>(3, part.index(), x_pad_row);
             #[cfg(target_arch = "x86_64")]

@@ -107,19 +107,40 @@ pub fn matmul_with_scratch(
     let [m, k] = rt::dims("matmul", "a", a_shape)?;
     let [_, n] = rt::dims("matmul", "b", b_shape)?;
     let c = rt::Shared::new(c);
-    rt::in_parts(
-        &[&[m, n, k]],
+    let parts = rt::parts_for(&[&[m, n, k]]);
+    let i1_panel_len = match rt::cpu_level() {
+        2 => {
+            (k.clamp(0, 1024) as usize)
+                .saturating_mul(n.saturating_add(63_i64).max(0) as usize)
+        }
+        1 => {
+            (k.clamp(0, 512) as usize)
+                .saturating_mul(n.saturating_add(15_i64).max(0) as usize)
+        }
+        _ => {
+            (k.clamp(0, 256) as usize)
+                .saturating_mul(n.saturating_add(7_i64).max(0) as usize)
+        }
+    };
+    scratch.reserve_parts::<f32>(3, parts, i1_panel_len, "matmul", "i1_panel")?;
+    let i0_row_panel_len = match rt::cpu_level() {
+        1 => {
+            (k.clamp(0, 512) as usize)
+                .saturating_mul(m.saturating_add(4_i64).clamp(0, 30_i64) as usize)
+        }
+        _ => 0_usize,
+    };
+    scratch.reserve_parts::<f32>(4, parts, i0_row_panel_len, "matmul", "i0_row_panel")?;
+    rt::run_parts(
+        parts,
         |part| {
+            let mut i1_panel = scratch
+                .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
+            let mut i0_row_panel = scratch
+                .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
             #[cfg(target_arch = "x86_64")]
             match rt::cpu_level() {
                 2 => {
-                    let i1_panel_len = (k.clamp(0, 1024) as usize)
-                        .saturating_mul(n.saturating_add(63_i64).max(0) as usize);
-                    let mut i1_panel = scratch
-                        .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
-                    let i0_row_panel_len = 0_usize;
-                    let mut i0_row_panel = scratch
-                        .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
                     unsafe {
                         matmul_avx512(
                             part,
@@ -136,16 +157,6 @@ pub fn matmul_with_scratch(
                     return;
                 }
                 1 => {
-                    let i1_panel_len = (k.clamp(0, 512) as usize)
-                        .saturating_mul(n.saturating_add(15_i64).max(0) as usize);
-                    let mut i1_panel = scratch
-                        .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
-                    let i0_row_panel_len = (k.clamp(0, 512) as usize)
-                        .saturating_mul(
-                            m.saturating_add(4_i64).clamp(0, 30_i64) as usize,
-                        );
-                    let mut i0_row_panel = scratch
-                        .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
                     unsafe {
                         matmul_avx2(
                             part,
@@ -163,13 +174,6 @@ pub fn matmul_with_scratch(
                 }
                 _ => {}
             }
-            let i1_panel_len = (k.clamp(0, 256) as usize)
-                .saturating_mul(n.saturating_add(7_i64).max(0) as usize);
-            let mut i1_panel = scratch
-                .part_unzeroed::<f32>(3, part.index(), i1_panel_len);
-            let i0_row_panel_len = 0_usize;
-            let mut i0_row_panel = scratch
-                .part_unzeroed::<f32>(4, part.index(), i0_row_panel_len);
             unsafe {
                 matmul_loops::<
                     false,

@@ -92,8 +92,10 @@ pub fn softmax_with_scratch(
     let e_row = rt::buffer_len("softmax", "e", &[1, n])?;
     rt::buffer_len("softmax", "s", &[b, 1])?;
     let y = rt::Shared::new(y);
-    rt::in_parts(
-        &[&[b, n], &[b, n], &[b, n]],
+    let parts = rt::parts_for(&[&[b, n], &[b, n], &[b, n]]);
+    scratch.reserve_parts::<f32>(2, parts, e_row, "softmax", "e")?;
+    rt::run_parts(
+        parts,
         |part| {
             let mut e = scratch.part::<f32>(2, part.index(), e_row);
             #[cfg(target_arch = "x86_64")]

@@ -97,7 +97,7 @@ pub fn sums_with_scratch(
     let [m, n] = rt::dims("sums", "x", x_shape)?;
     let i0_piece_len = (32768_i64 / n.max(1)).max(1);
     let i0_pieces = (m + i0_piece_len - 1) / i0_piece_len;
-    let mut v0_pieces = scratch.part::<f32>(3, 0, i0_pieces as usize);
+    let mut v0_pieces = scratch.zeroed::<f32>(3, "sums", "v0_pieces", &[i0_pieces])?;
     let total = rt::Shared::new(total);
     let columns = rt::Shared::new(columns);
     let v0_pieces = rt::Shared::new(&mut v0_pieces);

@@ -67,9 +67,14 @@ impl Gen<'_> {
                     a.args.push(quote!(#id));
                 }
                 _ if row_len.is_some() => {
-                    // Each thread its own row, lent by the scratch.
+                    // Each thread its own row, lent by the scratch, which holds
+                    // every thread's before the threads start.
                     let key = lit(&tid.0.to_string());
-                    let part = self.part_index();
+                    let (part, parts) = (self.part_index(), self.parts_count());
+                    let (kernel, buffer) = (self.kernel_lit(), &self.p.tensors[tid.0].name);
+                    a.reserve.push(quote! {
+                        scratch.reserve_parts::<#e>(#key, #parts, #row_len, #kernel, #buffer)?;
+                    });
                     a.allocs
                         .push(quote!(let mut #id = scratch.part::<#e>(#key, #part, #row_len);));
                     a.params.push(quote!(#id: &mut [#e]));
@@ -134,41 +139,73 @@ impl Gen<'_> {
         }
     }
 
-    /// The tiles' packed panels ([`Plan::panels`]), lent by the scratch (per
-    /// thread) just before a copy of the loops is called, each sized by that copy's
-    /// target: a column panel for every column tile, `KC` reduction iterations (or
-    /// fewer) of `NR` cells per load; a row panel (where the target packs rows,
-    /// else empty) for one block of rows, `KC` reduction iterations of `MC` cells
-    /// per load.
+    /// The tiles' packed panels ([`Plan::panels`]), sized before the threads start
+    /// by the target of the copy of the loops this CPU runs ([`Gen::by_level`]):
+    /// a column panel for every column tile, `KC` reduction iterations (or fewer)
+    /// of `NR` cells per load; a row panel (where the target packs rows, else
+    /// empty) for one block of rows, `KC` reduction iterations of `MC` cells per
+    /// load. The scratch reserves every thread's before the threads start; each
+    /// thread then borrows its own.
     fn panel_args(&self, a: &mut LoopsArgs) -> Result<(), EmitError> {
         let t = &self.float;
-        a.panels = vec![Vec::new(); Target::X86_64.len()];
+        let (kernel, part, parts) = (self.kernel_lit(), self.part_index(), self.parts_count());
         for (n, panel) in self.plan.panels.iter().enumerate() {
             let name = &panel.name;
+            let buffer = name.to_string();
             let key = lit(&(self.p.tensors.len() + n).to_string());
-            let part = self.part_index();
             let panel_len = ident(&format!("{name}_len"));
-            for (allocs, target) in a.panels.iter_mut().zip(&Target::X86_64) {
-                let lens = panel
-                    .uses
-                    .iter()
-                    .map(|u| self.panel_len(u, panel.rows, target))
-                    .collect::<Result<Vec<_>, EmitError>>()?;
-                let len = match lens.as_slice() {
-                    [one] => one.clone(),
-                    [first, rest @ ..] => quote!(#first #(.max(#rest))*),
-                    [] => quote!(0_usize),
-                };
-                // Lent unzeroed: each reduction block packs every column tile's
-                // (row block's) cells before any tile reads one ([`Gen::tile`]).
-                allocs.push(quote! {
-                    let #panel_len = #len;
-                    let mut #name = scratch.part_unzeroed::<#t>(#key, #part, #panel_len);
-                });
-            }
+            let lens = Target::X86_64
+                .iter()
+                .map(|target| {
+                    let lens = panel
+                        .uses
+                        .iter()
+                        .map(|u| self.panel_len(u, panel.rows, target))
+                        .collect::<Result<Vec<_>, EmitError>>()?;
+                    Ok(match lens.as_slice() {
+                        [one] => one.clone(),
+                        [first, rest @ ..] => quote!(#first #(.max(#rest))*),
+                        [] => quote!(0_usize),
+                    })
+                })
+                .collect::<Result<Vec<_>, EmitError>>()?;
+            let len = self.by_level(&lens);
+            a.reserve.push(quote! {
+                let #panel_len = #len;
+                scratch.reserve_parts::<#t>(#key, #parts, #panel_len, #kernel, #buffer)?;
+            });
+            // Lent unzeroed: each reduction block packs every column tile's (row
+            // block's) cells before any tile reads one ([`Gen::tile`]).
+            a.allocs.push(quote! {
+                let mut #name = scratch.part_unzeroed::<#t>(#key, #part, #panel_len);
+            });
             a.pass(quote!(#name: &mut [#t]), quote!(&mut #name), quote!(#name));
         }
         Ok(())
+    }
+
+    /// A value per copy of [`Target::X86_64`] (the baseline's first), as the one
+    /// for the CPU's level: a `match` on it with an arm per level whose value is
+    /// not the baseline's, or the value when all are alike.
+    fn by_level(&self, values: &[TokenStream]) -> TokenStream {
+        let baseline = &values[0];
+        let own: Vec<_> = (values.iter().enumerate().skip(1).rev())
+            .filter(|(_, v)| v.to_string() != baseline.to_string())
+            .collect();
+        if own.is_empty() {
+            return baseline.clone();
+        }
+        let level = self.need(Helper::CpuLevel);
+        let arms = own.into_iter().map(|(n, v)| {
+            let n = Literal::usize_unsuffixed(n);
+            quote!(#n => #v,)
+        });
+        quote! {
+            match #level() {
+                #(#arms)*
+                _ => #baseline,
+            }
+        }
     }
 
     /// The cells a tile's use `u` of a panel (a row panel when `rows`) needs on
@@ -349,11 +386,9 @@ impl Gen<'_> {
                     unsafe { #loops_fn #fish(#(#forward),*) }
                 }
             });
-            let panels = a.panels.get(n).into_iter().flatten();
             let n = Literal::usize_unsuffixed(n);
             arms.push(quote! {
                 #n => {
-                    #(#panels)*
                     unsafe { #copy_fn(#(#args),*) };
                     #done
                 }
@@ -375,12 +410,11 @@ impl Gen<'_> {
         let LoopsArgs {
             args,
             share,
+            reserve,
             allocs,
-            panels,
             ..
         } = a;
         let level = self.need(Helper::CpuLevel);
-        let baseline = panels.first().into_iter().flatten();
         let dispatch = quote! {
             // The widest vectors this CPU has; the lengths were checked above.
             #[cfg(target_arch = "x86_64")]
@@ -388,25 +422,32 @@ impl Gen<'_> {
                 #(#arms)*
                 _ => {}
             }
-            #(#baseline)*
             unsafe { #loops_fn #generic(#(#args),*) };
         };
         Ok(if self.threaded {
-            let in_parts = self.need(Helper::Parts);
             let work = self.parallel_work()?;
             // Its dims are the loops' own, already bound for the body; keep them
             // out of what the sizes function records next.
             let _ = self.take_used();
-            quote! {
-                #(#share)*
-                // Threads for the parallel loops, as many as the work is worth.
-                #in_parts(#work, |part| {
-                    #(#allocs)*
-                    #dispatch
-                });
-            }
+            // Threads for the parallel loops, as many as the work is worth; the
+            // buffers each keeps are taken before they start (a failure is an
+            // error returned, not a panic in a thread).
+            let run = if reserve.is_empty() {
+                let in_parts = self.need(Helper::Parts);
+                quote!(#in_parts(#work, |part| { #(#allocs)* #dispatch });)
+            } else {
+                let (parts_for, run_parts) =
+                    (self.need(Helper::PartsFor), self.need(Helper::RunParts));
+                let parts = self.parts_count();
+                quote! {
+                    let #parts = #parts_for(#work);
+                    #(#reserve)*
+                    #run_parts(#parts, |part| { #(#allocs)* #dispatch });
+                }
+            };
+            quote!(#(#share)* #run)
         } else {
-            quote!(#(#allocs)* #dispatch)
+            quote!(#(#reserve)* #(#allocs)* #dispatch)
         })
     }
 }
@@ -422,11 +463,11 @@ struct LoopsArgs {
     forward: Vec<TokenStream>,
     /// `Shared` buffers, made once before the threads start.
     share: Vec<TokenStream>,
-    /// Buffers each thread takes from the scratch (rows).
+    /// The lengths of the buffers each thread keeps (rows, panels) and their
+    /// reserve in the scratch for every thread, before the threads start.
+    reserve: Vec<TokenStream>,
+    /// Buffers each thread takes from the scratch (rows, panels), reserved.
     allocs: Vec<TokenStream>,
-    /// Per copy of [`Target::X86_64`], the panels each thread takes from the
-    /// scratch before calling it, sized by its target.
-    panels: Vec<Vec<TokenStream>>,
 }
 
 impl LoopsArgs {

@@ -240,7 +240,7 @@ fn planned<'a>(
     // which nothing calls (a parameter may take it: kernel `x_shape`, input `x`).
     let items = kernel_items(&k.name);
     reserved.extend(items[1..].iter().map(String::as_str));
-    reserved.extend(["row", "col", "lane", "value", "values", "scratch"]);
+    reserved.extend(["row", "col", "lane", "value", "values", "scratch", "parts"]);
     reserved.extend(Fact::ALL.map(Fact::name));
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];
@@ -341,6 +341,16 @@ impl Gen<'_> {
             quote!(part.index())
         } else {
             quote!(0)
+        }
+    }
+
+    /// The number of parts the loops run on: `parts` (bound before a thread team
+    /// starts) when threaded, else `1`.
+    fn parts_count(&self) -> TokenStream {
+        if self.threaded {
+            quote!(parts)
+        } else {
+            quote!(1)
         }
     }
 }

@@ -60,8 +60,9 @@ impl Gen<'_> {
     }
 
     /// For each block folded in pieces: the piece length and count, and a buffer
-    /// per carried variable for the pieces' results (lent by the scratch), all
-    /// fixed by the sizes alone.
+    /// per carried variable for the pieces' results (lent by the scratch as a
+    /// temporary of `pieces` values, before the threads start), all fixed by the
+    /// sizes alone.
     pub(super) fn piece_buffers(&self) -> Result<TokenStream, EmitError> {
         let mut out = TokenStream::new();
         let t = &self.float;
@@ -90,10 +91,14 @@ impl Gen<'_> {
                 },
             };
             let span = self.span(&pc.outer)?;
+            // Taken before the threads start, checked: a count past memory is an
+            // error naming the buffer.
+            let kernel = self.kernel_lit();
             let buffers = pc.vars.iter().map(|c| {
-                let b = ident(&format!("v{}_pieces", c.var.0));
+                let name = format!("v{}_pieces", c.var.0);
+                let b = ident(&name);
                 let key = lit(&keys.next().unwrap_or_default().to_string());
-                quote!(let mut #b = scratch.part::<#t>(#key, 0, #count as usize);)
+                quote!(let mut #b = scratch.zeroed::<#t>(#key, #kernel, #name, &[#count])?;)
             });
             out.extend(quote! {
                 let #len = #len_value;
