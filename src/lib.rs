@@ -12,7 +12,7 @@
 //! | [`runtime`] | `uop-runtime` | what generated kernels call: errors, checks, aligned buffers, the worker pool | [`AlignedVec`] |
 //! | `kernels` | `uop-kernels` | (feature `prebuilt`, off by default: a long compile) kernels compiled at build time | |
 //! | [`npy`] | (here) | `.npy` files, the command line's exchange format | [`npy::read_npy`], [`npy::write_npy`] |
-//! | [`bench`] | (here) | the speed workloads of `uop bench` | |
+//! | [`bench`](mod@bench) | (here) | the speed workloads of `uop bench` | |
 //! | [`cli`] | (here) | the `uop` command line, one module per subcommand | `uop run`, `uop print`, ... (`docs/cli.md`) |
 //!
 //! ```

@@ -26,7 +26,7 @@
 //!   f32 programs, bit-identical to the runtime's [`vmath`](uop_runtime::vmath),
 //!   which Rust kernels call;
 //! - [`runtime`]: the math, allocation and zeroing functions kernels call;
-//! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
+//! - the JIT ([`compile()`], [`Kernel`], a process-wide cache) and object-file output
 //!   ([`emit_object`], [`emit_clif`]).
 //!
 //! Results are bit-identical to [`interp::run_loops`](uop_codegen::interp::run_loops) with
