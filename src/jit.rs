@@ -6,7 +6,9 @@
 //! its machine code runs, returning a [`RunError`] rather than misbehaving; the
 //! memory a run takes (outputs and temporaries, and in [`Kernel::run`] the copies
 //! of the inputs) is accounted against [`uop_runtime::memory_limit`] before
-//! anything is allocated, and an allocation the system refuses is an error too.
+//! anything is allocated, and an allocation the system refuses is an error too. A
+//! caller running one kernel many times on the same shapes binds it once
+//! ([`Kernel::check`]) and runs the [`Checked`] call on buffers given by address.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -29,7 +31,9 @@
 use uop_codegen::uop::Program;
 use uop_cranelift as backend;
 
-pub use backend::{Input, JitError, Kernel, Options, Output, RunError, Status, clear_cache};
+pub use backend::{
+    Checked, Input, JitError, Kernel, Options, Output, RawBuffer, RunError, Status, clear_cache,
+};
 
 /// Lowers, optimizes and JIT-compiles `program` with the default options (vectorized).
 pub fn compile(program: &Program) -> Result<Kernel, JitError> {
