@@ -13,6 +13,8 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
+use uop_runtime::microkernel;
+
 use crate::uop::{BinaryOp, UnaryOp};
 
 /// Where a compiled kernel's calls are resolved.
@@ -37,6 +39,11 @@ pub enum RuntimeFn {
     Free,
     /// Sets a byte count to zero (`memset(p, 0, n)` in C).
     Zero,
+    /// A register tile of the host level's micro-kernel
+    /// (`uop_runtime::microkernel`, JIT only: an object file has no runtime).
+    Contract,
+    /// Packs a column panel for [`RuntimeFn::Contract`] (JIT only).
+    Pack,
 }
 
 /// The one-argument math functions that have no Cranelift instruction.
@@ -72,7 +79,7 @@ impl MathFn {
 
 impl RuntimeFn {
     /// Every function a kernel may import (all are registered with the JIT).
-    pub const ALL: [RuntimeFn; 10] = [
+    pub const ALL: [RuntimeFn; 12] = [
         RuntimeFn::Math(MathFn::Exp),
         RuntimeFn::Math(MathFn::Log),
         RuntimeFn::Math(MathFn::Tanh),
@@ -83,6 +90,8 @@ impl RuntimeFn {
         RuntimeFn::Alloc,
         RuntimeFn::Free,
         RuntimeFn::Zero,
+        RuntimeFn::Contract,
+        RuntimeFn::Pack,
     ];
 
     /// The symbol a call to this function is linked against.
@@ -112,6 +121,9 @@ impl RuntimeFn {
             (Linking::Object, RuntimeFn::Free) => "free",
             (Linking::Jit, RuntimeFn::Zero) => "uop_zero",
             (Linking::Object, RuntimeFn::Zero) => "memset",
+            // The runtime's own functions: only JIT kernels call them.
+            (_, RuntimeFn::Contract) => microkernel::host_level().symbol,
+            (_, RuntimeFn::Pack) => "uop_pack_f32",
         }
     }
 }
@@ -224,28 +236,35 @@ extern "C" fn fma(a: f64, b: f64, c: f64) -> f64 {
 /// Every symbol a JIT-compiled kernel may reference, with its address: the runtime
 /// functions and the libcalls Cranelift may insert.
 pub fn jit_symbols() -> Vec<(&'static str, *const u8)> {
-    vec![
-        ("uop_exp", uop_exp as *const u8),
-        ("uop_log", uop_log as *const u8),
-        ("uop_tanh", uop_tanh as *const u8),
-        ("uop_sin", uop_sin as *const u8),
-        ("uop_cos", uop_cos as *const u8),
-        ("uop_erf", uop_erf as *const u8),
-        ("uop_pow", uop_pow as *const u8),
-        ("uop_alloc", uop_alloc as *const u8),
-        ("uop_free", uop_free as *const u8),
-        ("uop_zero", uop_zero as *const u8),
-        ("floorf", floorf as *const u8),
-        ("floor", floor as *const u8),
-        ("ceilf", ceilf as *const u8),
-        ("ceil", ceil as *const u8),
-        ("truncf", truncf as *const u8),
-        ("trunc", trunc as *const u8),
-        ("nearbyintf", nearbyintf as *const u8),
-        ("nearbyint", nearbyint as *const u8),
-        ("fmaf", fmaf as *const u8),
-        ("fma", fma as *const u8),
-    ]
+    let contract = microkernel::LEVELS
+        .iter()
+        .map(|l| (l.symbol, l.contract as *const u8));
+    let pack = ("uop_pack_f32", microkernel::uop_pack_f32 as *const u8);
+    contract
+        .chain([pack])
+        .chain([
+            ("uop_exp", uop_exp as *const u8),
+            ("uop_log", uop_log as *const u8),
+            ("uop_tanh", uop_tanh as *const u8),
+            ("uop_sin", uop_sin as *const u8),
+            ("uop_cos", uop_cos as *const u8),
+            ("uop_erf", uop_erf as *const u8),
+            ("uop_pow", uop_pow as *const u8),
+            ("uop_alloc", uop_alloc as *const u8),
+            ("uop_free", uop_free as *const u8),
+            ("uop_zero", uop_zero as *const u8),
+            ("floorf", floorf as *const u8),
+            ("floor", floor as *const u8),
+            ("ceilf", ceilf as *const u8),
+            ("ceil", ceil as *const u8),
+            ("truncf", truncf as *const u8),
+            ("trunc", trunc as *const u8),
+            ("nearbyintf", nearbyintf as *const u8),
+            ("nearbyint", nearbyint as *const u8),
+            ("fmaf", fmaf as *const u8),
+            ("fma", fma as *const u8),
+        ])
+        .collect()
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ use crate::loops::analysis::Stride;
 use crate::plan::{self, VectorPlan};
 
 mod access;
+mod contract;
 mod index;
 mod nest;
 mod prologue;
@@ -283,7 +284,11 @@ impl<M: Module> Translator<'_, '_, M> {
                 sig.params.push(AbiParam::new(I64));
                 sig.returns.push(AbiParam::new(ptr));
             }
-            RuntimeFn::Free => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::Free | RuntimeFn::Contract => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::Pack => {
+                sig.params.push(AbiParam::new(ptr));
+                sig.returns.push(AbiParam::new(ptr));
+            }
             RuntimeFn::Zero => {
                 sig.params.push(AbiParam::new(ptr));
                 if self.linking == Linking::Object {

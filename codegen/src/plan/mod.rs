@@ -9,6 +9,7 @@
 //! | [`vector_plan`] | an innermost loop as vectors, its reductions and unroll | Cranelift |
 //! | [`jam_plan`] | a `[jammed]` nest's rows run `jam_rows` at a time | Cranelift |
 //! | [`tile_plan`] | a `[tile]` nest as register tiles, within Cranelift's limits | Cranelift |
+//! | [`contraction`] | a tile's reduction computed by the CPU level's runtime micro-kernel | Cranelift (JIT) |
 //! | [`panel_loads`] | which loads a `[tile(packed …)]` nest copies into its panel, per [`Packing`] | both |
 //! | [`row_panel_loads`] | which loads a `[rows(packed …)]` tile copies into a row panel per block of rows | Rust |
 //! | [`transpose_plan`] | a `[blocked]` copy transposed in registers | both |
@@ -25,11 +26,13 @@
 //! (`backend/rust/kernel/plan.rs`: which const generics its copies use, which
 //! panels it allocates) is about its items, not about a nest's realization.
 
+pub mod contraction;
 pub mod panel;
 pub mod tile;
 pub mod transpose;
 pub mod vector;
 
+pub use contraction::{Contraction, contraction};
 pub use panel::{Packing, panel_loads, row_panel_loads};
 pub use tile::{tile_plan, unit_axes};
 pub use transpose::transpose_plan;
