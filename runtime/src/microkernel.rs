@@ -29,7 +29,6 @@
 use std::cell::RefCell;
 
 use crate::aligned::AlignedVec;
-use crate::scalar::mul_add_f32;
 
 /// One tile's reduction (see the module docs), passed by pointer.
 #[repr(C)]
@@ -138,15 +137,41 @@ fn at(p: *const f32, k: [i64; 3], s: [i64; 3]) -> *const f32 {
     p.wrapping_offset(offset as isize)
 }
 
-/// The tile of `t` with `MR × NR` results (see the module docs).
+/// Writes a tile's results, `cells` row by row (`NR` per row), to their places.
+///
+/// # Safety
+///
+/// Every result's place (`t.out` plus its row's and column's steps) is writable.
+#[inline(always)]
+unsafe fn write_out<const NR: usize>(t: &Contraction, cells: &[f32]) {
+    for (row, cells) in cells.chunks_exact(NR).enumerate() {
+        let out = t
+            .out
+            .wrapping_offset((row as i64).wrapping_mul(t.out_row) as isize);
+        if t.out_col == 1 {
+            // SAFETY: the caller guarantees the row's NR places are writable.
+            unsafe { std::ptr::copy_nonoverlapping(cells.as_ptr(), out, NR) };
+        } else {
+            for (col, &v) in cells.iter().enumerate() {
+                let at = out.wrapping_offset((col as i64).wrapping_mul(t.out_col) as isize);
+                // SAFETY: as above.
+                unsafe { *at = v };
+            }
+        }
+    }
+}
+
+/// The tile of `t` with `MR × NR` results (see the module docs), in plain Rust:
+/// the micro-kernel off x86-64.
 ///
 /// # Safety
 ///
 /// Every row operand element the counts and steps reach, for every row, is
 /// readable; the panel holds every step's `NR` values; every result's place
 /// (`out` plus its row's and column's steps) is writable.
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-unsafe fn contract<const FMA: bool, const MR: usize, const NR: usize>(t: &Contraction) {
+unsafe fn contract<const MR: usize, const NR: usize>(t: &Contraction) {
     let mut acc = [[0.0_f32; NR]; MR];
     let [n0, n1, n2] = t.counts;
     let mut panel = t.panel;
@@ -161,7 +186,7 @@ unsafe fn contract<const FMA: bool, const MR: usize, const NR: usize>(t: &Contra
                     for (col, acc) in acc.iter_mut().enumerate() {
                         // SAFETY: the panel holds NR values per step.
                         let y = unsafe { *panel.add(col) };
-                        *acc = mul_add_f32(FMA, x, y, *acc);
+                        *acc = crate::scalar::mul_add_f32(false, x, y, *acc);
                     }
                 }
                 // SAFETY: one step of NR values read; the panel holds every step.
@@ -170,59 +195,135 @@ unsafe fn contract<const FMA: bool, const MR: usize, const NR: usize>(t: &Contra
             }
         }
     }
-    for (row, acc) in acc.iter().enumerate() {
-        let out = t
-            .out
-            .wrapping_offset((row as i64).wrapping_mul(t.out_row) as isize);
-        if t.out_col == 1 {
-            for (col, &v) in acc.iter().enumerate() {
-                // SAFETY: the caller guarantees every result's place is writable.
-                unsafe { *out.add(col) = v };
-            }
-        } else {
-            for (col, &v) in acc.iter().enumerate() {
-                let at = out.wrapping_offset((col as i64).wrapping_mul(t.out_col) as isize);
-                // SAFETY: as above.
-                unsafe { *at = v };
-            }
-        }
-    }
+    // SAFETY: as the caller guarantees.
+    unsafe { write_out::<NR>(t, acc.as_flattened()) };
 }
 
-/// The baseline level's tile (plain x86-64: 4 × 8, a multiply then an add).
+/// The baseline level's tile off x86-64 (4 × 8, a multiply then an add).
 ///
 /// # Safety
 ///
-/// `t` points at a [`Contraction`] meeting [`contract`]'s requirements for 4 × 8.
+/// `t` points at a [`Contraction`] whose reads and writes are valid for 4 × 8
+/// (see the module docs).
+#[cfg(not(target_arch = "x86_64"))]
 pub unsafe extern "C" fn uop_contract_f32_baseline(t: *const Contraction) {
     // SAFETY: as the caller guarantees.
-    unsafe { contract::<false, 4, 8>(&*t) }
+    unsafe { contract::<4, 8>(&*t) }
 }
 
-/// The AVX2 level's tile (5 × 16, fused multiply-adds).
-///
-/// # Safety
-///
-/// The CPU has AVX2 and FMA; `t` points at a [`Contraction`] meeting
-/// [`contract`]'s requirements for 5 × 16.
+/// One x86-64 level's micro-kernel: `$rows` rows by `$vectors` vectors of `$lanes`
+/// f32 lanes, accumulators in vector registers (`$v`), each step one load of
+/// each panel vector, one broadcast per row and one multiply-add (`$madd`) per
+/// accumulator.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-pub unsafe extern "C" fn uop_contract_f32_avx2(t: *const Contraction) {
-    // SAFETY: as the caller guarantees.
-    unsafe { contract::<true, 5, 16>(&*t) }
+macro_rules! tile_kernel {
+    (
+        $(#[$attr:meta])*
+        fn $name:ident($v:ty; rows $rows:literal, vectors $vectors:literal, lanes $lanes:literal)
+        zero $zero:path, load $load:path, store $store:path, splat $splat:path, madd $madd:path
+    ) => {
+        $(#[$attr])*
+        pub unsafe extern "C" fn $name(t: *const Contraction) {
+            const NR: usize = $vectors * $lanes;
+            // SAFETY: as the caller guarantees: `t` is valid, every row operand
+            // element the counts and steps reach is readable, the panel holds every
+            // step's NR values and every result's place is writable.
+            unsafe {
+                let t = &*t;
+                let mut acc: [[$v; $vectors]; $rows] = [[$zero(); $vectors]; $rows];
+                let [n0, n1, n2] = t.counts;
+                let a_row = t.a_row as isize;
+                let mut panel = t.panel;
+                for k0 in 0..n0 {
+                    for k1 in 0..n1 {
+                        let mut a = at(t.a, [k0, k1, 0], t.a_steps);
+                        for _ in 0..n2 {
+                            let mut b: [$v; $vectors] = [$zero(); $vectors];
+                            #[allow(clippy::needless_range_loop)]
+                            for v in 0..$vectors {
+                                b[v] = $load(panel.add(v * $lanes));
+                            }
+                            #[allow(clippy::needless_range_loop)]
+                            for row in 0..$rows {
+                                let x = $splat(*a.wrapping_offset(row as isize * a_row));
+                                for v in 0..$vectors {
+                                    acc[row][v] = $madd(x, b[v], acc[row][v]);
+                                }
+                            }
+                            panel = panel.add(NR);
+                            a = a.wrapping_offset(t.a_steps[2] as isize);
+                        }
+                    }
+                }
+                let mut cells = [0.0_f32; NR * $rows];
+                #[allow(clippy::needless_range_loop)]
+                for row in 0..$rows {
+                    for v in 0..$vectors {
+                        $store(cells.as_mut_ptr().add(row * NR + v * $lanes), acc[row][v]);
+                    }
+                }
+                write_out::<NR>(t, &cells);
+            }
+        }
+    };
 }
 
-/// The AVX-512 level's tile (4 × 64, fused multiply-adds).
-///
-/// # Safety
-///
-/// The CPU has AVX-512 F and VL, AVX2 and FMA; `t` points at a [`Contraction`]
-/// meeting [`contract`]'s requirements for 4 × 64.
+/// `a * b + c` on SSE vectors: a multiply, then an add (plain x86-64 has no FMA).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-pub unsafe extern "C" fn uop_contract_f32_avx512(t: *const Contraction) {
-    // SAFETY: as the caller guarantees.
-    unsafe { contract::<true, 4, 64>(&*t) }
+#[inline(always)]
+fn mul_add_sse(
+    a: std::arch::x86_64::__m128,
+    b: std::arch::x86_64::__m128,
+    c: std::arch::x86_64::__m128,
+) -> std::arch::x86_64::__m128 {
+    use std::arch::x86_64::{_mm_add_ps, _mm_mul_ps};
+    // SAFETY: SSE is part of x86-64.
+    unsafe { _mm_add_ps(_mm_mul_ps(a, b), c) }
+}
+
+#[cfg(target_arch = "x86_64")]
+tile_kernel! {
+    /// The baseline level's tile (plain x86-64, SSE: 4 × 8, a multiply then an add).
+    ///
+    /// # Safety
+    ///
+    /// `t` points at a [`Contraction`] whose reads and writes are valid for 4 × 8
+    /// (see the module docs).
+    fn uop_contract_f32_baseline(std::arch::x86_64::__m128; rows 4, vectors 2, lanes 4)
+    zero std::arch::x86_64::_mm_setzero_ps, load std::arch::x86_64::_mm_loadu_ps,
+    store std::arch::x86_64::_mm_storeu_ps, splat std::arch::x86_64::_mm_set1_ps,
+    madd mul_add_sse
+}
+
+#[cfg(target_arch = "x86_64")]
+tile_kernel! {
+    /// The AVX2 level's tile (5 × 16, fused multiply-adds).
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX2 and FMA; `t` points at a [`Contraction`] whose reads and
+    /// writes are valid for 5 × 16 (see the module docs).
+    #[target_feature(enable = "avx2,fma")]
+    fn uop_contract_f32_avx2(std::arch::x86_64::__m256; rows 5, vectors 2, lanes 8)
+    zero std::arch::x86_64::_mm256_setzero_ps, load std::arch::x86_64::_mm256_loadu_ps,
+    store std::arch::x86_64::_mm256_storeu_ps, splat std::arch::x86_64::_mm256_set1_ps,
+    madd std::arch::x86_64::_mm256_fmadd_ps
+}
+
+#[cfg(target_arch = "x86_64")]
+tile_kernel! {
+    /// The AVX-512 level's tile (4 × 64, fused multiply-adds).
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX-512 F and VL, AVX2 and FMA; `t` points at a
+    /// [`Contraction`] whose reads and writes are valid for 4 × 64 (see the
+    /// module docs).
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    fn uop_contract_f32_avx512(std::arch::x86_64::__m512; rows 4, vectors 4, lanes 16)
+    zero std::arch::x86_64::_mm512_setzero_ps, load std::arch::x86_64::_mm512_loadu_ps,
+    store std::arch::x86_64::_mm512_storeu_ps, splat std::arch::x86_64::_mm512_set1_ps,
+    madd std::arch::x86_64::_mm512_fmadd_ps
 }
 
 thread_local! {
