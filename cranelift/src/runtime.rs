@@ -8,12 +8,18 @@
 //! interpreter does, for the functions they do not compute inline (`sin`, `cos`,
 //! `pow`: `exp log tanh sigmoid erf` are inline f32 code there, see `vmath`).
 //!
+//! JIT kernels also call the runtime crate's per-CPU-level code: the register-tile
+//! micro-kernels and panel packing of `uop_runtime::microkernel` and the math over
+//! runs of lanes of `uop_runtime::math_runs`, each level's function registered
+//! under its own symbol, the host level's called.
+//!
 //! In an object file the same calls go to the C library instead (`exp`, `pow`,
-//! `calloc`, ...), resolved when the object is linked with `-lm`.
+//! `calloc`, ...), resolved when the object is linked with `-lm`; an object file
+//! calls no runtime code (it keeps Cranelift's own tiles and inline math).
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
-use uop_runtime::microkernel;
+use uop_runtime::{math_runs, microkernel};
 
 use crate::uop::{BinaryOp, UnaryOp};
 
@@ -44,6 +50,9 @@ pub enum RuntimeFn {
     Contract,
     /// Packs a column panel for [`RuntimeFn::Contract`] (JIT only).
     Pack,
+    /// A math function over a run of f32 lanes, in place, on the host level's
+    /// vectors (`uop_runtime::math_runs`, JIT only).
+    MathRun,
 }
 
 /// The one-argument math functions that have no Cranelift instruction.
@@ -79,7 +88,7 @@ impl MathFn {
 
 impl RuntimeFn {
     /// Every function a kernel may import (all are registered with the JIT).
-    pub const ALL: [RuntimeFn; 12] = [
+    pub const ALL: [RuntimeFn; 13] = [
         RuntimeFn::Math(MathFn::Exp),
         RuntimeFn::Math(MathFn::Log),
         RuntimeFn::Math(MathFn::Tanh),
@@ -92,6 +101,7 @@ impl RuntimeFn {
         RuntimeFn::Zero,
         RuntimeFn::Contract,
         RuntimeFn::Pack,
+        RuntimeFn::MathRun,
     ];
 
     /// The symbol a call to this function is linked against.
@@ -124,6 +134,7 @@ impl RuntimeFn {
             // The runtime's own functions: only JIT kernels call them.
             (_, RuntimeFn::Contract) => microkernel::host_level().symbol,
             (_, RuntimeFn::Pack) => "uop_pack_f32",
+            (_, RuntimeFn::MathRun) => math_runs::host_level().symbol,
         }
     }
 }
@@ -240,8 +251,12 @@ pub fn jit_symbols() -> Vec<(&'static str, *const u8)> {
         .iter()
         .map(|l| (l.symbol, l.contract as *const u8));
     let pack = ("uop_pack_f32", microkernel::uop_pack_f32 as *const u8);
+    let runs = math_runs::LEVELS
+        .iter()
+        .map(|l| (l.symbol, l.apply as *const u8));
     contract
         .chain([pack])
+        .chain(runs)
         .chain([
             ("uop_exp", uop_exp as *const u8),
             ("uop_log", uop_log as *const u8),

@@ -5,7 +5,8 @@
 //! one process-wide worker pool its parallel loops run on ([`in_parts`],
 //! [`set_threads`]) and graph streams too ([`run_streams`], [`Event`]),
 //! CPU-level detection ([`cpu_level`]), the vectorizable f32 math
-//! ([`vmath`]), the register-tile micro-kernels the JIT calls ([`microkernel`]),
+//! ([`vmath`]), the register-tile micro-kernels and the math over runs of lanes
+//! the JIT calls ([`microkernel`], [`math_runs`]),
 //! the transpose tiles and the scalar helpers of its loops, and the
 //! arena placement shared with the graph layer's memory planner ([`place`]).
 //!
@@ -56,6 +57,7 @@ mod error;
 mod event;
 pub mod graph;
 mod loop_end;
+pub mod math_runs;
 mod memory;
 pub mod microkernel;
 pub mod place;

@@ -29,9 +29,10 @@ const LIB: &str = include_str!("lib.rs");
 /// The module that holds the sources themselves: not copied.
 const THIS: &str = "source";
 
-/// Modules only code generated at run time calls (the JIT's micro-kernels): not
+/// Modules only code generated at run time calls (the JIT's micro-kernels and
+/// math over runs): not
 /// copied, generated Rust never names them.
-const JIT_ONLY: &[&str] = &["microkernel"];
+const JIT_ONLY: &[&str] = &["math_runs", "microkernel"];
 
 /// The whole runtime as one module `mod rt { ... }`, to append to a generated
 /// file that then uses it as `rt::...`, exactly as it uses the crate when it says

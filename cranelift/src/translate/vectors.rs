@@ -70,6 +70,10 @@ impl<M: Module> Translator<'_, '_, M> {
             hoisted,
             ..cx.clone()
         };
+        let calls = self.run_calls(cx, l);
+        if !calls.is_empty() {
+            self.math_runs(cx, l, &calls, &accs, iv, (start, count))?;
+        }
         if unroll > 1 {
             let chunk = lanes * unroll;
             let big = self.b.ins().band_imm_s(count, -chunk);
@@ -212,6 +216,11 @@ impl<M: Module> Translator<'_, '_, M> {
         v: &Value,
     ) -> Result<IrValue, JitError> {
         let vt = self.vector_type();
+        if let Value::Unary(..) = v
+            && let Some(x) = self.run_value(cx, l, v)
+        {
+            return Ok(x);
+        }
         Ok(match v {
             Value::Load { access, .. } => match plan::stride(access, l.id) {
                 Stride::Unit => {

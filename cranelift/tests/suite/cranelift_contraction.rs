@@ -3,9 +3,9 @@
 //! epilogue, against the interpreter at sizes below, at and around every CPU
 //! level's tile (4 × 8, 5 × 16, 4 × 64), so whole tiles, tiles moved back to end
 //! with a range and ranges smaller than a tile (run cell by cell) all run. The
-//! same checks run again in child processes under `UOP_CPU=avx2` and
-//! `UOP_CPU=baseline`, so every level's micro-kernel is tested on a machine that
-//! has all three.
+//! same checks, and those of the math over runs (`cranelift_math_runs`), run again
+//! in child processes under `UOP_CPU=avx2` and `UOP_CPU=baseline`, so every
+//! level's runtime code is tested on a machine that has all three.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -170,14 +170,17 @@ output c
 }
 
 #[test]
-fn every_level_of_micro_kernel_matches_the_interpreter() {
-    // The children run the checks above with their own `UOP_CPU`, whatever this
-    // process was given, and the random programs of the vectorized oracle.
+fn every_level_of_the_runtime_code_matches_the_interpreter() {
+    // The children run the checks above and those of the math over runs with
+    // their own `UOP_CPU`, whatever this process was given, and the random
+    // programs of the vectorized oracle.
     let exe = std::env::current_exe().expect("the test binary");
     for level in ["avx2", "baseline"] {
         for test in [
             "cranelift_contraction::contractions_match_the_interpreter_at_sizes_around_every_tile",
             "cranelift_contraction::the_jit_calls_the_host_levels_micro_kernel_and_an_object_file_none",
+            "cranelift_math_runs::math_runs_match_the_interpreter_at_lengths_around_a_run",
+            "cranelift_math_runs::the_jit_calls_the_host_levels_math_and_an_object_file_none",
             "cranelift_oracle::vectorized_kernels_match_the_interpreter_within_reassociation",
         ] {
             let out = Command::new(&exe)
