@@ -287,6 +287,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_micro_kernels_have_the_rust_backends_tile_shapes() {
+        // The JIT realizes the plan the Rust copies realize: one tile shape per level.
+        use crate::target::Target;
+        assert_eq!(microkernel::LEVELS.len(), math_runs::LEVELS.len());
+        for (level, target) in microkernel::LEVELS.iter().zip(Target::X86_64) {
+            let shape = (target.tile_rows as usize, target.tile_cols as usize);
+            assert_eq!((level.rows, level.columns), shape, "{}", target.name);
+            assert!(level.symbol.ends_with(target.name), "{}", level.symbol);
+        }
+    }
+
+    #[test]
     fn every_jit_import_is_registered() {
         let registered: Vec<&str> = jit_symbols().iter().map(|(n, _)| *n).collect();
         for f in RuntimeFn::ALL {

@@ -5,10 +5,11 @@
 //! ```text
 //! for each run {
 //!     for each call, inner calls first {
-//!         buffer[call][lane] = its argument, four lanes at a time
+//!         buffer[call][lane] = its argument, four vectors of four lanes at a time
 //!         uop_vmath_f32_LEVEL(function, buffer[call], RUN)   // the CPU level's vectors
 //!     }
-//!     the statements, four lanes at a time, each call's value read from its buffer
+//!     the statements, four vectors at a time (a reduction in four accumulators),
+//!     each call's value read from its buffer
 //! }
 //! ```
 //!
@@ -25,6 +26,11 @@ use super::*;
 /// Lanes per run: each call's buffer holds a run (1 KiB of f32), in the
 /// first-level cache with the run's inputs.
 pub(super) const RUN: i64 = 256;
+
+/// Vectors each phase of a run handles per iteration (a multiple of it fills a
+/// run): independent chains in flight, and the statements' reductions kept in
+/// as many accumulators (the vector loop allocates them).
+pub(super) const RUN_UNROLL: i64 = 4;
 
 /// The runtime's code of the function of a run call.
 fn code(op: UnaryOp) -> Option<i32> {
@@ -93,11 +99,18 @@ impl<M: Module> Translator<'_, '_, M> {
                 };
                 let lane = t.b.declare_var(I64);
                 t.b.def_var(lane, run);
-                t.counted_loop(lane, end, lanes, |t, i| {
+                t.counted_loop(lane, end, lanes * RUN_UNROLL, |t, i| {
                     t.loops.insert(l.id.0, i);
-                    let v = t.vector_value(&known, l, arg)?;
                     let at = t.run_address(slots[j], run, i);
-                    t.b.ins().store(Self::vector_flags(), v, at, 0);
+                    for k in 0..RUN_UNROLL {
+                        let copy = Cx {
+                            lane_offset: k * lanes,
+                            ..known.clone()
+                        };
+                        let v = t.vector_value(&copy, l, arg)?;
+                        let bytes = t.copy_bytes(&copy);
+                        t.b.ins().store(Self::vector_flags(), v, at, bytes);
+                    }
                     Ok(())
                 })?;
                 let f = t.b.ins().iconst(I32, i64::from(code));
@@ -112,10 +125,16 @@ impl<M: Module> Translator<'_, '_, M> {
             };
             let lane = t.b.declare_var(I64);
             t.b.def_var(lane, run);
-            t.counted_loop(lane, end, lanes, |t, i| {
+            t.counted_loop(lane, end, lanes * RUN_UNROLL, |t, i| {
                 t.loops.insert(l.id.0, i);
-                for s in &l.stmts {
-                    t.vector_stmt(&all, l, s, accs, 0)?;
+                for k in 0..RUN_UNROLL {
+                    let copy = Cx {
+                        lane_offset: k * lanes,
+                        ..all.clone()
+                    };
+                    for s in &l.stmts {
+                        t.vector_stmt(&copy, l, s, accs, k as usize)?;
+                    }
                 }
                 Ok(())
             })
@@ -138,6 +157,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let i = self.loops[&l.id.0];
         let at = self.run_address(slot, run, i);
         let vt = self.vector_type();
-        Some(self.b.ins().load(vt, Self::vector_flags(), at, 0))
+        let bytes = self.copy_bytes(cx);
+        Some(self.b.ins().load(vt, Self::vector_flags(), at, bytes))
     }
 }
