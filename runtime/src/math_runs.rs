@@ -145,7 +145,8 @@ mod tests {
     #[test]
     fn every_level_gives_the_vmath_functions_values_bit_for_bit() {
         let xs: Vec<f32> = (0..301).map(|i| (i as f32 - 150.0) * 0.173).collect();
-        let fs: [(i32, fn(bool, f32) -> f32); 5] = [
+        type Function = fn(bool, f32) -> f32;
+        let fs: [(i32, Function); 5] = [
             (EXP, exp_f32),
             (LOG, ln_f32),
             (TANH, tanh_f32),

@@ -134,7 +134,7 @@ fn affine(e: &Expr, loops: &[usize]) -> bool {
         Expr::Bin(IndexOp::Mul, a, b) => {
             (free(a) && affine(b, loops)) || (free(b) && affine(a, loops))
         }
-        Expr::Bin(_, ..) => free(e),
+        Expr::Bin(..) => free(e),
     }
 }
 

@@ -56,7 +56,6 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// Runs the whole runs of `l` from `iv` (see the module docs), leaving `iv` at
     /// the first lane after them; `count` is the loop's trip count from `start`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn math_runs(
         &mut self,
         cx: &Cx,
