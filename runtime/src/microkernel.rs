@@ -332,10 +332,28 @@ thread_local! {
     static PANEL: RefCell<Option<AlignedVec<f32>>> = const { RefCell::new(None) };
 }
 
+/// Whether the steps of the column operand of `p` already follow one another,
+/// `columns` values each (a convolution's transposed kernel when its output
+/// channels are one tile wide): the operand is its own panel.
+fn packed_already(p: &Pack) -> bool {
+    let mut step = p.columns;
+    for level in (0..3).rev() {
+        if p.counts[level] > 1 && p.b_steps[level] != step {
+            return false;
+        }
+        let Some(next) = step.checked_mul(p.counts[level].max(1)) else {
+            return false;
+        };
+        step = next;
+    }
+    true
+}
+
 /// Copies the column operand of `*p` into this thread's panel, step after step,
-/// `columns` values each, and returns the panel (on a cache line). Null when the
-/// panel's size overflows or cannot be allocated. The panel stays valid until the
-/// thread's next call.
+/// `columns` values each, and returns the panel (on a cache line); returns the
+/// operand itself when its steps already lie that way. Null when the panel's size
+/// overflows or cannot be allocated. The panel stays valid until the thread's
+/// next call.
 ///
 /// # Safety
 ///
@@ -344,6 +362,9 @@ thread_local! {
 pub unsafe extern "C" fn uop_pack_f32(p: *const Pack) -> *const f32 {
     // SAFETY: as the caller guarantees.
     let p = unsafe { &*p };
+    if packed_already(p) {
+        return p.b;
+    }
     let Some(len) = p
         .counts
         .iter()
@@ -439,6 +460,25 @@ mod tests {
     #[cfg(not(target_arch = "x86_64"))]
     fn host_level_index() -> u8 {
         0
+    }
+
+    #[test]
+    fn an_operand_whose_steps_follow_one_another_is_its_own_panel() {
+        let b = [0.0_f32; 2 * 3 * 8];
+        let mut p = Pack {
+            b: b.as_ptr(),
+            counts: [2, 3, 1],
+            b_steps: [24, 8, 99],
+            columns: 8,
+        };
+        // SAFETY: the steps lie inside `b`.
+        assert_eq!(unsafe { uop_pack_f32(&p) }, b.as_ptr());
+        // A gap between the outer steps: copied.
+        p.b_steps[0] = 32;
+        let b2 = [0.0_f32; 64];
+        p.b = b2.as_ptr();
+        // SAFETY: the steps lie inside `b2` (the last 8 values from 32 + 16).
+        assert_ne!(unsafe { uop_pack_f32(&p) }, b2.as_ptr());
     }
 
     #[test]
