@@ -274,6 +274,50 @@ fn compile_jit(program: &LoopProgram, opts: &Options) -> Result<Compiled, JitErr
     })
 }
 
+/// The Cranelift IR the JIT builds for `program` (its kernel entry, before
+/// Cranelift's own optimizations), with the imported symbols listed first: what
+/// [`compile`] runs on this CPU, its calls of the runtime's micro-kernels
+/// (`uop_contract_f32_avx512`, ...) included. An object file links no runtime, so
+/// its IR ([`emit_clif`]) keeps the generated tiles instead.
+pub fn emit_jit_clif(program: &LoopProgram, opts: &Options) -> Result<String, JitError> {
+    let builder = JITBuilder::with_isa(
+        isa(Linking::Jit, opts)?,
+        cranelift_module::default_libcall_names(),
+    );
+    let mut module = JITModule::new(builder);
+    let sig = translate::signature(&module, Entry::Kernel);
+    let mut func = cranelift_codegen::ir::Function::with_name_signature(
+        UserFuncName::testcase("uop_kernel"),
+        sig,
+    );
+    let mut fctx = FunctionBuilderContext::new();
+    let built = translate::build(
+        &mut module,
+        Linking::Jit,
+        program,
+        Entry::Kernel,
+        opts.vectorize,
+        &mut func,
+        &mut fctx,
+    );
+    let mut out = String::new();
+    if built.is_ok() {
+        for (id, decl) in module.declarations().get_functions() {
+            if decl.linkage == Linkage::Import {
+                out.push_str(&format!(
+                    "; u0:{} = {}\n",
+                    id.as_u32(),
+                    decl.linkage_name(id)
+                ));
+            }
+        }
+        out.push_str(&func.display().to_string());
+    }
+    // SAFETY: nothing of this module was defined or handed out.
+    unsafe { module.free_memory() };
+    built.map(|()| out)
+}
+
 /// Identical programs (same printed loop IR, same options) share one kernel; the
 /// cache keeps the most recent ones and never frees code a kernel still uses.
 struct Cache {

@@ -8,10 +8,18 @@
 //! interpreter does, for the functions they do not compute inline (`sin`, `cos`,
 //! `pow`: `exp log tanh sigmoid erf` are inline f32 code there, see `vmath`).
 //!
+//! JIT kernels also call the runtime crate's per-CPU-level code: the register-tile
+//! micro-kernels and panel packing of `uop_runtime::microkernel` and the math over
+//! runs of lanes of `uop_runtime::math_runs`, each level's function registered
+//! under its own symbol, the host level's called.
+//!
 //! In an object file the same calls go to the C library instead (`exp`, `pow`,
-//! `calloc`, ...), resolved when the object is linked with `-lm`.
+//! `calloc`, ...), resolved when the object is linked with `-lm`; an object file
+//! calls no runtime code (it keeps Cranelift's own tiles and inline math).
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
+
+use uop_runtime::{math_runs, microkernel};
 
 use crate::uop::{BinaryOp, UnaryOp};
 
@@ -37,6 +45,14 @@ pub enum RuntimeFn {
     Free,
     /// Sets a byte count to zero (`memset(p, 0, n)` in C).
     Zero,
+    /// A register tile of the host level's micro-kernel
+    /// (`uop_runtime::microkernel`, JIT only: an object file has no runtime).
+    Contract,
+    /// Packs a column panel for [`RuntimeFn::Contract`] (JIT only).
+    Pack,
+    /// A math function over a run of f32 lanes, in place, on the host level's
+    /// vectors (`uop_runtime::math_runs`, JIT only).
+    MathRun,
 }
 
 /// The one-argument math functions that have no Cranelift instruction.
@@ -72,7 +88,7 @@ impl MathFn {
 
 impl RuntimeFn {
     /// Every function a kernel may import (all are registered with the JIT).
-    pub const ALL: [RuntimeFn; 10] = [
+    pub const ALL: [RuntimeFn; 13] = [
         RuntimeFn::Math(MathFn::Exp),
         RuntimeFn::Math(MathFn::Log),
         RuntimeFn::Math(MathFn::Tanh),
@@ -83,6 +99,9 @@ impl RuntimeFn {
         RuntimeFn::Alloc,
         RuntimeFn::Free,
         RuntimeFn::Zero,
+        RuntimeFn::Contract,
+        RuntimeFn::Pack,
+        RuntimeFn::MathRun,
     ];
 
     /// The symbol a call to this function is linked against.
@@ -112,6 +131,10 @@ impl RuntimeFn {
             (Linking::Object, RuntimeFn::Free) => "free",
             (Linking::Jit, RuntimeFn::Zero) => "uop_zero",
             (Linking::Object, RuntimeFn::Zero) => "memset",
+            // The runtime's own functions: only JIT kernels call them.
+            (_, RuntimeFn::Contract) => microkernel::host_level().symbol,
+            (_, RuntimeFn::Pack) => "uop_pack_f32",
+            (_, RuntimeFn::MathRun) => math_runs::host_level().symbol,
         }
     }
 }
@@ -224,33 +247,56 @@ extern "C" fn fma(a: f64, b: f64, c: f64) -> f64 {
 /// Every symbol a JIT-compiled kernel may reference, with its address: the runtime
 /// functions and the libcalls Cranelift may insert.
 pub fn jit_symbols() -> Vec<(&'static str, *const u8)> {
-    vec![
-        ("uop_exp", uop_exp as *const u8),
-        ("uop_log", uop_log as *const u8),
-        ("uop_tanh", uop_tanh as *const u8),
-        ("uop_sin", uop_sin as *const u8),
-        ("uop_cos", uop_cos as *const u8),
-        ("uop_erf", uop_erf as *const u8),
-        ("uop_pow", uop_pow as *const u8),
-        ("uop_alloc", uop_alloc as *const u8),
-        ("uop_free", uop_free as *const u8),
-        ("uop_zero", uop_zero as *const u8),
-        ("floorf", floorf as *const u8),
-        ("floor", floor as *const u8),
-        ("ceilf", ceilf as *const u8),
-        ("ceil", ceil as *const u8),
-        ("truncf", truncf as *const u8),
-        ("trunc", trunc as *const u8),
-        ("nearbyintf", nearbyintf as *const u8),
-        ("nearbyint", nearbyint as *const u8),
-        ("fmaf", fmaf as *const u8),
-        ("fma", fma as *const u8),
-    ]
+    let contract = microkernel::LEVELS
+        .iter()
+        .map(|l| (l.symbol, l.contract as *const u8));
+    let pack = ("uop_pack_f32", microkernel::uop_pack_f32 as *const u8);
+    let runs = math_runs::LEVELS
+        .iter()
+        .map(|l| (l.symbol, l.apply as *const u8));
+    contract
+        .chain([pack])
+        .chain(runs)
+        .chain([
+            ("uop_exp", uop_exp as *const u8),
+            ("uop_log", uop_log as *const u8),
+            ("uop_tanh", uop_tanh as *const u8),
+            ("uop_sin", uop_sin as *const u8),
+            ("uop_cos", uop_cos as *const u8),
+            ("uop_erf", uop_erf as *const u8),
+            ("uop_pow", uop_pow as *const u8),
+            ("uop_alloc", uop_alloc as *const u8),
+            ("uop_free", uop_free as *const u8),
+            ("uop_zero", uop_zero as *const u8),
+            ("floorf", floorf as *const u8),
+            ("floor", floor as *const u8),
+            ("ceilf", ceilf as *const u8),
+            ("ceil", ceil as *const u8),
+            ("truncf", truncf as *const u8),
+            ("trunc", trunc as *const u8),
+            ("nearbyintf", nearbyintf as *const u8),
+            ("nearbyint", nearbyint as *const u8),
+            ("fmaf", fmaf as *const u8),
+            ("fma", fma as *const u8),
+        ])
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_micro_kernels_have_the_rust_backends_tile_shapes() {
+        // The JIT realizes the plan the Rust copies realize: one tile shape per level.
+        use crate::target::Target;
+        assert_eq!(microkernel::LEVELS.len(), math_runs::LEVELS.len());
+        for (level, target) in microkernel::LEVELS.iter().zip(Target::X86_64) {
+            let shape = (target.tile_rows as usize, target.tile_cols as usize);
+            assert_eq!((level.rows, level.columns), shape, "{}", target.name);
+            assert!(level.symbol.ends_with(target.name), "{}", level.symbol);
+        }
+    }
 
     #[test]
     fn every_jit_import_is_registered() {

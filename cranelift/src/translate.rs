@@ -48,9 +48,11 @@ use crate::loops::analysis::Stride;
 use crate::plan::{self, VectorPlan};
 
 mod access;
+mod contract;
 mod index;
 mod nest;
 mod prologue;
+mod runs;
 mod tile;
 mod transpose;
 mod value;
@@ -208,6 +210,10 @@ struct Cx {
     /// rows), the variable carrying its address from one iteration to the next.
     tile_row: Option<i64>,
     pointers: Vec<(Access, Option<i64>, Variable)>,
+    /// Inside a run of a vector loop's math calls (`runs.rs`): the calls whose
+    /// values are computed already, each with its buffer, and the run's first lane.
+    runs: Vec<(Value, cranelift_codegen::ir::StackSlot)>,
+    run_start: Option<IrValue>,
 }
 
 /// An index value known at compile time or computed at run time.
@@ -283,7 +289,15 @@ impl<M: Module> Translator<'_, '_, M> {
                 sig.params.push(AbiParam::new(I64));
                 sig.returns.push(AbiParam::new(ptr));
             }
-            RuntimeFn::Free => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::Free | RuntimeFn::Contract => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::MathRun => {
+                sig.params
+                    .extend([AbiParam::new(I32), AbiParam::new(ptr), AbiParam::new(I64)]);
+            }
+            RuntimeFn::Pack => {
+                sig.params.push(AbiParam::new(ptr));
+                sig.returns.push(AbiParam::new(ptr));
+            }
             RuntimeFn::Zero => {
                 sig.params.push(AbiParam::new(ptr));
                 if self.linking == Linking::Object {

@@ -9,6 +9,8 @@
 //! | [`vector_plan`] | an innermost loop as vectors, its reductions and unroll | Cranelift |
 //! | [`jam_plan`] | a `[jammed]` nest's rows run `jam_rows` at a time | Cranelift |
 //! | [`tile_plan`] | a `[tile]` nest as register tiles, within Cranelift's limits | Cranelift |
+//! | [`contraction`] | a tile's reduction computed by the CPU level's runtime micro-kernel | Cranelift (JIT) |
+//! | [`math_runs`] | a vector loop's math calls computed over runs of lanes by the runtime | Cranelift (JIT) |
 //! | [`panel_loads`] | which loads a `[tile(packed …)]` nest copies into its panel, per [`Packing`] | both |
 //! | [`row_panel_loads`] | which loads a `[rows(packed …)]` tile copies into a row panel per block of rows | Rust |
 //! | [`transpose_plan`] | a `[blocked]` copy transposed in registers | both |
@@ -25,12 +27,16 @@
 //! (`backend/rust/kernel/plan.rs`: which const generics its copies use, which
 //! panels it allocates) is about its items, not about a nest's realization.
 
+pub mod contraction;
 pub mod panel;
+pub mod runs;
 pub mod tile;
 pub mod transpose;
 pub mod vector;
 
+pub use contraction::{Contraction, contraction};
 pub use panel::{Packing, panel_loads, row_panel_loads};
+pub use runs::{RUN_FUNCTIONS, math_runs};
 pub use tile::{tile_plan, unit_axes};
 pub use transpose::transpose_plan;
 pub use vector::{VectorPlan, invariant_loads, jam_plan, stride, vector_plan};

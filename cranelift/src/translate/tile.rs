@@ -37,7 +37,7 @@ use cranelift_module::Module;
 use crate::loops::{Access, Loop, Subscript, Value, VarId};
 use crate::uop::Accum;
 
-use super::{JitError, Translator, plan};
+use super::{JitError, Linking, Translator, plan};
 
 /// Where a tile is: its row and column loops, its first row and column, and its
 /// column panel.
@@ -88,6 +88,11 @@ impl<M: Module> Translator<'_, '_, M> {
     ) -> Result<(), JitError> {
         let rows = i64::from(self.target.tile_rows);
         let vectors = i64::from(self.target.tile_vectors());
+        if self.linking == Linking::Jit
+            && let Some(contraction) = plan::contraction(self.p, loops)
+        {
+            return self.contracted(cx, loops, &contraction);
+        }
         let [r, c, reduce @ ..] = loops else {
             return self.unsupported("a tile without a row and a column loop");
         };
@@ -218,7 +223,7 @@ impl<M: Module> Translator<'_, '_, M> {
 
     /// Where the whole tiles of `size` in `start..end` end: `start` plus the trip
     /// count rounded down to a multiple of `size`.
-    fn whole_tiles_end(&mut self, start: IrValue, end: IrValue, size: i64) -> IrValue {
+    pub(super) fn whole_tiles_end(&mut self, start: IrValue, end: IrValue, size: i64) -> IrValue {
         let count = self.trip_count(start, end);
         let rest = self.b.ins().srem_imm_s(count, size);
         let whole = self.b.ins().isub(count, rest);
@@ -400,7 +405,7 @@ impl<M: Module> Translator<'_, '_, M> {
     }
 
     /// The cells `rows × cols` of the nest one by one, as the untiled loops run them.
-    fn cells(
+    pub(super) fn cells(
         &mut self,
         cx: &Cx,
         r: &Loop,

@@ -32,10 +32,18 @@ impl<M: Module> Translator<'_, '_, M> {
         let unroll = i64::from(plan.unroll.max(1));
         let vt = self.vector_type();
         let count = self.trip_count(start, end);
+        let calls = self.run_calls(cx, l);
+        // Runs of math calls unroll their statements (`runs.rs`), each copy with
+        // its own accumulators.
+        let copies_n = if calls.is_empty() {
+            unroll
+        } else {
+            unroll.max(runs::RUN_UNROLL)
+        };
         let mut accs = Vec::with_capacity(plan.reductions.len());
         for &(var, op) in &plan.reductions {
-            let mut copies = Vec::with_capacity(unroll as usize);
-            for _ in 0..unroll {
+            let mut copies = Vec::with_capacity(copies_n as usize);
+            for _ in 0..copies_n {
                 let acc = self.b.declare_var(vt);
                 let id = self.float_const(op.identity());
                 let splat = self.b.ins().splat(vt, id);
@@ -70,6 +78,9 @@ impl<M: Module> Translator<'_, '_, M> {
             hoisted,
             ..cx.clone()
         };
+        if !calls.is_empty() {
+            self.math_runs(cx, l, &calls, &accs, iv, (start, count))?;
+        }
         if unroll > 1 {
             let chunk = lanes * unroll;
             let big = self.b.ins().band_imm_s(count, -chunk);
@@ -212,6 +223,11 @@ impl<M: Module> Translator<'_, '_, M> {
         v: &Value,
     ) -> Result<IrValue, JitError> {
         let vt = self.vector_type();
+        if let Value::Unary(..) = v
+            && let Some(x) = self.run_value(cx, l, v)
+        {
+            return Ok(x);
+        }
         Ok(match v {
             Value::Load { access, .. } => match plan::stride(access, l.id) {
                 Stride::Unit => {

@@ -5,6 +5,8 @@
 mod checked_calls;
 mod common;
 mod cranelift_clif;
+mod cranelift_contraction;
+mod cranelift_math_runs;
 mod cranelift_object;
 mod cranelift_oracle;
 mod cranelift_programs;
