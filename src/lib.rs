@@ -23,10 +23,14 @@ pub use uop_runtime as runtime;
 pub use uop_runtime::AlignedVec;
 
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod graph;
 pub mod jit;
+#[cfg(feature = "npy")]
 pub mod npy;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The prebuilt kernels (the crate `uop-kernels`), with the feature `prebuilt`.
 #[cfg(feature = "prebuilt")]

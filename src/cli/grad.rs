@@ -3,6 +3,8 @@
 //!
 //! The gradient computed is that of `sum over outputs y of sum(seed_y * y)`; a
 //! missing seed is all ones, i.e. the gradient of the plain sum of the outputs.
+//! `--check` compares the gradient program with finite differences instead
+//! (`grad_check`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -45,6 +47,22 @@ pub struct GradArgs {
     /// state (memory: one state, N·(N−1)/2 extra body runs).
     #[arg(long, value_enum, value_name = "HOW")]
     tape: Option<TapeArg>,
+    /// Check the gradient program against central finite differences in f64 (both on
+    /// the reference interpreter) at the inputs, instead of printing gradients: prints
+    /// the worst error of each input (every input of `--grad`, or every float input)
+    /// and fails past the tolerance. Programs only.
+    #[arg(long, conflicts_with = "seeds")]
+    check: bool,
+    /// With `--check`: the relative tolerance (default 1e-5).
+    #[arg(long, value_name = "REL", requires = "check")]
+    rel: Option<f64>,
+    /// With `--check`: the absolute tolerance (default 1e-6); an element passes when
+    /// `|analytic - numeric| <= abs + rel * max(|analytic|, |numeric|)`.
+    #[arg(long, value_name = "ABS", requires = "check")]
+    abs: Option<f64>,
+    /// With `--check`: the finite-difference step (default 1e-6).
+    #[arg(long, value_name = "H", requires = "check")]
+    step: Option<f64>,
 }
 
 /// The values of `--tape`.
@@ -59,6 +77,12 @@ pub enum TapeArg {
 /// Runs `uop grad`.
 pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     let program = match source::load(&args.program)? {
+        source::Source::Graph(_) if args.check => {
+            return fail(
+                "--check takes programs; a graph's gradient is checked by \
+                 `uop_graph::grad::fd::check_gradient`",
+            );
+        }
         source::Source::Graph(g) => {
             let tape = match args.tape {
                 Some(TapeArg::Recompute) => TapeMode::Recompute,
@@ -78,6 +102,14 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     let wanted = wanted_gradients(&program, &args.grads)?;
+    if args.check {
+        let tolerance = super::grad_check::Settings {
+            rel: args.rel,
+            abs: args.abs,
+            step: args.step,
+        };
+        return super::grad_check::check(&program, &inputs, &params, &wanted, &tolerance);
+    }
     let outputs = execute(
         &program,
         &inputs,
