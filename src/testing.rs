@@ -153,10 +153,8 @@ pub fn check_op_source(source: &str, opts: &OpCheck) -> Result<OpReport, OpCheck
     check_op(&parse(source)?, opts)
 }
 
-/// A generated kernel's `NAME_dyn`: inputs as `(data, shape)` in the kernel's
-/// order, then the `$params`; gives each output's shape and data.
-pub type DynKernel =
-    fn(&[(&[f64], &[usize])], &[i64]) -> Result<Vec<(Vec<usize>, Vec<f64>)>, String>;
+/// The outputs of a [`check_kernel`] kernel: each output's shape and row-major data.
+pub type DynOutputs = Vec<(Vec<usize>, Vec<f64>)>;
 
 /// Checks a kernel the Rust backend generated (with `Kernels::oracle(true)` in the
 /// build script) against the reference interpreter running `program` (its
@@ -174,22 +172,28 @@ pub type DynKernel =
 /// # Errors
 ///
 /// As [`check_op_source`]; the kernel is the stage `backend `NAME``.
-pub fn check_kernel(
-    program: &str,
-    kernel: DynKernel,
-    opts: &OpCheck,
-) -> Result<OpReport, OpCheckError> {
+///
+/// `kernel` takes the inputs as `(data, shape)` in the kernel's order and the
+/// `$params` in declaration order, and gives each output's shape and data: the
+/// generated `NAME_dyn`, or any function or closure of that shape.
+pub fn check_kernel<K>(program: &str, kernel: K, opts: &OpCheck) -> Result<OpReport, OpCheckError>
+where
+    K: Fn(&[(&[f64], &[usize])], &[i64]) -> Result<DynOutputs, String>,
+{
     let program = parse(program)?;
-    let backends: Vec<Box<dyn Backend>> = vec![Box::new(Generated { kernel })];
+    let backends: Vec<Box<dyn Backend + '_>> = vec![Box::new(Generated { kernel })];
     check_with(&program, opts, &backends)
 }
 
 /// A generated kernel as a [`Backend`].
-struct Generated {
-    kernel: DynKernel,
+struct Generated<K> {
+    kernel: K,
 }
 
-impl Backend for Generated {
+impl<K> Backend for Generated<K>
+where
+    K: Fn(&[(&[f64], &[usize])], &[i64]) -> Result<DynOutputs, String>,
+{
     fn name(&self) -> String {
         "the generated kernel".into()
     }
@@ -225,7 +229,7 @@ fn parse(source: &str) -> Result<Program, OpCheckError> {
 fn check_with(
     program: &Program,
     opts: &OpCheck,
-    backends: &[Box<dyn Backend>],
+    backends: &[Box<dyn Backend + '_>],
 ) -> Result<OpReport, OpCheckError> {
     let cfg = case_config(program, opts)?;
     let exact = CheckOptions {
@@ -262,7 +266,7 @@ fn check_with(
 fn check_backends(
     program: &Program,
     case: &Case,
-    backends: &[Box<dyn Backend>],
+    backends: &[Box<dyn Backend + '_>],
     tolerance: &Tolerance,
 ) -> Option<Mismatch> {
     if backends.is_empty() {
@@ -340,7 +344,7 @@ fn list(names: &BTreeSet<String>) -> String {
 }
 
 /// The names of the stages, in checking order.
-fn stages(exact: &CheckOptions, backends: &[Box<dyn Backend>]) -> Vec<String> {
+fn stages(exact: &CheckOptions, backends: &[Box<dyn Backend + '_>]) -> Vec<String> {
     let mut out = vec![Stage::Lowered.to_string()];
     for pass in uop_codegen::pass::pipeline() {
         if !exact.disabled_passes.iter().any(|d| d == pass.name) {
@@ -443,10 +447,7 @@ mod tests {
     }
 
     /// Off by one wherever the kernel runs: what a wrong generated kernel looks like.
-    fn off_by_one(
-        inputs: &[(&[f64], &[usize])],
-        _params: &[i64],
-    ) -> Result<Vec<(Vec<usize>, Vec<f64>)>, String> {
+    fn off_by_one(inputs: &[(&[f64], &[usize])], _params: &[i64]) -> Result<DynOutputs, String> {
         let (data, shape) = inputs[0];
         Ok(vec![(
             shape.to_vec(),
@@ -454,10 +455,7 @@ mod tests {
         )])
     }
 
-    fn negate(
-        inputs: &[(&[f64], &[usize])],
-        _params: &[i64],
-    ) -> Result<Vec<(Vec<usize>, Vec<f64>)>, String> {
+    fn negate(inputs: &[(&[f64], &[usize])], _params: &[i64]) -> Result<DynOutputs, String> {
         let (data, shape) = inputs[0];
         Ok(vec![(shape.to_vec(), data.iter().map(|v| -v).collect())])
     }

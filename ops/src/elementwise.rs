@@ -14,39 +14,23 @@ use uop_codegen::uop::{BinaryOp, Builder, NodeId, Operand, UnaryOp};
 
 use crate::error::{Context, OpError};
 use crate::names::named;
-use crate::shape::{broadcast_shapes, is_one};
+use crate::shape::broadcast_error;
 
-/// Brings tensor operands to their common numpy broadcast shape; scalars and
-/// `$params` pass through (the micro ops broadcast those themselves).
+/// Brings tensor operands to their common numpy broadcast shape
+/// ([`Builder::broadcast_operands`]); scalars and `$params` pass through (the micro
+/// ops broadcast those themselves).
 pub fn broadcast_operands(
     b: &mut Builder,
     op: &'static str,
     operands: &[Operand],
 ) -> Result<Vec<Operand>, OpError> {
-    let nodes: Vec<NodeId> = operands.iter().filter_map(Operand::node).collect();
-    let Some((&first, rest)) = nodes.split_first() else {
-        return Ok(operands.to_vec());
-    };
-    let first_shape = b.shape(first).to_vec();
-    if rest.iter().all(|&n| b.shape(n) == first_shape.as_slice()) {
-        return Ok(operands.to_vec());
-    }
-    let mut shape = first_shape;
-    for &n in rest {
-        let other = b.shape(n).to_vec();
-        shape = broadcast_shapes(b, op, &shape, &other)?;
-    }
-    operands
-        .iter()
-        .map(|o| match o {
-            Operand::Node(n) => broadcast_to(b, op, *n, &shape).map(Operand::Node),
-            other => Ok(other.clone()),
-        })
-        .collect()
+    b.broadcast_operands(op, operands)
+        .map_err(|e| broadcast_error(op, e))
 }
 
 /// Repeats `x` along its size-1 axes (and new leading axes) to `shape`, which must be
-/// a broadcast of `x`'s shape as computed by [`broadcast_shapes`].
+/// a broadcast of `x`'s shape as computed by [`crate::shape::broadcast_shapes`]
+/// ([`Builder::broadcast_to`]).
 ///
 /// Unlike [`crate::shape::expand_to`] this accepts a symbolic size that differs from
 /// the target's: `broadcast_shapes` has recorded a run-time assertion that the two are
@@ -57,32 +41,8 @@ pub fn broadcast_to(
     x: NodeId,
     shape: &[Expr],
 ) -> Result<NodeId, OpError> {
-    let xs = b.shape(x).to_vec();
-    if xs == shape {
-        return Ok(x);
-    }
-    let Some(offset) = shape.len().checked_sub(xs.len()) else {
-        return Err(OpError::operand(
-            op,
-            format!(
-                "cannot broadcast shape {} to {}",
-                uop_codegen::index::list(&xs),
-                uop_codegen::index::list(shape)
-            ),
-        ));
-    };
-    let index = xs
-        .iter()
-        .enumerate()
-        .map(|(k, d)| {
-            if is_one(d) && !is_one(&shape[offset + k]) {
-                Expr::Int(0)
-            } else {
-                Expr::Index(offset + k)
-            }
-        })
-        .collect();
-    b.reindex_exprs(x, shape.to_vec(), &[], index, 0.0).op(op)
+    b.broadcast_to(op, x, shape)
+        .map_err(|e| broadcast_error(op, e))
 }
 
 /// `op(x, y)` with numpy broadcasting; exactly the micro op when shapes are equal or

@@ -22,6 +22,23 @@ impl Gen<'_> {
         let text = k.text.as_str();
         let (n_inputs, n_params) = (self.sig.inputs.len(), self.sig.params.len());
         let (n_in_lit, n_par_lit) = (lit(&n_inputs.to_string()), lit(&n_params.to_string()));
+        // `len() != 0` and casts of f64 to f64 would be clippy lints in the user's crate.
+        let wrong_count = |list: TokenStream, n: usize| {
+            if n == 0 {
+                quote!(!#list.is_empty())
+            } else {
+                let n = lit(&n.to_string());
+                quote!(#list.len() != #n)
+            }
+        };
+        let counts_wrong = {
+            let (i, p) = (
+                wrong_count(quote!(inputs), n_inputs),
+                wrong_count(quote!(params), n_params),
+            );
+            quote!(#i || #p)
+        };
+        let is_f64 = |dtype: DType| dtype.is_float() && self.sig.dtype == DType::F64;
         let mut converts = Vec::new();
         let (mut shape_args, mut call_args) = (Vec::new(), Vec::new());
         for (k_in, spec) in self.sig.inputs.iter().enumerate() {
@@ -40,7 +57,11 @@ impl Gen<'_> {
                         #name, #input, #rank, inputs[#pos].1.len()
                     )
                 })?;
-                let #data: Vec<#e> = inputs[#pos].0.iter().map(|&v| v as #e).collect();
+            });
+            converts.push(if is_f64(spec.dtype) {
+                quote!(let #data: Vec<f64> = inputs[#pos].0.to_vec();)
+            } else {
+                quote!(let #data: Vec<#e> = inputs[#pos].0.iter().map(|&v| v as #e).collect();)
             });
             shape_args.push(quote!(#shape));
             call_args.extend([quote!(&#data), quote!(#shape)]);
@@ -63,8 +84,10 @@ impl Gen<'_> {
             };
             allocs.push(quote!(let mut #out: Vec<#e> = vec![#zero; shapes.#len()];));
             call_args.push(quote!(&mut #out));
-            results.push(quote! {
-                (shapes.#field.to_vec(), #out.iter().map(|&v| v as f64).collect())
+            results.push(if is_f64(spec.dtype) {
+                quote!((shapes.#field.to_vec(), #out))
+            } else {
+                quote!((shapes.#field.to_vec(), #out.iter().map(|&v| f64::from(v)).collect()))
             });
         }
         let program_doc = format!(
@@ -93,7 +116,7 @@ impl Gen<'_> {
                 inputs: &[(&[f64], &[usize])],
                 params: &[i64],
             ) -> Result<Vec<(Vec<usize>, Vec<f64>)>, String> {
-                if inputs.len() != #n_in_lit || params.len() != #n_par_lit {
+                if #counts_wrong {
                     return Err(format!(
                         "{} takes {} inputs and {} params, not {} and {}",
                         #name, #n_in_lit, #n_par_lit, inputs.len(), params.len()
