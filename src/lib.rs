@@ -2,8 +2,12 @@
 //! ([`uop_codegen`]), its Cranelift backend ([`uop_cranelift`]), the macro-op library ([`uop_ops`]) and the runtime generated
 //! kernels call ([`uop_runtime`]), and holds the `uop` command-line tool.
 //!
-//! With the feature `prebuilt` (off by default: a long compile), `uop::kernels`
-//! re-exports the prebuilt kernels of the crate `uop-kernels`.
+//! Features: `cli` (default) is the `uop` command ([`cli`]) and its dependencies
+//! (clap, indicatif); `testing` (with `cli`) the oracle for your own ops
+//! ([`testing`]); `npy` (with `cli`) numpy's `.npy` files ([`npy`]). A library user
+//! who wants none of them sets `default-features = false`. With the feature
+//! `prebuilt` (off by default: a long compile), `uop::kernels` re-exports the
+//! prebuilt kernels of the crate `uop-kernels`.
 
 pub use uop_codegen as codegen;
 pub use uop_cranelift as cranelift;
