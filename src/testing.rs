@@ -275,7 +275,18 @@ fn check_backends(
     let expected = interp::run(program, &case.inputs, &case.params).map_err(|e| e.to_string());
     for backend in backends {
         let stage = Stage::Backend(backend.name());
-        let difference = match (&expected, backend.run(program, case)) {
+        // A panic of the backend (a bug there) is a finding, not a crash of the check.
+        let found =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.run(program, case)))
+                .unwrap_or_else(|payload| {
+                    let text = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    Err(format!("panicked: {text}"))
+                });
+        let difference = match (&expected, found) {
             (Ok(e), Ok(f)) => compare_outputs(program, e, &f, Some(tolerance)),
             (Ok(_), Err(error)) => Some(Difference::StageFailed { error }),
             (Err(error), Ok(_)) => Some(Difference::ReferenceFailed {
@@ -475,6 +486,20 @@ mod tests {
             text.contains("backend `the generated kernel` disagrees"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_kernel_that_panics_is_a_finding_not_a_crash() {
+        let program = "input x: f32[N]\ny = neg(x)\noutput y\n";
+        let panics = |_: &[(&[f64], &[usize])], _: &[i64]| -> Result<DynOutputs, String> {
+            panic!("index out of bounds")
+        };
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let err = check_kernel(program, panics, &OpCheck::default());
+        std::panic::set_hook(previous);
+        let text = err.expect_err("a panic is a mismatch").to_string();
+        assert!(text.contains("panicked: index out of bounds"), "{text}");
     }
 
     #[test]
