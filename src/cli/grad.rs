@@ -50,7 +50,8 @@ pub struct GradArgs {
     /// Check the gradient program against central finite differences in f64 (both on
     /// the reference interpreter) at the inputs, instead of printing gradients: prints
     /// the worst error of each input (every input of `--grad`, or every float input)
-    /// and fails past the tolerance. Programs only.
+    /// and fails past the tolerance. Graphs: by the graph interpreter, elements whose
+    /// perturbation changes a branch or trip count skipped.
     #[arg(long, conflicts_with = "seeds")]
     check: bool,
     /// With `--check`: the relative tolerance (default 1e-5).
@@ -77,17 +78,20 @@ pub enum TapeArg {
 /// Runs `uop grad`.
 pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     let program = match source::load(&args.program)? {
-        source::Source::Graph(_) if args.check => {
-            return fail(
-                "--check takes programs; a graph's gradient is checked by \
-                 `uop_graph::grad::fd::check_gradient`",
-            );
-        }
         source::Source::Graph(g) => {
             let tape = match args.tape {
                 Some(TapeArg::Recompute) => TapeMode::Recompute,
                 _ => TapeMode::Stack,
             };
+            if args.check {
+                return super::grad_check::check_graph(
+                    &g,
+                    &args.source,
+                    &args.grads,
+                    &check_settings(args),
+                    tape,
+                );
+            }
             let files = super::grad_graph::GradFiles {
                 seeds: &args.seeds,
                 grads: &args.grads,
@@ -103,12 +107,13 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     let inputs = args.source.gather(&program)?;
     let wanted = wanted_gradients(&program, &args.grads)?;
     if args.check {
-        let tolerance = super::grad_check::Settings {
-            rel: args.rel,
-            abs: args.abs,
-            step: args.step,
-        };
-        return super::grad_check::check(&program, &inputs, &params, &wanted, &tolerance);
+        return super::grad_check::check(
+            &program,
+            &inputs,
+            &params,
+            &wanted,
+            &check_settings(args),
+        );
     }
     let outputs = execute(
         &program,
@@ -160,6 +165,15 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     writer.commit()?;
     print!("{printed}");
     Ok(())
+}
+
+/// `--rel`, `--abs` and `--step` of `--check`.
+fn check_settings(args: &GradArgs) -> super::grad_check::Settings {
+    super::grad_check::Settings {
+        rel: args.rel,
+        abs: args.abs,
+        step: args.step,
+    }
 }
 
 /// The inputs named by `--grad`, each with the file to write (none: print), in the

@@ -2,6 +2,8 @@
 //! ([`uop_codegen::grad::fd::compare_gradient`]), in f64 on the reference
 //! interpreter, at the inputs `uop grad` would use. One line per checked input with
 //! its worst element; the command fails (exit code 1) when one is past the tolerance.
+//! A graph's gradient graph is checked the same way on the graph interpreter
+//! ([`check_graph`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,7 +12,12 @@ use uop_codegen::grad::fd::{ElementComparison, FdOptions, InputComparison, compa
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{NodeId, Program};
 
-use super::{CliError, fail};
+use uop_graph::Graph;
+use uop_graph::grad::fd::{self as graph_fd, FdOptions as GraphFdOptions};
+use uop_graph::grad::{GraphGradSpec, TapeMode};
+
+use super::run::InputArgs;
+use super::{CliError, fail, source};
 
 /// `--rel`, `--abs` and `--step`, each defaulting to [`FdOptions::default`]'s.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,6 +97,104 @@ pub(crate) fn check(
     ))
 }
 
+/// `uop grad GRAPH --check`: [`uop_graph::grad::fd::check_gradient`] once per input,
+/// so that each gets its own row: the elements compared and skipped (a perturbation
+/// that takes another branch or trip count has no derivative to compare), the largest
+/// error, or the first element past the tolerance.
+pub(crate) fn check_graph(
+    graph: &Graph,
+    source_args: &InputArgs,
+    grads: &[String],
+    settings: &Settings,
+    tape: TapeMode,
+) -> Result<(), CliError> {
+    let declared = source::declarations(graph);
+    let params = source_args.params(&declared)?;
+    let inputs = source_args.gather(&declared)?;
+    let wanted = super::grad::wanted_gradients(&declared, grads)?;
+    if let Some((id, Some(_))) = wanted.iter().find(|(_, file)| file.is_some()) {
+        return fail(format!(
+            "--grad {}=FILE: --check prints its results and writes no gradient; name the input alone",
+            declared.node(*id).name
+        ));
+    }
+    let program_options = settings.options()?;
+    let options = GraphFdOptions {
+        step: program_options.step,
+        abs: program_options.abs,
+        rel: program_options.rel,
+        sample: None,
+        ..GraphFdOptions::default()
+    };
+    println!(
+        "finite differences (f64, step {}, the graph interpreter) against the gradient graph; \
+         an element passes when |analytic - numeric| <= {} + {} * max(|analytic|, |numeric|)",
+        options.step, options.abs, options.rel
+    );
+    let mut rows = vec![[
+        "input".to_string(),
+        "elements".to_string(),
+        "skipped".to_string(),
+        "worst error".to_string(),
+        String::new(),
+    ]];
+    let mut failures = Vec::new();
+    for (id, _) in &wanted {
+        let name = declared.node(*id).name.clone();
+        let spec = GraphGradSpec {
+            seeds: uop_graph::grad::float_outputs(graph),
+            wrt: vec![id.0],
+            supplied: Vec::new(),
+            tape,
+        };
+        match graph_fd::check_gradient(graph, &spec, &inputs, &params, &options) {
+            Ok(report) => rows.push([
+                name,
+                report.checked.to_string(),
+                report.skipped.to_string(),
+                format!("{:.3e}", report.max_error),
+                "ok".into(),
+            ]),
+            Err(e) => {
+                rows.push([
+                    name.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "FAILED".into(),
+                ]);
+                failures.push(format!("`{name}`: {e}"));
+            }
+        }
+    }
+    print!("{}", columns(&rows));
+    if failures.is_empty() {
+        return Ok(());
+    }
+    fail(format!(
+        "the gradient graph differs from finite differences past the tolerance: {}",
+        failures.join("; ")
+    ))
+}
+
+/// Rows as left-aligned columns two spaces apart.
+fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// The table: one row per input, its worst element (by error over allowance).
 fn table(results: &[InputComparison], shapes: &[&[usize]]) -> String {
     let mut rows = vec![[
@@ -118,20 +223,7 @@ fn table(results: &[InputComparison], shapes: &[&[usize]]) -> String {
         };
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..8)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    columns(&rows)
 }
 
 fn element_row(r: &InputComparison, w: &ElementComparison, shape: &[usize]) -> [String; 8] {

@@ -448,3 +448,47 @@ fn grad_check_fails_past_the_tolerance() {
         stderr(&o)
     );
 }
+
+/// A graph's gradient graph against finite differences on the graph interpreter: one
+/// row per input, through a `while`.
+#[test]
+fn grad_check_takes_graphs_through_control_flow() {
+    let o = uop(&[
+        "grad",
+        "examples/graph_grad/rnn.uop",
+        "--random",
+        "1",
+        "--dim",
+        "T=5",
+        "--dim",
+        "E=3",
+        "--dim",
+        "H=4",
+        "--param",
+        "steps=5",
+        "--check",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    let names: Vec<&str> = rows.iter().filter_map(|r| r.split_whitespace().next()).collect();
+    assert_eq!(names, ["xs", "h0", "w", "u"], "{out}");
+    assert!(rows.iter().all(|r| r.ends_with("ok")), "{out}");
+    let o = uop(&[
+        "grad",
+        "examples/graphs/power_loop.uop",
+        "--random",
+        "1",
+        "--check",
+        "--rel",
+        "0",
+        "--abs",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).starts_with("error: the gradient graph differs from finite differences"),
+        "{}",
+        stderr(&o)
+    );
+}
