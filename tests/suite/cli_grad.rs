@@ -471,7 +471,10 @@ fn grad_check_takes_graphs_through_control_flow() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let rows: Vec<&str> = out.lines().skip(2).collect();
-    let names: Vec<&str> = rows.iter().filter_map(|r| r.split_whitespace().next()).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.split_whitespace().next())
+        .collect();
     assert_eq!(names, ["xs", "h0", "w", "u"], "{out}");
     assert!(rows.iter().all(|r| r.ends_with("ok")), "{out}");
     let o = uop(&[
