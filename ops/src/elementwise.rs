@@ -217,6 +217,11 @@ pub fn silu(b: &mut Builder, x: NodeId) -> Result<NodeId, OpError> {
 /// Clamps `x` to `[min, max]`; either bound may be omitted, not both. As in PyTorch's
 /// `clamp`, a `min` above `max` gives `max` everywhere. Tensor bounds broadcast against
 /// `x` (the result has the broadcast shape).
+///
+/// Each bound is `where(x >= lo, x, maximum(x, lo))` (and `<=`, `minimum` for the
+/// upper one): the values of `maximum(x, lo)`, NaN of either side included, with
+/// torch's gradient at a bound — `x` gets it where `lo <= x <= hi`, a tensor bound
+/// where `x` is strictly past it.
 pub fn clip(
     b: &mut Builder,
     x: NodeId,
@@ -234,14 +239,27 @@ pub fn clip(
     }
     let mut y = x;
     if let Some(lo) = min {
-        let [a, lo] = pair(b, op, y, lo)?;
-        y = b.binary(BinaryOp::Maximum, a, lo).op(op)?;
+        y = bound(b, y, lo, BinaryOp::Ge, BinaryOp::Maximum)?;
     }
     if let Some(hi) = max {
-        let [a, hi] = pair(b, op, y, hi)?;
-        y = b.binary(BinaryOp::Minimum, a, hi).op(op)?;
+        y = bound(b, y, hi, BinaryOp::Le, BinaryOp::Minimum)?;
     }
     Ok(y)
+}
+
+/// `where(inside(x, bound), x, extreme(x, bound))`: one side of [`clip`].
+fn bound(
+    b: &mut Builder,
+    x: NodeId,
+    bound: Operand,
+    inside: BinaryOp,
+    extreme: BinaryOp,
+) -> Result<NodeId, OpError> {
+    let op = "clip";
+    let [a, limit] = pair(b, op, x, bound)?;
+    let within = b.binary(inside, a.clone(), limit.clone()).op(op)?;
+    let clamped = b.binary(extreme, a.clone(), limit).op(op)?;
+    b.where_(within, a, clamped).op(op)
 }
 
 /// Broadcasts a tensor and an operand together.

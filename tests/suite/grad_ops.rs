@@ -405,7 +405,7 @@ fn gradient_at(op: &str, x: &[f64]) -> Vec<f64> {
 }
 
 /// At a kink the gradient is torch's: relu'(0) = 0, leaky_relu'(0) = the slope,
-/// abs'(0) = 0; `clip` at a bound gives 0 (torch's `hardtanh`; `torch.clamp` gives 1).
+/// abs'(0) = 0, and `clip` (torch's `clamp`) passes it at a bound: 1.
 #[test]
 fn kinks_take_torchs_gradient() {
     assert_eq!(gradient_at("relu(x)", &[-1.0, 0.0, 1.0]), [0.0, 0.0, 1.0]);
@@ -415,7 +415,7 @@ fn kinks_take_torchs_gradient() {
     );
     assert_eq!(gradient_at("abs(x)", &[-2.0, 0.0, 3.0]), [-1.0, 0.0, 1.0]);
     assert_eq!(
-        gradient_at("clip(x, min=-1.0, max=1.0)", &[-1.0, 0.0, 1.0, 2.0]),
-        [0.0, 1.0, 0.0, 0.0]
+        gradient_at("clip(x, min=-1.0, max=1.0)", &[-2.0, -1.0, 0.0, 1.0, 2.0]),
+        [0.0, 1.0, 1.0, 1.0, 0.0]
     );
 }
