@@ -13,6 +13,7 @@
 //! | `kernels` | `uop-kernels` | (feature `prebuilt`, off by default: a long compile) kernels compiled at build time | |
 //! | [`npy`] | (here) | `.npy` files, the command line's exchange format | [`npy::read_npy`], [`npy::write_npy`] |
 //! | [`bench`](mod@bench) | (here) | the speed workloads of `uop bench` | |
+//! | [`testing`] | (here) | the oracle for your own ops: random cases through every stage and backend, finite differences | [`testing::check_op`], [`testing::check_kernel`] |
 //! | [`cli`] | (here) | the `uop` command line, one module per subcommand | `uop run`, `uop print`, ... (`docs/cli.md`) |
 //!
 //! ```
@@ -30,6 +31,13 @@
 //! assert_eq!(uop::graph::run(&graph, &[x], &Default::default())?[0].data, vec![162.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Features: `cli` (default) is the `uop` command ([`cli`]) and its dependencies
+//! (clap, indicatif); `testing` (with `cli`) the oracle for your own ops
+//! ([`testing`]); `npy` (with `cli`) numpy's `.npy` files ([`npy`]). A library user
+//! who wants none of them sets `default-features = false`. With the feature
+//! `prebuilt` (off by default: a long compile), `uop::kernels` re-exports the
+//! prebuilt kernels of the crate `uop-kernels`.
 
 pub use uop_codegen as codegen;
 pub use uop_cranelift as cranelift;
@@ -51,9 +59,13 @@ pub use uop_runtime as runtime;
 pub use uop_runtime::AlignedVec;
 
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod jit;
+#[cfg(feature = "npy")]
 pub mod npy;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The prebuilt kernels (the crate `uop-kernels`), with the feature `prebuilt`.
 #[cfg(feature = "prebuilt")]

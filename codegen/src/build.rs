@@ -255,6 +255,17 @@ impl Kernels {
         self
     }
 
+    /// Also emits, for each kernel `NAME`, the oracle's entry to it: `NAME_program`
+    /// (the program it computes, as `.uop` text) and `NAME_dyn` (a call on row-major
+    /// f64 data of any shape). A test of the crate then checks the generated kernel
+    /// against the reference interpreter on random cases:
+    /// `uop::testing::check_kernel(kernels::NAME_program(), kernels::NAME_dyn, &opts)`.
+    /// Off by default; the two functions are small and unused ones are not linked.
+    pub fn oracle(mut self, oracle: bool) -> Self {
+        self.module.set_oracle(oracle);
+        self
+    }
+
     /// Adds the kernels of `source`; returns their names, in order (each forward
     /// kernel followed by its gradient).
     ///

@@ -14,39 +14,23 @@ use uop_codegen::uop::{BinaryOp, Builder, NodeId, Operand, UnaryOp};
 
 use crate::error::{Context, OpError};
 use crate::names::named;
-use crate::shape::{broadcast_shapes, is_one};
+use crate::shape::broadcast_error;
 
-/// Brings tensor operands to their common numpy broadcast shape; scalars and
-/// `$params` pass through (the micro ops broadcast those themselves).
+/// Brings tensor operands to their common numpy broadcast shape
+/// ([`Builder::broadcast_operands`]); scalars and `$params` pass through (the micro
+/// ops broadcast those themselves).
 pub fn broadcast_operands(
     b: &mut Builder,
     op: &'static str,
     operands: &[Operand],
 ) -> Result<Vec<Operand>, OpError> {
-    let nodes: Vec<NodeId> = operands.iter().filter_map(Operand::node).collect();
-    let Some((&first, rest)) = nodes.split_first() else {
-        return Ok(operands.to_vec());
-    };
-    let first_shape = b.shape(first).to_vec();
-    if rest.iter().all(|&n| b.shape(n) == first_shape.as_slice()) {
-        return Ok(operands.to_vec());
-    }
-    let mut shape = first_shape;
-    for &n in rest {
-        let other = b.shape(n).to_vec();
-        shape = broadcast_shapes(b, op, &shape, &other)?;
-    }
-    operands
-        .iter()
-        .map(|o| match o {
-            Operand::Node(n) => broadcast_to(b, op, *n, &shape).map(Operand::Node),
-            other => Ok(other.clone()),
-        })
-        .collect()
+    b.broadcast_operands(op, operands)
+        .map_err(|e| broadcast_error(op, e))
 }
 
 /// Repeats `x` along its size-1 axes (and new leading axes) to `shape`, which must be
-/// a broadcast of `x`'s shape as computed by [`broadcast_shapes`].
+/// a broadcast of `x`'s shape as computed by [`crate::shape::broadcast_shapes`]
+/// ([`Builder::broadcast_to`]).
 ///
 /// Unlike [`crate::shape::expand_to`] this accepts a symbolic size that differs from
 /// the target's: `broadcast_shapes` has recorded a run-time assertion that the two are
@@ -57,32 +41,8 @@ pub fn broadcast_to(
     x: NodeId,
     shape: &[Expr],
 ) -> Result<NodeId, OpError> {
-    let xs = b.shape(x).to_vec();
-    if xs == shape {
-        return Ok(x);
-    }
-    let Some(offset) = shape.len().checked_sub(xs.len()) else {
-        return Err(OpError::operand(
-            op,
-            format!(
-                "cannot broadcast shape {} to {}",
-                uop_codegen::index::list(&xs),
-                uop_codegen::index::list(shape)
-            ),
-        ));
-    };
-    let index = xs
-        .iter()
-        .enumerate()
-        .map(|(k, d)| {
-            if is_one(d) && !is_one(&shape[offset + k]) {
-                Expr::Int(0)
-            } else {
-                Expr::Index(offset + k)
-            }
-        })
-        .collect();
-    b.reindex_exprs(x, shape.to_vec(), &[], index, 0.0).op(op)
+    b.broadcast_to(op, x, shape)
+        .map_err(|e| broadcast_error(op, e))
 }
 
 /// `op(x, y)` with numpy broadcasting; exactly the micro op when shapes are equal or
@@ -257,6 +217,11 @@ pub fn silu(b: &mut Builder, x: NodeId) -> Result<NodeId, OpError> {
 /// Clamps `x` to `[min, max]`; either bound may be omitted, not both. As in PyTorch's
 /// `clamp`, a `min` above `max` gives `max` everywhere. Tensor bounds broadcast against
 /// `x` (the result has the broadcast shape).
+///
+/// Each bound is `where(x >= lo, x, maximum(x, lo))` (and `<=`, `minimum` for the
+/// upper one): the values of `maximum(x, lo)`, NaN of either side included, with
+/// torch's gradient at a bound — `x` gets it where `lo <= x <= hi`, a tensor bound
+/// where `x` is strictly past it.
 pub fn clip(
     b: &mut Builder,
     x: NodeId,
@@ -274,14 +239,27 @@ pub fn clip(
     }
     let mut y = x;
     if let Some(lo) = min {
-        let [a, lo] = pair(b, op, y, lo)?;
-        y = b.binary(BinaryOp::Maximum, a, lo).op(op)?;
+        y = bound(b, y, lo, BinaryOp::Ge, BinaryOp::Maximum)?;
     }
     if let Some(hi) = max {
-        let [a, hi] = pair(b, op, y, hi)?;
-        y = b.binary(BinaryOp::Minimum, a, hi).op(op)?;
+        y = bound(b, y, hi, BinaryOp::Le, BinaryOp::Minimum)?;
     }
     Ok(y)
+}
+
+/// `where(inside(x, bound), x, extreme(x, bound))`: one side of [`clip`].
+fn bound(
+    b: &mut Builder,
+    x: NodeId,
+    bound: Operand,
+    inside: BinaryOp,
+    extreme: BinaryOp,
+) -> Result<NodeId, OpError> {
+    let op = "clip";
+    let [a, limit] = pair(b, op, x, bound)?;
+    let within = b.binary(inside, a.clone(), limit.clone()).op(op)?;
+    let clamped = b.binary(extreme, a.clone(), limit).op(op)?;
+    b.where_(within, a, clamped).op(op)
 }
 
 /// Broadcasts a tensor and an operand together.

@@ -2,7 +2,7 @@
 //! expanding to a shape, dropping reduced axes — all as micro ops (`reindex`).
 
 use uop_codegen::index::{Expr, equal_sizes, list};
-use uop_codegen::uop::{Builder, NodeId};
+use uop_codegen::uop::{Builder, NodeId, UopError};
 
 use crate::error::{Context, OpError};
 
@@ -55,44 +55,26 @@ pub fn is_one(e: &Expr) -> bool {
     e.as_int() == Some(1)
 }
 
-/// The numpy broadcast of two shapes, aligned at the last axis. Sizes must be equal
-/// or one of them the literal 1. Two symbolic sizes that cannot be proven equal are
-/// taken to be equal and that is checked at run time (a size assertion); broadcasting
-/// a symbolic size that happens to be 1 at run time is not supported: declare it as 1.
+/// The numpy broadcast of two shapes ([`Builder::broadcast_shapes`], the one rule of
+/// the text format too): aligned at the last axis, sizes equal or one of them the
+/// literal 1; two symbolic sizes that cannot be proven equal are asserted equal at
+/// run time.
 pub fn broadcast_shapes(
     b: &mut Builder,
     op: &'static str,
     x: &[Expr],
     y: &[Expr],
 ) -> Result<Vec<Expr>, OpError> {
-    let rank = x.len().max(y.len());
-    let pad = |s: &[Expr]| -> Vec<Expr> {
-        std::iter::repeat_n(Expr::Int(1), rank - s.len())
-            .chain(s.iter().cloned())
-            .collect()
-    };
-    let (px, py) = (pad(x), pad(y));
-    let mut out = Vec::with_capacity(rank);
-    for (a, c) in px.iter().zip(&py) {
-        if equal_sizes(a, c) || is_one(c) {
-            out.push(a.clone());
-        } else if is_one(a) {
-            out.push(c.clone());
-        } else if let (Some(u), Some(v)) = (a.as_int(), c.as_int()) {
-            return Err(OpError::operand(
-                op,
-                format!(
-                    "shapes {} and {} do not broadcast ({u} vs {v})",
-                    list(x),
-                    list(y)
-                ),
-            ));
-        } else {
-            b.assert_equal(a.clone(), c.clone()).op(op)?;
-            out.push(a.clone());
-        }
+    b.broadcast_shapes(op, x, y)
+        .map_err(|e| broadcast_error(op, e))
+}
+
+/// A broadcasting error as the op's operand error; the builder's others as they are.
+pub(crate) fn broadcast_error(op: &'static str, e: UopError) -> OpError {
+    match e {
+        UopError::Broadcast { message, .. } => OpError::operand(op, message),
+        source => OpError::Uop { op, source },
     }
-    Ok(out)
 }
 
 /// Broadcasts `x` to `shape` (numpy rules: aligned at the last axis, size-1 axes

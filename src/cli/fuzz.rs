@@ -12,8 +12,13 @@
 //!
 //! Program `k` of a run has seed `--seed + k` (its case uses the same seed), so the
 //! seed printed with a failure reproduces it alone: `uop fuzz --self --seed S --cases 1`.
+//!
+//! `uop fuzz FILE` checks one program of yours instead ([`crate::testing::check_op`]):
+//! random sizes (`--min-size`, `--max-size`, fixed ones with `--dim`) and data, every
+//! stage and the JIT (not with `--self` / `--backend loops`) against the reference
+//! interpreter; a failing case is named by its seed, which reruns it alone.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,7 +29,8 @@ use uop_codegen::testing::{
 use uop_codegen::uop::Program;
 use uop_cranelift::CraneliftBackend;
 
-use super::{CliError, fail, pass_options};
+use super::{CliError, fail, int_assignments, pass_options};
+use crate::testing::{OpCheck, OpCheckError, check_op};
 
 /// What `uop fuzz` checks against the interpreters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -33,7 +39,7 @@ pub enum FuzzBackend {
     /// whole pipeline (what `--self` means).
     Loops,
     /// The Cranelift JIT, after the optimizer's stages. Vectorized reductions reassociate
-    /// float additions, so values are compared within rtol 1e-4, atol 1e-5.
+    /// float additions, so values are compared within rel 1e-4, abs 1e-5 (`Tolerance`).
     Cranelift,
 }
 
@@ -50,6 +56,26 @@ impl FuzzBackend {
 /// Arguments of `uop fuzz`.
 #[derive(Args, Debug)]
 pub struct FuzzArgs {
+    /// A program of yours (`.uop`) to check on random sizes and data, every stage and
+    /// the JIT against the reference interpreter, instead of random programs.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// With FILE: the size of a named dimension in every case, as NAME=INT (the others
+    /// are drawn).
+    #[arg(long = "dim", value_name = "NAME=INT", requires = "file")]
+    dims: Vec<String>,
+    /// With FILE: the value of a $param in every case, as NAME=INT (the others are
+    /// drawn from 0 to 3).
+    #[arg(long = "param", value_name = "NAME=INT", requires = "file")]
+    params: Vec<String>,
+    /// With FILE: the smallest size drawn for a named dimension (0 allows empty tensors).
+    #[arg(long = "min-size", value_name = "N", default_value_t = OpCheck::default().min_dim,
+          requires = "file")]
+    min_size: usize,
+    /// With FILE: the largest size drawn for a named dimension.
+    #[arg(long = "max-size", value_name = "N", default_value_t = OpCheck::default().max_dim,
+          requires = "file")]
+    max_size: usize,
     /// Check the optimizer against the interpreters (the same as `--backend loops`).
     #[arg(long = "self", conflicts_with = "backend")]
     self_check: bool,
@@ -62,9 +88,9 @@ pub struct FuzzArgs {
     /// Seed of the first program; program k uses seed S + k.
     #[arg(long, default_value_t = 0, value_name = "S")]
     seed: u64,
-    /// Roughly how many uops each program has (1 to 256).
+    /// Roughly how many uops each random program has (1 to 256).
     #[arg(long, value_name = "K", default_value_t = GenConfig::default().max_nodes,
-          value_parser = max_nodes)]
+          value_parser = max_nodes, conflicts_with = "file")]
     max_nodes: usize,
     /// Skip this optimizer pass, alone and in the pipeline (repeatable).
     #[arg(long = "disable-pass", value_name = "NAME")]
@@ -92,6 +118,9 @@ fn max_nodes(arg: &str) -> Result<usize, String> {
 
 /// Runs `uop fuzz`.
 pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
+    if let Some(file) = &args.file {
+        return fuzz_file(args, file);
+    }
     let backend = args.backend.unwrap_or(FuzzBackend::Loops);
     let pass_opts = pass_options(&args.disable_pass)?;
     let cfg = GenConfig {
@@ -125,6 +154,68 @@ pub fn fuzz(args: &FuzzArgs) -> Result<(), CliError> {
     };
     // An empty directory joins to a bare file name: the message shows `fuzz-failure-S.uop`.
     report(args, seed, &failure, &cfg, &opts, Path::new(""))
+}
+
+/// `uop fuzz FILE`: the program through [`crate::testing::check_op`] (`--backend
+/// loops` leaves the JIT out).
+fn fuzz_file(args: &FuzzArgs, file: &Path) -> Result<(), CliError> {
+    let program = super::load_program(file, "fuzz")?;
+    let pass_opts = pass_options(&args.disable_pass)?;
+    let opts = OpCheck {
+        cases: args.cases,
+        seed: args.seed,
+        min_dim: args.min_size,
+        max_dim: args.max_size,
+        dims: int_assignments("--dim", &args.dims)?.into_iter().collect(),
+        params: int_assignments("--param", &args.params)?
+            .into_iter()
+            .collect(),
+        disabled_passes: pass_opts.disabled,
+        jit: args.backend != Some(FuzzBackend::Loops) && !args.self_check,
+        ..OpCheck::default()
+    };
+    if opts.min_dim > opts.max_dim {
+        return fail(format!(
+            "--min-size {} is larger than --max-size {}",
+            opts.min_dim, opts.max_dim
+        ));
+    }
+    match quietly(|| check_op(&program, &opts)) {
+        Ok(report) => {
+            println!("{}: {report}", file.display());
+            Ok(())
+        }
+        Err(OpCheckError::Mismatch {
+            seed,
+            case,
+            mismatch,
+        }) => fail(format!(
+            "{}: case seed {seed} ({case}): {mismatch}\nrerun it alone: uop fuzz {} --seed {seed} --cases 1{}",
+            file.display(),
+            file.display(),
+            rerun_flags(args)
+        )),
+        Err(e) => fail(format!("{}: {e}", file.display())),
+    }
+}
+
+/// The flags that shape the cases, for the rerun hint.
+fn rerun_flags(args: &FuzzArgs) -> String {
+    let mut out = String::new();
+    for d in &args.dims {
+        out.push_str(&format!(" --dim {d}"));
+    }
+    for p in &args.params {
+        out.push_str(&format!(" --param {p}"));
+    }
+    out.push_str(&format!(
+        " --min-size {} --max-size {}",
+        args.min_size, args.max_size
+    ));
+    for p in &args.disable_pass {
+        out.push_str(&format!(" --disable-pass {p}"));
+    }
+    out
 }
 
 /// Checks the programs in order, with a progress bar; the first failure and its seed.
@@ -218,17 +309,7 @@ fn computed_nodes(p: &Program) -> usize {
 
 /// The input shapes and params of the shrunk case, e.g. `x0: [3, 1], $p0 = 2`.
 fn describe_case(f: &Failure) -> String {
-    let mut parts: Vec<String> = f
-        .program
-        .inputs
-        .iter()
-        .zip(&f.case.inputs)
-        .map(|(id, t)| format!("{}: {:?}", f.program.node(*id).name, t.shape))
-        .collect();
-    let mut params: Vec<_> = f.case.params.iter().collect();
-    params.sort();
-    parts.extend(params.iter().map(|(p, v)| format!("${p} = {v}")));
-    parts.join(", ")
+    crate::testing::describe_case(&f.program, &f.case)
 }
 
 /// Runs `f` without the default panic message: stages that panic are caught and
@@ -282,6 +363,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("uop-fuzz-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let args = FuzzArgs {
+            file: None,
+            dims: vec![],
+            params: vec![],
+            min_size: 1,
+            max_size: 8,
             self_check: true,
             backend: None,
             cases: 1,

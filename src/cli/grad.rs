@@ -3,6 +3,8 @@
 //!
 //! The gradient computed is that of `sum over outputs y of sum(seed_y * y)`; a
 //! missing seed is all ones, i.e. the gradient of the plain sum of the outputs.
+//! `--check` compares the gradient program with finite differences instead
+//! (`grad_check`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -45,6 +47,23 @@ pub struct GradArgs {
     /// state (memory: one state, N·(N−1)/2 extra body runs).
     #[arg(long, value_enum, value_name = "HOW")]
     tape: Option<TapeArg>,
+    /// Check the gradient program against central finite differences in f64 (both on
+    /// the reference interpreter) at the inputs, instead of printing gradients: prints
+    /// the worst error of each input (every input of `--grad`, or every float input)
+    /// and fails past the tolerance. Graphs: by the graph interpreter, elements whose
+    /// perturbation changes a branch or trip count skipped.
+    #[arg(long, conflicts_with = "seeds")]
+    check: bool,
+    /// With `--check`: the relative tolerance (default 1e-5).
+    #[arg(long, value_name = "REL", requires = "check")]
+    rel: Option<f64>,
+    /// With `--check`: the absolute tolerance (default 1e-6); an element passes when
+    /// `|analytic - numeric| <= abs + rel * max(|analytic|, |numeric|)`.
+    #[arg(long, value_name = "ABS", requires = "check")]
+    abs: Option<f64>,
+    /// With `--check`: the finite-difference step (default 1e-6).
+    #[arg(long, value_name = "H", requires = "check")]
+    step: Option<f64>,
 }
 
 /// The values of `--tape`.
@@ -64,6 +83,15 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
                 Some(TapeArg::Recompute) => TapeMode::Recompute,
                 _ => TapeMode::Stack,
             };
+            if args.check {
+                return super::grad_check::check_graph(
+                    &g,
+                    &args.source,
+                    &args.grads,
+                    &check_settings(args),
+                    tape,
+                );
+            }
             let files = super::grad_graph::GradFiles {
                 seeds: &args.seeds,
                 grads: &args.grads,
@@ -78,6 +106,15 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     let wanted = wanted_gradients(&program, &args.grads)?;
+    if args.check {
+        return super::grad_check::check(
+            &program,
+            &inputs,
+            &params,
+            &wanted,
+            &check_settings(args),
+        );
+    }
     let outputs = execute(
         &program,
         &inputs,
@@ -128,6 +165,15 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
     writer.commit()?;
     print!("{printed}");
     Ok(())
+}
+
+/// `--rel`, `--abs` and `--step` of `--check`.
+fn check_settings(args: &GradArgs) -> super::grad_check::Settings {
+    super::grad_check::Settings {
+        rel: args.rel,
+        abs: args.abs,
+        step: args.step,
+    }
 }
 
 /// The inputs named by `--grad`, each with the file to write (none: print), in the

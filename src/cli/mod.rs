@@ -12,6 +12,7 @@ mod emit;
 mod emit_graph;
 mod fuzz;
 mod grad;
+mod grad_check;
 mod grad_graph;
 mod limits;
 mod ops;

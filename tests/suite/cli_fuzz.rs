@@ -293,3 +293,55 @@ fn stats_time_prints_one_row_per_stage_and_pass() {
         assert!(out.contains(&format!("pass {}", p.name)), "{out}");
     }
 }
+
+/// A program of one's own: `uop fuzz FILE` runs it on random sizes and data through
+/// every stage and the JIT, `--dim` fixing sizes and `--min-size` the smallest.
+#[test]
+fn fuzz_checks_a_given_program_on_every_stage_and_the_jit() {
+    let o = uop(&[
+        "fuzz",
+        "examples/programs/softmax.uop",
+        "--cases",
+        "12",
+        "--dim",
+        "N=5",
+        "--min-size",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("examples/programs/softmax.uop: 12 cases ("),
+        "{out}"
+    );
+    assert!(
+        out.contains("agree with the reference interpreter on"),
+        "{out}"
+    );
+}
+
+#[test]
+fn fuzz_of_a_file_names_unknown_dims_and_refuses_random_program_flags() {
+    let o = uop(&["fuzz", MATMUL, "--dim", "Q=3", "--cases", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("the program has no named dim `Q` (its inputs' dims: K, M, N)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = uop(&["fuzz", MATMUL, "--max-nodes", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = uop(&["fuzz", "--dim", "M=2"]);
+    assert_eq!(o.status.code(), Some(2), "--dim needs FILE: {}", stderr(&o));
+}
+
+#[test]
+fn fuzz_of_a_graph_file_says_it_takes_programs() {
+    let o = uop(&["fuzz", "examples/graphs/power_loop.uop", "--cases", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("this file is a graph"),
+        "{}",
+        stderr(&o)
+    );
+}

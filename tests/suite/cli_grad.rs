@@ -387,3 +387,111 @@ fn tape_applies_to_graphs_only() {
         stderr(&o)
     );
 }
+
+/// `uop grad --check`: finite differences against the gradient program, one row per
+/// input with its worst element; exit code 1 past the tolerance.
+#[test]
+fn grad_check_prints_the_worst_error_per_input_and_passes() {
+    let o = uop(&[
+        "grad",
+        "examples/programs/layer_norm.uop",
+        "--random",
+        "1",
+        "--dim",
+        "B=2",
+        "--dim",
+        "N=4",
+        "--check",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("finite differences (f64, step 0.000001)"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("input"), "{out}");
+    let program = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/programs/layer_norm.uop"),
+    )
+    .expect("reads");
+    let parsed = parse_program(&program, &uop::ops::registry()).expect("parses");
+    assert_eq!(
+        lines.len(),
+        2 + parsed.inputs.len(),
+        "one row per float input: {out}"
+    );
+    assert!(lines[2..].iter().all(|l| l.ends_with("ok")), "{out}");
+}
+
+#[test]
+fn grad_check_fails_past_the_tolerance() {
+    let dir = scratch("grad-check-tight");
+    // exp's gradient is right, but no finite difference matches it to 0.
+    let path = file(&dir, "e.uop", "input x: f64[N]\ny = exp(x)\noutput y\n");
+    let o = uop(&[
+        "grad", &path, "--random", "3", "--dim", "N=3", "--check", "--rel", "0", "--abs", "0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("FAILED"), "{}", stdout(&o));
+    assert_eq!(
+        stderr(&o).lines().next(),
+        Some(
+            "error: the gradient with respect to `x` differs from finite differences past the tolerance"
+        )
+    );
+    let o = uop(&["grad", &path, "--random", "3", "--dim", "N=3", "--rel", "0"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--rel needs --check: {}",
+        stderr(&o)
+    );
+}
+
+/// A graph's gradient graph against finite differences on the graph interpreter: one
+/// row per input, through a `while`.
+#[test]
+fn grad_check_takes_graphs_through_control_flow() {
+    let o = uop(&[
+        "grad",
+        "examples/graph_grad/rnn.uop",
+        "--random",
+        "1",
+        "--dim",
+        "T=5",
+        "--dim",
+        "E=3",
+        "--dim",
+        "H=4",
+        "--param",
+        "steps=5",
+        "--check",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["xs", "h0", "w", "u"], "{out}");
+    assert!(rows.iter().all(|r| r.ends_with("ok")), "{out}");
+    let o = uop(&[
+        "grad",
+        "examples/graphs/power_loop.uop",
+        "--random",
+        "1",
+        "--check",
+        "--rel",
+        "0",
+        "--abs",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).starts_with("error: the gradient graph differs from finite differences"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -383,3 +383,39 @@ fn second_order_through_representative_ops() {
     }
     eprintln!("second order: {elements} elements, {:?}", start.elapsed());
 }
+
+/// The gradient of `op(x)` at the points `x`, all seeds 1, by the reference
+/// interpreter.
+fn gradient_at(op: &str, x: &[f64]) -> Vec<f64> {
+    let src = format!("input x: f64[N]\ny = {op}\noutput y\n");
+    let forward = parse_program(&src, &uop::ops::registry()).expect("parses");
+    let spec = GradSpec {
+        seeds: forward.outputs.clone(),
+        wrt: forward.inputs.clone(),
+        supplied: vec![],
+    };
+    let grad = gradient(&forward, &spec).expect("a gradient");
+    let input = Tensor::new(DType::F64, vec![x.len()], x.to_vec()).expect("consistent");
+    let seed = Tensor::new(DType::F64, vec![x.len()], vec![1.0; x.len()]).expect("consistent");
+    let params = HashMap::new();
+    grad.run(&forward, &[input], &[seed], &params)
+        .expect("runs")[0]
+        .data
+        .clone()
+}
+
+/// At a kink the gradient is torch's: relu'(0) = 0, leaky_relu'(0) = the slope,
+/// abs'(0) = 0, and `clip` (torch's `clamp`) passes it at a bound: 1.
+#[test]
+fn kinks_take_torchs_gradient() {
+    assert_eq!(gradient_at("relu(x)", &[-1.0, 0.0, 1.0]), [0.0, 0.0, 1.0]);
+    assert_eq!(
+        gradient_at("leaky_relu(x, alpha=0.25)", &[-1.0, 0.0, 1.0]),
+        [0.25, 0.25, 1.0]
+    );
+    assert_eq!(gradient_at("abs(x)", &[-2.0, 0.0, 3.0]), [-1.0, 0.0, 1.0]);
+    assert_eq!(
+        gradient_at("clip(x, min=-1.0, max=1.0)", &[-2.0, -1.0, 0.0, 1.0, 2.0]),
+        [0.0, 1.0, 1.0, 1.0, 0.0]
+    );
+}

@@ -16,6 +16,8 @@
 //!   the README under `cfg(doctest)`); a ```` ```rust,ignore ```` block, or a
 //!   ```` ```text ```` block quoting a file, is preceded by `<!-- excerpt: PATH -->`
 //!   and must appear verbatim in that file (which the workspace builds or runs).
+//! - ```` ```toml ```` blocks are manifests shown to the reader (how to depend on uop);
+//!   `tests/suite/packaging.rs` checks that the crates they name package.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +29,7 @@ const NOT_RUN: &[&str] = &[
     "cargo test --profile fast-build --test suite cli::",
     "cargo test -p uop-codegen --profile fast-build",
     "cargo run -p uop-example-build-time",
+    "cargo test -p uop-example-build-time",
     "cargo run --release --example custom_op",
 ];
 
@@ -185,14 +188,14 @@ fn scratch() -> PathBuf {
 fn every_block_has_a_known_language() {
     for b in blocks(&readme()) {
         match (b.info.as_str(), &b.excerpt) {
-            ("sh" | "console" | "rust" | "text", _) | ("rust,ignore", Some(_)) => {}
+            ("sh" | "console" | "rust" | "text" | "toml", _) | ("rust,ignore", Some(_)) => {}
             ("rust,ignore", None) => panic!(
                 "README.md:{}: a `rust,ignore` block must quote a file the workspace compiles \
                  (`<!-- excerpt: PATH -->` on the line before it)",
                 b.line
             ),
             (other, _) => panic!(
-                "README.md:{}: block language `{other}`: use sh, console, text, rust or \
+                "README.md:{}: block language `{other}`: use sh, console, text, toml, rust or \
                  rust,ignore (a block without one would be compiled as a Rust doc test)",
                 b.line
             ),

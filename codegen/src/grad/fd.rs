@@ -7,7 +7,7 @@
 //! with `h = step`
 //! (default `1e-6`), for every element or a seeded sample of them
 //! ([`FdOptions::sample`]); it must match the gradient program within
-//! `atol + rtol * max(|analytic|, |numeric|)` (defaults `1e-6` and `1e-5`).
+//! `abs + rel * max(|analytic|, |numeric|)` (defaults `1e-6` and `1e-5`).
 //!
 //! Central differences have error `O(h^2 f''')` plus rounding `O(eps |L| / h)`, about
 //! `1e-10 |L|` in f64 at the default step, well inside the tolerance as long as the
@@ -16,6 +16,7 @@
 //! `log`, `sqrt` and the base of `pow`).
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use thiserror::Error;
@@ -31,10 +32,10 @@ use super::build::{GradError, GradRole, GradSpec, Gradient, gradient, to_f64};
 pub struct FdOptions {
     /// Finite-difference step `h`.
     pub step: f64,
-    /// Absolute tolerance.
-    pub atol: f64,
-    /// Relative tolerance.
-    pub rtol: f64,
+    /// Absolute tolerance (the same meaning as `Tolerance::abs` of the oracle).
+    pub abs: f64,
+    /// Relative tolerance (as `Tolerance::rel`).
+    pub rel: f64,
     /// Seeds the random output seeds `s_y` (and the sampled elements).
     pub seed: u64,
     /// At most this many elements of each checked input are perturbed, drawn at
@@ -48,8 +49,8 @@ impl Default for FdOptions {
     fn default() -> Self {
         FdOptions {
             step: 1e-6,
-            atol: 1e-6,
-            rtol: 1e-5,
+            abs: 1e-6,
+            rel: 1e-5,
             seed: 0,
             sample: None,
         }
@@ -103,6 +104,148 @@ pub fn check_gradient(
     params: &HashMap<String, i64>,
     options: &FdOptions,
 ) -> Result<FdReport, FdError> {
+    let mut checked = 0;
+    let mut max_error = 0.0f64;
+    let mut mismatch = None;
+    let gradient = walk(forward, wrt, supplied, inputs, params, options, |e| {
+        // A NaN on either side is a mismatch too.
+        if e.error.is_nan() || e.error > e.allowed {
+            mismatch = Some(FdError::Mismatch {
+                input: e.input.to_string(),
+                index: e.index,
+                analytic: e.analytic,
+                numeric: e.numeric,
+            });
+            return ControlFlow::Break(());
+        }
+        max_error = max_error.max(e.error);
+        checked += 1;
+        ControlFlow::Continue(())
+    })?;
+    match mismatch {
+        Some(error) => Err(error),
+        None => Ok(FdReport {
+            checked,
+            max_error,
+            gradient,
+        }),
+    }
+}
+
+/// One input's comparison of [`compare_gradient`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputComparison {
+    /// The input's name.
+    pub input: String,
+    /// Elements compared.
+    pub checked: usize,
+    /// The element whose error is worst relative to what the tolerance allows
+    /// (a NaN on either side is worst of all); `None` for an input without elements.
+    pub worst: Option<ElementComparison>,
+}
+
+impl InputComparison {
+    /// True when every element is within the tolerance.
+    pub fn passed(&self) -> bool {
+        self.worst.as_ref().is_none_or(ElementComparison::passed)
+    }
+}
+
+/// The gradient program and finite differences at one element of an input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElementComparison {
+    /// Row-major position of the element.
+    pub index: usize,
+    /// What the gradient program computed.
+    pub analytic: f64,
+    /// The central difference.
+    pub numeric: f64,
+    /// `|analytic - numeric|`.
+    pub error: f64,
+    /// What the tolerance allows here: `abs + rel * max(|analytic|, |numeric|)`.
+    pub allowed: f64,
+}
+
+impl ElementComparison {
+    /// True when the error is within the tolerance (and not NaN).
+    pub fn passed(&self) -> bool {
+        self.error <= self.allowed
+    }
+
+    /// How bad the element is: error over allowance, infinite for a NaN.
+    fn badness(&self) -> f64 {
+        if self.error.is_nan() {
+            f64::INFINITY
+        } else {
+            self.error / self.allowed.max(f64::MIN_POSITIVE)
+        }
+    }
+}
+
+/// Like [`check_gradient`], comparing every checked element instead of stopping at
+/// the first mismatch: per input of `wrt`, the elements compared and the worst one.
+/// What `uop grad --check` prints.
+pub fn compare_gradient(
+    forward: &Program,
+    wrt: &[NodeId],
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    options: &FdOptions,
+) -> Result<Vec<InputComparison>, FdError> {
+    let mut out: Vec<InputComparison> = wrt
+        .iter()
+        .map(|w| InputComparison {
+            input: forward.node(*w).name.clone(),
+            checked: 0,
+            worst: None,
+        })
+        .collect();
+    walk(forward, wrt, &[], inputs, params, options, |e| {
+        let slot = &mut out[e.position];
+        slot.checked += 1;
+        let this = ElementComparison {
+            index: e.index,
+            analytic: e.analytic,
+            numeric: e.numeric,
+            error: e.error,
+            allowed: e.allowed,
+        };
+        if slot
+            .worst
+            .as_ref()
+            .is_none_or(|w| this.badness() > w.badness())
+        {
+            slot.worst = Some(this);
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(out)
+}
+
+/// One element of a walk: the gradient program's value and the central difference.
+struct Element<'a> {
+    /// Position of the input in `wrt`.
+    position: usize,
+    input: &'a str,
+    index: usize,
+    analytic: f64,
+    numeric: f64,
+    error: f64,
+    allowed: f64,
+}
+
+/// Builds and runs the gradient program of `forward` (in f64) at `inputs`, then
+/// visits the checked elements of every input of `wrt` in order with their central
+/// differences, until `visit` breaks. Gives the gradient program.
+fn walk(
+    forward: &Program,
+    wrt: &[NodeId],
+    supplied: &[NodeId],
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    options: &FdOptions,
+    mut visit: impl FnMut(Element<'_>) -> ControlFlow<()>,
+) -> Result<Gradient, FdError> {
     let forward = to_f64(forward);
     let inputs: Vec<Tensor> = inputs.iter().map(as_f64).collect();
     let outputs = interp::run(&forward, &inputs, params)?;
@@ -143,10 +286,9 @@ pub fn check_gradient(
         Ok(total)
     };
     let h = options.step;
-    let mut checked = 0;
-    let mut max_error = 0.0f64;
-    for (w, g) in wrt.iter().zip(&analytic) {
+    for (position, (w, g)) in wrt.iter().zip(&analytic).enumerate() {
         let slot = forward.inputs.iter().position(|i| i == w).unwrap_or(0);
+        let input = forward.node(*w).name.as_str();
         for e in elements(inputs[slot].len(), options.sample, &mut rng) {
             let mut point = inputs.clone();
             point[slot].data[e] += h;
@@ -155,26 +297,21 @@ pub fn check_gradient(
             let down = loss(&point)?;
             let numeric = (up - down) / (2.0 * h);
             let a = g.data[e];
-            let error = (a - numeric).abs();
-            let allowed = options.atol + options.rtol * a.abs().max(numeric.abs());
-            // A NaN on either side is a mismatch too.
-            if error.is_nan() || error > allowed {
-                return Err(FdError::Mismatch {
-                    input: forward.node(*w).name.clone(),
-                    index: e,
-                    analytic: a,
-                    numeric,
-                });
+            let element = Element {
+                position,
+                input,
+                index: e,
+                analytic: a,
+                numeric,
+                error: (a - numeric).abs(),
+                allowed: options.abs + options.rel * a.abs().max(numeric.abs()),
+            };
+            if visit(element).is_break() {
+                return Ok(grad);
             }
-            max_error = max_error.max(error);
-            checked += 1;
         }
     }
-    Ok(FdReport {
-        checked,
-        max_error,
-        gradient: grad,
-    })
+    Ok(grad)
 }
 
 /// Checks the gradient of a gradient: builds the gradient of `forward` with respect

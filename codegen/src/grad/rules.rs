@@ -7,7 +7,9 @@
 //! (or supplied) forward nodes, so `exp` reads `y` and never recomputes `exp(x)` twice.
 //!
 //! Conventions shared with torch, where the math leaves a choice:
-//! - ties of `maximum` / `minimum` split the gradient evenly between the operands,
+//! - ties of `maximum` / `minimum` between two tensors split the gradient evenly
+//!   between them; a tie with a number or `$param` gives the tensor none (so
+//!   `relu(x) = maximum(x, 0)` has gradient 0 at 0, torch's `relu`);
 //!   ties of `reduce_max` / `reduce_min` and of `max` / `min` scatters split it
 //!   evenly among all elements that reach the extreme;
 //! - `floor`, `ceil`, `sign`, comparisons, `argmax` / `argmin` have zero gradient;
@@ -346,12 +348,27 @@ fn binary(
             }
         }
         BinaryOp::Maximum | BinaryOp::Minimum => {
-            // The share of `a`: 1 where it wins, 1/2 on a tie (like torch), else 0.
             let wins = if op == BinaryOp::Maximum {
                 BinaryOp::Gt
             } else {
                 BinaryOp::Lt
             };
+            if a.node().is_none() || b.node().is_none() {
+                // Against a number or `$param`, the number wins a tie: the tensor's
+                // share is 1 only where it is strictly the extreme, so
+                // relu(x) = maximum(x, 0) has gradient 0 at 0, like torch's relu.
+                if want_a {
+                    let win = cx.b.binary(wins, a.clone(), b.clone())?;
+                    ga = Some(cx.mul(g, win)?);
+                }
+                if want_b {
+                    let win = cx.b.binary(wins, b.clone(), a.clone())?;
+                    gb = Some(cx.mul(g, win)?);
+                }
+                return Ok((ga, gb));
+            }
+            // Between two tensors, the share of `a`: 1 where it wins, 1/2 on a tie
+            // (like torch's maximum), else 0.
             let win = cx.b.binary(wins, a.clone(), b.clone())?;
             let tie = cx.b.binary(BinaryOp::Eq, a.clone(), b.clone())?;
             let half_tie = cx.mul(tie, 0.5)?;

@@ -339,7 +339,7 @@ mod tests {
     /// bit, on random sizes and data.
     fn assert_same_results(p: &Program, lp: &LoopProgram) {
         for seed in 0..12 {
-            let case = random_case(p, seed);
+            let case = random_case(p, seed).expect("a case");
             let want = interp::run(p, &case.inputs, &case.params)
                 .unwrap_or_else(|e| panic!("seed {seed}: reference: {e}"));
             let got = interp::run_loops(lp, &case.inputs, &case.params)

@@ -279,7 +279,7 @@ impl std::error::Error for Mismatch {}
 /// ```
 /// use uop_codegen::testing::{CheckOptions, check_program, random_case, random_program, GenConfig};
 /// let program = random_program(3, &GenConfig::default());
-/// let case = random_case(&program, 3);
+/// let case = random_case(&program, 3).expect("a case");
 /// assert_eq!(check_program(&program, &case, &CheckOptions::default()), Ok(()));
 /// ```
 pub fn check_program(p: &Program, case: &Case, opts: &CheckOptions) -> Result<(), Mismatch> {

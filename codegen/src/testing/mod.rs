@@ -11,7 +11,7 @@
 //!
 //! for seed in 0..5 {
 //!     let program = random_program(seed, &GenConfig::default());
-//!     let case = random_case(&program, seed);
+//!     let case = random_case(&program, seed).expect("a case");
 //!     if let Err(mismatch) = check_program(&program, &case, &CheckOptions::default()) {
 //!         panic!("seed {seed}: {mismatch}");
 //!     }

@@ -638,6 +638,7 @@ fn kind_of(e: &UopError) -> ErrorKind {
         UopError::Duplicate(_) => ErrorKind::BadName,
         UopError::Combine(_) => ErrorKind::Program,
         UopError::ShapeMismatch { .. }
+        | UopError::Broadcast { .. }
         | UopError::RankMismatch { .. }
         | UopError::BadAxis { .. }
         | UopError::RepeatedAxis { .. }

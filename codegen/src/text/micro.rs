@@ -128,8 +128,17 @@ impl Micro {
                     .map_err(|e| at_list_error(e, args.offset(2)))
             }
             Micro::Unary(op) => Ok(b.unary(op, args.node(0)?)?),
-            Micro::Binary(op) => Ok(b.binary(op, args.operand(0)?, args.operand(1)?)?),
-            Micro::Where => Ok(b.where_(args.operand(0)?, args.operand(1)?, args.operand(2)?)?),
+            // Element-wise ops broadcast numpy-style in the text format, whatever
+            // the registry (`uop::broadcast`).
+            Micro::Binary(op) => {
+                let ab = b.broadcast_operands(op.name(), &[args.operand(0)?, args.operand(1)?])?;
+                Ok(b.binary(op, ab[0].clone(), ab[1].clone())?)
+            }
+            Micro::Where => {
+                let operands = [args.operand(0)?, args.operand(1)?, args.operand(2)?];
+                let cab = b.broadcast_operands("where", &operands)?;
+                Ok(b.where_(cab[0].clone(), cab[1].clone(), cab[2].clone())?)
+            }
             Micro::Reduce(op) => {
                 let x = args.node(0)?;
                 let axes = args.axes(1, b.shape(x).len())?;

@@ -26,6 +26,14 @@ pub enum UopError {
         /// Second shape, printed.
         right: String,
     },
+    /// Operand shapes that do not broadcast (numpy's rules: equal sizes or 1).
+    #[error("{op}: {message}")]
+    Broadcast {
+        /// The op being built.
+        op: String,
+        /// Which shapes, and where they differ.
+        message: String,
+    },
     /// A list (index, axes, shape) has the wrong length.
     #[error("{op}: {what} has {found} entries, expected {expected}")]
     RankMismatch {

@@ -3,6 +3,7 @@
 //! to concrete sizes.
 
 mod bind;
+mod broadcast;
 mod builder;
 mod error;
 mod graph;

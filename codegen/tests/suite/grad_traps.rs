@@ -119,6 +119,24 @@ fn maximum_and_minimum_split_ties_between_operands() {
     assert_data(&g[0], &[4.0, 6.0]);
 }
 
+/// relu(x) = maximum(x, 0): at the kink the number wins the tie and x gets no
+/// gradient, torch's relu'(0) = 0; likewise a clamp from above with `minimum`.
+#[test]
+fn a_tie_with_a_number_gives_the_tensor_no_gradient() {
+    let g = grads(
+        "input x: f32[N]\ny = maximum(x, 0.0)\noutput y\n",
+        &[t(&[4], &[-1.0, 0.0, 2.0, -0.0])],
+        &t(&[4], &[1.0, 1.0, 1.0, 1.0]),
+    );
+    assert_data(&g[0], &[0.0, 0.0, 1.0, 0.0]);
+    let g = grads(
+        "input x: f32[N]\ny = minimum(6.0, x)\noutput y\n",
+        &[t(&[3], &[6.0, 7.0, 5.0])],
+        &t(&[3], &[2.0, 2.0, 2.0]),
+    );
+    assert_data(&g[0], &[0.0, 0.0, 2.0]);
+}
+
 #[test]
 fn max_scatter_splits_ties_and_routes_to_the_winner() {
     // Targets: 0 <- x0, x2 (tie at 3); 1 <- x1, x3 (x1 = 2 wins).

@@ -103,7 +103,7 @@ fn random_programs_print_back_identically_at_every_stage_and_run_the_same() {
             // The parsed program is the same program, not only the same text.
             let (original, parsed) = last.expect("at least the lowered stage");
             assert_eq!(parsed.dtype, original.dtype, "config {k}, seed {seed}");
-            let case = random_case(&program, seed);
+            let case = random_case(&program, seed).expect("a case");
             let want = interp::run_loops(original, &case.inputs, &case.params);
             let got = interp::run_loops(&parsed, &case.inputs, &case.params);
             match (want, got) {

@@ -315,7 +315,7 @@ fn a_found_bug_shrinks_to_a_one_line_reproducer() {
     };
     let found = (0..500).find_map(|seed| {
         let program = random_program(seed, &cfg);
-        let case = random_case(&program, seed);
+        let case = random_case(&program, seed).expect("a case");
         let mismatch = check_program(&program, &case, &opts).err()?;
         Some((
             seed,

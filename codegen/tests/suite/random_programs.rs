@@ -78,7 +78,7 @@ impl Coverage {
 
 /// Runs `program` on a case and checks the outputs against `Program::shapes`.
 fn run_case(program: &Program, case_seed: u64, cov: &mut Coverage) {
-    let case = random_case(program, case_seed);
+    let case = random_case(program, case_seed).expect("a case");
     let describe = || format!("program {program:#?}\ncase {case:?}");
     let outputs = interp::run(program, &case.inputs, &case.params)
         .unwrap_or_else(|e| panic!("{e}\n{}", describe()));
@@ -273,4 +273,56 @@ fn an_impossible_program_has_no_case() {
     let program = b.combine(&[x, y], &[z]).unwrap();
     let err = random_case_with(&program, 0, &GenConfig::default()).unwrap_err();
     assert!(err.to_string().contains("3 == 4"), "{err}");
+}
+
+#[test]
+fn cases_respect_a_minimum_size_and_fixed_dims_and_params() {
+    let src = "param p\ninput x: f32[N, D]\ny = add(x, $p)\noutput y\n";
+    let program =
+        uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
+    let cfg = GenConfig {
+        min_dim: 2,
+        max_dim: 4,
+        dims: [("D".to_string(), 7)].into(),
+        params: [("p".to_string(), 5)].into(),
+        ..GenConfig::default()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..50 {
+        let case = random_case_with(&program, seed, &cfg).unwrap();
+        let shape = &case.inputs[0].shape;
+        assert!((2..=4).contains(&shape[0]), "{shape:?}");
+        assert_eq!(shape[1], 7);
+        assert_eq!(case.params["p"], 5);
+        seen.insert(shape[0]);
+    }
+    assert_eq!(seen.len(), 3, "every size from 2 to 4 is drawn: {seen:?}");
+}
+
+#[test]
+fn a_program_without_a_case_in_the_limits_is_an_error_not_a_panic() {
+    let src = "input x: f32[100, 100]\ny = neg(x)\noutput y\n";
+    let program =
+        uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
+    let err = random_case(&program, 1).expect_err("10,000 elements exceed the default 256");
+    assert!(err.to_string().contains("max_elements 256"), "{err}");
+    let cfg = GenConfig {
+        max_elements: 10_000,
+        ..GenConfig::default()
+    };
+    assert!(random_case_with(&program, 1, &cfg).is_ok());
+}
+
+#[test]
+fn a_fixed_dim_that_contradicts_an_assertion_is_named() {
+    let src =
+        "input x: f32[N]\ninput y: f32[M]\nassert N == M\na = neg(x)\nb = neg(y)\noutput a, b\n";
+    let program =
+        uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
+    let cfg = GenConfig {
+        dims: [("N".to_string(), 2), ("M".to_string(), 3)].into(),
+        ..GenConfig::default()
+    };
+    let err = random_case_with(&program, 0, &cfg).expect_err("N = M cannot be 2 and 3");
+    assert!(err.to_string().contains("an assertion makes it"), "{err}");
 }

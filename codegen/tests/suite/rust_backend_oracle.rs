@@ -417,7 +417,7 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
                 let seed = e.name.bytes().map(u64::from).sum::<u64>() * 1000 + c;
                 random_case_with(&e.program, seed, &big).expect("sizes")
             } else {
-                random_case(&e.program, 1000 * k as u64 + c)
+                random_case(&e.program, 1000 * k as u64 + c).expect("a case")
             };
             let want = interp::run(&e.program, &case.inputs, &case.params);
             let lens: Vec<usize> = match &want {

@@ -555,13 +555,27 @@ mod errors {
 
     #[test]
     fn a_shape_mismatch_is_reported_at_the_call() {
-        let src = "input a: f32[M, K]\ninput b: f32[K, N]\nc = add(a, b)\noutput c\n";
+        let src = "input a: f32[2, 3]\ninput b: f32[4, 3]\nc = add(a, b)\noutput c\n";
         assert_error(
             src,
             ErrorKind::Build,
-            "add: shapes differ: `a` [M, K] vs `b` [K, N]",
+            "add: shapes [2, 3] and [4, 3] do not broadcast (2 vs 4)",
             at(src, "add"),
         );
+    }
+
+    /// Element-wise ops broadcast numpy-style with the micro ops alone, as they do
+    /// with the macro-op registry: one meaning of `add` whatever the registry.
+    #[test]
+    fn element_wise_ops_broadcast_in_every_registry() {
+        let src = "input x: f32[B, N]\ninput b: f32[N]\ninput c: f32[B, 1]\n\
+                   y = add(x, b)\nz = where(c, y, b)\nw = maximum(z, c)\noutput w\n";
+        let micro = parse_program(src, &Registry::new()).expect("broadcasts");
+        let printed = print_program(&micro);
+        assert!(printed.contains("reindex(b, [B, N], [i1])"), "{printed}");
+        assert!(printed.contains("reindex(c, [B, N], [i0, 0])"), "{printed}");
+        let again = parse_program(&printed, &Registry::new()).expect("parses back");
+        assert_eq!(print_program(&again), printed);
     }
 
     #[test]

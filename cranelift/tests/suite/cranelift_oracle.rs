@@ -169,7 +169,7 @@ fn scalar_kernels_match_the_interpreter_bit_for_bit_but_for_inline_math() {
     for seed in 0..cases() {
         let program = random_program(seed, &config(seed));
         for data_seed in 0..2 {
-            let case = random_case(&program, seed * 7 + data_seed);
+            let case = random_case(&program, seed * 7 + data_seed).expect("a case");
             let agree = scalar_agree(uses_inline_math(&program));
             if let Err(e) = check(&program, &case, &scalar, agree) {
                 panic!("{}", report(seed, &program, &case, &e));
@@ -207,7 +207,7 @@ fn vectorized_kernels_match_the_interpreter_within_reassociation() {
         let cfg = config(seed + 1000);
         let program = random_program(seed + 1000, &cfg);
         let tol = if cfg.dtype == DType::F64 { 1e-10 } else { 1e-4 };
-        let case = quantized(&random_case(&program, seed));
+        let case = quantized(&random_case(&program, seed).expect("a case"));
         if let Err(e) = check(&program, &case, &vector, |a, b| close(a, b, tol)) {
             panic!("{}", report(seed + 1000, &program, &case, &e));
         }

@@ -53,6 +53,25 @@ mod tests {
     }
 
     #[test]
+    fn the_generated_kernels_agree_with_the_reference_interpreter() {
+        use uop::testing::{OpCheck, check_kernel};
+
+        let opts = OpCheck::default();
+        check_kernel(
+            kernels::rms_norm_f32_program(),
+            kernels::rms_norm_f32_dyn,
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("rms_norm_f32: {e}"));
+        check_kernel(
+            kernels::rms_norm_f64_program(),
+            kernels::rms_norm_f64_dyn,
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("rms_norm_f64: {e}"));
+    }
+
+    #[test]
     fn mismatched_shapes_are_errors() {
         let mut out = [0.0f32; 8];
         let err = kernels::rms_norm_f32(&[1.0; 8], [2, 4], &[1.0; 3], [3], &mut out).unwrap_err();

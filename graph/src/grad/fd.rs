@@ -4,7 +4,7 @@
 //! uniform in [-1, 1) from [`FdOptions::seed`]. For each checked element `x_k` the
 //! numeric derivative is `(L(x + h e_k) - L(x - h e_k)) / 2h`; it must match the
 //! gradient graph (run by the graph interpreter) within
-//! `atol + rtol * max(|analytic|, |numeric|)`. An element whose perturbed runs
+//! `abs + rel * max(|analytic|, |numeric|)`. An element whose perturbed runs
 //! take another branch or another trip count than the unperturbed run (a branch
 //! boundary within `h`) is skipped and counted: the derivative is not defined there.
 
@@ -24,9 +24,9 @@ pub struct FdOptions {
     /// Finite-difference step `h`.
     pub step: f64,
     /// Absolute tolerance.
-    pub atol: f64,
+    pub abs: f64,
     /// Relative tolerance.
-    pub rtol: f64,
+    pub rel: f64,
     /// Seeds the output seeds and the sampled elements.
     pub seed: u64,
     /// At most this many elements of each checked input (`None`: all).
@@ -39,8 +39,8 @@ impl Default for FdOptions {
     fn default() -> Self {
         FdOptions {
             step: 1e-6,
-            atol: 1e-6,
-            rtol: 1e-5,
+            abs: 1e-6,
+            rel: 1e-5,
             seed: 0,
             sample: Some(4),
             max_iterations: 10_000,
@@ -154,7 +154,7 @@ pub fn check_gradient(
             let numeric = (plus - minus) / (2.0 * options.step);
             let a = analytic[w].data[e];
             let err = (a - numeric).abs();
-            let tol = options.atol + options.rtol * a.abs().max(numeric.abs());
+            let tol = options.abs + options.rel * a.abs().max(numeric.abs());
             if err.is_nan() || err > tol {
                 return Err(GradError::Spec(format!(
                     "d/d {}[{e}]: the gradient graph gives {a}, finite differences {numeric} (error {err:e} > tolerance {tol:e})",

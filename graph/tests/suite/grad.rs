@@ -400,8 +400,8 @@ fn random_graphs_against_finite_differences() {
             seed,
             sample: Some(2),
             // f64 central differences with h = 1e-6 through up to 3 nested levels.
-            atol: 1e-6,
-            rtol: 1e-5,
+            abs: 1e-6,
+            rel: 1e-5,
             ..FdOptions::default()
         };
         match check_gradient(&g, &s, &inputs, &HashMap::new(), &options) {

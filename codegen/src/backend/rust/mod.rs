@@ -120,6 +120,10 @@ pub struct RustOptions {
     /// instead of importing the crate `uop-runtime`: the file then needs only
     /// core and std.
     pub standalone: bool,
+    /// Also emit, for each kernel `NAME`, the oracle's entry to it: `NAME_program`
+    /// (its program as `.uop` text) and `NAME_dyn` (a call on row-major f64 data of
+    /// any shape), which `uop::testing::check_kernel` takes.
+    pub oracle: bool,
 }
 
 impl Default for RustOptions {
@@ -127,6 +131,7 @@ impl Default for RustOptions {
         RustOptions {
             compile: CompileOptions::for_target(Target::Rust),
             standalone: false,
+            oracle: false,
         }
     }
 }
@@ -138,6 +143,7 @@ impl RustOptions {
         RustOptions {
             compile: CompileOptions::safe(),
             standalone: false,
+            oracle: false,
         }
     }
 
@@ -156,6 +162,12 @@ impl RustOptions {
     /// These options with standalone mode on or off (see [`RustOptions::standalone`]).
     pub fn standalone(mut self, standalone: bool) -> Self {
         self.standalone = standalone;
+        self
+    }
+
+    /// These options with the oracle's entries on or off (see [`RustOptions::oracle`]).
+    pub fn oracle(mut self, oracle: bool) -> Self {
+        self.oracle = oracle;
         self
     }
 }
@@ -222,6 +234,11 @@ impl RustModule {
     /// Turns standalone mode on or off (see [`RustOptions::standalone`]).
     pub fn set_standalone(&mut self, standalone: bool) {
         self.options.standalone = standalone;
+    }
+
+    /// Turns the oracle's entries on or off (see [`RustOptions::oracle`]).
+    pub fn set_oracle(&mut self, oracle: bool) {
+        self.options.oracle = oracle;
     }
 
     /// Adds `program` as the kernel `name`: compiles it ([`compile::compile`]) with
@@ -318,6 +335,9 @@ impl RustModule {
         let mut items = Vec::new();
         for k in &self.kernels {
             items.push(kernel::emit(k, &options)?);
+            if self.options.oracle {
+                items.push(kernel::oracle(k, &options)?);
+            }
         }
         let imports = runtime::imports(self.options.standalone);
         let tokens = quote! {

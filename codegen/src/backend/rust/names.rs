@@ -6,8 +6,10 @@ pub(super) use crate::backend::names::{Idents as Scope, camel};
 
 /// The module-level items the kernel `name` defines in a generated file: the
 /// kernel and its variant taking a scratch, its shapes and sizes functions, its per-CPU copies and its shapes
-/// struct. Kernels of one file must not share any.
-pub(super) fn kernel_items(name: &str) -> [String; 8] {
+/// struct, and the oracle's entries (emitted with `RustOptions::oracle`, reserved
+/// always so that turning them on never makes a clash). Kernels of one file must not
+/// share any.
+pub(super) fn kernel_items(name: &str) -> [String; 10] {
     [
         name.to_string(),
         format!("{name}_with_scratch"),
@@ -17,6 +19,8 @@ pub(super) fn kernel_items(name: &str) -> [String; 8] {
         format!("{name}_avx2"),
         format!("{name}_avx512"),
         format!("{}Shapes", camel(name)),
+        format!("{name}_program"),
+        format!("{name}_dyn"),
     ]
 }
 
@@ -36,7 +40,9 @@ mod tests {
                 "relu_loops",
                 "relu_avx2",
                 "relu_avx512",
-                "ReluShapes"
+                "ReluShapes",
+                "relu_program",
+                "relu_dyn"
             ]
         );
     }

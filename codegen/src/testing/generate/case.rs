@@ -21,15 +21,24 @@ pub(super) fn canonical_sizes(program: &Program, cfg: &GenConfig) -> Result<Size
     search_sizes(program, cfg, &mut StdRng::seed_from_u64(CANONICAL_SEED))
 }
 
-/// A concrete size for a named dim: 1 often (broadcast-like edge), 0 rarely (empty tensors).
-pub(super) fn random_dim(rng: &mut StdRng, max_dim: usize) -> i64 {
+/// A concrete size for a named dim, at least `min_dim`: with the default minimum 0, 1
+/// often (broadcast-like edge) and 0 rarely (empty tensors); above it, the minimum
+/// often and anything up to `max_dim` otherwise.
+pub(super) fn random_dim(rng: &mut StdRng, min_dim: usize, max_dim: usize) -> i64 {
+    let (lo, hi) = (min_dim as i64, max_dim.max(min_dim) as i64);
     let r: f64 = rng.random();
-    if r < 0.03 {
-        0
-    } else if r < 0.25 {
-        1
+    if lo == 0 {
+        if r < 0.03 {
+            0
+        } else if r < 0.25 {
+            1
+        } else {
+            rng.random_range(1..=hi.max(1))
+        }
+    } else if r < 0.2 {
+        lo
     } else {
-        rng.random_range(1..=max_dim as i64)
+        rng.random_range(lo..=hi)
     }
 }
 
@@ -99,11 +108,32 @@ pub(super) fn search_sizes(
             _ => {}
         }
     }
+    for (name, &v) in &cfg.dims {
+        let r = root(&parent, name);
+        match fixed.get(&r) {
+            Some(&w) if w != v => {
+                return Err(fail(format!(
+                    ": {name} is given as {v} but an assertion makes it {w}"
+                )));
+            }
+            _ => {
+                fixed.insert(r, v);
+            }
+        }
+    }
     for _ in 0..SIZE_ATTEMPTS {
         let params: HashMap<String, i64> = program
             .params
             .iter()
-            .map(|p| (p.clone(), random_param(rng)))
+            .map(|p| {
+                (
+                    p.clone(),
+                    cfg.params
+                        .get(p)
+                        .copied()
+                        .unwrap_or_else(|| random_param(rng)),
+                )
+            })
             .collect();
         let mut values: HashMap<String, i64> = HashMap::new();
         for n in &names {
@@ -112,7 +142,7 @@ pub(super) fn search_sizes(
                 Some(v) => *v,
                 None => match values.get(&r) {
                     Some(v) => *v,
-                    None => random_dim(rng, cfg.max_dim),
+                    None => random_dim(rng, cfg.min_dim, cfg.max_dim),
                 },
             };
             values.insert(r, v);

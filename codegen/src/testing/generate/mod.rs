@@ -16,10 +16,10 @@
 //! use uop_codegen::{interp, testing::{GenConfig, random_case, random_program}};
 //!
 //! let program = random_program(7, &GenConfig::default());
-//! let case = random_case(&program, 1);
+//! let case = random_case(&program, 1)?;
 //! let outputs = interp::run(&program, &case.inputs, &case.params)?;
 //! assert_eq!(outputs.len(), program.outputs.len());
-//! # Ok::<(), interp::RunError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod case;
@@ -29,7 +29,7 @@ mod steps;
 use case::{canonical_sizes, fill_case, search_sizes};
 use program::Generator;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rand::{SeedableRng, rngs::StdRng};
 use thiserror::Error;
@@ -57,6 +57,14 @@ pub struct GenConfig {
     pub allow_params: bool,
     /// The float type of the program (f32 or f64).
     pub dtype: DType,
+    /// Smallest concrete size of a named dim in a case ([`random_case_with`]); 0 (the
+    /// default) lets cases have empty tensors now and then.
+    pub min_dim: usize,
+    /// Named dims with a fixed size in every case (e.g. `D = 64` for an op written
+    /// for that width); the others are drawn.
+    pub dims: BTreeMap<String, i64>,
+    /// `$params` with a fixed value in every case; the others are drawn (0 to 3).
+    pub params: BTreeMap<String, i64>,
 }
 
 impl Default for GenConfig {
@@ -70,6 +78,9 @@ impl Default for GenConfig {
             max_outputs: 3,
             allow_params: true,
             dtype: DType::F32,
+            min_dim: 0,
+            dims: BTreeMap::new(),
+            params: BTreeMap::new(),
         }
     }
 }
@@ -119,17 +130,18 @@ pub fn random_program(seed: u64, cfg: &GenConfig) -> Program {
 
 /// Random sizes, params and data for `program` within [`GenConfig::default`]'s limits.
 ///
-/// # Panics
+/// # Errors
 ///
-/// If no consistent sizes exist within those limits, which never happens for
-/// programs from [`random_program`] with the default config; use
-/// [`random_case_with`] for other programs or configs.
-pub fn random_case(program: &Program, seed: u64) -> Case {
-    random_case_with(program, seed, &GenConfig::default()).unwrap_or_else(|e| panic!("{e}"))
+/// [`CaseError`] when no consistent sizes exist within those limits (never for
+/// programs from [`random_program`] with the default config); [`random_case_with`]
+/// takes other limits, fixed dims and a minimum size.
+pub fn random_case(program: &Program, seed: u64) -> Result<Case, CaseError> {
+    random_case_with(program, seed, &GenConfig::default())
 }
 
-/// Random sizes, params and data for `program`, with named dims at most
-/// `cfg.max_dim` and every tensor at most `cfg.max_elements` elements.
+/// Random sizes, params and data for `program`, with named dims from `cfg.min_dim`
+/// to `cfg.max_dim` (those in `cfg.dims` fixed), `$params` from `cfg.params` or
+/// drawn, and every tensor at most `cfg.max_elements` elements.
 ///
 /// Always succeeds for programs [`random_program`] made with the same config.
 pub fn random_case_with(program: &Program, seed: u64, cfg: &GenConfig) -> Result<Case, CaseError> {
@@ -153,6 +165,7 @@ fn sanitized(cfg: &GenConfig) -> GenConfig {
         max_inputs: cfg.max_inputs.max(1),
         // Sizes are drawn and compared as i64: keep the limits well inside it.
         max_dim: cfg.max_dim.clamp(1, 1 << 16),
+        min_dim: cfg.min_dim.min(1 << 16),
         max_elements: cfg.max_elements.clamp(1, 1 << 40),
         max_outputs: cfg.max_outputs.max(1),
         dtype: if cfg.dtype.is_float() {

@@ -332,7 +332,7 @@ impl Gen<'_> {
     }
 
     /// The Rust type of an element of `dtype`.
-    fn elem(&self, dtype: DType) -> TokenStream {
+    pub(super) fn elem(&self, dtype: DType) -> TokenStream {
         let t = &self.float;
         match dtype {
             DType::I32 => quote!(i32),

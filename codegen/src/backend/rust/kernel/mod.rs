@@ -23,6 +23,7 @@
 //! | `block` | cache-blocked nests and transposed copies |
 //! | `items` | the shapes struct, sizes function and kernel function |
 //! | `dispatch` | the per-CPU copies of the loops ([`Target::X86_64`]) and the choice |
+//! | `oracle` | with `RustOptions::oracle`, the program's text and a call on data of any shape, for the oracle |
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -53,6 +54,7 @@ mod dispatch;
 mod expr;
 mod items;
 mod nest;
+mod oracle;
 mod plan;
 mod rows;
 mod split;
@@ -209,6 +211,13 @@ struct Pieces {
 pub(super) fn emit(k: &KernelSource, options: &CompileOptions) -> Result<TokenStream, EmitError> {
     let (g, mut scope) = planned(k, options)?;
     g.items(k, &mut scope)
+}
+
+/// The oracle's entry to the kernel: `{name}_program` and `{name}_dyn`
+/// ([`oracle`](self::oracle)).
+pub(super) fn oracle(k: &KernelSource, options: &CompileOptions) -> Result<TokenStream, EmitError> {
+    let (g, _) = planned(k, options)?;
+    Ok(g.oracle_items(k))
 }
 
 /// Whether the kernel's loops take memory of their own, so that it has a
