@@ -132,17 +132,9 @@ pub(crate) fn declarations(graph: &Graph) -> Program {
     }
 }
 
-/// The name of each graph output: the value's name where it has one, else `outK`.
+/// The name of each graph output ([`Graph::output_name`]).
 pub(crate) fn output_names(graph: &Graph) -> Vec<String> {
-    graph
-        .interface
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            s.as_ref()
-                .and_then(|r| graph.node(r.node).and_then(|n| n.name(r.output)))
-                .map_or_else(|| format!("out{k}"), str::to_string)
-        })
+    (0..graph.interface.outputs.len())
+        .map(|k| graph.output_name(k))
         .collect()
 }

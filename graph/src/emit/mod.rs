@@ -239,10 +239,7 @@ impl GraphModule {
             let ty = prepared
                 .source_type(s)
                 .ok_or_else(|| fail(format!("output {k} has no type")))?;
-            let raw = s
-                .as_ref()
-                .and_then(|r| prepared.node(r.node).and_then(|n| n.name(r.output)))
-                .map_or(format!("out{k}"), str::to_string);
+            let raw = prepared.output_name(k);
             outputs.push((out_names.fresh(&raw), ty, s.clone()));
         }
         let sizes = Sizes::new(name, &prepared, inputs, args).map_err(fail)?;

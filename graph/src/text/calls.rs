@@ -40,10 +40,11 @@ impl B<'_> {
             ValueSyntax::Int(i) => Ok(vec![g.scalar(*i as f64)]),
             ValueSyntax::Float(f) => Ok(vec![g.scalar(*f)]),
             ValueSyntax::Call(c) => self.call(g, c, true),
+            ValueSyntax::Name(n) => Ok(vec![self.value(n, value.at)?]),
             _ => Err(self.error(
                 ErrorKind::Syntax,
                 value.at,
-                "expected an op call, a function call or a number",
+                "expected an op call, a function call, a name or a number",
             )),
         }
     }
@@ -341,7 +342,9 @@ impl B<'_> {
         let ats: Vec<usize> = c.args.iter().map(|a| a.at).collect();
         let types = self.types(g, &args);
         self.check_params(def, &types, &ats, c.op.at, "the call", false)?;
+        let first_new = g.graph().next_id;
         let results = self.body(g, def, seen, &args)?;
+        mark_callee_names(g, first_new, &def.name.text);
         Ok(results
             .into_iter()
             .map(|s| match s {
@@ -802,5 +805,27 @@ impl B<'_> {
         let t = Tensor::new(dtype, shape, data)
             .map_err(|e| self.error(ErrorKind::Arguments, c.op.at, format!("const: {e}")))?;
         Ok(vec![g.constant(t)])
+    }
+}
+
+/// Marks the names of the values an inline call of `function` made (nodes from
+/// `first_new` on) as the callee's: `w` becomes `function.w`, which no name the user
+/// writes can be, so the caller's names come first wherever names are chosen
+/// (printing, generated code); the value a statement binds takes the caller's name.
+fn mark_callee_names(g: &mut GraphBuilder, first_new: u32, function: &str) {
+    let made: Vec<(Ref, String)> = g
+        .graph()
+        .nodes()
+        .iter()
+        .filter(|n| n.id.0 >= first_new)
+        .flat_map(|n| {
+            (0..n.outputs.len()).filter_map(move |k| {
+                let name = n.name(k)?;
+                (!name.starts_with('$')).then(|| (n.output(k), format!("{function}.{name}")))
+            })
+        })
+        .collect();
+    for (r, name) in made {
+        let _ = g.name(r, &name);
     }
 }

@@ -19,6 +19,7 @@
 
 mod build;
 mod calls;
+mod expand;
 mod print;
 mod syntax;
 
@@ -29,6 +30,7 @@ use uop_codegen::text::{Registry, TextError};
 use crate::ir::Graph;
 
 pub use build::GRAPH_KEYWORDS;
+pub use expand::{MAX_DEPTH, MAX_NODES};
 pub use print::print_graph;
 pub use syntax::{FnDef, Param, Stmt, parse};
 
@@ -54,5 +56,6 @@ pub use syntax::{FnDef, Param, Stmt, parse};
 /// ```
 pub fn parse_graph(src: &str, registry: Arc<Registry>) -> Result<Graph, TextError> {
     let stmts = syntax::parse(src)?;
+    expand::check(src, &stmts)?;
     build::build(src, &stmts, registry)
 }

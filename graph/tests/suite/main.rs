@@ -28,6 +28,8 @@ mod rewrite;
 mod schedule;
 mod schedule_random;
 mod text_errors;
+mod text_budget;
+mod text_names;
 mod text_parse;
 mod text_programs;
 mod text_round_trip;
