@@ -14,11 +14,26 @@ const FUN: &str = "fn f(v) { w = mul(v, 2); return w }";
 /// endings, two calls of one function.
 fn files() -> Vec<(&'static str, String)> {
     vec![
-        ("inline", format!("input x: f32[3]\n{FUN}\ny = f(x)\noutput y\n")),
-        ("call", format!("input x: f32[3]\n{FUN}\ny = call(f, x)\noutput y\n")),
-        ("semicolons", format!("input x: f32[3]; {FUN}; y = f(x); output y")),
-        ("crlf", format!("input x: f32[3]\r\n{FUN}\r\ny = f(x)\r\noutput y\r\n")),
-        ("alias", "input x: f32[3]\nfn f(v) { return v }\ny = f(x)\noutput y\n".into()),
+        (
+            "inline",
+            format!("input x: f32[3]\n{FUN}\ny = f(x)\noutput y\n"),
+        ),
+        (
+            "call",
+            format!("input x: f32[3]\n{FUN}\ny = call(f, x)\noutput y\n"),
+        ),
+        (
+            "semicolons",
+            format!("input x: f32[3]; {FUN}; y = f(x); output y"),
+        ),
+        (
+            "crlf",
+            format!("input x: f32[3]\r\n{FUN}\r\ny = f(x)\r\noutput y\r\n"),
+        ),
+        (
+            "alias",
+            "input x: f32[3]\nfn f(v) { return v }\ny = f(x)\noutput y\n".into(),
+        ),
     ]
 }
 
@@ -64,12 +79,20 @@ fn output_takes_the_name_written_in_the_file_on_every_backend() {
 fn two_calls_of_one_function_give_two_outputs_named_by_the_caller() {
     let dir = scratch("graph-names-two-calls");
     let file = dir.join("two.uop");
-    std::fs::write(&file, format!("input x: f32[3]\n{FUN}\ny = f(x)\nz = f(y)\noutput y, z\n"))
-        .expect("write");
+    std::fs::write(
+        &file,
+        format!("input x: f32[3]\n{FUN}\ny = f(x)\nz = f(y)\noutput y, z\n"),
+    )
+    .expect("write");
     let x = write(&dir, "x.npy", &x());
     let o = uop_in(
         &dir,
-        &["run", file.to_str().expect("utf-8"), "--input", &format!("x={x}")],
+        &[
+            "run",
+            file.to_str().expect("utf-8"),
+            "--input",
+            &format!("x={x}"),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
@@ -114,5 +137,8 @@ fn grad_seed_takes_the_name_written_in_the_file() {
     // d(2x)/dx seeded by ones on y1 and zeros on y2.
     let text = stdout(&o);
     assert!(text.contains("g_x: f32[3]"), "{text}");
-    assert!(text.contains("2.0, 2.0, 2.0") || text.contains("2, 2, 2"), "{text}");
+    assert!(
+        text.contains("2.0, 2.0, 2.0") || text.contains("2, 2, 2"),
+        "{text}"
+    );
 }

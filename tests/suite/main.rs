@@ -21,6 +21,7 @@ mod compile_driver;
 mod cranelift;
 mod generated_clippy;
 mod generated_crates;
+mod generated_names;
 mod golden;
 mod grad_blocks;
 mod grad_ops;

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use uop_graph::text::{MAX_DEPTH, MAX_NODES, parse_graph};
 use uop_graph::default_registry;
+use uop_graph::text::{MAX_DEPTH, MAX_NODES, parse_graph};
 
 /// `levels` functions, each using the one below twice (`inline` or through `call`):
 /// using the top one asks for 2^levels copies of the bottom one.
@@ -17,7 +17,9 @@ fn doubling(levels: usize, call: bool) -> String {
                 "fn f{k}(v) {{ a = call(f{next}, v); return call(f{next}, a) }}\n"
             ));
         } else {
-            src.push_str(&format!("fn f{k}(v) {{ a = f{next}(v); return f{next}(a) }}\n"));
+            src.push_str(&format!(
+                "fn f{k}(v) {{ a = f{next}(v); return f{next}(a) }}\n"
+            ));
         }
     }
     src.push_str("y = f0(x)\noutput y\n");
@@ -31,9 +33,16 @@ fn thirty_levels_of_doubling_are_refused_within_a_second() {
         assert_eq!(src.lines().count(), 34);
         let start = Instant::now();
         let e = parse_graph(&src, default_registry()).expect_err("over the budget");
-        assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
         let m = e.message();
-        assert!(m.contains(&format!("more than the {MAX_NODES} a graph may have")), "{m}");
+        assert!(
+            m.contains(&format!("more than the {MAX_NODES} a graph may have")),
+            "{m}"
+        );
         // 2^31 - 1 function bodies' nodes (two per body: its input and its `mul` or
         // two uses), so the count is in the billions.
         let count: u64 = m

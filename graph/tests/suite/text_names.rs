@@ -26,7 +26,10 @@ fn an_inline_call_gives_its_result_the_callers_name() {
     ] {
         let g = parse(&src);
         assert_eq!(output_names(&g), ["y"], "{src:?}");
-        assert_eq!(print_graph(&g), "input x: f32[3]\ny = mul(x, 2)\noutput y\n");
+        assert_eq!(
+            print_graph(&g),
+            "input x: f32[3]\ny = mul(x, 2)\noutput y\n"
+        );
     }
     let g = parse(&format!(
         "input x: f32[3]\n{fun}\ny = f(x)\nz = f(y)\noutput y, z"

@@ -7,7 +7,7 @@ pub(super) use crate::backend::names::{Idents as Scope, camel};
 /// The module-level items the kernel `name` defines in a generated file: the
 /// kernel and its variant taking a scratch, its shapes and sizes functions, its per-CPU copies and its shapes
 /// struct. Kernels of one file must not share any.
-pub(super) fn kernel_items(name: &str) -> [String; 8] {
+pub fn kernel_items(name: &str) -> [String; 8] {
     [
         name.to_string(),
         format!("{name}_with_scratch"),
