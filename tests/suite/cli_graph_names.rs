@@ -142,3 +142,35 @@ fn grad_seed_takes_the_name_written_in_the_file() {
         "{text}"
     );
 }
+
+#[test]
+fn a_graph_file_gets_the_graph_parsers_error() {
+    let dir = scratch("graph-names-errors");
+    for (name, src, expected) in [
+        (
+            "case",
+            "input x: f32[]\ns = lt(x, 0)\nr = case(s, [], x)\nfn f(v) { return v }\noutput r\n",
+            "case: no branches (line 3",
+        ),
+        (
+            "sink",
+            "input x: f32[4]\ny = sink(x)\noutput y\n",
+            "`sink(...)` gives no result",
+        ),
+        (
+            "chunk",
+            "input x: f32[4]\ny = chunk(x, size=2)\nz = nosuch(y)\noutput z\n",
+            "unknown op or function `nosuch`",
+        ),
+    ] {
+        let file = dir.join(format!("{name}.uop"));
+        std::fs::write(&file, src).expect("write");
+        let o = uop_in(
+            &dir,
+            &["run", file.to_str().expect("utf-8"), "--random", "1"],
+        );
+        assert!(!o.status.success(), "{name}");
+        let e = stderr(&o);
+        assert!(e.contains(expected), "{name}: {e}");
+    }
+}

@@ -101,6 +101,21 @@ impl B<'_> {
                 format!("function `{name}` calls itself (a function cannot call itself; loop with `while`)"),
             );
         }
+        // A word of the graph language where a result is wanted: no "did you mean".
+        if name == "sink" {
+            return self.error(
+                ErrorKind::UnknownOp,
+                at,
+                "`sink(...)` gives no result: write it as a statement of its own, `sink(a, b)`",
+            );
+        }
+        if super::build::GRAPH_KEYWORDS.contains(&name) {
+            return self.error(
+                ErrorKind::UnknownOp,
+                at,
+                format!("`{name}` is a reserved word of graph text, not an op or a function"),
+            );
+        }
         let micro: Vec<String> = micro_ops().into_iter().map(|m| m.name).collect();
         let fns: Vec<&str> = self
             .scope
@@ -176,6 +191,7 @@ impl B<'_> {
             }
         }
         let attrs: Vec<(&str, Arg)> = attrs.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
+        self.check_select_index(g, c, &args)?;
         match g.call(op, &args, &attrs) {
             Ok(r) => Ok(r),
             Err(e) => {
@@ -183,6 +199,34 @@ impl B<'_> {
                 Err(self.locate_call(g, c, &args, &attrs, &arg_spans, e))
             }
         }
+    }
+
+    /// `select`'s index, as the user writes it, is an i32 tensor: a float one would
+    /// be floored silently. (The micro op itself takes a float index, which the
+    /// gradient rules use; see docs/decisions.md.)
+    fn check_select_index(&self, g: &GraphBuilder, c: &CallSyntax, args: &[Arg]) -> Result<()> {
+        if c.op.text != "select" || is_op_in_registry(&self.registry, "select") {
+            return Ok(());
+        }
+        let Some(Arg::Tensor(index)) = args.get(1) else {
+            return Ok(());
+        };
+        let Ok(ty) = g.type_of(*index) else {
+            return Ok(());
+        };
+        if !ty.dtype.is_float() {
+            return Ok(());
+        }
+        let at = c.args.get(1).map_or(c.op.at, |a| a.at);
+        Err(self.error(
+            ErrorKind::DType,
+            at,
+            format!(
+                "select: the index must be i32 (an i32 input or `const(i32, ...)`), found {}: \
+                 a float index would be floored silently",
+                ty.dtype.name()
+            ),
+        ))
     }
 
     /// Where in the call a builder error is: the op's own check, run again on the
@@ -828,4 +872,9 @@ fn mark_callee_names(g: &mut GraphBuilder, first_new: u32, function: &str) {
     for (r, name) in made {
         let _ = g.name(r, &name);
     }
+}
+
+/// True when `registry` (the macro ops) defines `name` itself, shadowing the micro op.
+fn is_op_in_registry(registry: &uop_codegen::text::Registry, name: &str) -> bool {
+    registry.iter().any(|m| m.name == name)
 }
