@@ -68,6 +68,10 @@ pub enum RunError {
     /// A graph-looping rule is broken (`docs/graph-looping.md`).
     #[error(transparent)]
     Loop(#[from] LoopError),
+    /// A size of the graph overflows, or a value does not fit the memory limit
+    /// ([`crate::memory::check_sizes`], before anything runs).
+    #[error("{0}")]
+    Sizes(String),
     /// A node failed.
     #[error("{node}: {message}")]
     Node {
@@ -153,6 +157,8 @@ pub fn run_with_hooks(
         .node(h.input)
         .ok_or_else(|| node_error(h.input, "the graph's Input node is missing"))?;
     let bindings = bind(graph, input, inputs, params)?;
+    crate::memory::check_sizes(graph, &bindings, crate::memory::SizeLimit::process())
+        .map_err(|e| RunError::Sizes(e.message))?;
     let mut m = Machine {
         graph,
         options,

@@ -19,6 +19,12 @@ pub(crate) fn execute(
     backend: Option<Backend>,
     streams: Option<usize>,
 ) -> Result<Vec<Tensor>, CliError> {
+    // Every size of the whole graph, and what is surely held against the memory
+    // limit, before any backend allocates anything.
+    let env =
+        uop_graph::bind_graph_inputs(graph, inputs, params).map_err(|e| CliError(e.to_string()))?;
+    uop_graph::memory::check_sizes(graph, &env, uop_graph::memory::SizeLimit::process())
+        .map_err(|e| CliError(e.to_string()))?;
     let backend = match backend.unwrap_or(Backend::Cranelift) {
         Backend::Interp if streams.is_some() => {
             return Err(CliError(

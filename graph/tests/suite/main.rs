@@ -16,6 +16,7 @@ mod kernels;
 mod looping;
 mod memory_plan;
 mod memory_random;
+mod memory_sizes;
 mod pass_consts;
 mod pass_cse;
 mod pass_dead;
