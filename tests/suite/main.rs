@@ -11,6 +11,7 @@ mod cli_files;
 mod cli_fuzz;
 mod cli_grad;
 mod cli_graph;
+mod cli_graph_limits;
 mod cli_graph_names;
 mod cli_help;
 mod cli_inputs;
