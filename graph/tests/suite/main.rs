@@ -30,6 +30,7 @@ mod schedule;
 mod schedule_random;
 mod text_budget;
 mod text_errors;
+mod text_fuzz;
 mod text_names;
 mod text_parse;
 mod text_programs;
