@@ -89,6 +89,23 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
     }
 }
 
+/// A node's error naming the value as the user wrote it (`in `w``, `in `w` of
+/// function `f`` for a value an inlined function made), when it has a name.
+fn in_users_words(graph: &Graph, e: RunError) -> RunError {
+    let RunError::Node { node, message } = e else {
+        return e;
+    };
+    let named = graph.node(node).and_then(|n| n.name(0));
+    let message = match named.map(|n| n.rsplit_once('.')) {
+        Some(Some((function, value))) => {
+            format!("in `{value}` of function `{function}`: {message}")
+        }
+        Some(None) => format!("in `{}`: {message}", named.unwrap_or_default()),
+        None => message,
+    };
+    RunError::Node { node, message }
+}
+
 /// How to run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunOptions {
@@ -174,16 +191,18 @@ pub fn run_with_hooks(
         .iter()
         .any(|n| matches!(n.op, Op::Chunk { .. }));
     let outputs = if chunked {
-        looped::run_top(&mut m, &h.top, h.input, hooks)?
+        looped::run_top(&mut m, &h.top, h.input, hooks)
     } else {
-        m.entries(&h.top)?;
-        graph
-            .interface
-            .outputs
-            .iter()
-            .map(|s| m.source(h.input, s))
-            .collect::<Result<Vec<_>, _>>()?
-    };
+        m.entries(&h.top).and_then(|()| {
+            graph
+                .interface
+                .outputs
+                .iter()
+                .map(|s| m.source(h.input, s))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    }
+    .map_err(|e| in_users_words(graph, e))?;
     Ok(Run {
         outputs,
         trace: m.trace,

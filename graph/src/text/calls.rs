@@ -159,6 +159,8 @@ impl B<'_> {
         let mut attrs: Vec<(String, Arg)> = Vec::new();
         let mut arg_spans = Vec::new();
         let mut attr_spans = Vec::new();
+        // How the user wrote each tensor argument, for messages.
+        let mut written: Vec<(Ref, String)> = Vec::new();
         for a in &c.args {
             match &a.attr {
                 None if !attrs.is_empty() => {
@@ -178,6 +180,7 @@ impl B<'_> {
                 _ => {}
             }
             let (value, mut span) = self.arg(g, &a.value, a.at)?;
+            written.extend(as_written(&a.value, &value));
             match &a.attr {
                 None => {
                     args.push(value);
@@ -196,7 +199,11 @@ impl B<'_> {
             Ok(r) => Ok(r),
             Err(e) => {
                 arg_spans.extend(attr_spans);
-                Err(self.locate_call(g, c, &args, &attrs, &arg_spans, e))
+                let mut located = self.locate_call(g, c, &args, &attrs, &arg_spans, e);
+                let (_, inputs) = g.call_node(op, &args, &attrs);
+                located.diagnostic.expected =
+                    users_words(&located.diagnostic.expected, op, &inputs, &written);
+                Err(located)
             }
         }
     }
@@ -877,4 +884,41 @@ fn mark_callee_names(g: &mut GraphBuilder, first_new: u32, function: &str) {
 /// True when `registry` (the macro ops) defines `name` itself, shadowing the micro op.
 fn is_op_in_registry(registry: &uop_codegen::text::Registry, name: &str) -> bool {
     registry.iter().any(|m| m.name == name)
+}
+
+/// The tensors an argument passes, each as the user wrote it: a name, or a call as
+/// `op(...)`, or the names of a list.
+fn as_written(v: &ValueSyntax, arg: &Arg) -> Vec<(Ref, String)> {
+    match (v, arg) {
+        (ValueSyntax::Name(n), Arg::Tensor(r)) => vec![(*r, n.clone())],
+        (ValueSyntax::Call(c), Arg::Tensor(r)) => vec![(*r, format!("{}(...)", c.op.text))],
+        (ValueSyntax::List(items), Arg::List(list)) => items
+            .iter()
+            .zip(list)
+            .filter_map(|(i, l)| match (&i.expr, l) {
+                (Expr::Name(n), Item::Tensor(r)) => Some((*r, n.clone())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `message` of a call of `op` in the user's words: the scratch program's names of
+/// the call's inputs (`_in0`) replaced by the arguments as written, and the op's
+/// name said once (`add: add: ...`).
+fn users_words(message: &str, op: &str, inputs: &[Ref], written: &[(Ref, String)]) -> String {
+    let mut m = message.to_string();
+    for (k, r) in inputs.iter().enumerate().rev() {
+        let user = written
+            .iter()
+            .find(|(w, _)| w == r)
+            .map_or_else(|| format!("argument {}", k + 1), |(_, t)| t.clone());
+        m = m.replace(&format!("`_in{k}`"), &format!("`{user}`"));
+    }
+    let twice = format!("{op}: {op}: ");
+    while m.contains(&twice) {
+        m = m.replacen(&twice, &format!("{op}: "), 1);
+    }
+    m
 }

@@ -111,3 +111,21 @@ fn a_graph_within_the_limit_passes() {
     };
     assert!(check_sizes(&g, &env, limit).is_err());
 }
+
+#[test]
+fn a_failing_node_is_named_as_the_user_wrote_it() {
+    let g = parse(
+        "input x: f32[N]\nfn f(v) { w = reshape(v, [5]); return w }\ny = f(x)\nz = call(f, y)\noutput z",
+    );
+    let e = run_with(&g, &x4(), &HashMap::new(), &RunOptions::default())
+        .expect_err("4 elements are not 5")
+        .to_string();
+    assert!(e.contains(": in `y`: reshape"), "{e}");
+    let g = parse(
+        "input x: f32[N]\nfn f(v) { w = reshape(v, [5]); return w }\nz = call(f, x)\noutput z",
+    );
+    let e = run_with(&g, &x4(), &HashMap::new(), &RunOptions::default())
+        .expect_err("4 elements are not 5")
+        .to_string();
+    assert!(e.contains(": in `w`: reshape"), "{e}");
+}

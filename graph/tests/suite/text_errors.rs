@@ -331,3 +331,29 @@ fn errors_of_issue_40_point_at_the_users_text() {
     ));
     assert!(!uses_graph_syntax("input x: f32[4]\ny = bad(x)\noutput y"));
 }
+
+#[test]
+fn op_errors_name_the_arguments_as_written() {
+    let err = |body: &str| {
+        let src = format!("input x: f32[4]\ninput i: i32[4]\n{body}\noutput y");
+        uop_graph::text::parse_graph(&src, uop_graph::default_registry())
+            .expect_err(&src)
+            .message()
+    };
+    assert_eq!(
+        err("y = add(x, i)"),
+        "add: an operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = exp(i)"),
+        "exp: the operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = exp(add(i, i))"),
+        "add: an operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = where(i, x, x)"),
+        "where: an operand (`i`) must be f32, found i32"
+    );
+}
