@@ -90,8 +90,11 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
 }
 
 /// A node's error naming the value as the user wrote it (`in `w``, `in `w` of
-/// function `f`` for a value an inlined function made), when it has a name.
-fn in_users_words(graph: &Graph, e: RunError) -> RunError {
+/// function `f`` for a value an inlined function made), when `graph` (the graph as
+/// written, or one whose passes kept its node ids) names it. The interpreter and the
+/// graph executor report errors by node; a caller that has the user's graph (the
+/// command line) names them with this.
+pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
     let RunError::Node { node, message } = e else {
         return e;
     };
@@ -201,8 +204,7 @@ pub fn run_with_hooks(
                 .map(|s| m.source(h.input, s))
                 .collect::<Result<Vec<_>, _>>()
         })
-    }
-    .map_err(|e| in_users_words(graph, e))?;
+    }?;
     Ok(Run {
         outputs,
         trace: m.trace,

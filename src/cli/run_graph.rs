@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
 use uop_graph::Graph;
+use uop_graph::interp::name_run_error;
 
 use super::{Backend, CliError};
 use crate::graph::{self, ExecOptions};
@@ -33,7 +34,8 @@ pub(crate) fn execute(
             ));
         }
         Backend::Interp => {
-            return uop_graph::run(graph, inputs, params).map_err(|e| CliError(e.to_string()));
+            return uop_graph::run(graph, inputs, params)
+                .map_err(|e| CliError(name_run_error(graph, e).to_string()));
         }
         Backend::Loops => graph::Backend::Loops,
         Backend::Cranelift => graph::Backend::Cranelift,
@@ -44,8 +46,10 @@ pub(crate) fn execute(
         ..ExecOptions::default()
     };
     let exe = graph::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
-    exe.run_with_params(inputs, params)
-        .map_err(|e| CliError(e.to_string()))
+    exe.run_with_params(inputs, params).map_err(|e| match e {
+        graph::GraphError::Run(e) => CliError(name_run_error(graph, e).to_string()),
+        e => CliError(e.to_string()),
+    })
 }
 
 /// `--streams N`: a stream count, at least 1.

@@ -151,14 +151,14 @@ fn a_loop_end_that_goes_on_past_the_input_or_fails_is_an_error_naming_the_chunk(
         .to_string();
     assert_eq!(
         e,
-        "%2: in `c`: the loop went on past the end of the input (3 rows, row 3 asked for): its loop-end function asked for another iteration"
+        "%2: the loop went on past the end of the input (3 rows, row 3 asked for): its loop-end function asked for another iteration"
     );
     let fail = |_: NodeId, _: &mut LoopCounts| Err("out of tokens".to_string());
     let mut hooks: LoopHooks = HashMap::from([(c, Box::new(fail) as Box<dyn LoopEnd>)]);
     let e = run_hooked(&g, &[iota(3)], &mut hooks)
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "%2: in `c`: loop-end function: out of tokens");
+    assert_eq!(e, "%2: loop-end function: out of tokens");
 }
 
 #[test]
@@ -179,17 +179,14 @@ output y
         .to_string();
     assert_eq!(
         e,
-        "%3: in `y`: output 0 has shape [3] in a loop whose chunk has 1 rows: every value inside a chunk loop keeps its rows (docs/graph-looping.md)"
+        "%3: output 0 has shape [3] in a loop whose chunk has 1 rows: every value inside a chunk loop keeps its rows (docs/graph-looping.md)"
     );
     // A chunk size below 1.
     let g = parse("input x: f32[N]\nc = chunk(x, size=0)\ny = neg(c)\noutput y\n");
     let e = run(&g, &[iota(3)], &HashMap::new())
         .unwrap_err()
         .to_string();
-    assert_eq!(
-        e,
-        "%2: in `c`: the chunk size `0` is 0: a chunk has at least 1 row"
-    );
+    assert_eq!(e, "%2: the chunk size `0` is 0: a chunk has at least 1 row");
     // A rule broken: the loops pass's message.
     let g = parse("input x: f32[N]\nc = chunk(x, size=2)\ne = exp(x)\noutput e\n");
     let e = run(&g, &[iota(3)], &HashMap::new())

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
-use uop_graph::interp::{RunOptions, run_with};
+use uop_graph::interp::{RunOptions, name_run_error, run_with};
 use uop_graph::memory::{SizeLimit, check_sizes};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, bind_graph_inputs, default_registry};
@@ -118,14 +118,14 @@ fn a_failing_node_is_named_as_the_user_wrote_it() {
         "input x: f32[N]\nfn f(v) { w = reshape(v, [5]); return w }\ny = f(x)\nz = call(f, y)\noutput z",
     );
     let e = run_with(&g, &x4(), &HashMap::new(), &RunOptions::default())
-        .expect_err("4 elements are not 5")
-        .to_string();
+        .expect_err("4 elements are not 5");
+    let e = name_run_error(&g, e).to_string();
     assert!(e.contains(": in `y`: reshape"), "{e}");
     let g = parse(
         "input x: f32[N]\nfn f(v) { w = reshape(v, [5]); return w }\nz = call(f, x)\noutput z",
     );
     let e = run_with(&g, &x4(), &HashMap::new(), &RunOptions::default())
-        .expect_err("4 elements are not 5")
-        .to_string();
+        .expect_err("4 elements are not 5");
+    let e = name_run_error(&g, e).to_string();
     assert!(e.contains(": in `w`: reshape"), "{e}");
 }
