@@ -39,10 +39,7 @@ fn a_parallel_count_too_large_for_memory_is_refused_before_running() {
             &format!("input x: f32[4]\n{body}\ny = parallel({count}, b, x)\noutput y"),
             1 << 30,
         );
-        assert!(
-            m.starts_with(&format!("value `y` (the `parallel` %")),
-            "{m}"
-        );
+        assert!(m.starts_with("value `y` (the `parallel` %"), "{m}");
         assert!(
             m.contains(&format!(
                 "[{count}, 4] needs {size}, more than the memory limit of 1.1 GB"
