@@ -326,6 +326,15 @@ impl GraphBuilder {
         self.graph.interface.outputs.push(s.into());
     }
 
+    /// Adds a graph output the source names `name` (`output y`): the output keeps
+    /// that name whatever the value is named ([`Graph::output_name`]).
+    pub fn output_named(&mut self, s: impl Into<Source>, name: &str) {
+        let k = self.graph.interface.outputs.len();
+        self.graph.output_names.resize(k, None);
+        self.graph.output_names.push(Some(name.to_string()));
+        self.graph.interface.outputs.push(s.into());
+    }
+
     /// A sub-function: an Input node with parameters `names` of `types`, then the
     /// body `body` builds; returns the interface for a super node.
     pub fn sub_function(

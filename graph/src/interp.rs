@@ -68,6 +68,10 @@ pub enum RunError {
     /// A graph-looping rule is broken (`docs/graph-looping.md`).
     #[error(transparent)]
     Loop(#[from] LoopError),
+    /// A size of the graph overflows, or a value does not fit the memory limit
+    /// ([`crate::memory::check_sizes`], before anything runs).
+    #[error("{0}")]
+    Sizes(String),
     /// A node failed.
     #[error("{node}: {message}")]
     Node {
@@ -83,6 +87,26 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
         node,
         message: message.into(),
     }
+}
+
+/// A node's error naming the value as the user wrote it (`in `w``, `in `w` of
+/// function `f`` for a value an inlined function made), when `graph` (the graph as
+/// written, or one whose passes kept its node ids) names it. The interpreter and the
+/// graph executor report errors by node; a caller that has the user's graph (the
+/// command line) names them with this.
+pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
+    let RunError::Node { node, message } = e else {
+        return e;
+    };
+    let named = graph.node(node).and_then(|n| n.name(0));
+    let message = match named.map(|n| n.rsplit_once('.')) {
+        Some(Some((function, value))) => {
+            format!("in `{value}` of function `{function}`: {message}")
+        }
+        Some(None) => format!("in `{}`: {message}", named.unwrap_or_default()),
+        None => message,
+    };
+    RunError::Node { node, message }
 }
 
 /// How to run.
@@ -153,6 +177,8 @@ pub fn run_with_hooks(
         .node(h.input)
         .ok_or_else(|| node_error(h.input, "the graph's Input node is missing"))?;
     let bindings = bind(graph, input, inputs, params)?;
+    crate::memory::check_sizes(graph, &bindings, crate::memory::SizeLimit::process())
+        .map_err(|e| RunError::Sizes(e.message))?;
     let mut m = Machine {
         graph,
         options,
@@ -168,16 +194,17 @@ pub fn run_with_hooks(
         .iter()
         .any(|n| matches!(n.op, Op::Chunk { .. }));
     let outputs = if chunked {
-        looped::run_top(&mut m, &h.top, h.input, hooks)?
+        looped::run_top(&mut m, &h.top, h.input, hooks)
     } else {
-        m.entries(&h.top)?;
-        graph
-            .interface
-            .outputs
-            .iter()
-            .map(|s| m.source(h.input, s))
-            .collect::<Result<Vec<_>, _>>()?
-    };
+        m.entries(&h.top).and_then(|()| {
+            graph
+                .interface
+                .outputs
+                .iter()
+                .map(|s| m.source(h.input, s))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    }?;
     Ok(Run {
         outputs,
         trace: m.trace,

@@ -452,6 +452,11 @@ pub struct Graph {
     pub registry: Arc<Registry>,
     /// The graph's own interface: its Input node and its outputs.
     pub interface: Interface,
+    /// The name the source gave each output (`output y` names it `y`, even when `y`
+    /// is another name of a value named otherwise), by position in
+    /// `interface.outputs`; a missing or `None` entry falls back to the value's
+    /// name ([`Graph::output_name`]).
+    pub output_names: Vec<Option<String>>,
     pub(crate) nodes: Vec<Node>,
     /// Position of each id in `nodes`.
     pub(crate) position: HashMap<NodeId, usize>,
@@ -479,6 +484,7 @@ impl Graph {
                 input,
                 outputs: Vec::new(),
             },
+            output_names: Vec::new(),
             nodes: Vec::new(),
             position: HashMap::new(),
             consumers: HashMap::new(),
@@ -503,6 +509,7 @@ impl Graph {
             assertions: Vec::new(),
             registry: crate::default_registry(),
             interface,
+            output_names: Vec::new(),
             nodes,
             position: HashMap::new(),
             consumers: HashMap::new(),
@@ -510,6 +517,20 @@ impl Graph {
         };
         g.reindex();
         g
+    }
+
+    /// The name of output `k`: the name the source gave it, else the name of the
+    /// value it returns, else `out<k>`.
+    pub fn output_name(&self, k: usize) -> String {
+        if let Some(Some(name)) = self.output_names.get(k) {
+            return name.clone();
+        }
+        self.interface
+            .outputs
+            .get(k)
+            .and_then(Source::as_ref)
+            .and_then(|r| self.node(r.node).and_then(|n| n.name(r.output)))
+            .map_or_else(|| format!("out{k}"), str::to_string)
     }
 
     /// The nodes in execution order.

@@ -374,11 +374,41 @@ impl Window {
         kernel: &Expr,
         kernel_attr: Option<&'static str>,
     ) -> Result<Expr, OpError> {
+        // Literal sizes in checked 64-bit arithmetic: one that overflows is an
+        // error saying so, never a wrapped size.
+        let overflows = |what: String| {
+            OpError::operand(
+                op,
+                format!("along spatial axis {axis}, {what} overflows 64-bit sizes"),
+            )
+        };
+        let two_p = self.padding.checked_mul(2).ok_or_else(|| {
+            overflows(format!("the padding on both sides (2 × {})", self.padding))
+        })?;
+        if let Some(n) = size.as_int()
+            && n.checked_add(two_p).is_none()
+        {
+            return Err(overflows(format!(
+                "the padded input (size {n} + 2 × padding {})",
+                self.padding
+            )));
+        }
+        if let Some(k) = kernel.as_int()
+            && k.checked_sub(1)
+                .and_then(|k1| k1.checked_mul(self.dilation))
+                .and_then(|e| e.checked_add(1))
+                .is_none()
+        {
+            return Err(overflows(format!(
+                "the kernel's span (size {k}, dilation {})",
+                self.dilation
+            )));
+        }
         let extent = Expr::Int(self.dilation) * (kernel.clone() - Expr::Int(1)) + Expr::Int(1);
-        let room = (size.clone() + Expr::Int(2 * self.padding) - extent.clone()).simplify();
+        let room = (size.clone() + Expr::Int(two_p) - extent.clone()).simplify();
         match room.as_int() {
             Some(r) if r < 0 => {
-                let padded = (size.clone() + Expr::Int(2 * self.padding)).simplify();
+                let padded = (size.clone() + Expr::Int(two_p)).simplify();
                 let message = format!(
                     "the kernel spans {} (size {kernel}, dilation {}) along spatial axis {axis}, \
                      more than the padded input {padded} (size {size}, padding {} on each side)",
@@ -424,6 +454,32 @@ fn transposed_size(
     output_padding: i64,
     dilation: i64,
 ) -> Result<Expr, OpError> {
+    // Literal sizes in checked 64-bit arithmetic: one that overflows is an error
+    // saying so, never a wrapped size.
+    let literal = |e: &Expr| e.as_int();
+    let checked = match (literal(size), literal(kernel)) {
+        (Some(n), Some(k)) => n
+            .checked_sub(1)
+            .and_then(|a| a.checked_mul(stride))
+            .and_then(|a| a.checked_sub(padding.checked_mul(2)?))
+            .and_then(|a| a.checked_add(dilation.checked_mul(k.checked_sub(1)?)?))
+            .and_then(|a| a.checked_add(output_padding.checked_add(1)?))
+            .map(|_| ()),
+        _ => padding
+            .checked_mul(2)
+            .and(output_padding.checked_add(1))
+            .map(|_| ()),
+    };
+    if checked.is_none() {
+        return Err(OpError::operand(
+            op,
+            format!(
+                "along spatial axis {axis}, the output size (input {size}, kernel {kernel}, \
+                 stride {stride}, padding {padding}, output padding {output_padding}, \
+                 dilation {dilation}) overflows 64-bit sizes"
+            ),
+        ));
+    }
     let out = ((size.clone() - Expr::Int(1)) * Expr::Int(stride) - Expr::Int(2 * padding)
         + Expr::Int(dilation) * (kernel.clone() - Expr::Int(1))
         + Expr::Int(output_padding + 1))

@@ -226,27 +226,29 @@ fn write(args: &EmitArgs, bytes: Vec<u8>) -> Result<(), CliError> {
     }
 }
 
-/// `examples/Layer-Norm.uop` -> `layer_norm`; a name not starting with a letter
-/// gets a `k_` prefix (`2d.uop` -> `k_2d`).
+/// `examples/Layer-Norm.uop` -> `layer_norm`: snake_case of the file's name, every
+/// run of other characters one `_` (`ñandú.uop` -> `and`, then `k_and`: a C++
+/// keyword), with a `k_` prefix when
+/// that does not start with a letter or is not a valid kernel name for every target
+/// (`2d.uop` -> `k_2d`, `main.uop` -> `k_main`, `type.uop` -> `k_type`).
 fn default_name(path: &Path) -> String {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut name: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        name.insert_str(0, "k_");
+    let name = uop_codegen::backend::names::snake(&stem)
+        .trim_start_matches('_')
+        .to_string();
+    let valid = |n: &str| {
+        check_kernel_name(n, Language::Rust).is_ok() && check_kernel_name(n, Language::C).is_ok()
+    };
+    if valid(&name) {
+        name
+    } else if name.is_empty() {
+        "k".into()
+    } else {
+        format!("k_{name}")
     }
-    name
 }
 
 #[cfg(test)]
@@ -257,6 +259,12 @@ mod tests {
     fn default_names_are_snake_case() {
         assert_eq!(default_name(Path::new("a/Layer-Norm.uop")), "layer_norm");
         assert_eq!(default_name(Path::new("2d.uop")), "k_2d");
-        assert_eq!(default_name(Path::new("_x.uop")), "k__x");
+        assert_eq!(default_name(Path::new("_x.uop")), "x");
+        // `and` is a C++ keyword.
+        assert_eq!(default_name(Path::new("ñandú.uop")), "k_and");
+        assert_eq!(default_name(Path::new("Ñ.uop")), "k");
+        assert_eq!(default_name(Path::new("main.uop")), "k_main");
+        assert_eq!(default_name(Path::new("free.uop")), "k_free");
+        assert_eq!(default_name(Path::new("x__y_.uop")), "x_y");
     }
 }

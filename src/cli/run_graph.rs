@@ -8,6 +8,7 @@ use uop_codegen::pass::{PassOptions, pipeline};
 use uop_codegen::tensor::Tensor;
 use uop_exec::{self as exec, ExecOptions};
 use uop_graph::Graph;
+use uop_graph::interp::name_run_error;
 use uop_graph::pass::{DECISIONS, PrepareOptions, pass_names};
 
 use super::{Backend, CliError, fail};
@@ -47,10 +48,17 @@ pub(crate) fn execute(
     params: &HashMap<String, i64>,
     args: &GraphFlags,
 ) -> Result<Vec<Tensor>, CliError> {
+    // Every size of the whole graph, and what is surely held against the memory
+    // limit, before any backend allocates anything.
+    let env =
+        uop_graph::bind_graph_inputs(graph, inputs, params).map_err(|e| CliError(e.to_string()))?;
+    uop_graph::memory::check_sizes(graph, &env, uop_graph::memory::SizeLimit::process())
+        .map_err(|e| CliError(e.to_string()))?;
     let backend = match args.backend.unwrap_or(Backend::Cranelift) {
         Backend::Interp => {
             interpreter_flags_unused(args)?;
-            return uop_graph::run(graph, inputs, params).map_err(|e| CliError(e.to_string()));
+            return uop_graph::run(graph, inputs, params)
+                .map_err(|e| CliError(name_run_error(graph, e).to_string()));
         }
         Backend::Loops => exec::Backend::Loops,
         Backend::Cranelift => exec::Backend::Cranelift,
@@ -72,9 +80,10 @@ pub(crate) fn execute(
         ..ExecOptions::default()
     };
     let exe = exec::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
-    let outputs = exe
-        .run_with_params(inputs, params)
-        .map_err(|e| CliError(e.to_string()))?;
+    let outputs = exe.run_with_params(inputs, params).map_err(|e| match e {
+        exec::GraphError::Run(e) => CliError(name_run_error(graph, e).to_string()),
+        e => CliError(e.to_string()),
+    })?;
     if args.time_passes {
         eprint!("{}", exe.report().table());
         if let Some(times) = exe.kernel_pass_times() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use uop_codegen::text::{TextError, parse_program};
 use uop_codegen::uop::{Node, NodeId, Program, Uop};
 use uop_graph::Graph;
-use uop_graph::text::parse_graph;
+use uop_graph::text::{parse_graph, uses_graph_syntax};
 
 use super::{CliError, registry};
 
@@ -21,9 +21,10 @@ pub(crate) enum Source {
 }
 
 /// Reads and parses a `.uop` file: as a program when it is one, else as a graph.
-/// When neither parses, the error is the one of the parser that read further (so a
-/// mistake in a plain program is reported as before, and one inside a `fn` body by
-/// the graph parser). Errors name the file and show the caret.
+/// When neither parses, the error is the graph parser's for a file using what only
+/// graphs have ([`uses_graph_syntax`]), else the one of the parser that read
+/// further (so a mistake in a plain program is reported as before). Errors name the
+/// file and show the caret.
 pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
     let src = read_source(path)?;
     let named = |e: TextError| CliError(format!("{}: {e}", path.display()));
@@ -33,7 +34,9 @@ pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
     };
     match parse_graph(&src, uop_graph::default_registry()) {
         Ok(g) => Ok(Source::Graph(g)),
-        Err(graph_error) if graph_error.offset() > program_error.offset() => {
+        Err(graph_error)
+            if graph_error.offset() > program_error.offset() || uses_graph_syntax(&src) =>
+        {
             Err(named(graph_error))
         }
         Err(_) => Err(named(program_error)),
@@ -132,17 +135,9 @@ pub(crate) fn declarations(graph: &Graph) -> Program {
     }
 }
 
-/// The name of each graph output: the value's name where it has one, else `outK`.
+/// The name of each graph output ([`Graph::output_name`]).
 pub(crate) fn output_names(graph: &Graph) -> Vec<String> {
-    graph
-        .interface
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            s.as_ref()
-                .and_then(|r| graph.node(r.node).and_then(|n| n.name(r.output)))
-                .map_or_else(|| format!("out{k}"), str::to_string)
-        })
+    (0..graph.interface.outputs.len())
+        .map(|k| graph.output_name(k))
         .collect()
 }

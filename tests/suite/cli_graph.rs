@@ -274,8 +274,8 @@ output r
 const PREPARED: &str = "\
 input x: f32[N]
 s = const(f32, [1], 10.107337951660156)
-t16 = kernel_k0(x, s)  # kernel k0 = {%6 exp, %9 add, %11 mul}; kernels have no text form yet
-output t16
+r = kernel_k0(x, s)  # kernel k0 = {%6 exp, %9 add, %11 mul}; kernels have no text form yet
+output r
 ";
 
 #[test]

@@ -426,6 +426,12 @@ impl<'s> Parser<'s> {
         }
         match identifier(i) {
             Ok((rest, word)) if is_plain_name(word) => Ok((rest, Expr::name(word))),
+            Ok(_) => fail(
+                i,
+                "a dimension name that index expressions do not reserve (`i0`, `i1`, ... \
+                 are loop indices, `dA0`, `dB1`, ... dims of sources, `min` and `max` \
+                 functions)",
+            ),
             _ => fail(i, EXPECTED),
         }
     }

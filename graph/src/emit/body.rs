@@ -516,7 +516,8 @@ impl Emitter<'_> {
         program: &Program,
         params: Params<'_>,
     ) -> Result<(), GraphEmitError> {
-        let (kernel, sig, scratch): (String, Signature, bool) = self.kernels.add(hint, program)?;
+        let (kernel, sig, scratch): (String, Signature, bool) =
+            self.kernels.add(hint, program, self.items_taken)?;
         if sig.inputs.len() != node.inputs.len() || sig.outputs.len() != node.outputs.len() {
             return Err(self.err(
                 node.id,

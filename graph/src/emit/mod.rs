@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 
 use thiserror::Error;
 use uop_codegen::backend::names::{Language, check_kernel_name};
-use uop_codegen::backend::rust::{EmitError, RustModule, RustOptions};
+use uop_codegen::backend::rust::{EmitError, RustModule, RustOptions, kernel_items};
 use uop_codegen::signature::Signature;
 use uop_codegen::text::print_program;
 use uop_codegen::uop::Program;
@@ -102,10 +102,15 @@ impl KernelTable {
     /// identical program is already there), its signature, and whether it has a
     /// `{name}_with_scratch` (its loops take memory of their own, which a graph
     /// lends from its workspace).
+    ///
+    /// The kernel's items (`NAME`, `NAME_shapes`, ...) are distinct from every item
+    /// of the module in `items` (the graphs' functions, workspaces, `call`
+    /// functions), and taken there.
     fn add(
         &mut self,
         hint: &str,
         program: &Program,
+        items: &mut Idents,
     ) -> Result<(String, Signature, bool), GraphEmitError> {
         let text = print_program(program);
         if let Some(kernel) = self.by_text.get(&text) {
@@ -115,6 +120,11 @@ impl KernelTable {
         let mut name = base.clone();
         let mut n = 2;
         loop {
+            if kernel_items(&name).iter().any(|i| items.is_taken(i)) {
+                name = format!("{base}_{n}");
+                n += 1;
+                continue;
+            }
             match self.module.add(&name, program) {
                 Ok(_) => break,
                 Err(EmitError::NameClash { .. }) => {
@@ -123,6 +133,9 @@ impl KernelTable {
                 }
                 Err(e) => return Err(e.into()),
             }
+        }
+        for item in kernel_items(&name) {
+            items.take(&item);
         }
         let missing = || GraphEmitError::Graph {
             graph: hint.into(),
@@ -204,6 +217,7 @@ impl GraphModule {
             name.to_string(),
             format!("{name}_sizes"),
             format!("{name}_with_loop_ends"),
+            format!("{name}_arena"),
             format!("{camel_name}Sizes"),
             format!("{camel_name}Workspace"),
         ] {
@@ -239,10 +253,7 @@ impl GraphModule {
             let ty = prepared
                 .source_type(s)
                 .ok_or_else(|| fail(format!("output {k} has no type")))?;
-            let raw = s
-                .as_ref()
-                .and_then(|r| prepared.node(r.node).and_then(|n| n.name(r.output)))
-                .map_or(format!("out{k}"), str::to_string);
+            let raw = prepared.output_name(k);
             outputs.push((out_names.fresh(&raw), ty, s.clone()));
         }
         let sizes = Sizes::new(name, &prepared, inputs, args).map_err(fail)?;

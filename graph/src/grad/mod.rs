@@ -67,7 +67,7 @@ use uop_codegen::index::Expr;
 use crate::builder::GraphBuilder;
 use crate::hierarchy::hierarchy;
 use crate::infer::graph_dims;
-use crate::ir::{Graph, NodeId, Ref, Source, ValueType};
+use crate::ir::{Graph, NodeId, Ref, ValueType};
 
 /// Forward refs to the refs holding their values in the gradient graph.
 pub(crate) type Env = HashMap<Ref, Ref>;
@@ -261,15 +261,9 @@ fn input_name(name: Option<&str>, k: usize) -> String {
     name.map_or_else(|| format!("x{k}"), str::to_string)
 }
 
-/// The name of forward output `o`: the name of the value it returns, else `out<o>`.
+/// The name of forward output `o` ([`Graph::output_name`]).
 pub(crate) fn output_name(g: &Graph, o: usize) -> String {
-    match &g.interface.outputs[o] {
-        Source::Ref(r) => g
-            .node(r.node)
-            .and_then(|n| n.name(r.output))
-            .map_or_else(|| format!("out{o}"), str::to_string),
-        Source::Scalar(_) => format!("out{o}"),
-    }
+    g.output_name(o)
 }
 
 impl<'f> Ctx<'f> {

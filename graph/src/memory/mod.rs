@@ -41,6 +41,7 @@ mod lifetime;
 mod print;
 mod size;
 mod timeline;
+mod whole;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -55,6 +56,7 @@ pub use print::print_memory;
 pub use size::ALIGN;
 use uop_runtime::place;
 pub use uop_runtime::place::{Fit, Order, Strategy};
+pub use whole::{SizeCheckError, SizeLimit, check_sizes};
 
 pub(crate) use lifetime::{Analysis, Mode};
 

@@ -18,7 +18,7 @@ pub(crate) enum SizeError {
 }
 
 /// The names of `e` that `env` does not bind, in order of appearance.
-fn missing(e: &Expr, env: &Bindings) -> Option<String> {
+pub(crate) fn missing(e: &Expr, env: &Bindings) -> Option<String> {
     let mut found = None;
     e.visit(&mut |leaf| {
         if found.is_some() {

@@ -146,6 +146,9 @@ fn smaller(graph: &Graph) -> Vec<Graph> {
         for k in 0..outputs.len() {
             let mut g = graph.clone();
             g.interface.outputs.remove(k);
+            if k < g.output_names.len() {
+                g.output_names.remove(k);
+            }
             edited.push(g);
         }
     }

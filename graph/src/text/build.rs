@@ -151,10 +151,13 @@ impl<'s> B<'s> {
                     ));
                 }
                 for v in values {
-                    let s = match &v.value {
-                        ValueSyntax::Name(n) => Source::Ref(self.value(n, v.at)?),
-                        ValueSyntax::Int(i) => Source::Scalar(*i as f64),
-                        ValueSyntax::Float(f) => Source::Scalar(*f),
+                    match &v.value {
+                        ValueSyntax::Name(n) => {
+                            let r = self.value(n, v.at)?;
+                            g.output_named(r, n);
+                        }
+                        ValueSyntax::Int(i) => g.output(Source::Scalar(*i as f64)),
+                        ValueSyntax::Float(f) => g.output(Source::Scalar(*f)),
                         _ => {
                             return Err(self.error(
                                 ErrorKind::Syntax,
@@ -162,8 +165,7 @@ impl<'s> B<'s> {
                                 "`output` takes names of values or numbers",
                             ));
                         }
-                    };
-                    g.output(s);
+                    }
                 }
                 self.has_output = true;
                 Ok(())
@@ -227,10 +229,12 @@ impl<'s> B<'s> {
                 Ok(())
             }
             Stmt::Let { names, value } => {
+                let first_new = g.graph().next_id;
                 let results = self.right_side(g, value)?;
                 if results.len() != names.len() {
                     let what = match &value.value {
                         ValueSyntax::Call(c) => format!("`{}`", c.op.text),
+                        ValueSyntax::Name(n) => format!("`{n}`"),
                         _ => "a number".to_string(),
                     };
                     let plural = if results.len() == 1 { "" } else { "s" };
@@ -245,8 +249,12 @@ impl<'s> B<'s> {
                         ),
                     ));
                 }
+                // A value this statement made (in an inlined body too) takes the
+                // name written here, once; a value made before keeps its name.
+                let mut renamed = HashSet::new();
                 for (name, r) in names.iter().zip(results) {
-                    self.define(g, name, r)?;
+                    let own = r.node.0 >= first_new && renamed.insert(r);
+                    self.define(g, name, r, own)?;
                 }
                 Ok(())
             }
@@ -341,14 +349,21 @@ impl<'s> B<'s> {
         Err(self.error(ErrorKind::BadName, name.at, problem))
     }
 
-    /// Binds `name` to `r`, naming the value after it when it has no name yet.
-    pub(super) fn define(&mut self, g: &mut GraphBuilder, name: &Name, r: Ref) -> Result<()> {
+    /// Binds `name` to `r`, naming the value after it when it has no name yet or
+    /// when `own` (the statement made it).
+    pub(super) fn define(
+        &mut self,
+        g: &mut GraphBuilder,
+        name: &Name,
+        r: Ref,
+        own: bool,
+    ) -> Result<()> {
         self.check_new_name(name, "a value")?;
         let unnamed = g
             .graph()
             .node(r.node)
             .is_some_and(|n| n.name(r.output).is_none());
-        if unnamed {
+        if unnamed || own {
             g.name(r, &name.text)
                 .map_err(|e| self.error(ErrorKind::BadName, name.at, e.message))?;
         }

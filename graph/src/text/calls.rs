@@ -40,10 +40,11 @@ impl B<'_> {
             ValueSyntax::Int(i) => Ok(vec![g.scalar(*i as f64)]),
             ValueSyntax::Float(f) => Ok(vec![g.scalar(*f)]),
             ValueSyntax::Call(c) => self.call(g, c, true),
+            ValueSyntax::Name(n) => Ok(vec![self.value(n, value.at)?]),
             _ => Err(self.error(
                 ErrorKind::Syntax,
                 value.at,
-                "expected an op call, a function call or a number",
+                "expected an op call, a function call, a name or a number",
             )),
         }
     }
@@ -100,6 +101,21 @@ impl B<'_> {
                 format!("function `{name}` calls itself (a function cannot call itself; loop with `while`)"),
             );
         }
+        // A word of the graph language where a result is wanted: no "did you mean".
+        if name == "sink" {
+            return self.error(
+                ErrorKind::UnknownOp,
+                at,
+                "`sink(...)` gives no result: write it as a statement of its own, `sink(a, b)`",
+            );
+        }
+        if super::build::GRAPH_KEYWORDS.contains(&name) {
+            return self.error(
+                ErrorKind::UnknownOp,
+                at,
+                format!("`{name}` is a reserved word of graph text, not an op or a function"),
+            );
+        }
         let micro: Vec<String> = micro_ops().into_iter().map(|m| m.name).collect();
         let fns: Vec<&str> = self
             .scope
@@ -143,6 +159,8 @@ impl B<'_> {
         let mut attrs: Vec<(String, Arg)> = Vec::new();
         let mut arg_spans = Vec::new();
         let mut attr_spans = Vec::new();
+        // How the user wrote each tensor argument, for messages.
+        let mut written: Vec<(Ref, String)> = Vec::new();
         for a in &c.args {
             match &a.attr {
                 None if !attrs.is_empty() => {
@@ -162,6 +180,7 @@ impl B<'_> {
                 _ => {}
             }
             let (value, mut span) = self.arg(g, &a.value, a.at)?;
+            written.extend(as_written(&a.value, &value));
             match &a.attr {
                 None => {
                     args.push(value);
@@ -175,13 +194,46 @@ impl B<'_> {
             }
         }
         let attrs: Vec<(&str, Arg)> = attrs.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
+        self.check_select_index(g, c, &args)?;
         match g.call(op, &args, &attrs) {
             Ok(r) => Ok(r),
             Err(e) => {
                 arg_spans.extend(attr_spans);
-                Err(self.locate_call(g, c, &args, &attrs, &arg_spans, e))
+                let mut located = self.locate_call(g, c, &args, &attrs, &arg_spans, e);
+                let (_, inputs) = g.call_node(op, &args, &attrs);
+                located.diagnostic.expected =
+                    users_words(&located.diagnostic.expected, op, &inputs, &written);
+                Err(located)
             }
         }
+    }
+
+    /// `select`'s index, as the user writes it, is an i32 tensor: a float one would
+    /// be floored silently. (The micro op itself takes a float index, which the
+    /// gradient rules use; see docs/decisions.md.)
+    fn check_select_index(&self, g: &GraphBuilder, c: &CallSyntax, args: &[Arg]) -> Result<()> {
+        if c.op.text != "select" || is_op_in_registry(&self.registry, "select") {
+            return Ok(());
+        }
+        let Some(Arg::Tensor(index)) = args.get(1) else {
+            return Ok(());
+        };
+        let Ok(ty) = g.type_of(*index) else {
+            return Ok(());
+        };
+        if !ty.dtype.is_float() {
+            return Ok(());
+        }
+        let at = c.args.get(1).map_or(c.op.at, |a| a.at);
+        Err(self.error(
+            ErrorKind::DType,
+            at,
+            format!(
+                "select: the index must be i32 (an i32 input or `const(i32, ...)`), found {}: \
+                 a float index would be floored silently",
+                ty.dtype.name()
+            ),
+        ))
     }
 
     /// Where in the call a builder error is: the op's own check, run again on the
@@ -341,7 +393,9 @@ impl B<'_> {
         let ats: Vec<usize> = c.args.iter().map(|a| a.at).collect();
         let types = self.types(g, &args);
         self.check_params(def, &types, &ats, c.op.at, "the call", false)?;
+        let first_new = g.graph().next_id;
         let results = self.body(g, def, seen, &args)?;
+        mark_callee_names(g, first_new, &def.name.text);
         Ok(results
             .into_iter()
             .map(|s| match s {
@@ -803,4 +857,68 @@ impl B<'_> {
             .map_err(|e| self.error(ErrorKind::Arguments, c.op.at, format!("const: {e}")))?;
         Ok(vec![g.constant(t)])
     }
+}
+
+/// Marks the names of the values an inline call of `function` made (nodes from
+/// `first_new` on) as the callee's: `w` becomes `function.w`, which no name the user
+/// writes can be, so the caller's names come first wherever names are chosen
+/// (printing, generated code); the value a statement binds takes the caller's name.
+fn mark_callee_names(g: &mut GraphBuilder, first_new: u32, function: &str) {
+    let made: Vec<(Ref, String)> = g
+        .graph()
+        .nodes()
+        .iter()
+        .filter(|n| n.id.0 >= first_new)
+        .flat_map(|n| {
+            (0..n.outputs.len()).filter_map(move |k| {
+                let name = n.name(k)?;
+                (!name.starts_with('$')).then(|| (n.output(k), format!("{function}.{name}")))
+            })
+        })
+        .collect();
+    for (r, name) in made {
+        let _ = g.name(r, &name);
+    }
+}
+
+/// True when `registry` (the macro ops) defines `name` itself, shadowing the micro op.
+fn is_op_in_registry(registry: &uop_codegen::text::Registry, name: &str) -> bool {
+    registry.iter().any(|m| m.name == name)
+}
+
+/// The tensors an argument passes, each as the user wrote it: a name, or a call as
+/// `op(...)`, or the names of a list.
+fn as_written(v: &ValueSyntax, arg: &Arg) -> Vec<(Ref, String)> {
+    match (v, arg) {
+        (ValueSyntax::Name(n), Arg::Tensor(r)) => vec![(*r, n.clone())],
+        (ValueSyntax::Call(c), Arg::Tensor(r)) => vec![(*r, format!("{}(...)", c.op.text))],
+        (ValueSyntax::List(items), Arg::List(list)) => items
+            .iter()
+            .zip(list)
+            .filter_map(|(i, l)| match (&i.expr, l) {
+                (Expr::Name(n), Item::Tensor(r)) => Some((*r, n.clone())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `message` of a call of `op` in the user's words: the scratch program's names of
+/// the call's inputs (`_in0`) replaced by the arguments as written, and the op's
+/// name said once (`add: add: ...`).
+fn users_words(message: &str, op: &str, inputs: &[Ref], written: &[(Ref, String)]) -> String {
+    let mut m = message.to_string();
+    for (k, r) in inputs.iter().enumerate().rev() {
+        let user = written
+            .iter()
+            .find(|(w, _)| w == r)
+            .map_or_else(|| format!("argument {}", k + 1), |(_, t)| t.clone());
+        m = m.replace(&format!("`_in{k}`"), &format!("`{user}`"));
+    }
+    let twice = format!("{op}: {op}: ");
+    while m.contains(&twice) {
+        m = m.replacen(&twice, &format!("{op}: "), 1);
+    }
+    m
 }

@@ -19,6 +19,7 @@
 
 mod build;
 mod calls;
+mod expand;
 mod print;
 mod syntax;
 
@@ -29,6 +30,7 @@ use uop_codegen::text::{Registry, TextError};
 use crate::ir::Graph;
 
 pub use build::GRAPH_KEYWORDS;
+pub use expand::{MAX_DEPTH, MAX_NODES};
 pub use print::print_graph;
 pub use syntax::{FnDef, Param, Stmt, parse};
 
@@ -54,5 +56,48 @@ pub use syntax::{FnDef, Param, Stmt, parse};
 /// ```
 pub fn parse_graph(src: &str, registry: Arc<Registry>) -> Result<Graph, TextError> {
     let stmts = syntax::parse(src)?;
+    expand::check(src, &stmts)?;
     build::build(src, &stmts, registry)
+}
+
+/// True when `src` reads as graph text and uses something only graphs have: `fn`,
+/// `return`, a bare statement, several names on the left of `=`, `y = x`, a number
+/// as an output, or a call of a word of the graph language (`while`, `case`, `if`,
+/// `parallel`, `call`, `chunk`, `sum_chunks`, `const`, `sink`). A file that does is a
+/// graph file: when it does not build, the graph parser's error is the one to report,
+/// not the program parser's.
+///
+/// ```
+/// use uop_graph::text::uses_graph_syntax;
+///
+/// assert!(uses_graph_syntax("input x: f32[]\ny = sink(x)\noutput y"));
+/// assert!(uses_graph_syntax("input x: f32[]\nfn f(v) { return v }\noutput x"));
+/// assert!(!uses_graph_syntax("input x: f32[]\ny = exp(x)\noutput y"));
+/// ```
+pub fn uses_graph_syntax(src: &str) -> bool {
+    use uop_codegen::text::syntax::{Call, ValueSyntax};
+    fn graph_call(c: &Call) -> bool {
+        let word = c.op.text.as_str();
+        calls::SPECIAL.contains(&word)
+            || build::GRAPH_KEYWORDS.contains(&word)
+            || c.args.iter().any(|a| graph_value(&a.value))
+    }
+    fn graph_value(v: &ValueSyntax) -> bool {
+        matches!(v, ValueSyntax::Call(c) if graph_call(c))
+    }
+    let Ok(stmts) = syntax::parse(src) else {
+        return false;
+    };
+    stmts.iter().any(|s| match s {
+        Stmt::Fn(_) | Stmt::Return { .. } | Stmt::Bare(_) => true,
+        Stmt::Let { names, value } => {
+            names.len() > 1
+                || matches!(value.value, ValueSyntax::Name(_))
+                || graph_value(&value.value)
+        }
+        Stmt::Output { values, .. } => values
+            .iter()
+            .any(|v| !matches!(v.value, ValueSyntax::Name(_))),
+        Stmt::Decl(_) => false,
+    })
 }

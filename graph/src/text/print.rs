@@ -39,14 +39,13 @@ pub fn print_graph(graph: &Graph) -> String {
         dims: HashSet::new(),
         unnamed: 0,
         indices: Vec::new(),
+        claimed: user_names(graph),
+        preferred: output_names_for_unnamed(graph),
     };
     p.header();
     p.entries(&h.top, 0);
-    let outputs: Vec<String> = graph
-        .interface
-        .outputs
-        .iter()
-        .map(|s| p.source(s))
+    let outputs: Vec<String> = (0..graph.interface.outputs.len())
+        .map(|k| p.output(k))
         .collect();
     if !outputs.is_empty() {
         let _ = writeln!(p.out, "output {}", outputs.join(", "));
@@ -66,6 +65,44 @@ struct Printer<'g> {
     unnamed: usize,
     /// Index names of the enclosing `parallel` bodies (without `$`).
     indices: Vec<String>,
+    /// The names the user wrote, anywhere in the graph: a generated name, or the
+    /// name of a value an inlined function made, never takes one.
+    claimed: HashSet<String>,
+    /// The output's name for an output value the user did not name (what a pass
+    /// put in place of a named value), so that it prints under that name.
+    preferred: HashMap<Ref, String>,
+}
+
+/// For each output value without a name of the user's, the name of the first
+/// output naming it.
+fn output_names_for_unnamed(graph: &Graph) -> HashMap<Ref, String> {
+    let mut preferred = HashMap::new();
+    for (s, name) in graph.interface.outputs.iter().zip(&graph.output_names) {
+        let (Some(r), Some(name)) = (s.as_ref(), name) else {
+            continue;
+        };
+        let users = graph
+            .node(r.node)
+            .and_then(|n| n.name(r.output))
+            .is_some_and(is_ident);
+        if !users {
+            preferred.entry(r).or_insert_with(|| name.clone());
+        }
+    }
+    preferred
+}
+
+/// The names the user gave values (and outputs) of `graph`: valid names that are not
+/// marked as an inlined function's (`f.w`).
+fn user_names(graph: &Graph) -> HashSet<String> {
+    graph
+        .nodes()
+        .iter()
+        .flat_map(|n| n.names.iter().flatten())
+        .chain(graph.output_names.iter().flatten())
+        .filter(|n| is_ident(n))
+        .cloned()
+        .collect()
 }
 
 /// A number as the parser reads it back: always with a fraction or exponent.
@@ -95,18 +132,25 @@ impl Printer<'_> {
     }
 
     /// Defines a name in the innermost scope: `wanted` if free, else `fallback`
-    /// made unique.
+    /// made unique. A name the user wrote only has to be free; any other (the
+    /// fallback, the last part of an inlined function's `f.w`) must also not be a
+    /// name the user wrote elsewhere.
     fn define(&mut self, wanted: Option<&str>, fallback: &str) -> String {
-        let base = match wanted {
-            Some(w) if is_ident(w) => w,
-            _ => fallback,
+        let (base, users) = match wanted {
+            Some(w) if is_ident(w) => (w, true),
+            Some(w) => match w.rsplit('.').next() {
+                Some(last) if is_ident(last) => (last, false),
+                _ => (fallback, false),
+            },
+            None => (fallback, false),
         };
-        let name = if self.free(base) {
+        let ok = |c: &str| self.free(c) && (users && c == base || !self.claimed.contains(c));
+        let name = if ok(base) {
             base.to_string()
         } else {
             (2..)
                 .map(|k| format!("{base}_{k}"))
-                .find(|c| self.free(c))
+                .find(|c| ok(c))
                 .unwrap_or_default()
         };
         if let Some(s) = self.scopes.last_mut() {
@@ -124,7 +168,12 @@ impl Printer<'_> {
                 } else {
                     format!("t{}_{k}", node.id.0)
                 };
-                let name = self.define(node.name(k), &fallback);
+                let wanted = self
+                    .preferred
+                    .get(&node.output(k))
+                    .cloned()
+                    .or_else(|| node.name(k).map(str::to_string));
+                let name = self.define(wanted.as_deref(), &fallback);
                 self.names.insert(node.output(k), name.clone());
                 name
             })
@@ -136,6 +185,25 @@ impl Printer<'_> {
             .get(&r)
             .cloned()
             .unwrap_or_else(|| format!("t{}", r.node.0))
+    }
+
+    /// Output `k` as the `output` line names it; an output named otherwise than its
+    /// value (`y` for input `x`) is defined first, `y = x`.
+    fn output(&mut self, k: usize) -> String {
+        let source = &self.graph.interface.outputs[k];
+        let printed = self.source(source);
+        let Some(Some(wanted)) = self.graph.output_names.get(k) else {
+            return printed;
+        };
+        let value_name = source
+            .as_ref()
+            .and_then(|r| self.graph.node(r.node).and_then(|n| n.name(r.output)));
+        if value_name == Some(wanted.as_str()) || *wanted == printed {
+            return printed;
+        }
+        let name = self.define(Some(wanted), &format!("out{k}"));
+        let _ = writeln!(self.out, "{name} = {printed}");
+        name
     }
 
     fn source(&self, s: &Source) -> String {
@@ -211,7 +279,10 @@ impl Printer<'_> {
                 Op::Case { .. } => format!("{base}_branch{}", sub.branch),
                 _ => format!("{base}_body"),
             };
-            let name = self.define(Some(&wanted), &wanted);
+            let name = match &node.op {
+                Op::NoInline { .. } => self.define(Some(&wanted), &wanted),
+                _ => self.define(None, &wanted),
+            };
             fns.push(name.clone());
             self.function(&name, node, sub, interface, depth);
         }

@@ -265,11 +265,14 @@ impl<'s> G<'s> {
         }
         let (r, value) = self.lift(self.p.value(rest))?;
         match value {
-            ValueSyntax::Call(_) | ValueSyntax::Int(_) | ValueSyntax::Float(_) => {}
+            ValueSyntax::Call(_)
+            | ValueSyntax::Int(_)
+            | ValueSyntax::Float(_)
+            | ValueSyntax::Name(_) => {}
             _ => {
                 return Err(self.expected(
                     rest,
-                    "an op call like `exp(x)`, a function call or a number",
+                    "an op call like `exp(x)`, a function call, a name or a number",
                 ));
             }
         }
@@ -452,7 +455,7 @@ mod tests {
             )
         );
         assert_eq!(err("a, = exp(x)").1, (1, 4));
-        assert_eq!(err("a = x").1, (1, 5));
+        assert_eq!(err("a = [1]").1, (1, 5));
         assert_eq!(err("fn (x) { return x }").1, (1, 4));
         assert_eq!(err("fn f(x: f32) { return x }").1, (1, 12));
     }

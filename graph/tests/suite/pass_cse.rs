@@ -27,7 +27,8 @@ c = neg(a)
 e = add(c, c)
 f = reindex(x, [N], [i0], fill=1.0)
 g = reindex(x, [N], [i0], fill=2.0)
-output e, a, f, g
+b = a
+output e, b, f, g
 ",
     );
     assert_eq!(report.pass("cse").map(|p| p.rewrites), Some(2));

@@ -74,7 +74,8 @@ c = mul(x, 2)
 d = sub(0, x)
 e = div(1, x)
 f = add(s, 1)
-output x, b, c, d, e, f
+a = x
+output a, b, c, d, e, f
 ",
     );
 }
@@ -96,7 +97,11 @@ output t, u, p, q, r
 input x: f32[A, B, C]
 t8 = permute(x, [1, 2, 0])
 q = permute(t8, [1, 2, 0])
-output x, x, x, q, x
+t = x
+u = x
+p = x
+r = x
+output t, u, p, q, r
 ",
     );
 }
@@ -118,7 +123,9 @@ input x: f32[2, 6]
 a = reshape(x, [3, 4])
 t9 = reshape(x, [6, 2])
 d = exp(t9)
-output a, x, x, d
+b = x
+c = x
+output a, b, c, d
 ",
     );
 }
@@ -139,7 +146,9 @@ output a, b, c, d
 input x: f32[A, B]
 b = reindex(x, [A, B], [i0, 0])
 d = reindex(x, [A, 1], [i0, i1])
-output x, b, x, d
+a = x
+c = x
+output a, b, c, d
 ",
     );
 }
@@ -165,7 +174,10 @@ input y: f32[3]
 t6 = lt(x, 0)
 d = where(t6, x, y)
 e = where(1, 2.0, y)
-output x, y, y, d, e
+a = x
+b = y
+c = y
+output a, b, c, d, e
 ",
     );
 }
@@ -190,9 +202,9 @@ output r, s
 input x: f32[N]
 t3 = add(x, 1)
 w = exp(t3)
-t6 = mul(w, t3)
-t15 = neg(x)
-output t6, t15
+r = mul(w, t3)
+s = neg(x)
+output r, s
 ",
     );
     assert_eq!(report.pass("simplify").map(|p| p.rewrites), Some(2));
@@ -235,8 +247,8 @@ output r
 input x: f32[N]
 a = add(x, 1)
 w = exp(a)
-t6 = mul(w, a)
-output t6
+r = mul(w, a)
+output r
 "
     );
 }
@@ -257,10 +269,11 @@ output a, b, c
 ",
         "\
 input x: f32[]
-t26 = 1.5
+c = 1.5
 t6 = mul(x, 0.5)
-t7 = add(t6, 0.5)
-output t7, x, t26
+a = add(t6, 0.5)
+b = x
+output a, b, c
 ",
     );
 }
@@ -296,7 +309,7 @@ output v7, n7, v0, n0, w
 ",
         "\
 input x: f32[]
-t2 = 7.0
+n7 = 7.0
 t9 = 0.0
 fn v0_cond(v, i) {
   t11 = lt(i, 5)
@@ -308,7 +321,9 @@ fn v0_body(v, i) {
   return t13, t14
 }
 v0, n0 = while(v0_cond, v0_body, x, t9)
-output x, t2, v0, n0, x
+v7 = x
+w = x
+output v7, n7, v0, n0, w
 ",
     );
 }

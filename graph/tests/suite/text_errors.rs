@@ -287,3 +287,73 @@ fn the_diagnostic_has_a_caret() {
         "unknown op or function `expp` (did you mean `exp`?) (line 3, column 5)\n  |\n3 | y = expp(x)\n  |     ^"
     );
 }
+
+#[test]
+fn errors_of_issue_40_point_at_the_users_text() {
+    let err = |src: &str| {
+        uop_graph::text::parse_graph(src, uop_graph::default_registry())
+            .expect_err(src)
+            .message()
+    };
+    // A word of the graph language gets no "did you mean".
+    assert_eq!(
+        err("input x: f32[4]\ny = sink(x)\noutput y"),
+        "`sink(...)` gives no result: write it as a statement of its own, `sink(a, b)`"
+    );
+    assert_eq!(
+        err("input x: f32[4]\ny = return(x)\noutput y"),
+        "`return` is a reserved word of graph text, not an op or a function"
+    );
+    // A float index is refused, not floored.
+    assert_eq!(
+        err("input x: f32[4]\ninput i: f32[4]\ny = select(x, i, axis=0)\noutput y"),
+        "select: the index must be i32 (an i32 input or `const(i32, ...)`), found f32: a float \
+         index would be floored silently"
+    );
+    // Names index expressions reserve are named as reserved.
+    for dim in ["i0", "dA0", "min"] {
+        let m = err(&format!("input x: f32[{dim}]\noutput x"));
+        assert!(
+            m.contains("a dimension name that index expressions do not reserve"),
+            "{m}"
+        );
+    }
+    // Which files are graph files: the graph parser's error is the one reported.
+    use uop_graph::text::uses_graph_syntax;
+    assert!(uses_graph_syntax(
+        "input x: f32[]\ns = lt(x, 0)\nr = case(s, [], x)\noutput r"
+    ));
+    assert!(uses_graph_syntax(
+        "input x: f32[4]\ny = chunk(x, size=2)\noutput y"
+    ));
+    assert!(uses_graph_syntax(
+        "input x: f32[4]\ny = exp(x); output y, 1.0"
+    ));
+    assert!(!uses_graph_syntax("input x: f32[4]\ny = bad(x)\noutput y"));
+}
+
+#[test]
+fn op_errors_name_the_arguments_as_written() {
+    let err = |body: &str| {
+        let src = format!("input x: f32[4]\ninput i: i32[4]\n{body}\noutput y");
+        uop_graph::text::parse_graph(&src, uop_graph::default_registry())
+            .expect_err(&src)
+            .message()
+    };
+    assert_eq!(
+        err("y = add(x, i)"),
+        "add: an operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = exp(i)"),
+        "exp: the operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = exp(add(i, i))"),
+        "add: an operand (`i`) must be f32, found i32"
+    );
+    assert_eq!(
+        err("y = where(i, x, x)"),
+        "where: an operand (`i`) must be f32, found i32"
+    );
+}

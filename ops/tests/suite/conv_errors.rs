@@ -374,3 +374,30 @@ fn symbolic_sizes_become_size_assertions_checked_at_run_time() {
     let e = run(&[1, 4, 2, 5], &[6, 2, 3, 3]).expect_err("kernel larger than the input");
     assert!(e.to_string().contains("min("), "{e}");
 }
+
+#[test]
+fn sizes_that_overflow_say_so_instead_of_wrapping() {
+    let registry = uop_ops::registry();
+    for (src, what) in [
+        (
+            "input x: f32[1, 1, 4, 4]\ninput w: f32[1, 1, 3, 3]\ny = conv2d(x, w, padding=4611686018427387904)\noutput y\n",
+            "the padding on both sides (2 × 4611686018427387904) overflows",
+        ),
+        (
+            "input x: f32[1, 1, 4, 4]\ninput w: f32[1, 1, 3, 3]\ny = conv2d(x, w, padding=4611686018427387903)\noutput y\n",
+            "the padded input (size 4 + 2 × padding 4611686018427387903) overflows",
+        ),
+        (
+            "input x: f32[1, 1, 4, 4]\ninput w: f32[1, 1, 3, 3]\ny = conv2d(x, w, dilation=9223372036854775807)\noutput y\n",
+            "the kernel's span (size 3, dilation 9223372036854775807) overflows",
+        ),
+        (
+            "input x: f32[1, 1, 4, 4]\ninput w: f32[1, 1, 3, 3]\ny = conv_transpose2d(x, w, stride=9223372036854775807)\noutput y\n",
+            "overflows 64-bit sizes",
+        ),
+    ] {
+        let e = parse_program(src, &registry).expect_err(src).to_string();
+        assert!(e.contains(what), "{e}");
+        assert!(!e.contains("-9223372036854775"), "{e}");
+    }
+}

@@ -25,6 +25,11 @@ impl Idents {
         }
     }
 
+    /// True when `name` is taken.
+    pub fn is_taken(&self, name: &str) -> bool {
+        self.used.contains(name)
+    }
+
     /// Takes `name` as it is; false when it is already taken.
     pub fn take(&mut self, name: &str) -> bool {
         self.used.insert(name.to_string())

@@ -91,6 +91,7 @@
 
 mod kernel;
 mod names;
+pub use names::kernel_items;
 mod runtime;
 
 /// The vectorizable f32 math generated kernels call, now in the runtime.

@@ -9,7 +9,7 @@ pub(super) use crate::backend::names::{Idents as Scope, camel};
 /// struct, and the oracle's entries (emitted with `RustOptions::oracle`, reserved
 /// always so that turning them on never makes a clash). Kernels of one file must not
 /// share any.
-pub(super) fn kernel_items(name: &str) -> [String; 10] {
+pub fn kernel_items(name: &str) -> [String; 10] {
     [
         name.to_string(),
         format!("{name}_with_scratch"),

@@ -249,7 +249,9 @@ fn planned<'a>(
     // which nothing calls (a parameter may take it: kernel `x_shape`, input `x`).
     let items = kernel_items(&k.name);
     reserved.extend(items[1..].iter().map(String::as_str));
-    reserved.extend(["row", "col", "lane", "value", "values", "scratch", "parts"]);
+    reserved.extend([
+        "row", "col", "lane", "value", "values", "scratch", "parts", "part",
+    ]);
     reserved.extend(Fact::ALL.map(Fact::name));
     let mut scope = Scope::with_reserved(&reserved);
     let mut tensors = vec![ident("_"); p.tensors.len()];

@@ -1,0 +1,88 @@
+//! Graphs too large to run or to build are refused at once, before anything is
+//! allocated, with no output file left behind (issue 40, items 2 and 3).
+
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::{scratch, stderr, uop_in};
+
+const BODY: &str = "fn b($i, v) { return mul(v, 2) }";
+
+#[test]
+fn parallel_counts_too_large_are_refused_on_every_backend() {
+    let dir = scratch("graph-limits-parallel");
+    for (count, extra, expected) in [
+        (
+            "1099511627776",
+            None,
+            "needs 17.6 TB, more than the memory limit",
+        ),
+        ("9223372036854775807", None, "more bytes than fit in memory"),
+        (
+            "100000000000",
+            Some("1G"),
+            "needs 1.6 TB, more than the memory limit of 1.1 GB",
+        ),
+    ] {
+        let file = dir.join(format!("p{count}.uop"));
+        std::fs::write(
+            &file,
+            format!("input x: f32[4]\n{BODY}\ny = parallel({count}, b, x)\noutput y\n"),
+        )
+        .expect("write");
+        for backend in ["cranelift", "interp"] {
+            let out = dir.join("y.npy");
+            let mut args = vec![
+                "run".to_string(),
+                file.display().to_string(),
+                "--random".into(),
+                "1".into(),
+                "--backend".into(),
+                backend.into(),
+                "--output".into(),
+                format!("y={}", out.display()),
+            ];
+            if let Some(limit) = extra {
+                args.extend(["--max-memory".into(), limit.into()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let start = Instant::now();
+            let o = uop_in(&dir, &args);
+            assert!(start.elapsed() < Duration::from_secs(10));
+            assert!(!o.status.success(), "{count} on {backend}");
+            let e = stderr(&o);
+            assert!(e.starts_with("error: value `y` (the `parallel` %"), "{e}");
+            assert!(e.contains(expected), "{e}");
+            assert!(!out.exists(), "no output file is left behind");
+        }
+    }
+}
+
+#[test]
+fn thirty_levels_of_doubling_are_refused_by_run_and_print() {
+    let dir = scratch("graph-limits-doubling");
+    let mut src = "input x: f32[4]\nfn f30(v) { return mul(v, 2) }\n".to_string();
+    for k in (0..30).rev() {
+        src.push_str(&format!(
+            "fn f{k}(v) {{ a = f{}(v); return f{}(a) }}\n",
+            k + 1,
+            k + 1
+        ));
+    }
+    src.push_str("y = f0(x)\noutput y\n");
+    let file = dir.join("doubling.uop");
+    std::fs::write(&file, src).expect("write");
+    let path = file.display().to_string();
+    for args in [
+        vec!["run", path.as_str(), "--random", "1"],
+        vec!["print", path.as_str(), "--stage", "graph"],
+    ] {
+        let start = Instant::now();
+        let o = uop_in(&dir, &args);
+        assert!(start.elapsed() < Duration::from_secs(5), "{args:?}");
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains("expanding the functions would build"), "{e}");
+        assert!(e.contains("`f0` uses `f1` uses"), "{e}");
+    }
+}
