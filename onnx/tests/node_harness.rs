@@ -1,0 +1,167 @@
+//! What the node-test runner needs: the manifest and one case's run.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use uop_graph::{RunOptions, run_with};
+use uop_onnx::{
+    HostData, HostTensor, ImportError, ImportOptions, decode_model, decode_tensor, import_model,
+};
+
+/// `tests/onnx/node.txt`: one case a line, `NAME [input:A,B]`, or `PREFIX*`;
+/// `# min-cases N` sets the least number of committed cases (an empty corpus fails).
+pub struct Manifest {
+    entries: Vec<Entry>,
+    /// The least number of committed cases.
+    pub min_cases: usize,
+}
+
+/// One manifest line.
+pub struct Entry {
+    pattern: String,
+    /// With `input:A,B`: the graph inputs that stay inputs; every other one is bound
+    /// to the test's data at import (tract's `input:`). Empty: any input an op needs
+    /// as a constant is bound.
+    pub inputs: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads the manifest.
+    pub fn read(path: &Path) -> Result<Manifest, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut entries = Vec::new();
+        let mut min_cases = 0;
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(n) = line.strip_prefix("# min-cases ") {
+                min_cases = n.trim().parse().map_err(|_| format!("bad min-cases line `{line}`"))?;
+                continue;
+            }
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let pattern = words.next().unwrap_or_default().to_string();
+            let mut inputs = Vec::new();
+            for w in words {
+                match w.strip_prefix("input:") {
+                    Some(list) => inputs.extend(list.split(',').map(str::to_string)),
+                    None => return Err(format!("unknown annotation `{w}` in `{line}`")),
+                }
+            }
+            entries.push(Entry { pattern, inputs });
+        }
+        Ok(Manifest { entries, min_cases })
+    }
+
+    /// The entry matching case `name`.
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| matches(&e.pattern, name))
+    }
+
+    /// Patterns that match no committed case.
+    pub fn unmatched(&self, cases: &[String]) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| !cases.iter().any(|c| matches(&e.pattern, c)))
+            .map(|e| e.pattern.clone())
+            .collect()
+    }
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// The result of one case.
+pub enum Outcome {
+    /// Every output matched.
+    Pass,
+    /// Why not.
+    Fail(String),
+}
+
+/// Imports and runs the case in `dir`; `keep` as in [`Entry::inputs`].
+pub fn run_case(dir: &Path, keep: Option<&[String]>) -> Outcome {
+    match try_case(dir, keep.unwrap_or(&[])) {
+        Ok(()) => Outcome::Pass,
+        Err(e) => Outcome::Fail(e),
+    }
+}
+
+fn read_tensor(path: &Path) -> Result<HostTensor, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let t = decode_tensor(&bytes).map_err(|e| e.to_string())?;
+    HostTensor::from_proto(&t)
+}
+
+fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
+    let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let model = decode_model(&bytes).map_err(|e| e.to_string())?;
+    let graph = model.graph.as_ref().ok_or("no graph")?;
+    let data = dir.join("test_data_set_0");
+    let mut given = HashMap::new();
+    for (k, vi) in graph.input.iter().enumerate() {
+        let name = vi.name.clone().unwrap_or_default();
+        let t = read_tensor(&data.join(format!("input_{k}.pb")))?;
+        given.insert(name, t);
+    }
+    let mut options = ImportOptions::default();
+    if !keep.is_empty() {
+        for (name, t) in &given {
+            if !keep.contains(name) {
+                options.constants.insert(name.clone(), t.clone());
+            }
+        }
+    }
+    let imported = loop {
+        match import_model(&model, &options) {
+            Ok(m) => break m,
+            Err(ImportError::NeedsConstant { input, .. }) if keep.is_empty() && !options.constants.contains_key(&input) => {
+                let t = given.get(&input).ok_or("no data for the input")?.clone();
+                options.constants.insert(input, t);
+            }
+            Err(e) => return Err(format!("import: {e}")),
+        }
+    };
+    let inputs = imported.graph_inputs(&given).map_err(|e| e.to_string())?;
+    let run = run_with(
+        &imported.graph,
+        &inputs,
+        &HashMap::new(),
+        &RunOptions { max_iterations: Some(100_000) },
+    )
+    .map_err(|e| format!("run: {e}"))?;
+    let outputs = imported.model_outputs(&run.outputs);
+    for (k, got) in outputs.iter().enumerate() {
+        let want = read_tensor(&data.join(format!("output_{k}.pb")))?;
+        compare(&want, got).map_err(|e| format!("output {k} ({}): {e}", imported.outputs[k].onnx))?;
+    }
+    Ok(())
+}
+
+/// Floats within rtol 1e-3 + atol 1e-5 (NaN matches NaN), integers exactly.
+fn compare(want: &HostTensor, got: &HostTensor) -> Result<(), String> {
+    if want.shape != got.shape {
+        return Err(format!("shape {:?}, expected {:?}", got.shape, want.shape));
+    }
+    match (&want.data, &got.data) {
+        (HostData::Float(w), HostData::Float(g)) => {
+            for (i, (a, b)) in w.iter().zip(g).enumerate() {
+                let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-5 + 1e-3 * a.abs();
+                if !ok {
+                    return Err(format!("element {i}: {b}, expected {a}"));
+                }
+            }
+            Ok(())
+        }
+        (HostData::Int(w), HostData::Int(g)) => match w.iter().zip(g).position(|(a, b)| a != b) {
+            Some(i) => Err(format!("element {i}: {}, expected {}", g[i], w[i])),
+            None => Ok(()),
+        },
+        _ => Err(format!("type {}, expected {}", got.elem.name(), want.elem.name())),
+    }
+}
