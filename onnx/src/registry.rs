@@ -4,7 +4,7 @@
 
 use crate::import::value::Val;
 use crate::import::{CResult, Im, MAX_OPSET, NodeIn};
-use crate::ops::{elementwise as ew, movement as mv, nn, reduce as rd, shape as sh};
+use crate::ops::{control, elementwise as ew, movement as mv, nn, reduce as rd, shape as sh};
 
 /// A translation of one ONNX node.
 pub(crate) type Convert = fn(&mut Im, &NodeIn) -> CResult<Vec<Val>>;
@@ -70,6 +70,7 @@ pub static OPS: &[OnnxOp] = &[
     op("HardSigmoid", 6, "max(0, min(1, alpha x + beta))", ew::composed),
     op("HardSwish", 14, "x · hard_sigmoid(x)", ew::composed),
     op("Hardmax", 1, "max, eq, cumsum (first maximum)", rd::softmax),
+    op("If", 11, "if (a condition known at import: the branch inline)", control::if_),
     op("Identity", 1, "the value itself", ew::identity),
     op("InstanceNormalization", 6, "normalize over the spatial axes, scale, bias", nn::norm),
     op("IsInf", 10, "eq(x, ±inf)", ew::is_special),

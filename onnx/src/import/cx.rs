@@ -9,7 +9,7 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
 use uop_graph::{Arg, BuildError, GraphBuilder, Item, Ref};
 
-use crate::data::{ElemType, HostTensor};
+use crate::data::ElemType;
 use crate::names::NameMap;
 use crate::proto::{AttributeProto, GraphProto, NodeProto, TensorProto};
 
@@ -56,8 +56,9 @@ pub(crate) struct Env {
     pub input_of: HashMap<Ref, String>,
     /// ONNX names to uop names.
     pub names: NameMap,
-    /// Graph inputs bound to constants.
-    pub constants: HashMap<String, HostTensor>,
+    /// For graph inputs used as indices: the size of the axis they index (negative
+    /// indices are wrapped at the boundary), or `None` when uses disagree.
+    pub wraps: HashMap<Ref, Option<i64>>,
 }
 
 impl Env {
@@ -94,8 +95,6 @@ pub(crate) struct Im<'a> {
 pub(crate) struct NodeIn<'p> {
     pub proto: &'p NodeProto,
     pub inputs: Vec<Option<Val>>,
-    /// The ONNX names of the inputs.
-    pub input_names: Vec<String>,
 }
 
 impl NodeIn<'_> {
@@ -280,9 +279,16 @@ impl Im<'_> {
         }
     }
 
-    /// A value as an i32 index tensor.
-    pub fn index(&mut self, v: &Val) -> CResult<Ref> {
+    /// A value as an i32 index tensor into an axis of `size` (when static: a graph
+    /// input's negative indices are then wrapped at the boundary).
+    pub fn index(&mut self, v: &Val, size: Option<i64>) -> CResult<Ref> {
         let r = self.graph(v)?;
+        if self.env.input_of.contains_key(&r) {
+            let w = self.env.wraps.entry(r).or_insert(size);
+            if *w != size {
+                *w = None;
+            }
+        }
         if self.g.type_of(r)?.dtype != DType::I32 {
             return Err(CErr::Msg(
                 "indices computed as floats at run time are not supported yet".into(),

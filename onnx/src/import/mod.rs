@@ -50,6 +50,10 @@ pub struct Port {
     pub elem: ElemType,
     /// The shape, in the graph's dimension names.
     pub shape: Vec<Expr>,
+    /// For an integer input used as indices into an axis of this size: negative
+    /// values `-size..0` are wrapped (`+ size`) when the input is given
+    /// ([`Imported::graph_inputs`]), as ONNX counts them from the end.
+    pub wrap: Option<i64>,
 }
 
 /// An imported model.
@@ -87,6 +91,15 @@ impl Imported {
                         message: format!("the model takes {}, the data is {}", p.elem.name(), t.elem.name()),
                     });
                 }
+                let wrapped;
+                let t = match (p.wrap, &t.data) {
+                    (Some(size), crate::data::HostData::Int(v)) => {
+                        let v = v.iter().map(|&x| if (-size..0).contains(&x) { x + size } else { x }).collect();
+                        wrapped = HostTensor { data: crate::data::HostData::Int(v), ..t.clone() };
+                        &wrapped
+                    }
+                    _ => t,
+                };
                 t.to_graph(self.graph.dtype).map_err(|message| ImportError::Type {
                     tensor: p.onnx.clone(),
                     message,
@@ -130,7 +143,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         opset,
         input_of: HashMap::new(),
         names: NameMap::new(&registry),
-        constants: options.constants.clone(),
+        wraps: HashMap::new(),
     };
     let mut g = GraphBuilder::new(float);
     let initializers = read_initializers(graph, &mut env)?;
@@ -157,6 +170,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             uop,
             elem,
             shape,
+            wrap: None,
         });
     }
     let mut im = Im {
@@ -186,7 +200,12 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             uop,
             elem,
             shape,
+            wrap: None,
         });
+    }
+    let graph_input = g.graph().interface.input;
+    for (k, p) in inputs.iter_mut().enumerate() {
+        p.wrap = env.wraps.get(&Ref::new(graph_input, k)).copied().flatten();
     }
     Ok(Imported {
         graph: g.finish(),
@@ -234,7 +253,6 @@ pub(crate) fn import_nodes(im: &mut Im, nodes: &[NodeProto]) -> Result<(), Impor
         let n = NodeIn {
             proto: node,
             inputs,
-            input_names: node.input.clone(),
         };
         let outs = (entry.convert)(im, &n).map_err(|e| match e {
             CErr::NeedsConstant { input, slot } => ImportError::NeedsConstant {

@@ -212,6 +212,16 @@ pub(crate) fn unary(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 /// Identity (and Dropout in inference: the data, and an all-true mask if asked).
 pub(crate) fn identity(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?.clone();
+    if n.op() == "Dropout" && n.opt(2).is_some() {
+        let training = im.known(n, 2, "training_mode")?.int_values()?;
+        let ratio = match n.opt(1) {
+            Some(_) => im.known(n, 1, "ratio")?.float_values()?,
+            None => vec![0.5],
+        };
+        if training.iter().any(|&t| t != 0) && ratio.iter().any(|&r| r != 0.0) {
+            return Err("training mode (random dropout) is not supported".into());
+        }
+    }
     if n.op() == "Dropout" && n.wants_output(1) {
         let x = im.float(&v)?;
         let ones = im.with_scalar("mul", x, 0.0)?;

@@ -88,6 +88,25 @@ fn slice_axis(im: &mut Im, v: &Val, axis: usize, start: i64, end: Option<i64>, s
         }
     }
     let x = im.graph(v)?;
+    if step < 0 {
+        // Python's x[start:end:step] for a negative step is the reverse of an
+        // ascending slice with step -step.
+        let size = im.g.type_of(x)?.shape[axis]
+            .as_int()
+            .ok_or("a negative step needs a static size")?;
+        let idx = python_range(start, end, step, size);
+        let (Some(&first), Some(&last)) = (idx.first(), idx.last()) else {
+            return Err("a slice with no elements is not supported".into());
+        };
+        let attrs = [
+            ("start", Arg::Int(last as i64)),
+            ("end", Arg::Int(first as i64 + 1)),
+            ("step", Arg::Int(-step)),
+        ];
+        let s = im.call("slice", &[x.into(), Arg::Int(axis as i64)], &attrs)?;
+        let r = im.call("flip", &[s.into(), Arg::Int(axis as i64)], &[])?;
+        return Ok(Val::Graph(r, elem_of(v)));
+    }
     let mut attrs = vec![("start", Arg::Int(start)), ("step", Arg::Int(step))];
     if let Some(e) = end {
         attrs.push(("end", Arg::Int(e)));
@@ -247,7 +266,8 @@ pub(crate) fn space_depth(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let x = im.graph(v)?;
     let r = if n.op() == "SpaceToDepth" {
         let t = im.reshape(x, &[nb.clone(), c.clone(), div(&h), be.clone(), div(&w), be.clone()])?;
-        let t = im.permute(t, &[0, 3, 5, 1, 2, 4])?;
+        let crd = n.string("mode").as_deref() == Some("CRD");
+        let t = im.permute(t, if crd { &[0, 1, 3, 5, 2, 4] } else { &[0, 3, 5, 1, 2, 4] })?;
         im.reshape(t, &[nb, bin(IndexOp::Mul, &c, &Expr::Int(b * b)), div(&h), div(&w)])?
     } else {
         let cc = bin(IndexOp::Div, &c, &Expr::Int(b * b));
@@ -280,7 +300,7 @@ pub(crate) fn gather_elements(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             let k = Known { data: KData::Int(vals), ..k.clone() };
             im.constant(&k, DType::I32)?
         }
-        other => im.index(other)?,
+        other => im.index(other, s[axis].as_int())?,
     };
     let x = im.graph(v)?;
     let r = im.call("gather", &[x.into(), index.into(), Arg::Int(axis as i64)], &[])?;
@@ -317,6 +337,20 @@ pub(crate) fn one_hot(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let [off, on]: [f64; 2] = values.try_into().map_err(|_| "values must be [off, on]")?;
     let rank = ishape.len() + 1;
     let axis = norm_axis(n.int_or("axis", -1), rank)?;
+    if let Val::Graph(r, e) = idx {
+        if e.is_int() && im.g.type_of(*r)?.dtype == DType::I32 {
+            // i32 indices: uop's one_hot (class axis last; an out-of-range index
+            // gives a row of zeros, ONNX's all-`off` row).
+            let i = im.index(idx, Some(depth))?;
+            let oh = im.call("one_hot", &[i.into(), Arg::Int(depth)], &[])?;
+            let r = im.with_scalar("mul", oh, on - off)?;
+            let r = im.with_scalar("add", r, off)?;
+            let mut perm: Vec<usize> = (0..rank - 1).collect();
+            perm.insert(axis, rank - 1);
+            let r = im.permute(r, &perm)?;
+            return Ok(vec![Val::Graph(r, elem_of(n.input(2)?))]);
+        }
+    }
     let x = im.float(idx)?;
     let neg = im.with_scalar("lt", x, 0.0)?;
     let wrapped = im.with_scalar("add", x, depth as f64)?;

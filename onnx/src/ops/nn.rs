@@ -89,6 +89,11 @@ impl Window {
         self.pads.iter().all(|(a, b)| a == b)
     }
 
+    /// Symmetric pads that uop's pooling takes (at most half the kernel).
+    fn poolable(&self) -> bool {
+        self.symmetric() && self.pads.iter().zip(&self.kernel).all(|(p, k)| 2 * p.0 <= *k)
+    }
+
     /// uop `pad` list (last axis first) for the spatial axes.
     fn pad_list(&self) -> Vec<i64> {
         self.pads.iter().rev().flat_map(|&(a, b)| [a, b]).collect()
@@ -149,10 +154,17 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         .map(|k| (xs[k + 2] as i64 - 1) * strides[k] + (kernel[k] - 1) * dil[k] + 1 + out_pad[k])
         .collect();
     let pads: Vec<(i64, i64)> = if let Some(os) = n.ints("output_shape") {
-        let os = &os[os.len() - 2..];
+        let os = &os[os.len().saturating_sub(2)..];
+        if os.len() != 2 {
+            return Err("output_shape needs the two spatial sizes".into());
+        }
         (0..2)
             .map(|k| {
                 let total = full[k] - os[k];
+                if total < 0 {
+                    out_pad[k] -= total;
+                    return (0, 0);
+                }
                 if auto == "SAME_LOWER" { (total - total / 2, total / 2) } else { (total / 2, total - total / 2) }
             })
             .collect()
@@ -176,11 +188,6 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     // uop pads symmetrically: give the smaller pad and crop the rest after.
     let sym: Vec<i64> = pads.iter().map(|&(a, b)| a.min(b)).collect();
     let extra: Vec<(i64, i64)> = pads.iter().zip(&sym).map(|(&(a, b), &s)| (a - s, b - s)).collect();
-    for k in 0..2 {
-        if out_pad[k] >= strides[k].max(dil[k]) {
-            out_pad[k] = 0;
-        }
-    }
     let r = im.call(
         "conv_transpose2d",
         &args,
@@ -232,7 +239,7 @@ pub(crate) fn pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             im.call("avg_pool2d", &[x.into(), ints_arg(&w.kernel)], &attrs)
         }
     };
-    let r = if w.symmetric() {
+    let r = if w.poolable() {
         base(im, x, &w.pads.iter().map(|p| p.0).collect::<Vec<_>>())?
     } else if max {
         let p = pad_ref(im, x, &w.pad_list(), f64::NEG_INFINITY, "constant")?;
@@ -296,9 +303,12 @@ pub(crate) fn norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let x = im.float(v)?;
     let eps = n.float_or("epsilon", 1e-5);
     let r = match n.op() {
+        "BatchNormalization" if n.int_or("training_mode", 0) != 0 => {
+            return batch_norm_training(im, n, x, rank, eps);
+        }
         "BatchNormalization" => {
-            if n.int_or("training_mode", 0) != 0 || n.outputs_used() > 1 {
-                return Err("training mode is not supported".into());
+            if n.outputs_used() > 1 {
+                return Err("running statistics are outputs only in training mode".into());
             }
             let scale = per_channel(im, n.input(1)?, rank)?;
             let bias = per_channel(im, n.input(2)?, rank)?;
@@ -350,6 +360,37 @@ pub(crate) fn norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         }
     };
     Ok(vec![im.fval(r)])
+}
+
+/// BatchNormalization in training mode: normalized by the batch's statistics
+/// (population variance), with the updated running mean and variance as outputs.
+fn batch_norm_training(im: &mut Im, n: &NodeIn, x: Ref, rank: usize, eps: f64) -> CResult<Vec<Val>> {
+    let axes: Vec<i64> = std::iter::once(0).chain(2..rank as i64).collect();
+    let a = ints_arg(&axes);
+    let keep = ("keepdim", Arg::Bool(true));
+    let mean = im.call("mean", &[x.into()], &[("axis", a.clone()), keep.clone()])?;
+    let centered = im.op("sub", &[x, mean])?;
+    let sq = im.op("mul", &[centered, centered])?;
+    let var = im.call("mean", &[sq.into()], &[("axis", a), keep])?;
+    let inv = im.with_scalar("add", var, eps)?;
+    let inv = im.op("rsqrt", &[inv])?;
+    let scale = per_channel(im, n.input(1)?, rank)?;
+    let bias = per_channel(im, n.input(2)?, rank)?;
+    let y = im.op("mul", &[centered, inv])?;
+    let y = im.op("mul", &[y, scale])?;
+    let y = im.op("add", &[y, bias])?;
+    let mut out = vec![im.fval(y)];
+    let momentum = n.float_or("momentum", 0.9);
+    for (k, batch) in [(3, mean), (4, var)] {
+        let c = im.shape(n.input(k)?)?;
+        let flat = im.reshape(batch, &c)?;
+        let old = im.float(n.input(k)?)?;
+        let old = im.with_scalar("mul", old, momentum)?;
+        let new = im.with_scalar("mul", flat, 1.0 - momentum)?;
+        let run = im.op("add", &[old, new])?;
+        out.push(im.fval(run));
+    }
+    Ok(out)
 }
 
 /// A per-group [G] tensor known at import repeated to per-channel [G * rep].

@@ -358,7 +358,7 @@ pub(crate) fn gather(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             im.constant(&k, uop_codegen::uop::DType::I32)?
         }
         None => {
-            let r = im.index(idx)?;
+            let r = im.index(idx, size)?;
             let flat = product(&ishape);
             im.reshape(r, &[flat])?
         }
