@@ -199,9 +199,30 @@ pub(crate) fn reshape(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     }
     if let Some(k) = dims.iter().position(|d| d.as_int() == Some(-1)) {
         let others: Vec<Expr> = dims.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, d)| d.clone()).collect();
-        dims[k] = bin(IndexOp::Div, &product(&input), &product(&others));
+        dims[k] = inferred(&input, &others);
     }
     reshaped(im, v, dims)
+}
+
+/// The size a `-1` stands for: the input's element count over the other sizes, with
+/// the sizes both share cancelled first (so `[B, 3, 4] → [B, -1]` gives `12`, not
+/// `12 * B / B`).
+fn inferred(input: &[Expr], others: &[Expr]) -> Expr {
+    let mut num: Vec<Expr> = input.to_vec();
+    let mut den = Vec::new();
+    for d in others {
+        match num.iter().position(|x| x == d) {
+            Some(k) => {
+                num.remove(k);
+            }
+            None => den.push(d.clone()),
+        }
+    }
+    if den.is_empty() {
+        product(&num)
+    } else {
+        bin(IndexOp::Div, &product(&num), &product(&den))
+    }
 }
 
 /// `v` in shape `dims` (folded when `v` is known).
