@@ -42,7 +42,7 @@ fn peak_kib() -> u64 {
 fn child(file: &str) {
     let src = std::fs::read_to_string(file).expect("example");
     let g = parse_graph(&src, default_registry()).expect("parses");
-    let exe = uop::graph::compile(&g).expect("compiles");
+    let exe = uop::exec::compile(&g).expect("compiles");
     let inputs = vec![
         Tensor::random(DType::F32, vec![ROWS, D], 1),
         Tensor::random(DType::F32, vec![D, H], 2),

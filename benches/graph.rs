@@ -1,4 +1,4 @@
-//! Graph executor benchmarks (`uop::graph`):
+//! Graph executor benchmarks (`uop::exec`):
 //!
 //! - `graph/one_kernel/{executor,jit}`: a graph that prepares to one kernel, run
 //!   through the executor and its program run through `uop::jit` directly: the
@@ -32,7 +32,7 @@ fn vector(n: usize, seed: u64) -> Tensor {
 
 fn one_kernel(c: &mut Criterion) {
     let g = parse("input x: f32[N]\ninput y: f32[N]\nz = relu(add(mul(x, y), x))\noutput z\n");
-    let exe = uop::graph::compile(&g).expect("compiles");
+    let exe = uop::exec::compile(&g).expect("compiles");
     assert_eq!(exe.kernel_count(), 1);
     let program = exe
         .graph()
@@ -74,7 +74,7 @@ fn per_node(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     let inputs = [vector(16, 3)];
     for n in [1usize, 64] {
-        let exe = uop::graph::compile(&chain(n)).expect("compiles");
+        let exe = uop::exec::compile(&chain(n)).expect("compiles");
         group.bench_function(n.to_string(), |b| {
             b.iter(|| exe.run(black_box(&inputs)).expect("runs"))
         });
@@ -96,7 +96,7 @@ fn first_call(c: &mut Criterion) {
     group.bench_function("transformer_block", |b| {
         b.iter(|| {
             uop::jit::clear_cache();
-            let exe = uop::graph::compile(&parse(&src)).expect("compiles");
+            let exe = uop::exec::compile(&parse(&src)).expect("compiles");
             exe.run(black_box(&inputs)).expect("runs")
         })
     });

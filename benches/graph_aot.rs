@@ -1,5 +1,5 @@
 //! Whole graphs ahead of time (issue 24, `uop_graph::emit`) against the JIT graph
-//! executor (`uop::graph`), on the reference graphs of `examples/graphs` (mlp,
+//! executor (`uop::exec`), on the reference graphs of `examples/graphs` (mlp,
 //! layernorm, conv_block, transformer_block, at the sizes of the README's memory
 //! table; the transformer block at jax's T = 64, D = 64, F = 256) and the RNN of
 //! `examples/graph_grad/rnn.uop` (T = 200, E = H = 32), and against the sum of the
@@ -258,7 +258,7 @@ fn main() {
             .collect();
         let params: HashMap<String, i64> =
             c.params.iter().map(|(p, v)| (p.to_string(), *v)).collect();
-        let exe = uop::graph::compile(&graph).expect("compiles");
+        let exe = uop::exec::compile(&graph).expect("compiles");
         let start = Instant::now();
         let outputs = exe.run_with_params(&inputs, &params).expect("runs");
         let once = start.elapsed().as_secs_f64();

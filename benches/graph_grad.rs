@@ -45,7 +45,7 @@ fn rnn(c: &mut Criterion) {
     params.insert("steps".to_string(), T as i64);
     let fwd = run_with(&g, &inputs, &params, &RunOptions::default()).expect("forward");
     let seed = Tensor::filled(DType::F32, vec![1, 1], 1.0);
-    let exe = uop::graph::compile(&g).expect("compiles");
+    let exe = uop::exec::compile(&g).expect("compiles");
     let mut group = c.benchmark_group("graph_grad/rnn");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(5));
@@ -68,7 +68,7 @@ fn rnn(c: &mut Criterion) {
         let bytes = grad
             .tape_bytes(&g, &inputs, &fwd.trace, &params)
             .expect("tape bytes");
-        let exe = uop::graph::compile(&grad.graph).expect("compiles");
+        let exe = uop::exec::compile(&grad.graph).expect("compiles");
         exe.run_with_params(&args, &p).expect("runs");
         eprintln!(
             "rnn T={T} H={H}: tape {}: {bytes} tape bytes, arena {} bytes",

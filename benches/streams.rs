@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
-use uop::graph::{ExecOptions, Streams, compile_with};
+use uop::exec::{ExecOptions, Streams, compile_with};
 use uop_graph::kernels::joins;
 use uop_graph::pass::PrepareOptions;
 use uop_graph::random::join_with_adds;

@@ -7,6 +7,8 @@
 
 pub use uop_codegen as codegen;
 pub use uop_cranelift as cranelift;
+pub use uop_exec as exec;
+pub use uop_graph as graph;
 pub use uop_ops as ops;
 pub use uop_runtime as runtime;
 
@@ -24,7 +26,6 @@ pub use uop_runtime::AlignedVec;
 
 pub mod bench;
 pub mod cli;
-pub mod graph;
 pub mod jit;
 pub mod npy;
 

@@ -41,7 +41,7 @@
 use thiserror::Error;
 
 use crate::loops::{self, LoopProgram};
-use crate::pass::{self, PassError, PassOptions};
+use crate::pass::{self, PassError, PassOptions, PassTime};
 use crate::uop::Program;
 
 /// The passes that decide how loops run fast (DESIGN.md §6, step 7): what
@@ -261,6 +261,31 @@ pub fn optimize(
 ) -> Result<LoopProgram, CompileError> {
     options.validate()?;
     Ok(pass::optimize(lowered, &options.pass_options())?)
+}
+
+/// Like [`compile`], timing each pass that ran (`--time-passes`).
+///
+/// # Errors
+///
+/// As [`compile`].
+pub fn compile_timed(
+    program: &Program,
+    options: &CompileOptions,
+) -> Result<(LoopProgram, Vec<PassTime>), CompileError> {
+    optimize_timed(&loops::lower(program), options)
+}
+
+/// Like [`optimize`], timing each pass that ran.
+///
+/// # Errors
+///
+/// As [`compile`].
+pub fn optimize_timed(
+    lowered: &LoopProgram,
+    options: &CompileOptions,
+) -> Result<(LoopProgram, Vec<PassTime>), CompileError> {
+    options.validate()?;
+    Ok(pass::optimize_timed(lowered, &options.pass_options())?)
 }
 
 #[cfg(test)]

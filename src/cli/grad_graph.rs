@@ -54,7 +54,12 @@ pub(crate) fn grad(
         .arguments(&inputs, &seeds, &outputs)
         .map_err(|e| CliError(e.to_string()))?;
     let grad_params = g.params(&trace, &params);
-    let result = super::run_graph::execute(&g.graph, &args, &grad_params, Some(backend), None)?;
+    let result = super::run_graph::execute(
+        &g.graph,
+        &args,
+        &grad_params,
+        &super::run_graph::GraphFlags::backend(backend),
+    )?;
     let mut writer = OutputFiles::default();
     source_args.save_inputs(&declared, &inputs, &mut writer)?;
     let names = source::output_names(&g.graph);
@@ -85,7 +90,12 @@ fn forward(
     g: &GraphGradient,
 ) -> Result<(Vec<Tensor>, Trace), CliError> {
     if g.tapes.is_empty() {
-        let outputs = super::run_graph::execute(graph, inputs, params, Some(backend), None)?;
+        let outputs = super::run_graph::execute(
+            graph,
+            inputs,
+            params,
+            &super::run_graph::GraphFlags::backend(backend),
+        )?;
         return Ok((outputs, Trace::default()));
     }
     let r = run_with(graph, inputs, params, &RunOptions::default())

@@ -213,7 +213,10 @@ fn print_loop_text(args: &PrintArgs) -> Result<(), CliError> {
 /// `uop print` of a graph: the stages a graph has so far.
 fn print_graph_stage(args: &PrintArgs, graph: &Graph) -> Result<(), CliError> {
     if args.after_each_pass {
-        return fail("--after-each-pass: graphs have no optimizer passes yet");
+        return fail(
+            "--after-each-pass traces a program's loop-IR passes; a graph's passes print with \
+             --stage prepared --print-after all",
+        );
     }
     if args.stage != Stage::Memory {
         memory_flags_unused(args)?;

@@ -15,6 +15,7 @@ use uop_cranelift as cranelift;
 use uop_graph::Graph;
 
 use super::output::OutputFiles;
+use super::run_graph::GraphFlags;
 use super::source::{self, Source};
 use super::{
     Backend, CliError, fail, int_assignments, limits, pass_options, path_assignments, show,
@@ -40,13 +41,25 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     backend: Option<Backend>,
     /// Skip this optimizer pass (repeatable; for the `cranelift` and `loops` backends).
+    /// On a graph: a graph pass (or decision) of the prepare pipeline, or a loop-IR
+    /// pass, skipped in every kernel.
     #[arg(long = "disable-pass", value_name = "NAME")]
     disable_pass: Vec<String>,
     /// Graphs on the executor: at most N streams run independent nodes at once
     /// (default: one per core, as far as the graph has independent work; 1 runs the
-    /// nodes in order). Results are the same for every N.
+    /// nodes in order). A program runs on the executor with it, as a graph of one
+    /// kernel node. Results are the same for every N.
     #[arg(long, value_name = "N", value_parser = super::run_graph::stream_count)]
     streams: Option<usize>,
+    /// Print on stderr how long each pass took: the graph passes (wall time, nodes
+    /// and kernels before and after), then the loop-IR passes summed over the
+    /// kernels. A program runs on the executor with it, as a graph of one kernel node.
+    #[arg(long)]
+    time_passes: bool,
+    /// Graphs: stop the graph passes after N rewrites in total (to bisect a rewrite;
+    /// the numbers stay the same, only less is simplified and fused).
+    #[arg(long, value_name = "N")]
+    rewrite_limit: Option<usize>,
 }
 
 /// Where a program's inputs and parameters come from (shared by `uop run` and `uop grad`).
@@ -136,25 +149,25 @@ impl InputArgs {
 
 /// Runs `uop run`.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    let pass_opts = pass_options(&args.disable_pass)?;
     let program = match source::load(&args.program)? {
         Source::Program(p) => p,
         Source::Graph(g) => return run_graph(args, &g),
     };
-    if args.streams.is_some() {
+    if args.rewrite_limit.is_some() {
         return fail(
-            "--streams applies to graphs (files with `fn`, `while`, `case`, ...); this file is a program, which runs as one kernel",
+            "--rewrite-limit applies to graphs (files with `fn`, `while`, `case`, ...): a program is one kernel, with no graph rewrites",
         );
     }
+    if args.streams.is_some() || args.time_passes {
+        // A program is a graph of one kernel node (the executor's flags).
+        warn_unused_inputs(&program);
+        return run_graph(args, &uop_exec::program_graph(&program));
+    }
+    let pass_opts = pass_options(&args.disable_pass)?;
     let backend = args.backend.unwrap_or(Backend::Cranelift);
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
-    for unused in program.unused_inputs() {
-        eprintln!(
-            "warning: input `{}` is not used by any output",
-            program.node(unused).name
-        );
-    }
+    warn_unused_inputs(&program);
     let outputs = execute(&program, &inputs, &params, backend, &pass_opts)?;
 
     let names: Vec<&str> = program
@@ -167,16 +180,30 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     write_outputs(writer, &args.outputs, &names, &outputs)
 }
 
+/// A warning on stderr for every input of `program` no output uses.
+fn warn_unused_inputs(program: &Program) {
+    for unused in program.unused_inputs() {
+        eprintln!(
+            "warning: input `{}` is not used by any output",
+            program.node(unused).name
+        );
+    }
+}
+
 /// Runs a graph on the graph executor, or on the graph interpreter with
 /// `--backend interp`.
 fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
-    if !args.disable_pass.is_empty() {
-        return fail("--disable-pass: graphs have no optimizer passes yet");
-    }
     let declared = source::declarations(graph);
     let params = args.source.params(&declared)?;
     let inputs = args.source.gather(&declared)?;
-    let outputs = super::run_graph::execute(graph, &inputs, &params, args.backend, args.streams)?;
+    let flags = GraphFlags {
+        backend: args.backend,
+        streams: args.streams,
+        disable_pass: args.disable_pass.clone(),
+        time_passes: args.time_passes,
+        rewrite_limit: args.rewrite_limit,
+    };
+    let outputs = super::run_graph::execute(graph, &inputs, &params, &flags)?;
     let names = source::output_names(graph);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut writer = OutputFiles::default();

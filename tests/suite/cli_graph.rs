@@ -566,19 +566,6 @@ fn bad_stream_counts_and_misplaced_streams_are_one_error_line() {
     }
     let o = uop(&[
         "run",
-        "examples/programs/matmul.uop",
-        "--random",
-        "1",
-        "--streams",
-        "2",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert_eq!(
-        stderr(&o),
-        "error: --streams applies to graphs (files with `fn`, `while`, `case`, ...); this file is a program, which runs as one kernel\n"
-    );
-    let o = uop(&[
-        "run",
         "examples/graphs/rows.uop",
         "--random",
         "1",

@@ -10,7 +10,7 @@
 //! nothing, the kernels' own temporaries included (lent by the workspace's scratch;
 //! a counting global allocator in the scratch crate, see `runner`). Results are compared bit for bit when
 //! every op is exact in both (`neg abs add sub mul where lt reindex`, as in
-//! `graph_differential.rs`), else within `1e-4 · max(1, |expected|)` (the kernels'
+//! `exec/tests/suite/differential.rs`), else within `1e-4 · max(1, |expected|)` (the kernels'
 //! vector math and reassociated sums). A graph the interpreter refuses at run time
 //! must make the generated function return an error too.
 //!

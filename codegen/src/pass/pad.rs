@@ -320,9 +320,9 @@ fn map_value_loads(v: &mut Value, f: &mut impl FnMut(&mut Access, f64)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::{CompileOptions, compile};
     use crate::interp;
-    use crate::loops::lower;
-    use crate::pass::{PassOptions, optimize};
+    use crate::pass::PassOptions;
     use crate::testing::random_case;
     use crate::text::{Registry, parse_program};
     use crate::uop::Program;
@@ -332,7 +332,7 @@ mod tests {
     }
 
     fn optimized(p: &Program) -> LoopProgram {
-        optimize(&lower(p), &PassOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+        compile(p, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The optimized program's results equal the reference interpreter's, bit for
@@ -531,7 +531,11 @@ mod tests {
             disabled: vec!["pad".into()],
             verify_each_pass: true,
         };
-        let lp = optimize(&lower(&p), &opts).unwrap_or_else(|e| panic!("{e}"));
+        let options = CompileOptions {
+            passes: opts,
+            ..CompileOptions::default()
+        };
+        let lp = compile(&p, &options).unwrap_or_else(|e| panic!("{e}"));
         assert!(lp.to_string().contains("?? 0.0"), "{lp}");
         assert!(!lp.to_string().contains("x_pad"), "{lp}");
     }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use uop_codegen::compile::{CompileOptions, compile};
 use uop_codegen::interp;
 use uop_codegen::loops::{self, LoopProgram, TensorKind};
 use uop_codegen::pass::{self, Deps, PassError, PassOptions, ShapeGroups};
@@ -151,7 +152,7 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
 #[test]
 fn an_element_wise_chain_becomes_one_expression() {
     let program = chain();
-    let out = pass::optimize(&loops::lower(&program), &PassOptions::default()).unwrap();
+    let out = compile(&program, &CompileOptions::default()).unwrap();
     assert_eq!(
         out.to_string(),
         "input  x: f32[N]\noutput y: f32[N]\nblock 0 {\n  for i0 in 0..N [parallel, chunked, line split] {\n    y[i0] = -exp(x[i0])\n  }\n}\n"
@@ -278,7 +279,7 @@ fn a_temporary_read_in_another_block_is_not_substituted() {
     let y = b.binary(BinaryOp::Div, e, sb).unwrap();
     b.set_name(e, "e").unwrap();
     let program = b.combine(&[x], &[y]).unwrap();
-    let out = pass::optimize(&loops::lower(&program), &PassOptions::default()).unwrap();
+    let out = compile(&program, &CompileOptions::default()).unwrap();
     let temps: Vec<&str> = out
         .tensors
         .iter()
@@ -303,7 +304,7 @@ fn padding_and_a_strided_scatter_keep_their_checks_while_the_padded_temporary_go
         .reindex_reduce(e, &["2"], &[], &["i0 / 2"], Accum::Add)
         .unwrap();
     let program = b.combine(&[x], &[bins]).unwrap();
-    let out = pass::optimize(&loops::lower(&program), &PassOptions::default()).unwrap();
+    let out = compile(&program, &CompileOptions::default()).unwrap();
     let text = out.to_string();
     assert_eq!(
         pass::stats(&out, &HashMap::new(), &HashMap::new()).temporaries,

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use uop_codegen::compile::{CompileOptions, compile};
 use uop_codegen::index::{Expr, parse_expr};
 use uop_codegen::interp;
 use uop_codegen::loops::{
@@ -366,7 +367,7 @@ fn ramp(shape: &[usize], seed: usize) -> Tensor {
 /// Optimizes `program`, checks it against the reference and returns it.
 fn optimized(program: &Program, inputs: &[Tensor]) -> LoopProgram {
     let none = HashMap::new();
-    let out = pass::optimize(&loops::lower(program), &PassOptions::default()).unwrap();
+    let out = compile(program, &CompileOptions::default()).unwrap();
     let want = interp::run(program, inputs, &none).unwrap();
     assert_eq!(
         interp::run_loops(&out, inputs, &none).unwrap(),

@@ -5,7 +5,7 @@
 //! A value is only a shape and a location, so passing it through (a `case`
 //! pass-through, a sub-function's argument) shares its elements instead of copying.
 //! Where the elements of a value the executor writes come from is decided in one place,
-//! [`Memory::place`](super::memory::Memory::place).
+//! [`Memory::place`](crate::memory::Memory::place).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The machine that runs an executable's [`Steps`](super::build::Steps) once: values in
+//! The machine that runs an executable's [`Steps`](crate::build::Steps) once: values in
 //! slots, their elements in the run's arena where the memory plan places them
 //! ([`Memory`]), kernels through their compiled code, the control flow of DESIGN.md
 //! §13.2 and §19 with the graph interpreter's run-time errors (word for word, naming
@@ -13,12 +13,11 @@ use uop_codegen::uop::{DType, concrete_shape};
 use uop_graph::infer::{call_program_in, list};
 use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
 
-use super::build::{Body, Src, Step, StepKind};
-use super::kernel::Compiled;
-use super::memory::Memory;
-use super::store::Store;
-use super::value::{Buf, Data, Value};
-use crate::graph::Backend;
+use crate::build::{Body, Src, Step, StepKind};
+use crate::kernel::{Compiled, Compiler};
+use crate::memory::Memory;
+use crate::store::Store;
+use crate::value::{Buf, Data, Value};
 
 /// A call's node, the concrete types of its inputs and the graph's dims.
 pub(crate) type CallKey = (NodeId, Vec<(DType, Vec<usize>)>, Vec<(String, i64)>);
@@ -37,8 +36,8 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
 pub(crate) struct Machine<'a> {
     /// The prepared graph (for calls: dtype, params, registry).
     pub graph: &'a Graph,
-    /// The backend unfused calls compile for.
-    pub backend: Backend,
+    /// What compiles unfused calls.
+    pub compiler: &'a Compiler,
     /// The most iterations one `while` may run.
     pub max_iterations: Option<u64>,
     /// Compiled unfused calls.
@@ -59,7 +58,7 @@ impl<'a> Machine<'a> {
     pub(crate) fn fork(&self) -> Machine<'a> {
         Machine {
             graph: self.graph,
-            backend: self.backend,
+            compiler: self.compiler,
             max_iterations: self.max_iterations,
             calls: self.calls,
             store: self.store,
@@ -285,7 +284,8 @@ impl<'a> Machine<'a> {
                     )
                 })?;
                 let compiled = Arc::new(
-                    Compiled::new(&program, self.backend)
+                    self.compiler
+                        .compile(&program)
                         .map_err(|m| node_error(node, format!("{}: {m}", call.op)))?,
                 );
                 self.calls

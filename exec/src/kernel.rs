@@ -4,15 +4,79 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use uop_codegen::compile::{CompileOptions, Target, compile, compile_timed};
 use uop_codegen::interp::run_loops;
-use uop_codegen::loops::{self, LoopProgram};
-use uop_codegen::pass::{self, PassOptions};
+use uop_codegen::loops::LoopProgram;
 use uop_codegen::uop::Program;
 use uop_cranelift::{self as cranelift, RawBuffer};
 
-use super::memory::Memory;
-use super::value::Value;
-use crate::graph::Backend;
+use crate::Backend;
+use crate::memory::Memory;
+use crate::times::PassTimes;
+use crate::value::Value;
+
+/// How the executor compiles every program it runs (the Kernel nodes', and the
+/// one-call programs of unfused calls): through [`compile`], the one compile driver,
+/// under one set of [`CompileOptions`], for one backend; each pass's time recorded
+/// when asked.
+#[derive(Debug)]
+pub(crate) struct Compiler {
+    /// What runs the programs.
+    backend: Backend,
+    /// The options, made for the backend's target.
+    options: CompileOptions,
+    /// The loop-IR passes' times over every program compiled, when timing.
+    times: Option<Mutex<PassTimes>>,
+}
+
+impl Compiler {
+    /// A compiler for `backend` under `options` (checked: an unknown pass name is
+    /// an error here, before any program), timing the passes when `time_passes`.
+    pub(crate) fn new(
+        backend: Backend,
+        options: &CompileOptions,
+        time_passes: bool,
+    ) -> Result<Compiler, uop_codegen::compile::CompileError> {
+        let target = match backend {
+            Backend::Cranelift => Target::Cranelift,
+            Backend::Loops => Target::Any,
+        };
+        let options = options.retarget(target)?;
+        options.validate()?;
+        Ok(Compiler {
+            backend,
+            options,
+            times: time_passes.then(|| Mutex::new(PassTimes::default())),
+        })
+    }
+
+    /// The passes' times so far (`None` when not timing).
+    pub(crate) fn times(&self) -> Option<PassTimes> {
+        self.times
+            .as_ref()
+            .map(|t| t.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// Compiles `program` ([`compile`]), then JIT-compiles it (Cranelift) or keeps
+    /// the loop IR (Loops). The error is the compiler's message.
+    pub(crate) fn compile(&self, program: &Program) -> Result<Compiled, String> {
+        let optimized = match &self.times {
+            None => compile(program, &self.options).map_err(|e| e.to_string())?,
+            Some(times) => {
+                let (optimized, passes) =
+                    compile_timed(program, &self.options).map_err(|e| e.to_string())?;
+                times.lock().unwrap_or_else(|e| e.into_inner()).add(&passes);
+                optimized
+            }
+        };
+        match self.backend {
+            Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
+                .map(|k| Compiled::Jit(k, ShapeCache::default()))
+                .map_err(|e| e.to_string()),
+            Backend::Loops => Ok(Compiled::Loops(optimized)),
+        }
+    }
+}
 
 /// A program ready to run.
 #[derive(Clone, Debug)]
@@ -74,19 +138,6 @@ impl ShapeCache {
 }
 
 impl Compiled {
-    /// Lowers and optimizes `program`, then JIT-compiles it (Cranelift) or keeps the
-    /// loop IR (Loops). The error is the compiler's message.
-    pub(crate) fn new(program: &Program, backend: Backend) -> Result<Compiled, String> {
-        let optimized = pass::optimize(&loops::lower(program), &PassOptions::default())
-            .map_err(|e| e.to_string())?;
-        match backend {
-            Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
-                .map(|k| Compiled::Jit(k, ShapeCache::default()))
-                .map_err(|e| e.to_string()),
-            Backend::Loops => Ok(Compiled::Loops(optimized)),
-        }
-    }
-
     /// Runs on `inputs`, writing every output where [`Memory::place`] puts the value
     /// of its slot number in `slots` (`outputs` holds what each slot held before and
     /// receives the written values). Every shape is checked before any code runs. A

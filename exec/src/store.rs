@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use super::value::Value;
+use crate::value::Value;
 
 /// The slots of one run.
 #[derive(Debug, Default)]

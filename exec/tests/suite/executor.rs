@@ -1,13 +1,13 @@
-//! The graph executor's contract (`uop::graph`): NNC's numbers and every example graph
+//! The graph executor's contract (`uop_exec`): NNC's numbers and every example graph
 //! give the graph interpreter's results on both backends, inputs are checked before
 //! anything runs, the run-time errors are the interpreter's, carried loop values and
 //! repeated runs reuse their buffers, and an executable is `Send + Sync`.
 
 use std::collections::HashMap;
 
-use uop::codegen::tensor::Tensor;
-use uop::codegen::uop::DType;
-use uop::graph::{Backend, ExecOptions, Executable, GraphError, compile, compile_with};
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::DType;
+use uop_exec::{Backend, ExecOptions, Executable, GraphError, compile, compile_with};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
 
@@ -16,7 +16,7 @@ fn parse(src: &str) -> Graph {
 }
 
 fn file(path: &str) -> Graph {
-    let src = std::fs::read_to_string(path).expect("example file");
+    let src = std::fs::read_to_string(crate::common::repo(path)).expect("example file");
     parse(&src)
 }
 
@@ -88,7 +88,7 @@ fn inputs_for(g: &Graph, size: usize, seed: u64) -> Vec<Tensor> {
 #[test]
 fn every_example_graph_gives_the_interpreters_results_on_both_backends() {
     let mut checked = 0;
-    for entry in std::fs::read_dir("examples/graphs").expect("examples") {
+    for entry in std::fs::read_dir(crate::common::repo("examples/graphs")).expect("examples") {
         let path = entry.expect("entry").path();
         if path.extension().is_none_or(|e| e != "uop") {
             continue;
@@ -280,7 +280,7 @@ fn a_loop_body_returning_one_value_for_two_states_runs() {
 /// measures something else (`docs/graph-executor.md`, *Streams*).
 #[test]
 fn auto_streams_schedule_as_max_threads() {
-    use uop::graph::Streams;
+    use uop_exec::Streams;
     let g = parse(
         "input x: f32[4, 4]\ninput v: f32[4, 4]\ninput w: f32[4, 4]\n\
          a = relu(matmul(relu(matmul(x, v)), v))\nb = relu(matmul(relu(matmul(x, w)), w))\n\

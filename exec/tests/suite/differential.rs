@@ -15,8 +15,8 @@
 
 use std::collections::HashMap;
 
-use uop::codegen::tensor::Tensor;
-use uop::graph::{Backend, ExecOptions, Streams, compile_with};
+use uop_codegen::tensor::Tensor;
+use uop_exec::{Backend, ExecOptions, Streams, compile_with};
 use uop_graph::random::{RandomOptions, random_graph, reproducer};
 use uop_graph::{Graph, Op, RunOptions, run_with};
 
@@ -163,7 +163,7 @@ fn random_graphs_on_the_loop_interpreter_equal_the_interpreter() {
 /// `g` looped with chunks of `size` on `backend` against the interpreter on `g`
 /// without its loops (`uop_graph::looping::unchunked`).
 fn check_chunked(g: &Graph, backend: Backend, seed: u64, size: i64) -> Result<(), String> {
-    let looped = uop_graph::looping::with_chunk_size(g, &uop::codegen::index::Expr::Int(size));
+    let looped = uop_graph::looping::with_chunk_size(g, &uop_codegen::index::Expr::Int(size));
     let inputs = uop_graph::random::random_inputs(g, 7, seed);
     let options = RunOptions {
         max_iterations: Some(MAX_ITERATIONS),

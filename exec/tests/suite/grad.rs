@@ -13,9 +13,9 @@
 
 use std::collections::HashMap;
 
-use uop::codegen::tensor::Tensor;
-use uop::codegen::uop::DType;
-use uop::graph::compile;
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::DType;
+use uop_exec::compile;
 use uop_graph::grad::{GraphGradSpec, GraphGradient, TapeMode, gradient};
 use uop_graph::random::{RandomOptions, random_graph, random_inputs};
 use uop_graph::text::{parse_graph, print_graph};
@@ -31,7 +31,8 @@ fn seeds() -> u64 {
 }
 
 fn load(path: &str) -> Graph {
-    let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let src = std::fs::read_to_string(crate::common::repo(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
     parse_graph(&src, default_registry()).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

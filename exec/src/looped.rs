@@ -11,8 +11,8 @@ use uop_graph::looping::{
 };
 use uop_graph::{Graph, NodeId, Op, RunError};
 
-use super::build::{Body, Step, StepKind};
-use super::run::Machine;
+use crate::build::{Body, Step, StepKind};
+use crate::run::Machine;
 
 fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
     RunError::Node {

@@ -41,26 +41,39 @@
 //! interpreter, the oracle: [`uop_graph::run`]).
 //!
 //! ```
-//! use uop::codegen::tensor::Tensor;
+//! use uop_codegen::tensor::Tensor;
 //! use uop_graph::text::parse_graph;
 //!
 //! let graph = parse_graph(
 //!     "input x: f32[]\nfn more(v) { return lt(v, 100) }\nfn step(v) { return mul(v, 3) }\ny = while(more, step, x)\noutput y\n",
 //!     uop_graph::default_registry(),
 //! )?;
-//! let exe = uop::graph::compile(&graph)?;
-//! let y = exe.run(&[Tensor::new(uop::codegen::uop::DType::F32, vec![], vec![2.0])?])?;
+//! let exe = uop_exec::compile(&graph)?;
+//! let y = exe.run(&[Tensor::new(uop_codegen::uop::DType::F32, vec![], vec![2.0])?])?;
 //! assert_eq!(y[0].data, vec![162.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod exec;
+mod build;
+mod kernel;
+mod looped;
+mod memory;
+mod program;
+mod run;
+mod store;
+mod streams;
+mod times;
+mod value;
+
+pub use program::program_graph;
+pub use times::PassTimes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
+use uop_codegen::compile::{CompileError, CompileOptions};
 use uop_codegen::index::Bindings;
 use uop_codegen::tensor::Tensor;
 use uop_graph::looping::LoopHooks;
@@ -69,10 +82,11 @@ use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
 use uop_graph::schedule::{Schedule, ScheduleError, ScheduleOptions, schedule};
 use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, hierarchy};
 
-use exec::build::{Steps, build};
-use exec::memory::{Arena, Layout, Memory};
-use exec::run::{CallCache, Machine};
-use exec::store::Store;
+use build::{Steps, build};
+use kernel::Compiler;
+use memory::{Arena, Layout, Memory};
+use run::{CallCache, Machine};
+use store::Store;
 
 /// What runs the kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -89,8 +103,14 @@ pub enum Backend {
 pub struct ExecOptions {
     /// What runs the kernels.
     pub backend: Backend,
-    /// The prepare pipeline's options.
+    /// The prepare pipeline's options (graph passes). With
+    /// [`PrepareOptions::time_passes`], the loop-IR passes of every program compiled
+    /// are timed too ([`Executable::kernel_pass_times`]).
     pub prepare: PrepareOptions,
+    /// The options every kernel compiles with ([`uop_codegen::compile::compile`]):
+    /// the loop-IR passes to skip, the schedule. Their target must be
+    /// [`Any`](uop_codegen::compile::Target::Any) or the backend's.
+    pub compile: CompileOptions,
     /// The most iterations any one `while` may run before the run is an error (none
     /// by default).
     pub max_iterations: Option<u64>,
@@ -128,6 +148,10 @@ pub enum GraphError {
     /// The prepare pipeline failed.
     #[error(transparent)]
     Prepare(#[from] PrepareError),
+    /// The kernels' compile options are invalid (an unknown pass, a target of
+    /// another backend).
+    #[error(transparent)]
+    Options(#[from] CompileError),
     /// The prepared graph has no definition hierarchy.
     #[error(transparent)]
     Hierarchy(#[from] HierarchyError),
@@ -165,6 +189,8 @@ pub struct Executable {
     /// The static schedule, when it uses more than one stream somewhere.
     schedule: Option<Schedule>,
     options: ExecOptions,
+    /// What compiled the kernels and compiles unfused calls.
+    compiler: Compiler,
     calls: CallCache,
     /// The memory layout per set of dims, made once.
     layouts: Mutex<HashMap<Dims, Arc<Layout>>>,
@@ -182,8 +208,13 @@ pub fn compile(graph: &Graph) -> Result<Executable, GraphError> {
 }
 
 /// Prepares `graph` as `options.prepare` says and compiles every Kernel node's program
-/// once for `options.backend`.
+/// once for `options.backend`, under `options.compile`.
 pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, GraphError> {
+    let compiler = Compiler::new(
+        options.backend,
+        &options.compile,
+        options.prepare.time_passes,
+    )?;
     let nodes_before = graph.len();
     let (prepared, report) = prepare(graph.clone(), &options.prepare)?;
     let h = hierarchy(&prepared)?;
@@ -198,13 +229,14 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
     } else {
         stream_schedule(&prepared, options.streams)?
     };
-    let steps = build(&prepared, &h, options.backend, schedule.as_ref())?;
+    let steps = build(&prepared, &h, &compiler, schedule.as_ref())?;
     Ok(Executable {
         report,
         nodes_before,
         steps,
         schedule,
         options: options.clone(),
+        compiler,
         calls: Mutex::new(HashMap::new()),
         layouts: Mutex::new(HashMap::new()),
         spare: Mutex::new(Vec::new()),
@@ -289,7 +321,7 @@ impl Executable {
         }
         let mut machine = Machine {
             graph: &self.graph,
-            backend: self.options.backend,
+            compiler: &self.compiler,
             max_iterations: self.options.max_iterations,
             calls: &self.calls,
             store,
@@ -298,7 +330,7 @@ impl Executable {
             bindings,
         };
         if self.looped {
-            return Ok(exec::looped::run_top(
+            return Ok(looped::run_top(
                 &mut machine,
                 &self.graph,
                 top,
@@ -393,6 +425,13 @@ impl Executable {
     /// What the prepare pipeline did.
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// The loop-IR passes' times over every program compiled so far (the kernels,
+    /// and unfused calls compiled by runs), when [`ExecOptions::prepare`] asked for
+    /// [`time_passes`](PrepareOptions::time_passes); `None` otherwise.
+    pub fn kernel_pass_times(&self) -> Option<PassTimes> {
+        self.compiler.times()
     }
 
     /// Number of nodes of the graph before prepare.

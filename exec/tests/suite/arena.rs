@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use uop::codegen::tensor::Tensor;
-use uop::codegen::uop::DType;
-use uop::graph::{Backend, ExecOptions, Executable, compile, compile_with};
+use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::DType;
+use uop_exec::{Backend, ExecOptions, Executable, compile, compile_with};
 use uop_graph::memory::plan_memory;
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
@@ -16,7 +16,7 @@ fn parse(src: &str) -> Graph {
 }
 
 fn file(path: &str) -> Graph {
-    parse(&std::fs::read_to_string(path).expect("example file"))
+    parse(&std::fs::read_to_string(crate::common::repo(path)).expect("example file"))
 }
 
 fn exe(g: &Graph, backend: Backend) -> Executable {
@@ -32,7 +32,7 @@ fn exe(g: &Graph, backend: Backend) -> Executable {
 
 /// Random inputs for `g` with every named dim bound by `dims`.
 fn inputs_for(g: &Graph, dims: &HashMap<String, i64>, seed: u64) -> Vec<Tensor> {
-    let env = uop::codegen::index::Bindings {
+    let env = uop_codegen::index::Bindings {
         names: dims.clone(),
         ..Default::default()
     };

@@ -17,9 +17,9 @@ use uop_graph::schedule::{Schedule, Step as Action};
 use uop_graph::{NodeId, RunError};
 use uop_runtime::Event;
 
-use super::build::{Body, Step, StepKind};
-use super::run::Machine;
-use crate::graph::GraphError;
+use crate::GraphError;
+use crate::build::{Body, Step, StepKind};
+use crate::run::Machine;
 
 /// What one stream does, by step index of its body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

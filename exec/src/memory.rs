@@ -18,7 +18,7 @@ use uop_cranelift::RawBuffer;
 use uop_graph::memory::{Carried, MemoryPlan, Slot};
 use uop_graph::{NodeId, Ref};
 
-use super::value::{Buf, Data, Value};
+use crate::value::{Buf, Data, Value};
 
 /// A memory plan as the executor uses it: the slot of every value by its dense slot
 /// number.

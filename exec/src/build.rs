@@ -13,10 +13,10 @@ use uop_graph::infer::list;
 use uop_graph::schedule::Schedule;
 use uop_graph::{Call, Graph, Node, NodeId, Op, Ref, Source, ValueType};
 
-use super::kernel::Compiled;
-use super::streams::StreamPlan;
-use super::value::Value;
-use crate::graph::{Backend, GraphError};
+use crate::GraphError;
+use crate::kernel::{Compiled, Compiler};
+use crate::streams::StreamPlan;
+use crate::value::Value;
 
 /// What a body returns: a value's slot, or a constant.
 #[derive(Clone, Debug)]
@@ -122,12 +122,12 @@ pub(crate) struct Steps {
 }
 
 /// Builds the steps of `graph` (prepared) placed as `h` says, compiling every Kernel
-/// node for `backend`; with a `schedule` (of `graph`), every body that it puts on
+/// node with `compiler`; with a `schedule` (of `graph`), every body that it puts on
 /// several streams gets their plan.
 pub(crate) fn build(
     graph: &Graph,
     h: &Hierarchy,
-    backend: Backend,
+    compiler: &Compiler,
     schedule: Option<&Schedule>,
 ) -> Result<Steps, GraphError> {
     let mut slots = HashMap::new();
@@ -140,7 +140,7 @@ pub(crate) fn build(
     }
     let mut b = Builder {
         graph,
-        backend,
+        compiler,
         slots,
         kernels: 0,
     };
@@ -170,7 +170,7 @@ pub(crate) fn build(
 
 struct Builder<'g> {
     graph: &'g Graph,
-    backend: Backend,
+    compiler: &'g Compiler,
     slots: HashMap<Ref, usize>,
     kernels: usize,
 }
@@ -285,7 +285,9 @@ impl Builder<'_> {
             Op::Const(t) => StepKind::Const(Value::from_tensor(t)),
             Op::Call(call) => StepKind::Call(Box::new(call.clone())),
             Op::Kernel(k) => {
-                let compiled = Compiled::new(&k.program, self.backend)
+                let compiled = self
+                    .compiler
+                    .compile(&k.program)
                     .map_err(|m| error(node.id, format!("kernel {}: {m}", k.name)))?;
                 self.kernels += 1;
                 StepKind::Kernel {
