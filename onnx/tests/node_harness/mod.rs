@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use uop_exec::{ExecOptions, compile_with};
 use uop_graph::{RunOptions, run_with};
 use uop_onnx::{
     HostData, HostTensor, ImportError, ImportOptions, decode_model, decode_tensor, import_model,
@@ -84,7 +85,9 @@ pub enum Outcome {
     Fail(String),
 }
 
-/// Imports and runs the case in `dir`; `keep` as in [`Entry::inputs`].
+/// Imports the case in `dir` and runs it on the graph interpreter (the oracle) and on
+/// the executor (Cranelift), comparing both with the stored outputs; `keep` as in
+/// [`Entry::inputs`].
 pub fn run_case(dir: &Path, keep: Option<&[String]>) -> Outcome {
     match try_case(dir, keep.unwrap_or(&[])) {
         Ok(()) => Outcome::Pass,
@@ -135,12 +138,24 @@ fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
         &RunOptions { max_iterations: Some(100_000) },
     )
     .map_err(|e| format!("run: {e}"))?;
-    let outputs = imported.model_outputs(&run.outputs);
-    for (k, got) in outputs.iter().enumerate() {
-        let want = read_tensor(&data.join(format!("output_{k}.pb")))?;
-        compare(&want, got).map_err(|e| format!("output {k} ({}): {e}", imported.outputs[k].onnx))?;
-    }
-    Ok(())
+    let wants = (0..imported.outputs.len())
+        .map(|k| read_tensor(&data.join(format!("output_{k}.pb"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let check = |engine: &str, outputs: &[uop_codegen::tensor::Tensor]| -> Result<(), String> {
+        for (k, got) in imported.model_outputs(outputs).iter().enumerate() {
+            compare(&wants[k], got)
+                .map_err(|e| format!("{engine}: output {k} ({}): {e}", imported.outputs[k].onnx))?;
+        }
+        Ok(())
+    };
+    check("interpreter", &run.outputs)?;
+    let options = ExecOptions {
+        max_iterations: Some(100_000),
+        ..ExecOptions::default()
+    };
+    let exe = compile_with(&imported.graph, &options).map_err(|e| format!("executor: compile: {e}"))?;
+    let outputs = exe.run(&inputs).map_err(|e| format!("executor: run: {e}"))?;
+    check("executor", &outputs)
 }
 
 /// Floats within rtol 1e-3 + atol 1e-5 (NaN matches NaN), integers exactly.
