@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use uop_exec::{ExecOptions, compile_with};
-use uop_graph::{RunOptions, run_with};
+use uop_graph::text::{parse_graph, print_graph};
+use uop_graph::{RunOptions, default_registry, run_with};
 use uop_onnx::{
     HostData, HostTensor, ImportError, ImportOptions, decode_model, decode_tensor, import_model,
 };
@@ -149,6 +150,12 @@ fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
         Ok(())
     };
     check("interpreter", &run.outputs)?;
+    // What `uop import` will write: the graph as text, read back, gives the same.
+    let text = print_graph(&imported.graph);
+    let reparsed = parse_graph(&text, default_registry()).map_err(|e| format!("text: {e}\n{text}"))?;
+    let again = run_with(&reparsed, &inputs, &HashMap::new(), &RunOptions { max_iterations: Some(100_000) })
+        .map_err(|e| format!("text: run: {e}"))?;
+    check("text", &again.outputs)?;
     let options = ExecOptions {
         max_iterations: Some(100_000),
         ..ExecOptions::default()
