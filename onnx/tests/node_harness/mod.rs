@@ -78,6 +78,31 @@ fn matches(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The op types a case's model uses (subgraphs included), each once.
+pub fn case_ops(dir: &Path) -> Vec<String> {
+    fn walk(g: &uop_onnx::proto::GraphProto, out: &mut Vec<String>) {
+        for n in &g.node {
+            let op = n.op_type.clone().unwrap_or_default();
+            if !out.contains(&op) {
+                out.push(op);
+            }
+            for a in &n.attribute {
+                for sub in a.g.iter().chain(&a.graphs) {
+                    walk(sub, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let model = std::fs::read(dir.join("model.onnx"))
+        .ok()
+        .and_then(|b| decode_model(&b).ok());
+    if let Some(g) = model.as_ref().and_then(|m| m.graph.as_ref()) {
+        walk(g, &mut out);
+    }
+    out
+}
+
 /// The result of one case.
 pub enum Outcome {
     /// Every output matched.
