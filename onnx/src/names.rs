@@ -87,7 +87,13 @@ impl NameMap {
 fn legal_base(onnx: &str) -> String {
     let s: String = onnx
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     match s.chars().next() {
         Some(c) if c.is_ascii_alphabetic() || c == '_' => s,
@@ -128,6 +134,10 @@ mod tests {
         assert_eq!(m.map("i0"), "i0_2");
         assert_eq!(m.map("a.b"), "a_b");
         assert_eq!(m.map("a-b"), "a_b_2");
-        assert_eq!(m.map("a.b"), "a_b", "the same ONNX name maps to the same name");
+        assert_eq!(
+            m.map("a.b"),
+            "a_b",
+            "the same ONNX name maps to the same name"
+        );
     }
 }

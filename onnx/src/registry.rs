@@ -21,10 +21,16 @@ pub struct OnnxOp {
 }
 
 const fn op(name: &'static str, since: i64, uop: &'static str, convert: Convert) -> OnnxOp {
-    OnnxOp { name, since, uop, convert }
+    OnnxOp {
+        name,
+        since,
+        uop,
+        convert,
+    }
 }
 
 /// Every supported op, alphabetically.
+#[rustfmt::skip]
 pub static OPS: &[OnnxOp] = &[
     op("Abs", 6, "abs", ew::unary),
     op("Acosh", 9, "log(x + sqrt(x² - 1))", ew::composed),
@@ -37,6 +43,7 @@ pub static OPS: &[OnnxOp] = &[
     op("AveragePool", 11, "avg_pool2d (asymmetric pads: pad first)", nn::pool),
     op("BatchNormalization", 9, "inference: (x - mean) * rsqrt(var + eps) * scale + B", nn::norm),
     op("Cast", 6, "folded on known tensors; float ↔ bool at run time", sh::cast),
+    op("CastLike", 15, "Cast to the type of the second input", sh::cast_like),
     op("Ceil", 6, "ceil", ew::unary),
     op("Celu", 12, "max(0, x) + min(0, alpha (exp(x / alpha) - 1))", ew::composed),
     op("Clip", 6, "maximum, minimum (bounds known at import)", ew::clip),
@@ -81,8 +88,8 @@ pub static OPS: &[OnnxOp] = &[
     op("LessOrEqual", 12, "le", ew::compare),
     op("Log", 6, "log", ew::unary),
     op("LogSoftmax", 1, "log_softmax (opset < 13: flatten first)", rd::softmax),
-    op("LpNormalization", 1, "x / sum(|x|) or x / sqrt(sum(x²))", nn::lp_norm),
     op("Loop", 11, "unrolled (trip count and condition known at import)", control::loop_),
+    op("LpNormalization", 1, "x / sum(|x|) or x / sqrt(sum(x²))", nn::lp_norm),
     op("MatMul", 1, "matmul", nn::matmul),
     op("Max", 8, "maximum, variadic", ew::variadic),
     op("MaxPool", 11, "max_pool2d (asymmetric pads: pad with -inf first)", nn::pool),
@@ -90,6 +97,7 @@ pub static OPS: &[OnnxOp] = &[
     op("MeanVarianceNormalization", 9, "(x - mean) / sqrt(var + 1e-9)", nn::norm),
     op("Min", 8, "minimum, variadic", ew::variadic),
     op("Mish", 18, "x · tanh(softplus(x))", ew::composed),
+    op("Mod", 10, "x - floor(x / y) · y (fmod: trunc); folded on known integers", ew::modulo),
     op("Mul", 7, "mul (folded on integers known at import)", ew::arith),
     op("Neg", 6, "neg", ew::unary),
     op("Not", 1, "1 - x on 0/1", ew::logic),
@@ -138,6 +146,7 @@ pub static OPS: &[OnnxOp] = &[
     op("ThresholdedRelu", 10, "x · (x > alpha)", ew::composed),
     op("Tile", 6, "concat per repeated axis", mv::tile),
     op("Transpose", 1, "permute", mv::transpose),
+    op("Trilu", 14, "triu, tril (k known at import)", mv::trilu),
     op("Unsqueeze", 1, "reshape (folded on known tensors)", sh::unsqueeze),
     op("Where", 9, "where", ew::where_),
     op("Xor", 7, "ne on 0/1", ew::logic),
@@ -155,7 +164,10 @@ pub fn lookup(op: &str, domain: &str, opset: i64) -> Option<&'static OnnxOp> {
 pub fn markdown_table() -> String {
     let mut s = String::from("| ONNX op | opsets | in uop |\n|---|---|---|\n");
     for o in OPS {
-        s.push_str(&format!("| {} | {}–{MAX_OPSET} | {} |\n", o.name, o.since, o.uop));
+        s.push_str(&format!(
+            "| {} | {}–{MAX_OPSET} | {} |\n",
+            o.name, o.since, o.uop
+        ));
     }
     s
 }
@@ -181,7 +193,10 @@ mod tests {
         assert!(lookup("Relu", "", 13).is_some());
         assert!(lookup("Relu", "ai.onnx", 13).is_some());
         assert!(lookup("Relu", "com.microsoft", 13).is_none());
-        assert!(lookup("Gelu", "", 19).is_none(), "Gelu exists from opset 20");
+        assert!(
+            lookup("Gelu", "", 19).is_none(),
+            "Gelu exists from opset 20"
+        );
         assert!(lookup("NoSuchOp", "", 13).is_none());
     }
 }

@@ -73,10 +73,18 @@ fn ints(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
     }
 }
 
-fn model(nodes: Vec<NodeProto>, inputs: Vec<ValueInfoProto>, outputs: Vec<ValueInfoProto>, init: Vec<TensorProto>) -> Vec<u8> {
+fn model(
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+    init: Vec<TensorProto>,
+) -> Vec<u8> {
     ModelProto {
         ir_version: Some(10),
-        opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
         graph: Some(GraphProto {
             node: nodes,
             input: inputs,
@@ -102,26 +110,38 @@ fn relu_model() -> Vec<u8> {
 #[test]
 fn empty_truncated_corrupt_and_non_onnx_files_are_errors() {
     let opts = ImportOptions::default();
-    assert!(matches!(import(&[], &opts), Err(ImportError::Decode(DecodeError::Empty))));
+    assert!(matches!(
+        import(&[], &opts),
+        Err(ImportError::Decode(DecodeError::Empty))
+    ));
     let good = relu_model();
     assert!(import(&good, &opts).is_ok());
     for cut in 1..good.len() {
         // Cut inside a field: a protobuf error; cut between fields: a model without
         // its opset or graph. Never a panic, never a model.
         if let Ok(m) = import(&good[..cut], &opts) {
-            panic!("a model cut at {cut} bytes of {} imported: {m:?}", good.len());
+            panic!(
+                "a model cut at {cut} bytes of {} imported: {m:?}",
+                good.len()
+            );
         }
     }
     let mut corrupt = good.clone();
     corrupt[0] = 0xff;
-    assert!(matches!(import(&corrupt, &opts), Err(ImportError::Decode(_))));
+    assert!(matches!(
+        import(&corrupt, &opts),
+        Err(ImportError::Decode(_))
+    ));
     let text = b"input x: f32[2]\ny = relu(x)\noutput y\n";
     let e = import(text, &opts).expect_err("a .uop file is not ONNX");
     assert!(matches!(e, ImportError::Decode(_)), "{e}");
     let tensor = ints("t", &[2], &[1, 2]).encode_to_vec();
     let e = import(&tensor, &opts).expect_err("a tensor is not a model");
     assert!(matches!(e, ImportError::Decode(_)), "{e}");
-    let versionless = ModelProto { graph: Some(GraphProto::default()), ..Default::default() };
+    let versionless = ModelProto {
+        graph: Some(GraphProto::default()),
+        ..Default::default()
+    };
     let e = import(&versionless.encode_to_vec(), &opts).expect_err("no ir_version");
     assert_eq!(e.to_string(), "not an ONNX model: it has no ir_version");
 }
@@ -153,7 +173,11 @@ fn an_unsupported_dtype_names_the_tensor_and_the_type() {
         vec![],
     );
     let e = import(&bytes, &ImportOptions::default()).expect_err("f16 is not supported");
-    assert!(e.to_string().starts_with("`x`: element type FLOAT16 is not supported"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("`x`: element type FLOAT16 is not supported"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -174,9 +198,19 @@ fn dynamic_reshape() -> Vec<u8> {
     model(
         vec![
             node("Shape", &["input.1"], &["onnx::Shape_1"], vec![]),
-            node("Gather", &["onnx::Shape_1", "zero"], &["b"], vec![int_attr("axis", 0)]),
+            node(
+                "Gather",
+                &["onnx::Shape_1", "zero"],
+                &["b"],
+                vec![int_attr("axis", 0)],
+            ),
             node("Unsqueeze", &["b", "axes0"], &["b1"], vec![]),
-            node("Concat", &["b1", "minus1"], &["shape"], vec![int_attr("axis", 0)]),
+            node(
+                "Concat",
+                &["b1", "minus1"],
+                &["shape"],
+                vec![int_attr("axis", 0)],
+            ),
             node("Reshape", &["input.1", "shape"], &["out.0"], vec![]),
         ],
         vec![value("input.1", FLOAT, &["batch size", "3", "4"])],
@@ -202,10 +236,17 @@ fn shape_arithmetic_folds_over_a_symbolic_batch_and_names_are_mapped() {
         "the batch stays symbolic"
     );
     let text = uop_graph::text::print_graph(&m.graph);
-    assert!(text.contains("input input_1: f32[batch_size, 3, 4]"), "{text}");
+    assert!(
+        text.contains("input input_1: f32[batch_size, 3, 4]"),
+        "{text}"
+    );
     for batch in [1usize, 3] {
         let data: Vec<f64> = (0..batch * 12).map(|k| k as f64).collect();
-        let x = HostTensor { elem: uop_onnx::ElemType::Float, shape: vec![batch, 3, 4], data: HostData::Float(data.clone()) };
+        let x = HostTensor {
+            elem: uop_onnx::ElemType::Float,
+            shape: vec![batch, 3, 4],
+            data: HostData::Float(data.clone()),
+        };
         let given = HashMap::from([("input.1".to_string(), x)]);
         let inputs = m.graph_inputs(&given).expect("converts");
         let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
@@ -224,9 +265,18 @@ fn a_shape_from_a_graph_input_must_be_given_at_import() {
         vec![],
     );
     let e = import(&bytes, &ImportOptions::default()).expect_err("the shape is an input");
-    assert!(matches!(&e, ImportError::NeedsConstant { input, .. } if input == "s"), "{e}");
-    let s = HostTensor { elem: uop_onnx::ElemType::Int64, shape: vec![2], data: HostData::Int(vec![2, 3]) };
-    let options = ImportOptions { constants: HashMap::from([("s".to_string(), s)]) };
+    assert!(
+        matches!(&e, ImportError::NeedsConstant { input, .. } if input == "s"),
+        "{e}"
+    );
+    let s = HostTensor {
+        elem: uop_onnx::ElemType::Int64,
+        shape: vec![2],
+        data: HostData::Int(vec![2, 3]),
+    };
+    let options = ImportOptions {
+        constants: HashMap::from([("s".to_string(), s)]),
+    };
     let m = import(&bytes, &options).expect("imports with the shape given");
     assert_eq!(m.inputs.len(), 1, "`s` is bound, no longer an input");
     assert_eq!(m.outputs[0].shape, vec![Expr::Int(2), Expr::Int(3)]);
@@ -235,7 +285,16 @@ fn a_shape_from_a_graph_input_must_be_given_at_import() {
 #[test]
 fn input_data_of_the_wrong_type_is_an_error() {
     let m = import(&relu_model(), &ImportOptions::default()).expect("imports");
-    let x = HostTensor { elem: uop_onnx::ElemType::Int64, shape: vec![2], data: HostData::Int(vec![1, 2]) };
-    let e = m.graph_inputs(&HashMap::from([("x".to_string(), x)])).expect_err("int64 for float");
-    assert_eq!(e.to_string(), "`x`: the model takes FLOAT, the data is INT64");
+    let x = HostTensor {
+        elem: uop_onnx::ElemType::Int64,
+        shape: vec![2],
+        data: HostData::Int(vec![1, 2]),
+    };
+    let e = m
+        .graph_inputs(&HashMap::from([("x".to_string(), x)]))
+        .expect_err("int64 for float");
+    assert_eq!(
+        e.to_string(),
+        "`x`: the model takes FLOAT, the data is INT64"
+    );
 }

@@ -116,7 +116,10 @@ fn sync_docs(name: &str, body: &str) {
     let path = root().join("docs/onnx.md");
     let text = std::fs::read_to_string(&path).expect("docs/onnx.md reads");
     let (open, close) = (format!("<!-- {name} -->\n"), format!("<!-- /{name} -->"));
-    let start = text.find(&open).map(|i| i + open.len()).expect("the section's opening marker");
+    let start = text
+        .find(&open)
+        .map(|i| i + open.len())
+        .expect("the section's opening marker");
     let end = text.find(&close).expect("the section's closing marker");
     if text[start..end] == *body {
         return;

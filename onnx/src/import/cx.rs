@@ -146,9 +146,7 @@ impl NodeIn<'_> {
 
     /// A float attribute with a default.
     pub fn float_or(&self, name: &str, default: f64) -> f64 {
-        self.attr(name)
-            .and_then(|a| a.f)
-            .map_or(default, f64::from)
+        self.attr(name).and_then(|a| a.f).map_or(default, f64::from)
     }
 
     /// An ints attribute, if given.

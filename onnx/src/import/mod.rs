@@ -20,9 +20,9 @@ use uop_graph::{Graph, GraphBuilder, Ref, ValueType, default_registry};
 use crate::data::{ElemType, HostTensor};
 use crate::decode::decode_model;
 use crate::names::NameMap;
+use crate::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::proto::type_proto::Value as TypeValue;
 use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use crate::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::registry;
 
 pub(crate) use cx::{CErr, CResult, Env, Im, NodeIn, exprs_arg, ints_arg};
@@ -82,28 +82,39 @@ impl Imported {
         self.inputs
             .iter()
             .map(|p| {
-                let t = given.get(&p.onnx).ok_or_else(|| {
-                    ImportError::Model(format!("no data for input `{}`", p.onnx))
-                })?;
+                let t = given
+                    .get(&p.onnx)
+                    .ok_or_else(|| ImportError::Model(format!("no data for input `{}`", p.onnx)))?;
                 if t.elem != p.elem {
                     return Err(ImportError::Type {
                         tensor: p.onnx.clone(),
-                        message: format!("the model takes {}, the data is {}", p.elem.name(), t.elem.name()),
+                        message: format!(
+                            "the model takes {}, the data is {}",
+                            p.elem.name(),
+                            t.elem.name()
+                        ),
                     });
                 }
                 let wrapped;
                 let t = match (p.wrap, &t.data) {
                     (Some(size), crate::data::HostData::Int(v)) => {
-                        let v = v.iter().map(|&x| if (-size..0).contains(&x) { x + size } else { x }).collect();
-                        wrapped = HostTensor { data: crate::data::HostData::Int(v), ..t.clone() };
+                        let v = v
+                            .iter()
+                            .map(|&x| if (-size..0).contains(&x) { x + size } else { x })
+                            .collect();
+                        wrapped = HostTensor {
+                            data: crate::data::HostData::Int(v),
+                            ..t.clone()
+                        };
                         &wrapped
                     }
                     _ => t,
                 };
-                t.to_graph(self.graph.dtype).map_err(|message| ImportError::Type {
-                    tensor: p.onnx.clone(),
-                    message,
-                })
+                t.to_graph(self.graph.dtype)
+                    .map_err(|message| ImportError::Type {
+                        tensor: p.onnx.clone(),
+                        message,
+                    })
             })
             .collect()
     }
@@ -188,13 +199,19 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             .cloned()
             .ok_or_else(|| ImportError::Model(format!("output `{name}` is never computed")))?;
         let declared = declared_elem(vi)?;
-        let (r, elem) = output_ref(&mut im, &v, declared).map_err(|e| node_error("output", &name, opset, e))?;
+        let (r, elem) =
+            output_ref(&mut im, &v, declared).map_err(|e| node_error("output", &name, opset, e))?;
         let uop = im.env.names.map(&name);
         if !im.env.input_of.contains_key(&r) && named.insert(r) {
-            im.g.name(r, &uop).map_err(|e| ImportError::Model(e.message))?;
+            im.g.name(r, &uop)
+                .map_err(|e| ImportError::Model(e.message))?;
         }
         im.g.output(r);
-        let shape = im.g.type_of(r).map_err(|e| ImportError::Model(e.message))?.shape.clone();
+        let shape =
+            im.g.type_of(r)
+                .map_err(|e| ImportError::Model(e.message))?
+                .shape
+                .clone();
         outputs.push(Port {
             onnx: name,
             uop,
@@ -233,9 +250,8 @@ pub(crate) fn import_nodes(im: &mut Im, nodes: &[NodeProto]) -> Result<(), Impor
         let op = node.op_type.clone().unwrap_or_default();
         let label = node_label(node);
         let opset = im.env.opset;
-        let entry = registry::lookup(&op, node.domain.as_deref().unwrap_or(""), opset).ok_or_else(
-            || unsupported(&op, node, opset),
-        )?;
+        let entry = registry::lookup(&op, node.domain.as_deref().unwrap_or(""), opset)
+            .ok_or_else(|| unsupported(&op, node, opset))?;
         let mut inputs = Vec::with_capacity(node.input.len());
         for name in &node.input {
             if name.is_empty() {
@@ -313,7 +329,9 @@ fn unsupported(op: &str, node: &NodeProto, opset: i64) -> ImportError {
     let domain = node.domain.as_deref().unwrap_or("");
     let known = registry::OPS.iter().find(|o| o.name == op);
     let hint = match known {
-        _ if !domain.is_empty() && domain != "ai.onnx" => format!(": domain `{domain}` is not supported"),
+        _ if !domain.is_empty() && domain != "ai.onnx" => {
+            format!(": domain `{domain}` is not supported")
+        }
         Some(o) => format!(": supported from opset {}", o.since),
         None => String::new(),
     };
@@ -341,15 +359,16 @@ fn check_ops(graph: &GraphProto, opset: i64) -> Result<(), ImportError> {
     Ok(())
 }
 
-/// The opset of the default domain.
+/// The opset of the default domain; 0 when the model imports none (a model of other
+/// domains only: each of its ops is then reported as unsupported, naming its domain).
 fn default_opset(model: &ModelProto) -> Result<i64, ImportError> {
     let v = model
         .opset_import
         .iter()
         .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
         .and_then(|o| o.version)
-        .ok_or_else(|| ImportError::Model("the model imports no default-domain opset".into()))?;
-    if !(1..=MAX_OPSET).contains(&v) {
+        .unwrap_or(0);
+    if !(0..=MAX_OPSET).contains(&v) {
         return Err(ImportError::Model(format!(
             "opset {v} is not supported (1 to {MAX_OPSET})"
         )));
@@ -360,7 +379,12 @@ fn default_opset(model: &ModelProto) -> Result<i64, ImportError> {
 /// The graph's float type: f64 when the model's floats are all double, else f32.
 fn float_type(graph: &GraphProto) -> Result<DType, ImportError> {
     let mut codes: Vec<i32> = Vec::new();
-    for vi in graph.input.iter().chain(&graph.output).chain(&graph.value_info) {
+    for vi in graph
+        .input
+        .iter()
+        .chain(&graph.output)
+        .chain(&graph.value_info)
+    {
         if let Some(TypeValue::TensorType(t)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
             codes.extend(t.elem_type);
         }
@@ -380,7 +404,11 @@ fn float_type(graph: &GraphProto) -> Result<DType, ImportError> {
 /// Initializers as known tensors; returns their names.
 fn read_initializers(graph: &GraphProto, env: &mut Env) -> Result<HashSet<String>, ImportError> {
     if let Some(s) = graph.sparse_initializer.first() {
-        let name = s.values.as_ref().and_then(|v| v.name.clone()).unwrap_or_default();
+        let name = s
+            .values
+            .as_ref()
+            .and_then(|v| v.name.clone())
+            .unwrap_or_default();
         return Err(ImportError::Type {
             tensor: name,
             message: "sparse initializers are not supported".into(),
@@ -406,13 +434,21 @@ fn declared_elem(vi: &ValueInfoProto) -> Result<Option<ElemType>, ImportError> {
         None => Ok(None),
         Some(TypeValue::TensorType(t)) => match t.elem_type {
             None | Some(0) => Ok(None),
-            Some(code) => ElemType::from_code(code)
-                .map(Some)
-                .map_err(|message| ImportError::Type { tensor: name, message }),
+            Some(code) => {
+                ElemType::from_code(code)
+                    .map(Some)
+                    .map_err(|message| ImportError::Type {
+                        tensor: name,
+                        message,
+                    })
+            }
         },
         Some(other) => Err(ImportError::Type {
             tensor: name,
-            message: format!("{} values are not supported (tensors only)", type_kind(other)),
+            message: format!(
+                "{} values are not supported (tensors only)",
+                type_kind(other)
+            ),
         }),
     }
 }
@@ -430,7 +466,10 @@ fn type_kind(t: &TypeValue) -> &'static str {
 
 /// The element type and shape of a graph input (dims: numbers, mapped `dim_param`s,
 /// or a fresh name for an unknown size).
-fn tensor_type(vi: &ValueInfoProto, names: &mut NameMap) -> Result<(ElemType, Vec<Expr>), ImportError> {
+fn tensor_type(
+    vi: &ValueInfoProto,
+    names: &mut NameMap,
+) -> Result<(ElemType, Vec<Expr>), ImportError> {
     let name = vi.name.clone().unwrap_or_default();
     let elem = declared_elem(vi)?.ok_or_else(|| ImportError::Type {
         tensor: name.clone(),

@@ -145,8 +145,16 @@ pub(crate) fn broadcast(a: &[Expr], b: &[Expr]) -> Result<Vec<Expr>, String> {
     let one = Expr::Int(1);
     (0..r)
         .map(|k| {
-            let x = if k + a.len() >= r { &a[k + a.len() - r] } else { &one };
-            let y = if k + b.len() >= r { &b[k + b.len() - r] } else { &one };
+            let x = if k + a.len() >= r {
+                &a[k + a.len() - r]
+            } else {
+                &one
+            };
+            let y = if k + b.len() >= r {
+                &b[k + b.len() - r]
+            } else {
+                &one
+            };
             if *x == one {
                 Ok(y.clone())
             } else if *y == one || x == y {

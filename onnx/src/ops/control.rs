@@ -26,22 +26,38 @@ pub(crate) fn if_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let else_g = n.graph("else_branch").ok_or("no else_branch")?;
     if let Val::Known(k) = n.input(0)? {
         let c = k.float_values()?;
-        let taken = if c.first().is_some_and(|&x| x != 0.0) { then_g } else { else_g };
+        let taken = if c.first().is_some_and(|&x| x != 0.0) {
+            then_g
+        } else {
+            else_g
+        };
         return inline(im, taken);
     }
     let c = im.float(n.input(0)?)?;
     let mut elems = Vec::new();
     let then = {
         let Im { g, env } = im;
-        g.sub_function(Vec::new(), Vec::new(), Box::new(|g, _| branch(g, env, then_g, &mut elems)))?
+        g.sub_function(
+            Vec::new(),
+            Vec::new(),
+            Box::new(|g, _| branch(g, env, then_g, &mut elems)),
+        )?
     };
     let mut else_elems = Vec::new();
     let else_ = {
         let Im { g, env } = im;
-        g.sub_function(Vec::new(), Vec::new(), Box::new(|g, _| branch(g, env, else_g, &mut else_elems)))?
+        g.sub_function(
+            Vec::new(),
+            Vec::new(),
+            Box::new(|g, _| branch(g, env, else_g, &mut else_elems)),
+        )?
     };
     let outs = im.g.add_multi(Op::If { then, else_ }, vec![c])?;
-    Ok(outs.into_iter().zip(elems).map(|(r, e)| Val::Graph(r, e)).collect())
+    Ok(outs
+        .into_iter()
+        .zip(elems)
+        .map(|(r, e)| Val::Graph(r, e))
+        .collect())
 }
 
 /// Imports subgraph `sub` into the current scope and returns its outputs.
@@ -59,7 +75,10 @@ fn body(im: &mut Im, sub: &GraphProto) -> CResult<Vec<Val>> {
     for t in &sub.initializer {
         let h = crate::data::HostTensor::from_proto(t)?;
         let name = t.name.clone().unwrap_or_default();
-        im.env.set(&name, Val::Known(crate::import::value::Known::from_host(&h)));
+        im.env.set(
+            &name,
+            Val::Known(crate::import::value::Known::from_host(&h)),
+        );
     }
     import_nodes(im, &sub.node).map_err(|e| CErr::Msg(format!("in a branch: {e}")))?;
     sub.output
@@ -84,9 +103,9 @@ fn branch(
     let mut im = Im { g, env };
     let vals = inline(&mut im, sub).map_err(|e| match e {
         CErr::Msg(m) => BuildError::new(m),
-        CErr::NeedsConstant { input, slot } => {
-            BuildError::new(format!("input `{input}` (the {slot} of a node) must be known at import"))
-        }
+        CErr::NeedsConstant { input, slot } => BuildError::new(format!(
+            "input `{input}` (the {slot} of a node) must be known at import"
+        )),
     })?;
     let mut out = Vec::new();
     for v in &vals {
@@ -106,7 +125,12 @@ const MAX_UNROLL: i64 = 4096;
 /// Imports `body` with its inputs bound to `args`; returns its outputs.
 fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> {
     if body.input.len() != args.len() {
-        return Err(format!("the body takes {} inputs, {} given", body.input.len(), args.len()).into());
+        return Err(format!(
+            "the body takes {} inputs, {} given",
+            body.input.len(),
+            args.len()
+        )
+        .into());
     }
     im.env.scopes.push(HashMap::new());
     for (vi, v) in body.input.iter().zip(args) {
@@ -116,7 +140,10 @@ fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> 
         for t in &body.initializer {
             let h = crate::data::HostTensor::from_proto(t)?;
             let name = t.name.clone().unwrap_or_default();
-            im.env.set(&name, Val::Known(crate::import::value::Known::from_host(&h)));
+            im.env.set(
+                &name,
+                Val::Known(crate::import::value::Known::from_host(&h)),
+            );
         }
         import_nodes(im, &body.node).map_err(|e| CErr::Msg(format!("in the body: {e}")))?;
         body.output
@@ -161,14 +188,32 @@ fn stack(im: &mut Im, vals: &[Val], axis: i64) -> CResult<Val> {
 pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let body = n.graph("body").ok_or("no body")?;
     let trips = match n.opt(0) {
-        Some(_) => Some(im.known(n, 0, "trip count M")?.int_values()?.first().copied().ok_or("empty M")?),
+        Some(_) => Some(
+            im.known(n, 0, "trip count M")?
+                .int_values()?
+                .first()
+                .copied()
+                .ok_or("empty M")?,
+        ),
         None => None,
     };
     let mut cond = match n.opt(1) {
-        Some(_) => im.known(n, 1, "condition")?.int_values()?.first().copied().ok_or("empty cond")? != 0,
+        Some(_) => {
+            im.known(n, 1, "condition")?
+                .int_values()?
+                .first()
+                .copied()
+                .ok_or("empty cond")?
+                != 0
+        }
         None => true,
     };
-    let mut state: Vec<Val> = n.inputs.iter().skip(2).map(|v| v.clone().ok_or("a missing loop-carried value")).collect::<Result<_, _>>()?;
+    let mut state: Vec<Val> = n
+        .inputs
+        .iter()
+        .skip(2)
+        .map(|v| v.clone().ok_or("a missing loop-carried value"))
+        .collect::<Result<_, _>>()?;
     let carried = state.len();
     let mut scans: Vec<Vec<Val>> = Vec::new();
     let mut i: i64 = 0;
@@ -212,7 +257,9 @@ pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     for k in 0..want_scans {
         match scans.get(k) {
             Some(vals) => result.push(stack(im, vals, 0)?),
-            None => return Err("a Loop with zero iterations and scan outputs is not supported".into()),
+            None => {
+                return Err("a Loop with zero iterations and scan outputs is not supported".into());
+            }
         }
     }
     Ok(result)
@@ -222,13 +269,23 @@ pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 /// over a length known at import.
 pub(crate) fn scan(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let body = n.graph("body").ok_or("no body")?;
-    let num_scan = usize::try_from(n.int("num_scan_inputs").ok_or("no num_scan_inputs")?).map_err(|_| "negative num_scan_inputs")?;
+    let num_scan = usize::try_from(n.int("num_scan_inputs").ok_or("no num_scan_inputs")?)
+        .map_err(|_| "negative num_scan_inputs")?;
     if im.opset() < 9 {
         if n.opt(0).is_some() {
             return Err("sequence_lens is not supported".into());
         }
-        let inputs: Vec<Val> = n.inputs.iter().skip(1).map(|v| v.clone().ok_or("a missing input")).collect::<Result<_, _>>()?;
-        let batch = im.static_shape(&inputs[0])?.first().copied().ok_or("no batch axis")?;
+        let inputs: Vec<Val> = n
+            .inputs
+            .iter()
+            .skip(1)
+            .map(|v| v.clone().ok_or("a missing input"))
+            .collect::<Result<_, _>>()?;
+        let batch = im
+            .static_shape(&inputs[0])?
+            .first()
+            .copied()
+            .ok_or("no batch axis")?;
         let mut per_batch: Vec<Vec<Val>> = Vec::new();
         for b in 0..batch {
             let rows = inputs
@@ -246,12 +303,18 @@ pub(crate) fn scan(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         }
         return per_batch.iter().map(|vals| stack(im, vals, 0)).collect();
     }
-    let inputs: Vec<Val> = n.inputs.iter().map(|v| v.clone().ok_or("a missing input")).collect::<Result<_, _>>()?;
+    let inputs: Vec<Val> = n
+        .inputs
+        .iter()
+        .map(|v| v.clone().ok_or("a missing input"))
+        .collect::<Result<_, _>>()?;
     let in_dirs = n.ints("scan_input_directions").unwrap_or_default();
     let in_axes = n.ints("scan_input_axes").unwrap_or_default();
     let out_dirs = n.ints("scan_output_directions").unwrap_or_default();
     let out_axes = n.ints("scan_output_axes").unwrap_or_default();
-    scan_core(im, n, body, &inputs, num_scan, &in_dirs, &in_axes, &out_dirs, &out_axes)
+    scan_core(
+        im, n, body, &inputs, num_scan, &in_dirs, &in_axes, &out_dirs, &out_axes,
+    )
 }
 
 /// Slice `i` of `v` along `axis`, the axis removed.
@@ -261,7 +324,10 @@ fn row(im: &mut Im, v: &Val, axis: usize, i: i64) -> CResult<Val> {
     let s = im.call(
         "slice",
         &[x.into(), uop_graph::Arg::Int(axis as i64)],
-        &[("start", uop_graph::Arg::Int(i)), ("end", uop_graph::Arg::Int(i + 1))],
+        &[
+            ("start", uop_graph::Arg::Int(i)),
+            ("end", uop_graph::Arg::Int(i + 1)),
+        ],
     )?;
     let mut dims = shape;
     dims.remove(axis);
@@ -281,15 +347,21 @@ fn scan_core(
     out_dirs: &[i64],
     out_axes: &[i64],
 ) -> CResult<Vec<Val>> {
-    let carried = inputs.len().checked_sub(num_scan).ok_or("more scan inputs than inputs")?;
+    let carried = inputs
+        .len()
+        .checked_sub(num_scan)
+        .ok_or("more scan inputs than inputs")?;
     let mut state = inputs[..carried].to_vec();
     let scanned = &inputs[carried..];
     let mut axes = Vec::new();
     let mut length: Option<i64> = None;
     for (k, v) in scanned.iter().enumerate() {
         let shape = im.shape(v)?;
-        let axis = crate::import::value::norm_axis(in_axes.get(k).copied().unwrap_or(0), shape.len())?;
-        let l = shape[axis].as_int().ok_or("a Scan over a symbolic length is not supported yet")?;
+        let axis =
+            crate::import::value::norm_axis(in_axes.get(k).copied().unwrap_or(0), shape.len())?;
+        let l = shape[axis]
+            .as_int()
+            .ok_or("a Scan over a symbolic length is not supported yet")?;
         if length.is_some_and(|x| x != l) {
             return Err("scan inputs of different lengths".into());
         }

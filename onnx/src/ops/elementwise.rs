@@ -52,16 +52,17 @@ fn fold_ints(op: &str, a: &Val, b: &Val) -> CResult<Option<Known>> {
     };
     let shape = broadcast_static(&x.shape, &y.shape)?;
     let total: usize = shape.iter().product();
-    let pick = |v: &[Expr], s: &[usize], k: usize| -> Expr { v[broadcast_index(s, &shape, k)].clone() };
+    let pick =
+        |v: &[Expr], s: &[usize], k: usize| -> Expr { v[broadcast_index(s, &shape, k)].clone() };
     let mut out = Vec::with_capacity(total);
     for k in 0..total {
         let (l, r) = (pick(p, &x.shape, k), pick(q, &y.shape, k));
-        if iop == IndexOp::Div {
-            if let (Some(u), Some(w)) = (l.as_int(), r.as_int()) {
-                let d = u.checked_div(w).ok_or("integer division by zero")?;
-                out.push(Expr::Int(d));
-                continue;
-            }
+        if iop == IndexOp::Div
+            && let (Some(u), Some(w)) = (l.as_int(), r.as_int())
+        {
+            let d = u.checked_div(w).ok_or("integer division by zero")?;
+            out.push(Expr::Int(d));
+            continue;
         }
         out.push(bin(iop, &l, &r));
     }
@@ -76,8 +77,16 @@ fn broadcast_static(a: &[usize], b: &[usize]) -> CResult<Vec<usize>> {
     let r = a.len().max(b.len());
     (0..r)
         .map(|k| {
-            let x = if k + a.len() >= r { a[k + a.len() - r] } else { 1 };
-            let y = if k + b.len() >= r { b[k + b.len() - r] } else { 1 };
+            let x = if k + a.len() >= r {
+                a[k + a.len() - r]
+            } else {
+                1
+            };
+            let y = if k + b.len() >= r {
+                b[k + b.len() - r]
+            } else {
+                1
+            };
             match (x, y) {
                 (1, y) => Ok(y),
                 (x, 1) => Ok(x),
@@ -114,6 +123,12 @@ pub(crate) fn variadic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     };
     let vals: Vec<&Val> = n.inputs.iter().flatten().collect();
     let first = *vals.first().ok_or("needs at least one input")?;
+    if vals.len() == 2 && matches!(n.op(), "Max" | "Min") {
+        let max = n.op() == "Max";
+        if let Some(k) = fold_literal(n, |x, y| if max { x.max(y) } else { x.min(y) })? {
+            return Ok(vec![Val::Known(k)]);
+        }
+    }
     let mut acc = im.float(first)?;
     for v in &vals[1..] {
         let r = im.float(v)?;
@@ -137,12 +152,76 @@ pub(crate) fn compare(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         "Greater" => "gt",
         _ => "ge",
     };
+    if let Some(k) = fold_literal(n, |x, y| {
+        let r = match op {
+            "eq" => x == y,
+            "lt" => x < y,
+            "le" => x <= y,
+            "gt" => x > y,
+            _ => x >= y,
+        };
+        i64::from(r)
+    })? {
+        return Ok(vec![Val::Known(Known {
+            elem: ElemType::Bool,
+            ..k
+        })]);
+    }
     let (a, b) = (im.float(n.input(0)?)?, im.float(n.input(1)?)?);
     Ok(vec![Val::Graph(im.op(op, &[a, b])?, ElemType::Bool)])
 }
 
-/// And, Or, Xor, Not on 0/1 values.
+/// A binary op on two integer tensors known at import whose values are numbers,
+/// numpy-broadcast; `None` when either is not such a tensor.
+fn fold_literal(n: &NodeIn, f: impl Fn(i64, i64) -> i64) -> CResult<Option<Known>> {
+    let (Some(Val::Known(x)), Some(Val::Known(y))) = (n.opt(0), n.opt(1)) else {
+        return Ok(None);
+    };
+    if !matches!((&x.data, &y.data), (KData::Int(_), KData::Int(_))) {
+        return Ok(None);
+    }
+    let (Ok(p), Ok(q)) = (x.int_values(), y.int_values()) else {
+        return Ok(None);
+    };
+    let shape = broadcast_static(&x.shape, &y.shape)?;
+    let total: usize = shape.iter().product();
+    let data = (0..total)
+        .map(|k| {
+            let a = p[broadcast_index(&x.shape, &shape, k)];
+            let b = q[broadcast_index(&y.shape, &shape, k)];
+            Expr::Int(f(a, b))
+        })
+        .collect();
+    Ok(Some(Known {
+        elem: x.elem,
+        shape,
+        data: KData::Int(data),
+    }))
+}
+
+/// And, Or, Xor, Not on 0/1 values (folded on tensors known at import).
 pub(crate) fn logic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    if n.op() == "Not" {
+        if let Val::Known(k) = n.input(0)?
+            && let Ok(v) = k.int_values()
+        {
+            let data = KData::Int(v.iter().map(|&x| Expr::Int(i64::from(x == 0))).collect());
+            return Ok(vec![Val::Known(Known {
+                elem: ElemType::Bool,
+                data,
+                ..k.clone()
+            })]);
+        }
+    } else if let Some(k) = fold_literal(n, |x, y| match n.op() {
+        "And" => i64::from(x != 0 && y != 0),
+        "Or" => i64::from(x != 0 || y != 0),
+        _ => i64::from((x != 0) != (y != 0)),
+    })? {
+        return Ok(vec![Val::Known(Known {
+            elem: ElemType::Bool,
+            ..k
+        })]);
+    }
     let a = im.float(n.input(0)?)?;
     let r = if n.op() == "Not" {
         im.scalar_with("sub", 1.0, a)?
@@ -158,11 +237,77 @@ pub(crate) fn logic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     Ok(vec![Val::Graph(r, ElemType::Bool)])
 }
 
-/// Where(c, a, b).
+/// Where(c, a, b) (folded when all three are integers known at import).
 pub(crate) fn where_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    if let (Val::Known(c), Val::Known(a), Val::Known(b)) = (n.input(0)?, n.input(1)?, n.input(2)?)
+        && let (Ok(cv), KData::Int(av), KData::Int(bv)) = (c.int_values(), &a.data, &b.data)
+    {
+        let shape = broadcast_static(&broadcast_static(&c.shape, &a.shape)?, &b.shape)?;
+        let total: usize = shape.iter().product();
+        let data = (0..total)
+            .map(|k| {
+                if cv[broadcast_index(&c.shape, &shape, k)] != 0 {
+                    av[broadcast_index(&a.shape, &shape, k)].clone()
+                } else {
+                    bv[broadcast_index(&b.shape, &shape, k)].clone()
+                }
+            })
+            .collect();
+        return Ok(vec![Val::Known(Known {
+            elem: a.elem,
+            shape,
+            data: KData::Int(data),
+        })]);
+    }
     let c = im.float(n.input(0)?)?;
     let (a, b) = (im.float(n.input(1)?)?, im.float(n.input(2)?)?);
-    Ok(vec![Val::Graph(im.op("where", &[c, a, b])?, elem_of(n.input(1)?))])
+    Ok(vec![Val::Graph(
+        im.op("where", &[c, a, b])?,
+        elem_of(n.input(1)?),
+    )])
+}
+
+/// Mod: integers known at import folded; floats as `x - trunc(x / y) * y` (fmod=1)
+/// or `x - floor(x / y) * y` (fmod=0, the sign of the divisor).
+pub(crate) fn modulo(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    let fmod = n.int_or("fmod", 0) != 0;
+    if let Some(k) = fold_literal(n, |x, y| {
+        if y == 0 {
+            0
+        } else if fmod {
+            x % y
+        } else {
+            x.rem_euclid(y) + if y < 0 && x.rem_euclid(y) != 0 { y } else { 0 }
+        }
+    })? {
+        return Ok(vec![Val::Known(k)]);
+    }
+    let (a, b) = (im.float(n.input(0)?)?, im.float(n.input(1)?)?);
+    let q = im.op("div", &[a, b])?;
+    let t = if fmod {
+        let s = im.op("sign", &[q])?;
+        let m = im.op("abs", &[q])?;
+        let f = im.op("floor", &[m])?;
+        im.op("mul", &[s, f])?
+    } else {
+        im.op("floor", &[q])?
+    };
+    let p = im.op("mul", &[t, b])?;
+    let r = im.op("sub", &[a, p])?;
+    // A divisor of ±inf: fmod gives x; mod gives x when x is 0 or has y's sign, else y.
+    let ay = im.op("abs", &[b])?;
+    let inf = im.with_scalar("eq", ay, f64::INFINITY)?;
+    let alt = if fmod {
+        a
+    } else {
+        let (sa, sb) = (im.op("sign", &[a])?, im.op("sign", &[b])?);
+        let same = im.op("eq", &[sa, sb])?;
+        let zero = im.with_scalar("eq", a, 0.0)?;
+        let keep = im.op("maximum", &[same, zero])?;
+        im.op("where", &[keep, a, b])?
+    };
+    let r = im.op("where", &[inf, alt, r])?;
+    Ok(vec![Val::Graph(r, elem_of(n.input(0)?))])
 }
 
 /// IsNaN, IsInf.
@@ -185,8 +330,24 @@ pub(crate) fn is_special(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     Ok(vec![Val::Graph(r, ElemType::Bool)])
 }
 
-/// Unary functions that are one uop op.
+/// Unary functions that are one uop op (Neg and Abs folded on known integers).
 pub(crate) fn unary(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    if let Val::Known(k) = n.input(0)?
+        && let (KData::Int(v), "Neg" | "Abs") = (&k.data, n.op())
+    {
+        let data = v
+            .iter()
+            .map(|e| match (n.op(), e.as_int()) {
+                ("Neg", _) => Ok(Expr::Neg(Box::new(e.clone())).simplify()),
+                (_, Some(x)) => Ok(Expr::Int(x.abs())),
+                _ => Err(format!("Abs of the symbolic size `{e}`")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(vec![Val::Known(Known {
+            data: KData::Int(data),
+            ..k.clone()
+        })]);
+    }
     let op = match n.op() {
         "Neg" => "neg",
         "Abs" => "abs",
@@ -292,7 +453,11 @@ pub(crate) fn composed(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             let c = im.with_scalar("gt", x, n.float_or("alpha", 1.0))?;
             im.op("mul", &[c, x])?
         }
-        "LeakyRelu" => im.call("leaky_relu", &[x.into()], &[("alpha", Arg::Float(n.float_or("alpha", 0.01)))])?,
+        "LeakyRelu" => im.call(
+            "leaky_relu",
+            &[x.into()],
+            &[("alpha", Arg::Float(n.float_or("alpha", 0.01)))],
+        )?,
         "PRelu" => {
             let slope = im.float(n.input(1)?)?;
             let c = im.with_scalar("lt", x, 0.0)?;
@@ -353,7 +518,11 @@ fn hard_sigmoid(im: &mut Im, x: Ref, alpha: f64, beta: f64) -> CResult<Ref> {
 pub(crate) fn clip(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let x = im.float(n.input(0)?)?;
     let (lo, hi) = if im.opset() < 11 {
-        (n.floats("min").and(Some(n.float_or("min", f64::NEG_INFINITY))), n.floats("max").and(Some(n.float_or("max", f64::INFINITY))))
+        (
+            n.floats("min")
+                .and(Some(n.float_or("min", f64::NEG_INFINITY))),
+            n.floats("max").and(Some(n.float_or("max", f64::INFINITY))),
+        )
     } else {
         let bound = |k: usize, slot: &str| -> CResult<Option<f64>> {
             if n.opt(k).is_none() {

@@ -15,7 +15,10 @@ pub(crate) fn transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let rank = im.rank(v)?;
     let perm: Vec<usize> = match n.ints("perm") {
-        Some(p) => p.iter().map(|&a| norm_axis(a, rank)).collect::<Result<_, _>>()?,
+        Some(p) => p
+            .iter()
+            .map(|&a| norm_axis(a, rank))
+            .collect::<Result<_, _>>()?,
         None => (0..rank).rev().collect(),
     };
     let x = im.graph(v)?;
@@ -28,7 +31,12 @@ pub(crate) fn slice(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let shape = im.shape(v)?;
     let (starts, ends, axes, steps) = if im.opset() < 10 {
-        (n.ints("starts").ok_or("no starts")?, n.ints("ends").ok_or("no ends")?, n.ints("axes"), None)
+        (
+            n.ints("starts").ok_or("no starts")?,
+            n.ints("ends").ok_or("no ends")?,
+            n.ints("axes"),
+            None,
+        )
     } else {
         (
             im.known(n, 1, "starts")?.int_values()?,
@@ -75,17 +83,28 @@ fn clamp_range(start: i64, end: i64, step: i64, size: Option<i64>) -> (i64, Opti
 }
 
 /// `x[start:end:step]` along `axis` (folded for a known 1-D tensor).
-fn slice_axis(im: &mut Im, v: &Val, axis: usize, start: i64, end: Option<i64>, step: i64) -> CResult<Val> {
-    if let Val::Known(c) = v {
-        if c.shape.len() == 1 {
-            let len = c.shape[0] as i64;
-            let idx = python_range(start, end, step, len);
-            let data = match &c.data {
-                KData::Int(d) => KData::Int(idx.iter().map(|&i| d[i].clone()).collect()),
-                KData::Float(d) => KData::Float(idx.iter().map(|&i| d[i]).collect()),
-            };
-            return Ok(Val::Known(Known { elem: c.elem, shape: vec![idx.len()], data }));
-        }
+fn slice_axis(
+    im: &mut Im,
+    v: &Val,
+    axis: usize,
+    start: i64,
+    end: Option<i64>,
+    step: i64,
+) -> CResult<Val> {
+    if let Val::Known(c) = v
+        && c.shape.len() == 1
+    {
+        let len = c.shape[0] as i64;
+        let idx = python_range(start, end, step, len);
+        let data = match &c.data {
+            KData::Int(d) => KData::Int(idx.iter().map(|&i| d[i].clone()).collect()),
+            KData::Float(d) => KData::Float(idx.iter().map(|&i| d[i]).collect()),
+        };
+        return Ok(Val::Known(Known {
+            elem: c.elem,
+            shape: vec![idx.len()],
+            data,
+        }));
     }
     let x = im.graph(v)?;
     if step < 0 {
@@ -127,7 +146,10 @@ fn python_range(start: i64, end: Option<i64>, step: i64, len: i64) -> Vec<usize>
             i += step;
         }
     } else {
-        let (s, e) = (norm(start, -1, len - 1), end.map_or(-1, |e| norm(e, -1, len - 1)));
+        let (s, e) = (
+            norm(start, -1, len - 1),
+            end.map_or(-1, |e| norm(e, -1, len - 1)),
+        );
         let mut i = s;
         while i > e {
             out.push(i as usize);
@@ -143,11 +165,17 @@ pub(crate) fn split(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let shape = im.shape(v)?;
     let axis = norm_axis(n.int_or("axis", 0), shape.len())?;
     let parts = n.proto.output.len();
-    let given = if im.opset() < 13 { n.ints("split") } else { im.opt_ints(n, 1, "split")? };
+    let given = if im.opset() < 13 {
+        n.ints("split")
+    } else {
+        im.opt_ints(n, 1, "split")?
+    };
     let sizes = match given {
         Some(s) if !s.is_empty() => s,
         _ => {
-            let total = shape[axis].as_int().ok_or("an even split needs a static size")?;
+            let total = shape[axis]
+                .as_int()
+                .ok_or("an even split needs a static size")?;
             let count = n.int("num_outputs").map_or(parts as i64, |c| c);
             if count <= 0 {
                 return Err("no outputs".into());
@@ -156,7 +184,9 @@ pub(crate) fn split(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             if n.int("num_outputs").is_none() && total % count != 0 {
                 return Err(format!("{total} does not split evenly into {count}").into());
             }
-            (0..count).map(|k| each.min(total - k * each).max(0)).collect()
+            (0..count)
+                .map(|k| each.min(total - k * each).max(0))
+                .collect()
         }
     };
     let mut out = Vec::new();
@@ -173,17 +203,28 @@ pub(crate) fn pad(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let rank = im.rank(v)?;
     let (pads, value, axes) = if im.opset() < 11 {
-        (n.ints("pads").ok_or("no pads")?, n.float_or("value", 0.0), None)
+        (
+            n.ints("pads").ok_or("no pads")?,
+            n.float_or("value", 0.0),
+            None,
+        )
     } else {
         let pads = im.known(n, 1, "pads")?.int_values()?;
         let value = match n.opt(2) {
-            Some(_) => *im.known(n, 2, "constant_value")?.float_values()?.first().unwrap_or(&0.0),
+            Some(_) => *im
+                .known(n, 2, "constant_value")?
+                .float_values()?
+                .first()
+                .unwrap_or(&0.0),
             None => 0.0,
         };
         (pads, value, im.opt_ints(n, 3, "axes")?)
     };
     let axes: Vec<usize> = match axes {
-        Some(a) => a.iter().map(|&x| norm_axis(x, rank)).collect::<Result<_, _>>()?,
+        Some(a) => a
+            .iter()
+            .map(|&x| norm_axis(x, rank))
+            .collect::<Result<_, _>>()?,
         None => (0..rank).collect(),
     };
     if pads.len() != 2 * axes.len() {
@@ -195,7 +236,10 @@ pub(crate) fn pad(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     }
     let last = per_axis.iter().rposition(|p| *p != (0, 0));
     let list: Vec<i64> = match last {
-        Some(l) => (0..=l).rev().flat_map(|a| [per_axis[a].0, per_axis[a].1]).collect(),
+        Some(l) => (0..=l)
+            .rev()
+            .flat_map(|a| [per_axis[a].0, per_axis[a].1])
+            .collect(),
         None => vec![],
     };
     let mode = match n.string("mode").as_deref().unwrap_or("constant") {
@@ -215,11 +259,20 @@ pub(crate) fn pad(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 }
 
 /// uop's `pad(x, pads, value, mode)` (pads from the last axis).
-pub(crate) fn pad_ref(im: &mut Im, x: Ref, pads_last_first: &[i64], value: f64, mode: &str) -> CResult<Ref> {
+pub(crate) fn pad_ref(
+    im: &mut Im,
+    x: Ref,
+    pads_last_first: &[i64],
+    value: f64,
+    mode: &str,
+) -> CResult<Ref> {
     im.call(
         "pad",
         &[x.into(), ints_arg(pads_last_first)],
-        &[("value", Arg::Float(value)), ("mode", Arg::Str(mode.into()))],
+        &[
+            ("value", Arg::Float(value)),
+            ("mode", Arg::Str(mode.into())),
+        ],
     )
 }
 
@@ -243,7 +296,7 @@ pub(crate) fn tile(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let reps = im.known(n, 1, "repeats")?.int_values()?;
     let mut x = im.graph(v)?;
     for (axis, &r) in reps.iter().enumerate() {
-        if r < 0 || r > 4096 {
+        if !(0..=4096).contains(&r) {
             return Err(format!("repeat {r} is not supported").into());
         }
         if r != 1 {
@@ -265,17 +318,62 @@ pub(crate) fn space_depth(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let mul = |x: &Expr| bin(IndexOp::Mul, x, &be);
     let x = im.graph(v)?;
     let r = if n.op() == "SpaceToDepth" {
-        let t = im.reshape(x, &[nb.clone(), c.clone(), div(&h), be.clone(), div(&w), be.clone()])?;
+        let t = im.reshape(
+            x,
+            &[
+                nb.clone(),
+                c.clone(),
+                div(&h),
+                be.clone(),
+                div(&w),
+                be.clone(),
+            ],
+        )?;
         let crd = n.string("mode").as_deref() == Some("CRD");
-        let t = im.permute(t, if crd { &[0, 1, 3, 5, 2, 4] } else { &[0, 3, 5, 1, 2, 4] })?;
-        im.reshape(t, &[nb, bin(IndexOp::Mul, &c, &Expr::Int(b * b)), div(&h), div(&w)])?
+        let t = im.permute(
+            t,
+            if crd {
+                &[0, 1, 3, 5, 2, 4]
+            } else {
+                &[0, 3, 5, 1, 2, 4]
+            },
+        )?;
+        im.reshape(
+            t,
+            &[
+                nb,
+                bin(IndexOp::Mul, &c, &Expr::Int(b * b)),
+                div(&h),
+                div(&w),
+            ],
+        )?
     } else {
         let cc = bin(IndexOp::Div, &c, &Expr::Int(b * b));
         let crd = n.string("mode").as_deref() == Some("CRD");
         let (shape, perm) = if crd {
-            (vec![nb.clone(), cc.clone(), be.clone(), be.clone(), h.clone(), w.clone()], [0, 1, 4, 2, 5, 3])
+            (
+                vec![
+                    nb.clone(),
+                    cc.clone(),
+                    be.clone(),
+                    be.clone(),
+                    h.clone(),
+                    w.clone(),
+                ],
+                [0, 1, 4, 2, 5, 3],
+            )
         } else {
-            (vec![nb.clone(), be.clone(), be.clone(), cc.clone(), h.clone(), w.clone()], [0, 3, 4, 1, 5, 2])
+            (
+                vec![
+                    nb.clone(),
+                    be.clone(),
+                    be.clone(),
+                    cc.clone(),
+                    h.clone(),
+                    w.clone(),
+                ],
+                [0, 3, 4, 1, 5, 2],
+            )
         };
         let t = im.reshape(x, &shape)?;
         let t = im.permute(t, &perm)?;
@@ -297,13 +395,41 @@ pub(crate) fn gather_elements(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
                 .into_iter()
                 .map(|x| Expr::Int(if x < 0 { x + size } else { x }))
                 .collect();
-            let k = Known { data: KData::Int(vals), ..k.clone() };
+            let k = Known {
+                data: KData::Int(vals),
+                ..k.clone()
+            };
             im.constant(&k, DType::I32)?
         }
         other => im.index(other, s[axis].as_int())?,
     };
     let x = im.graph(v)?;
-    let r = im.call("gather", &[x.into(), index.into(), Arg::Int(axis as i64)], &[])?;
+    let r = im.call(
+        "gather",
+        &[x.into(), index.into(), Arg::Int(axis as i64)],
+        &[],
+    )?;
+    Ok(vec![Val::Graph(r, elem_of(v))])
+}
+
+/// Trilu: `triu` / `tril` with the diagonal offset `k` known at import.
+pub(crate) fn trilu(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    let v = n.input(0)?;
+    let k = match n.opt(1) {
+        Some(_) => *im
+            .known(n, 1, "k")?
+            .int_values()?
+            .first()
+            .ok_or("empty k")?,
+        None => 0,
+    };
+    let op = if n.int_or("upper", 1) != 0 {
+        "triu"
+    } else {
+        "tril"
+    };
+    let x = im.float(v)?;
+    let r = im.call(op, &[x.into()], &[("diagonal", Arg::Int(k))])?;
     Ok(vec![Val::Graph(r, elem_of(v))])
 }
 
@@ -332,24 +458,29 @@ pub(crate) fn cumsum(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 pub(crate) fn one_hot(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let idx = n.input(0)?;
     let ishape = im.shape(idx)?;
-    let depth = *im.known(n, 1, "depth")?.float_values()?.first().ok_or("no depth")? as i64;
+    let depth = *im
+        .known(n, 1, "depth")?
+        .float_values()?
+        .first()
+        .ok_or("no depth")? as i64;
     let values = im.known(n, 2, "values")?.float_values()?;
     let [off, on]: [f64; 2] = values.try_into().map_err(|_| "values must be [off, on]")?;
     let rank = ishape.len() + 1;
     let axis = norm_axis(n.int_or("axis", -1), rank)?;
-    if let Val::Graph(r, e) = idx {
-        if e.is_int() && im.g.type_of(*r)?.dtype == DType::I32 {
-            // i32 indices: uop's one_hot (class axis last; an out-of-range index
-            // gives a row of zeros, ONNX's all-`off` row).
-            let i = im.index(idx, Some(depth))?;
-            let oh = im.call("one_hot", &[i.into(), Arg::Int(depth)], &[])?;
-            let r = im.with_scalar("mul", oh, on - off)?;
-            let r = im.with_scalar("add", r, off)?;
-            let mut perm: Vec<usize> = (0..rank - 1).collect();
-            perm.insert(axis, rank - 1);
-            let r = im.permute(r, &perm)?;
-            return Ok(vec![Val::Graph(r, elem_of(n.input(2)?))]);
-        }
+    if let Val::Graph(r, e) = idx
+        && e.is_int()
+        && im.g.type_of(*r)?.dtype == DType::I32
+    {
+        // i32 indices: uop's one_hot (class axis last; an out-of-range index
+        // gives a row of zeros, ONNX's all-`off` row).
+        let i = im.index(idx, Some(depth))?;
+        let oh = im.call("one_hot", &[i.into(), Arg::Int(depth)], &[])?;
+        let r = im.with_scalar("mul", oh, on - off)?;
+        let r = im.with_scalar("add", r, off)?;
+        let mut perm: Vec<usize> = (0..rank - 1).collect();
+        perm.insert(axis, rank - 1);
+        let r = im.permute(r, &perm)?;
+        return Ok(vec![Val::Graph(r, elem_of(n.input(2)?))]);
     }
     let x = im.float(idx)?;
     let neg = im.with_scalar("lt", x, 0.0)?;

@@ -5,7 +5,7 @@
 use uop_codegen::index::Expr;
 use uop_graph::{Arg, Ref};
 
-use crate::import::value::{Known, KData, Val, norm_axis};
+use crate::import::value::{KData, Known, Val, norm_axis};
 use crate::import::{CResult, Im, NodeIn, ints_arg};
 
 use super::movement::pad_ref;
@@ -71,17 +71,28 @@ fn window(n: &NodeIn, spatial: &[Expr], kernel: Vec<i64>) -> CResult<Window> {
         "VALID" => vec![(0, 0); d],
         "SAME_UPPER" | "SAME_LOWER" => (0..d)
             .map(|k| {
-                let size = spatial[k].as_int().ok_or("auto_pad needs static spatial sizes")?;
+                let size = spatial[k]
+                    .as_int()
+                    .ok_or("auto_pad needs static spatial sizes")?;
                 let out = (size + strides[k] - 1) / strides[k];
                 let eff = (kernel[k] - 1) * dilations[k] + 1;
                 let total = ((out - 1) * strides[k] + eff - size).max(0);
                 let small = total / 2;
-                Ok(if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) })
+                Ok(if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                })
             })
             .collect::<CResult<Vec<_>>>()?,
         other => return Err(format!("auto_pad `{other}` is not supported").into()),
     };
-    Ok(Window { kernel, strides, dilations, pads })
+    Ok(Window {
+        kernel,
+        strides,
+        dilations,
+        pads,
+    })
 }
 
 impl Window {
@@ -91,7 +102,12 @@ impl Window {
 
     /// Symmetric pads that uop's pooling takes (at most half the kernel).
     fn poolable(&self) -> bool {
-        self.symmetric() && self.pads.iter().zip(&self.kernel).all(|(p, k)| 2 * p.0 <= *k)
+        self.symmetric()
+            && self
+                .pads
+                .iter()
+                .zip(&self.kernel)
+                .all(|(p, k)| 2 * p.0 <= *k)
     }
 
     /// uop `pad` list (last axis first) for the spatial axes.
@@ -105,7 +121,9 @@ pub(crate) fn conv(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let xv = n.input(0)?;
     let xs = im.shape(xv)?;
     let ws = im.static_shape(n.input(1)?)?;
-    let kernel = n.ints("kernel_shape").unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
+    let kernel = n
+        .ints("kernel_shape")
+        .unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
     let w = window(n, &xs[2..], kernel)?;
     let op = match w.kernel.len() {
         1 => "conv1d",
@@ -145,7 +163,9 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     if xs.len() != 4 {
         return Err("only 2-D ConvTranspose is supported".into());
     }
-    let kernel: Vec<i64> = n.ints("kernel_shape").unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
+    let kernel: Vec<i64> = n
+        .ints("kernel_shape")
+        .unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
     let strides = n.ints("strides").unwrap_or_else(|| vec![1; 2]);
     let dil = n.ints("dilations").unwrap_or_else(|| vec![1; 2]);
     let mut out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; 2]);
@@ -165,14 +185,22 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
                     out_pad[k] -= total;
                     return (0, 0);
                 }
-                if auto == "SAME_LOWER" { (total - total / 2, total / 2) } else { (total / 2, total - total / 2) }
+                if auto == "SAME_LOWER" {
+                    (total - total / 2, total / 2)
+                } else {
+                    (total / 2, total - total / 2)
+                }
             })
             .collect()
     } else if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
         (0..2)
             .map(|k| {
                 let total = full[k] - xs[k + 2] as i64 * strides[k];
-                if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) }
+                if auto == "SAME_UPPER" {
+                    (total / 2, total - total / 2)
+                } else {
+                    (total - total / 2, total / 2)
+                }
             })
             .collect()
     } else {
@@ -187,7 +215,11 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     }
     // uop pads symmetrically: give the smaller pad and crop the rest after.
     let sym: Vec<i64> = pads.iter().map(|&(a, b)| a.min(b)).collect();
-    let extra: Vec<(i64, i64)> = pads.iter().zip(&sym).map(|(&(a, b), &s)| (a - s, b - s)).collect();
+    let extra: Vec<(i64, i64)> = pads
+        .iter()
+        .zip(&sym)
+        .map(|(&(a, b), &s)| (a - s, b - s))
+        .collect();
     let r = im.call(
         "conv_transpose2d",
         &args,
@@ -229,7 +261,10 @@ pub(crate) fn pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     }
     let x = im.float(xv)?;
     let base = |im: &mut Im, x: Ref, padding: &[i64]| -> CResult<Ref> {
-        let mut attrs = vec![("stride", ints_arg(&w.strides)), ("padding", ints_arg(padding))];
+        let mut attrs = vec![
+            ("stride", ints_arg(&w.strides)),
+            ("padding", ints_arg(padding)),
+        ];
         if max {
             attrs.push(("dilation", ints_arg(&w.dilations)));
             im.call("max_pool2d", &[x.into(), ints_arg(&w.kernel)], &attrs)
@@ -266,9 +301,17 @@ pub(crate) fn global_pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let rank = im.rank(v)?;
     let x = im.float(v)?;
-    let op = if n.op() == "GlobalMaxPool" { "max" } else { "mean" };
+    let op = if n.op() == "GlobalMaxPool" {
+        "max"
+    } else {
+        "mean"
+    };
     let axes: Vec<i64> = (2..rank as i64).collect();
-    let r = im.call(op, &[x.into()], &[("axis", ints_arg(&axes)), ("keepdim", Arg::Bool(true))])?;
+    let r = im.call(
+        op,
+        &[x.into()],
+        &[("axis", ints_arg(&axes)), ("keepdim", Arg::Bool(true))],
+    )?;
     Ok(vec![im.fval(r)])
 }
 
@@ -277,7 +320,10 @@ fn per_channel(im: &mut Im, v: &Val, rank: usize) -> CResult<Ref> {
     let r = im.float(v)?;
     let c = im.shape(v)?;
     let mut dims = c.clone();
-    dims.extend(std::iter::repeat_n(Expr::Int(1), rank.saturating_sub(1 + c.len())));
+    dims.extend(std::iter::repeat_n(
+        Expr::Int(1),
+        rank.saturating_sub(1 + c.len()),
+    ));
     im.reshape(r, &dims)
 }
 
@@ -335,7 +381,11 @@ pub(crate) fn norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             let mut g = vec![shape[0].clone(), Expr::Int(groups), Expr::Int(-1)];
             let t = im.reshape(x, &{
                 let rest = crate::import::value::product(&shape[1..]);
-                g[2] = crate::import::value::bin(uop_codegen::index::IndexOp::Div, &rest, &Expr::Int(groups));
+                g[2] = crate::import::value::bin(
+                    uop_codegen::index::IndexOp::Div,
+                    &rest,
+                    &Expr::Int(groups),
+                );
                 g
             })?;
             let y = normalize(im, t, &[2], eps)?;
@@ -364,7 +414,13 @@ pub(crate) fn norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 
 /// BatchNormalization in training mode: normalized by the batch's statistics
 /// (population variance), with the updated running mean and variance as outputs.
-fn batch_norm_training(im: &mut Im, n: &NodeIn, x: Ref, rank: usize, eps: f64) -> CResult<Vec<Val>> {
+fn batch_norm_training(
+    im: &mut Im,
+    n: &NodeIn,
+    x: Ref,
+    rank: usize,
+    eps: f64,
+) -> CResult<Vec<Val>> {
     let axes: Vec<i64> = std::iter::once(0).chain(2..rank as i64).collect();
     let a = ints_arg(&axes);
     let keep = ("keepdim", Arg::Bool(true));
@@ -400,8 +456,15 @@ fn expand_groups(im: &mut Im, v: &Val, rep: i64) -> CResult<Val> {
         return Err("per-group scale and bias must be known at import".into());
     };
     let vals = k.float_values()?;
-    let out: Vec<f64> = vals.iter().flat_map(|&x| std::iter::repeat_n(x, rep as usize)).collect();
-    Ok(Val::Known(Known { elem: k.elem, shape: vec![out.len()], data: KData::Float(out) }))
+    let out: Vec<f64> = vals
+        .iter()
+        .flat_map(|&x| std::iter::repeat_n(x, rep as usize))
+        .collect();
+    Ok(Val::Known(Known {
+        elem: k.elem,
+        shape: vec![out.len()],
+        data: KData::Float(out),
+    }))
 }
 
 /// LayerNormalization (Mean and InvStdDev outputs composed), RMSNormalization.
@@ -417,7 +480,11 @@ pub(crate) fn layer_norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let norm_shape = &shape[first..];
     let scale = broadcast_to(im, scale, norm_shape)?;
     if n.op() == "RMSNormalization" {
-        let r = im.call("rmsnorm", &[x.into(), scale.into()], &[("axis", ints_arg(&axes)), ("eps", Arg::Float(eps))])?;
+        let r = im.call(
+            "rmsnorm",
+            &[x.into(), scale.into()],
+            &[("axis", ints_arg(&axes)), ("eps", Arg::Float(eps))],
+        )?;
         return Ok(vec![im.fval(r)]);
     }
     let bias = match n.opt(2) {
@@ -469,7 +536,11 @@ pub(crate) fn lp_norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         2 => im.op("mul", &[x, x])?,
         _ => return Err(format!("p = {p} is not supported (1 or 2)").into()),
     };
-    let s = im.call("sum", &[t.into()], &[("axis", Arg::Int(axis)), ("keepdim", Arg::Bool(true))])?;
+    let s = im.call(
+        "sum",
+        &[t.into()],
+        &[("axis", Arg::Int(axis)), ("keepdim", Arg::Bool(true))],
+    )?;
     let norm = if p == 2 { im.op("sqrt", &[s])? } else { s };
     let zero = im.with_scalar("eq", norm, 0.0)?;
     let q = im.op("div", &[x, norm])?;

@@ -73,8 +73,20 @@ pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         input
     } else {
         let axis = ints_arg(&axes.iter().map(|&a| a as i64).collect::<Vec<_>>());
-        im.call(op, &[input.into()], &[("axis", axis), ("keepdim", Arg::Bool(keep))])?
+        im.call(
+            op,
+            &[input.into()],
+            &[("axis", axis), ("keepdim", Arg::Bool(keep))],
+        )?
     };
+    if crate::ops::elementwise::elem_of(v) == ElemType::Bool {
+        // An empty reduction of bools is false for Max and true for Min (not ∓inf).
+        match n.op() {
+            "ReduceMax" => r = im.with_scalar("maximum", r, 0.0)?,
+            "ReduceMin" => r = im.with_scalar("minimum", r, 1.0)?,
+            _ => {}
+        }
+    }
     match n.op() {
         "ReduceL2" => r = im.op("sqrt", &[r])?,
         "ReduceLogSum" => r = im.op("log", &[r])?,
@@ -89,7 +101,11 @@ pub(crate) fn arg_reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let shape = im.shape(v)?;
     let axis = norm_axis(n.int_or("axis", 0), shape.len())?;
     let keep = n.int_or("keepdims", 1) != 0;
-    let op = if n.op() == "ArgMax" { "argmax" } else { "argmin" };
+    let op = if n.op() == "ArgMax" {
+        "argmax"
+    } else {
+        "argmin"
+    };
     let mut x = im.float(v)?;
     let last = n.int_or("select_last_index", 0) != 0;
     if last {
@@ -98,7 +114,10 @@ pub(crate) fn arg_reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let mut r = im.call(
         op,
         &[x.into()],
-        &[("axis", Arg::Int(axis as i64)), ("keepdim", Arg::Bool(keep))],
+        &[
+            ("axis", Arg::Int(axis as i64)),
+            ("keepdim", Arg::Bool(keep)),
+        ],
     )?;
     if last {
         let size = shape[axis]
@@ -123,8 +142,16 @@ pub(crate) fn softmax(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         (x, axis)
     };
     let r = match n.op() {
-        "Softmax" => im.call("softmax", &[input.into()], &[("axis", Arg::Int(flat as i64))])?,
-        "LogSoftmax" => im.call("log_softmax", &[input.into()], &[("axis", Arg::Int(flat as i64))])?,
+        "Softmax" => im.call(
+            "softmax",
+            &[input.into()],
+            &[("axis", Arg::Int(flat as i64))],
+        )?,
+        "LogSoftmax" => im.call(
+            "log_softmax",
+            &[input.into()],
+            &[("axis", Arg::Int(flat as i64))],
+        )?,
         _ => hardmax(im, input, flat)?,
     };
     let r = if old { im.reshape(r, &shape)? } else { r };
@@ -134,7 +161,11 @@ pub(crate) fn softmax(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 /// 1 at the first maximum along `axis`, 0 elsewhere.
 fn hardmax(im: &mut Im, x: Ref, axis: usize) -> CResult<Ref> {
     let a = Arg::Int(axis as i64);
-    let m = im.call("max", &[x.into()], &[("axis", a.clone()), ("keepdim", Arg::Bool(true))])?;
+    let m = im.call(
+        "max",
+        &[x.into()],
+        &[("axis", a.clone()), ("keepdim", Arg::Bool(true))],
+    )?;
     let is_max = im.op("eq", &[x, m])?;
     let count = im.call("cumsum", &[is_max.into(), a], &[])?;
     let first = im.with_scalar("eq", count, 1.0)?;

@@ -142,7 +142,16 @@ fn one(v: &[f64]) -> CResult<f64> {
 /// Cast: of known tensors; of graph values between the float type and bool.
 pub(crate) fn cast(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let to = ElemType::from_code(n.int_or("to", 0) as i32)?;
-    match n.input(0)? {
+    cast_to(im, n.input(0)?, to)
+}
+
+/// CastLike: Cast to the element type of input 1.
+pub(crate) fn cast_like(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    cast_to(im, n.input(0)?, elem_of(n.input(1)?))
+}
+
+fn cast_to(im: &mut Im, v: &Val, to: ElemType) -> CResult<Vec<Val>> {
+    match v {
         Val::Known(c) => {
             let data = match (&c.data, to.is_float()) {
                 (KData::Float(v), true) => KData::Float(v.clone()),
@@ -150,9 +159,14 @@ pub(crate) fn cast(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
                 (KData::Float(v), false) if to == ElemType::Bool => {
                     KData::Int(v.iter().map(|&x| Expr::Int(i64::from(x != 0.0))).collect())
                 }
-                (KData::Float(v), false) => KData::Int(v.iter().map(|&x| Expr::Int(x.trunc() as i64)).collect()),
+                (KData::Float(v), false) => {
+                    KData::Int(v.iter().map(|&x| Expr::Int(x.trunc() as i64)).collect())
+                }
                 (KData::Int(_), false) if to == ElemType::Bool => KData::Int(
-                    c.int_values()?.iter().map(|&x| Expr::Int(i64::from(x != 0))).collect(),
+                    c.int_values()?
+                        .iter()
+                        .map(|&x| Expr::Int(i64::from(x != 0)))
+                        .collect(),
                 ),
                 (KData::Int(v), false) => KData::Int(v.clone()),
             };
@@ -174,7 +188,12 @@ pub(crate) fn cast(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             if to.is_float() && *from == ElemType::Bool {
                 return Ok(vec![Val::Graph(r, to)]);
             }
-            Err(format!("a cast from {} to {} at run time is not supported yet", from.name(), to.name()).into())
+            Err(format!(
+                "a cast from {} to {} at run time is not supported yet",
+                from.name(),
+                to.name()
+            )
+            .into())
         }
     }
 }
@@ -183,7 +202,11 @@ pub(crate) fn cast(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 pub(crate) fn reshape(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let spec = if im.opset() < 5 {
-        n.ints("shape").unwrap_or_default().into_iter().map(Expr::Int).collect()
+        n.ints("shape")
+            .unwrap_or_default()
+            .into_iter()
+            .map(Expr::Int)
+            .collect()
     } else {
         im.known(n, 1, "shape")?.exprs()?
     };
@@ -192,13 +215,20 @@ pub(crate) fn reshape(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let mut dims = Vec::with_capacity(spec.len());
     for (k, d) in spec.iter().enumerate() {
         if d.as_int() == Some(0) && !allowzero {
-            dims.push(input.get(k).cloned().ok_or(format!("shape[{k}] = 0 copies a dimension the input does not have"))?);
+            dims.push(input.get(k).cloned().ok_or(format!(
+                "shape[{k}] = 0 copies a dimension the input does not have"
+            ))?);
         } else {
             dims.push(d.clone());
         }
     }
     if let Some(k) = dims.iter().position(|d| d.as_int() == Some(-1)) {
-        let others: Vec<Expr> = dims.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, d)| d.clone()).collect();
+        let others: Vec<Expr> = dims
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, d)| d.clone())
+            .collect();
         dims[k] = inferred(&input, &others);
     }
     reshaped(im, v, dims)
@@ -245,9 +275,16 @@ pub(crate) fn reshaped(im: &mut Im, v: &Val, dims: Vec<Expr>) -> CResult<Vec<Val
 pub(crate) fn squeeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let s = im.shape(v)?;
-    let axes = if im.opset() < 13 { n.ints("axes") } else { im.opt_ints(n, 1, "axes")? };
+    let axes = if im.opset() < 13 {
+        n.ints("axes")
+    } else {
+        im.opt_ints(n, 1, "axes")?
+    };
     let axes: Vec<usize> = match axes {
-        Some(a) if !a.is_empty() => a.iter().map(|&x| norm_axis(x, s.len())).collect::<Result<_, _>>()?,
+        Some(a) if !a.is_empty() => a
+            .iter()
+            .map(|&x| norm_axis(x, s.len()))
+            .collect::<Result<_, _>>()?,
         _ => (0..s.len()).filter(|&k| s[k].as_int() == Some(1)).collect(),
     };
     for &a in &axes {
@@ -255,7 +292,12 @@ pub(crate) fn squeeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             return Err(format!("axis {a} has size {}, not 1", s[a]).into());
         }
     }
-    let dims = s.iter().enumerate().filter(|(k, _)| !axes.contains(k)).map(|(_, d)| d.clone()).collect();
+    let dims = s
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !axes.contains(k))
+        .map(|(_, d)| d.clone())
+        .collect();
     reshaped(im, v, dims)
 }
 
@@ -263,14 +305,27 @@ pub(crate) fn squeeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 pub(crate) fn unsqueeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let s = im.shape(v)?;
-    let axes = if im.opset() < 13 { n.ints("axes") } else { im.opt_ints(n, 1, "axes")? };
+    let axes = if im.opset() < 13 {
+        n.ints("axes")
+    } else {
+        im.opt_ints(n, 1, "axes")?
+    };
     let axes = axes.ok_or("no axes")?;
     let rank = s.len() + axes.len();
-    let mut new: Vec<usize> = axes.iter().map(|&a| norm_axis(a, rank)).collect::<Result<_, _>>()?;
+    let mut new: Vec<usize> = axes
+        .iter()
+        .map(|&a| norm_axis(a, rank))
+        .collect::<Result<_, _>>()?;
     new.sort_unstable();
     let mut it = s.into_iter();
     let dims = (0..rank)
-        .map(|k| if new.contains(&k) { Some(Expr::Int(1)) } else { it.next() })
+        .map(|k| {
+            if new.contains(&k) {
+                Some(Expr::Int(1))
+            } else {
+                it.next()
+            }
+        })
         .collect::<Option<Vec<_>>>()
         .ok_or("repeated axes")?;
     reshaped(im, v, dims)
@@ -305,7 +360,10 @@ pub(crate) fn concat(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             Val::Graph(..) => None,
         })
         .collect();
-    if let Some(ks) = known.filter(|ks| ks.iter().all(|k| matches!(k.data, KData::Int(_))) || ks.iter().all(|k| matches!(k.data, KData::Float(_)))) {
+    if let Some(ks) = known.filter(|ks| {
+        ks.iter().all(|k| matches!(k.data, KData::Int(_)))
+            || ks.iter().all(|k| matches!(k.data, KData::Float(_)))
+    }) {
         return Ok(vec![Val::Known(concat_known(&ks, axis)?)]);
     }
     let mut refs: Vec<Arg> = Vec::new();
@@ -339,8 +397,16 @@ fn concat_known(ks: &[&Known], axis: usize) -> CResult<Known> {
             }
         }
     }
-    let data = if matches!(first.data, KData::Int(_)) { KData::Int(ints) } else { KData::Float(floats) };
-    Ok(Known { elem: first.elem, shape, data })
+    let data = if matches!(first.data, KData::Int(_)) {
+        KData::Int(ints)
+    } else {
+        KData::Float(floats)
+    };
+    Ok(Known {
+        elem: first.elem,
+        shape,
+        data,
+    })
 }
 
 /// Gather.
@@ -385,7 +451,11 @@ pub(crate) fn gather(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         }
     };
     let x = im.graph(data)?;
-    let sel = im.call("index_select", &[x.into(), index.into(), Arg::Int(axis as i64)], &[])?;
+    let sel = im.call(
+        "index_select",
+        &[x.into(), index.into(), Arg::Int(axis as i64)],
+        &[],
+    )?;
     let mut out: Vec<Expr> = s[..axis].to_vec();
     out.extend(ishape);
     out.extend_from_slice(&s[axis + 1..]);
@@ -413,5 +483,9 @@ fn gather_known(d: &Known, axis: usize, ishape: &[usize], idx: &[i64]) -> Known 
         KData::Int(v) => KData::Int(pos.iter().map(|&p| v[p].clone()).collect()),
         KData::Float(v) => KData::Float(pos.iter().map(|&p| v[p]).collect()),
     };
-    Known { elem: d.elem, shape, data }
+    Known {
+        elem: d.elem,
+        shape,
+        data,
+    }
 }
