@@ -14,7 +14,7 @@
 //! written by `gen_node_tests.py --all DIR`); `UOP_ONNX_VERBOSE=1` prints each
 //! failure and each passing case the manifest does not list.
 
-mod node_harness;
+pub mod node_harness;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -130,7 +130,19 @@ fn read_tensor(path: &Path) -> Result<HostTensor, String> {
     HostTensor::from_proto(&t)
 }
 
-fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
+/// A case imported: the model, the graph's input tensors, the test's data set.
+pub struct Loaded {
+    /// The decoded model.
+    pub model: uop_onnx::proto::ModelProto,
+    /// The imported graph.
+    pub imported: uop_onnx::Imported,
+    /// The graph's inputs from the test data.
+    pub inputs: Vec<uop_codegen::tensor::Tensor>,
+}
+
+/// Imports the case in `dir` (inputs an op needs at import bound from the test data;
+/// with `keep`, every input but those) and converts its inputs.
+pub fn load_case(dir: &Path, keep: &[String]) -> Result<Loaded, String> {
     let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let model = decode_model(&bytes).map_err(|e| e.to_string())?;
     let graph = model.graph.as_ref().ok_or("no graph")?;
@@ -170,6 +182,21 @@ fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
         }
     };
     let inputs = imported.graph_inputs(&given).map_err(|e| e.to_string())?;
+    Ok(Loaded {
+        model,
+        imported,
+        inputs,
+    })
+}
+
+fn try_case(dir: &Path, keep: &[String]) -> Result<(), String> {
+    let Loaded {
+        model,
+        imported,
+        inputs,
+    } = load_case(dir, keep)?;
+    let graph = model.graph.as_ref().ok_or("no graph")?;
+    let data = dir.join("test_data_set_0");
     let run = run_with(
         &imported.graph,
         &inputs,
