@@ -154,6 +154,20 @@ impl NodeIn<'_> {
         self.attr(name).map(|a| a.ints.clone())
     }
 
+    /// A per-spatial-axis ints attribute (kernel, strides, pads...): `count` values,
+    /// each in `min..=2^31` (so that size arithmetic cannot overflow), or `default`
+    /// when absent.
+    pub fn spatial(&self, name: &str, count: usize, min: i64, default: i64) -> CResult<Vec<i64>> {
+        let v = self.ints(name).unwrap_or_else(|| vec![default; count]);
+        if v.len() != count {
+            return Err(CErr::Msg(format!("`{name}` has {} values, {count} expected", v.len())));
+        }
+        if let Some(x) = v.iter().find(|&&x| x < min || x > 1 << 31) {
+            return Err(CErr::Msg(format!("`{name}` value {x} is out of range")));
+        }
+        Ok(v)
+    }
+
     /// A floats attribute, if given.
     pub fn floats(&self, name: &str) -> Option<Vec<f64>> {
         self.attr(name)

@@ -122,12 +122,26 @@ pub(crate) fn product(dims: &[Expr]) -> Expr {
 /// Axis `axis` (negative counts from the end) of a rank-`rank` tensor.
 pub(crate) fn norm_axis(axis: i64, rank: usize) -> Result<usize, String> {
     let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
+    let a = if axis < 0 { axis.saturating_add(r) } else { axis };
     if (0..r).contains(&a) {
         Ok(a as usize)
     } else {
         Err(format!("axis {axis} is out of range for rank {rank}"))
     }
+}
+
+/// The most elements a tensor folded at import may have (Range, ConstantOfShape,
+/// OneHot's classes): larger ones are errors, not allocations.
+pub(crate) const MAX_FOLDED: usize = 1 << 24;
+
+/// The element count of `shape`, or an error when it overflows or exceeds
+/// [`MAX_FOLDED`].
+pub(crate) fn folded_count(shape: &[usize]) -> Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|&c| c <= MAX_FOLDED)
+        .ok_or_else(|| format!("a tensor of shape {shape:?} is too large to fold at import"))
 }
 
 /// Row-major strides of `shape`.

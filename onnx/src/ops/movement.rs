@@ -143,7 +143,8 @@ fn python_range(start: i64, end: Option<i64>, step: i64, len: i64) -> Vec<usize>
         let mut i = s;
         while i < e {
             out.push(i as usize);
-            i += step;
+            let Some(next) = i.checked_add(step) else { break };
+            i = next;
         }
     } else {
         let (s, e) = (
@@ -153,7 +154,8 @@ fn python_range(start: i64, end: Option<i64>, step: i64, len: i64) -> Vec<usize>
         let mut i = s;
         while i > e {
             out.push(i as usize);
-            i += step;
+            let Some(next) = i.checked_add(step) else { break };
+            i = next;
         }
     }
     out
@@ -177,8 +179,8 @@ pub(crate) fn split(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
                 .as_int()
                 .ok_or("an even split needs a static size")?;
             let count = n.int("num_outputs").map_or(parts as i64, |c| c);
-            if count <= 0 {
-                return Err("no outputs".into());
+            if count != parts as i64 {
+                return Err(format!("num_outputs = {count} for {parts} outputs").into());
             }
             let each = (total + count - 1) / count;
             if n.int("num_outputs").is_none() && total % count != 0 {
@@ -189,6 +191,10 @@ pub(crate) fn split(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
                 .collect()
         }
     };
+    let total = shape[axis].as_int();
+    if sizes.iter().any(|&s| s < 0 || total.is_some_and(|t| s > t)) {
+        return Err(format!("split sizes {sizes:?} do not fit the axis").into());
+    }
     let mut out = Vec::new();
     let mut at = 0;
     for s in sizes {
@@ -227,6 +233,9 @@ pub(crate) fn pad(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             .collect::<Result<_, _>>()?,
         None => (0..rank).collect(),
     };
+    if pads.iter().any(|p| p.unsigned_abs() > 1 << 31) {
+        return Err("a pad is out of range".into());
+    }
     if pads.len() != 2 * axes.len() {
         return Err(format!("{} pads for {} axes", pads.len(), axes.len()).into());
     }
@@ -313,6 +322,9 @@ pub(crate) fn space_depth(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let s = im.shape(v)?;
     let [nb, c, h, w]: [Expr; 4] = s.try_into().map_err(|_| "needs a rank-4 input")?;
     let b = n.int("blocksize").ok_or("no blocksize")?;
+    if !(1..=1 << 15).contains(&b) {
+        return Err(format!("blocksize {b} is out of range").into());
+    }
     let be = Expr::Int(b);
     let div = |x: &Expr| bin(IndexOp::Div, x, &be);
     let mul = |x: &Expr| bin(IndexOp::Mul, x, &be);
@@ -465,6 +477,9 @@ pub(crate) fn one_hot(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         .ok_or("no depth")? as i64;
     let values = im.known(n, 2, "values")?.float_values()?;
     let [off, on]: [f64; 2] = values.try_into().map_err(|_| "values must be [off, on]")?;
+    if !(0..=crate::import::value::MAX_FOLDED as i64).contains(&depth) {
+        return Err(format!("depth {depth} is out of range").into());
+    }
     let rank = ishape.len() + 1;
     let axis = norm_axis(n.int_or("axis", -1), rank)?;
     if let Val::Graph(r, e) = idx

@@ -57,15 +57,15 @@ fn window(n: &NodeIn, spatial: &[Expr], kernel: Vec<i64>) -> CResult<Window> {
     if spatial.len() != d {
         return Err(format!("a {d}-D kernel on {} spatial axes", spatial.len()).into());
     }
-    let strides = n.ints("strides").unwrap_or_else(|| vec![1; d]);
-    let dilations = n.ints("dilations").unwrap_or_else(|| vec![1; d]);
+    if let Some(k) = kernel.iter().find(|&&k| !(1..=1 << 31).contains(&k)) {
+        return Err(format!("kernel size {k} is out of range").into());
+    }
+    let strides = n.spatial("strides", d, 1, 1)?;
+    let dilations = n.spatial("dilations", d, 1, 1)?;
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
     let pads = match auto.as_str() {
         "NOTSET" => {
-            let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * d]);
-            if p.len() != 2 * d {
-                return Err(format!("{} pads for {d} spatial axes", p.len()).into());
-            }
+            let p = n.spatial("pads", 2 * d, 0, 0)?;
             (0..d).map(|k| (p[k], p[k + d])).collect()
         }
         "VALID" => vec![(0, 0); d],
@@ -121,6 +121,9 @@ pub(crate) fn conv(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let xv = n.input(0)?;
     let xs = im.shape(xv)?;
     let ws = im.static_shape(n.input(1)?)?;
+    if ws.len() < 3 || ws.len() != xs.len() {
+        return Err("the weight's rank does not match the input's".into());
+    }
     let kernel = n
         .ints("kernel_shape")
         .unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
@@ -160,22 +163,23 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let xv = n.input(0)?;
     let xs = im.static_shape(xv)?;
     let ws = im.static_shape(n.input(1)?)?;
-    if xs.len() != 4 {
+    if xs.len() != 4 || ws.len() != 4 {
         return Err("only 2-D ConvTranspose is supported".into());
     }
-    let kernel: Vec<i64> = n
-        .ints("kernel_shape")
-        .unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
-    let strides = n.ints("strides").unwrap_or_else(|| vec![1; 2]);
-    let dil = n.ints("dilations").unwrap_or_else(|| vec![1; 2]);
-    let mut out_pad = n.ints("output_padding").unwrap_or_else(|| vec![0; 2]);
+    let kernel = match n.ints("kernel_shape") {
+        Some(_) => n.spatial("kernel_shape", 2, 1, 1)?,
+        None => ws[2..].iter().map(|&k| k as i64).collect(),
+    };
+    let strides = n.spatial("strides", 2, 1, 1)?;
+    let dil = n.spatial("dilations", 2, 1, 1)?;
+    let mut out_pad = n.spatial("output_padding", 2, 0, 0)?;
     let auto = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
     let full: Vec<i64> = (0..2)
         .map(|k| (xs[k + 2] as i64 - 1) * strides[k] + (kernel[k] - 1) * dil[k] + 1 + out_pad[k])
         .collect();
     let pads: Vec<(i64, i64)> = if let Some(os) = n.ints("output_shape") {
         let os = &os[os.len().saturating_sub(2)..];
-        if os.len() != 2 {
+        if os.len() != 2 || os.iter().any(|&s| !(0..=1 << 31).contains(&s)) {
             return Err("output_shape needs the two spatial sizes".into());
         }
         (0..2)
@@ -204,7 +208,7 @@ pub(crate) fn conv_transpose(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             })
             .collect()
     } else {
-        let p = n.ints("pads").unwrap_or_else(|| vec![0; 4]);
+        let p = n.spatial("pads", 4, 0, 0)?;
         vec![(p[0], p[2]), (p[1], p[3])]
     };
     let x = im.float(xv)?;
@@ -377,7 +381,13 @@ pub(crate) fn norm(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         }
         "GroupNormalization" => {
             let groups = n.int("num_groups").ok_or("no num_groups")?;
-            let c = shape[1].as_int().ok_or("needs a static channel count")?;
+            let c = shape
+                .get(1)
+                .and_then(Expr::as_int)
+                .ok_or("needs a static channel count")?;
+            if groups < 1 || c % groups != 0 {
+                return Err(format!("{groups} groups do not divide {c} channels").into());
+            }
             let mut g = vec![shape[0].clone(), Expr::Int(groups), Expr::Int(-1)];
             let t = im.reshape(x, &{
                 let rest = crate::import::value::product(&shape[1..]);

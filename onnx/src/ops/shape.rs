@@ -50,7 +50,7 @@ pub(crate) fn constant(_im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 pub(crate) fn shape(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let s = im.shape(n.input(0)?)?;
     let r = s.len() as i64;
-    let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+    let clamp = |v: i64| (if v < 0 { v.saturating_add(r) } else { v }).clamp(0, r) as usize;
     let start = clamp(n.int_or("start", 0));
     let end = clamp(n.int_or("end", r));
     let dims = s[start..end.max(start)].to_vec();
@@ -83,7 +83,7 @@ pub(crate) fn constant_of_shape(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         .map(|d| d.as_int().and_then(|x| usize::try_from(x).ok()))
         .collect::<Option<Vec<_>>>()
     {
-        let count: usize = shape.iter().product();
+        let count = crate::import::value::folded_count(&shape)?;
         let data = if elem.is_float() {
             KData::Float(vec![value; count])
         } else {
@@ -116,7 +116,7 @@ pub(crate) fn range(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         return Err("delta is 0".into());
     }
     let count = ((l - s) / d).ceil().max(0.0);
-    if count > 1.0e8 {
+    if !(count <= crate::import::value::MAX_FOLDED as f64) {
         return Err(format!("{count} elements are too many").into());
     }
     let values: Vec<f64> = (0..count as usize).map(|k| s + k as f64 * d).collect();
@@ -338,7 +338,7 @@ pub(crate) fn flatten(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let r = s.len() as i64;
     let mut axis = n.int_or("axis", 1);
     if axis < 0 {
-        axis += r;
+        axis = axis.saturating_add(r);
     }
     if !(0..=r).contains(&axis) {
         return Err(format!("axis {} is out of range for rank {r}", n.int_or("axis", 1)).into());
