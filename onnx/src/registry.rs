@@ -88,7 +88,7 @@ pub static OPS: &[OnnxOp] = &[
     op("LessOrEqual", 12, "le", ew::compare),
     op("Log", 6, "log", ew::unary),
     op("LogSoftmax", 1, "log_softmax (opset < 13: flatten first)", rd::softmax),
-    op("Loop", 11, "unrolled (trip count and condition known at import)", control::loop_),
+    op("Loop", 11, "unrolled (trip count and condition known at import); while (condition computed by the body)", control::loop_),
     op("LpNormalization", 1, "x / sum(|x|) or x / sqrt(sum(x²))", nn::lp_norm),
     op("MatMul", 1, "matmul", nn::matmul),
     op("Max", 8, "maximum, variadic", ew::variadic),

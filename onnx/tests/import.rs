@@ -298,3 +298,92 @@ fn input_data_of_the_wrong_type_is_an_error() {
         "`x`: the model takes FLOAT, the data is INT64"
     );
 }
+
+fn floats(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(FLOAT),
+        dims: dims.to_vec(),
+        float_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// `y <- 2 y` while `sum(y) < bound`, at most 10 times: the body computes its
+/// condition, so the Loop becomes a `while` node.
+fn doubling_loop(bound: f32) -> Vec<u8> {
+    let body = GraphProto {
+        name: Some("body".into()),
+        input: vec![
+            value("i", INT64, &[]),
+            value("c", 9, &[]),
+            value("y_in", FLOAT, &["1"]),
+        ],
+        output: vec![value("c_out", 9, &[]), value("y_out", FLOAT, &["1"])],
+        node: vec![
+            node("Mul", &["y_in", "two"], &["y_out"], vec![]),
+            node(
+                "ReduceSum",
+                &["y_out"],
+                &["s"],
+                vec![int_attr("keepdims", 0)],
+            ),
+            node("Less", &["s", "hundred"], &["c_out"], vec![]),
+        ],
+        ..Default::default()
+    };
+    let graph_attr = AttributeProto {
+        name: Some("body".into()),
+        g: Some(body),
+        r#type: Some(5),
+        ..Default::default()
+    };
+    let mut cond = ints("cond", &[], &[1]);
+    cond.data_type = Some(9);
+    cond.int64_data.clear();
+    cond.int32_data = vec![1];
+    model(
+        vec![node("Loop", &["m", "cond", "y0"], &["y"], vec![graph_attr])],
+        vec![value("y0", FLOAT, &["1"])],
+        vec![value("y", FLOAT, &["1"])],
+        vec![
+            ints("m", &[], &[10]),
+            cond,
+            floats("two", &[1], &[2.0]),
+            floats("hundred", &[], &[bound]),
+        ],
+    )
+}
+
+#[test]
+fn a_loop_whose_body_computes_its_condition_becomes_a_while() {
+    let m = import(&doubling_loop(100.0), &ImportOptions::default()).expect("imports");
+    assert!(
+        m.graph.nodes().iter().any(|n| n.op.kind() == "while"),
+        "{}",
+        uop_graph::text::print_graph(&m.graph)
+    );
+    let y0 = HostTensor {
+        elem: uop_onnx::ElemType::Float,
+        shape: vec![1],
+        data: HostData::Float(vec![1.0]),
+    };
+    let inputs = m
+        .graph_inputs(&HashMap::from([("y0".to_string(), y0)]))
+        .expect("converts");
+    let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+    assert_eq!(
+        out[0].data,
+        vec![128.0],
+        "1 doubled until the sum is 100 or more"
+    );
+    let exe = uop_exec::compile(&m.graph).expect("compiles");
+    assert_eq!(exe.run(&inputs).expect("runs")[0].data, vec![128.0]);
+    let m = import(&doubling_loop(1e9), &ImportOptions::default()).expect("imports");
+    let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+    assert_eq!(
+        out[0].data,
+        vec![1024.0],
+        "the trip count M = 10 stops it first"
+    );
+}

@@ -67,7 +67,11 @@ fn mutated_models_are_errors_or_models_never_panics() {
         }
     }
     println!("{imported} mutated models imported, {errors} errors");
-    assert!(panics.is_empty(), "the importer panics on:\n{}", panics.join("\n"));
+    assert!(
+        panics.is_empty(),
+        "the importer panics on:\n{}",
+        panics.join("\n")
+    );
     assert!(errors > 0 && imported > 0);
 }
 
@@ -132,6 +136,10 @@ fn nasty_attribute_values_are_errors_or_models_never_panics() {
         }
     }
     println!("{tried} models with a nasty attribute imported or rejected");
-    assert!(panics.is_empty(), "the importer panics on:\n{}", panics.join("\n"));
+    assert!(
+        panics.is_empty(),
+        "the importer panics on:\n{}",
+        panics.join("\n")
+    );
     assert!(tried > 1000);
 }

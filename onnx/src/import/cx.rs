@@ -160,7 +160,10 @@ impl NodeIn<'_> {
     pub fn spatial(&self, name: &str, count: usize, min: i64, default: i64) -> CResult<Vec<i64>> {
         let v = self.ints(name).unwrap_or_else(|| vec![default; count]);
         if v.len() != count {
-            return Err(CErr::Msg(format!("`{name}` has {} values, {count} expected", v.len())));
+            return Err(CErr::Msg(format!(
+                "`{name}` has {} values, {count} expected",
+                v.len()
+            )));
         }
         if let Some(x) = v.iter().find(|&&x| x < min || x > 1 << 31) {
             return Err(CErr::Msg(format!("`{name}` value {x} is out of range")));

@@ -122,7 +122,11 @@ pub(crate) fn product(dims: &[Expr]) -> Expr {
 /// Axis `axis` (negative counts from the end) of a rank-`rank` tensor.
 pub(crate) fn norm_axis(axis: i64, rank: usize) -> Result<usize, String> {
     let r = rank as i64;
-    let a = if axis < 0 { axis.saturating_add(r) } else { axis };
+    let a = if axis < 0 {
+        axis.saturating_add(r)
+    } else {
+        axis
+    };
     if (0..r).contains(&a) {
         Ok(a as usize)
     } else {

@@ -6,9 +6,11 @@
 //! - Loop and Scan with trip counts known at import are unrolled: the body is
 //!   imported once per iteration, the iteration counter a known integer (so
 //!   `Slice(x, iter, iter + 1)` folds) and the scan inputs sliced per step; scan
-//!   outputs are stacked with `concat`. A Loop whose condition is computed at run
-//!   time, and a Scan over a symbolic length, are errors naming the reason (a
-//!   `while` / stacking `scan` super node is the later, general form).
+//!   outputs are stacked with `concat`.
+//! - A Loop whose body computes its condition becomes a `while` node (no scan
+//!   outputs: their length would be known only at run time).
+//! - A Scan over a symbolic length is an error naming the reason (a stacking `scan`
+//!   super node is the later, general form).
 
 use std::collections::HashMap;
 
@@ -214,6 +216,9 @@ pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         .skip(2)
         .map(|v| v.clone().ok_or("a missing loop-carried value"))
         .collect::<Result<_, _>>()?;
+    if !condition_passes_through(body) {
+        return as_while(im, n, body, trips, cond, state);
+    }
     let carried = state.len();
     let mut scans: Vec<Vec<Val>> = Vec::new();
     let mut i: i64 = 0;
@@ -401,4 +406,135 @@ fn scan_core(
         result.push(stack(im, &vals, out_axes.get(k).copied().unwrap_or(0))?);
     }
     Ok(result)
+}
+
+/// True when the body's condition output is its condition input passed through
+/// (directly or by Identity) or a constant: then it is known at import in every
+/// iteration and the Loop can be unrolled.
+fn condition_passes_through(body: &GraphProto) -> bool {
+    let (Some(cond_in), Some(out)) = (body.input.get(1), body.output.first()) else {
+        return true;
+    };
+    let cond_in = cond_in.name.as_deref().unwrap_or("");
+    let mut name = out.name.as_deref().unwrap_or("");
+    for _ in 0..=body.node.len() {
+        if name == cond_in {
+            return true;
+        }
+        let producer = body
+            .node
+            .iter()
+            .find(|n| n.output.iter().any(|o| o == name));
+        match producer {
+            Some(p) if p.op_type.as_deref() == Some("Identity") => {
+                name = p.input.first().map_or("", String::as_str);
+            }
+            Some(p) => return p.op_type.as_deref() == Some("Constant"),
+            None => return false,
+        }
+    }
+    false
+}
+
+/// A Loop whose condition the body computes at run time: a `while` node over the
+/// state (counter, condition, carried values...), looping while the condition holds
+/// and the counter is below the trip count. Scan outputs would have a length known
+/// only at run time, so they are an error.
+fn as_while(
+    im: &mut Im,
+    n: &NodeIn,
+    body: &GraphProto,
+    trips: Option<i64>,
+    cond: bool,
+    state: Vec<Val>,
+) -> CResult<Vec<Val>> {
+    let carried = state.len();
+    if n.proto.output.len() > carried {
+        return Err("a Loop whose condition is computed at run time cannot have scan outputs (their length is known only at run time)".into());
+    }
+    if !cond || trips == Some(0) {
+        return Ok(state);
+    }
+    let elems: Vec<crate::data::ElemType> = state.iter().map(elem_of).collect();
+    let mut init = vec![im.g.scalar(0.0), im.g.scalar(1.0)];
+    for v in &state {
+        init.push(im.float(v)?);
+    }
+    let types = init
+        .iter()
+        .map(|r| im.g.type_of(*r).cloned())
+        .collect::<Result<Vec<_>, _>>()?;
+    let names: Vec<String> = (0..init.len()).map(|k| format!("p{k}")).collect();
+    let limit = trips.map(|m| m as f64);
+    let cond_fn = im.g.sub_function(
+        names.clone(),
+        types.clone(),
+        Box::new(move |g, s| {
+            let c = g.call("ne", &[s[1].into(), uop_graph::Arg::Float(0.0)], &[])?;
+            let c = match limit {
+                Some(m) => {
+                    let l = g.call("lt", &[s[0].into(), uop_graph::Arg::Float(m)], &[])?;
+                    g.op("mul", &[c, l])?
+                }
+                None => c,
+            };
+            Ok(vec![c.into()])
+        }),
+    )?;
+    let body_fn = {
+        let Im { g, env } = im;
+        g.sub_function(
+            names,
+            types,
+            Box::new(|g, s| {
+                let mut inner = Im { g, env };
+                while_body(&mut inner, body, s, &elems).map_err(|e| match e {
+                    CErr::Msg(m) => BuildError::new(m),
+                    CErr::NeedsConstant { input, slot } => BuildError::new(format!(
+                        "input `{input}` (the {slot} of a node in the loop body) must be known at import"
+                    )),
+                })
+            }),
+        )?
+    };
+    let outs = im.g.add_multi(
+        Op::While {
+            cond: cond_fn,
+            body: body_fn,
+        },
+        init,
+    )?;
+    Ok(outs[2..]
+        .iter()
+        .zip(elems)
+        .map(|(r, e)| Val::Graph(*r, e))
+        .collect())
+}
+
+/// The `while` body: the ONNX body on (counter, condition, carried...), then the
+/// next counter, the condition as a single value and the carried values.
+fn while_body(
+    im: &mut Im,
+    body: &GraphProto,
+    s: &[uop_graph::Ref],
+    elems: &[crate::data::ElemType],
+) -> CResult<Vec<Source>> {
+    use crate::data::ElemType;
+    let mut args = vec![
+        Val::Graph(s[0], ElemType::Int64),
+        Val::Graph(s[1], ElemType::Bool),
+    ];
+    args.extend(s[2..].iter().zip(elems).map(|(r, e)| Val::Graph(*r, *e)));
+    let out = call_body(im, body, &args)?;
+    if out.len() != s.len() - 1 {
+        return Err("the body must return the condition and the carried values".into());
+    }
+    let next = im.with_scalar("add", s[0], 1.0)?;
+    let c = im.float(&out[0])?;
+    let c = im.reshape(c, &[])?;
+    let mut results = vec![Source::Ref(next), Source::Ref(c)];
+    for v in &out[1..] {
+        results.push(Source::Ref(im.float(v)?));
+    }
+    Ok(results)
 }

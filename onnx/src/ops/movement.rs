@@ -143,7 +143,9 @@ fn python_range(start: i64, end: Option<i64>, step: i64, len: i64) -> Vec<usize>
         let mut i = s;
         while i < e {
             out.push(i as usize);
-            let Some(next) = i.checked_add(step) else { break };
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
             i = next;
         }
     } else {
@@ -154,7 +156,9 @@ fn python_range(start: i64, end: Option<i64>, step: i64, len: i64) -> Vec<usize>
         let mut i = s;
         while i > e {
             out.push(i as usize);
-            let Some(next) = i.checked_add(step) else { break };
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
             i = next;
         }
     }
