@@ -493,6 +493,26 @@ pub(crate) fn composed(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     Ok(vec![im.fval(r)])
 }
 
+/// Round: half to even, as `r = floor(x + 1/2)`, less 1 where `x + 1/2` is an odd
+/// integer (a tie rounded up to an odd number); an integral `x` is itself (above
+/// 2^23 in f32, `x + 1/2` would itself round).
+pub(crate) fn round(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
+    let x = im.float(n.input(0)?)?;
+    let h = im.with_scalar("add", x, 0.5)?;
+    let r = im.op("floor", &[h])?;
+    let tie = im.op("eq", &[h, r])?;
+    let half = im.with_scalar("mul", r, 0.5)?;
+    let fh = im.op("floor", &[half])?;
+    let even = im.op("eq", &[half, fh])?;
+    let odd = im.scalar_with("sub", 1.0, even)?;
+    let down = im.op("mul", &[tie, odd])?;
+    let r = im.op("sub", &[r, down])?;
+    let fx = im.op("floor", &[x])?;
+    let integral = im.op("eq", &[fx, x])?;
+    let r = im.op("where", &[integral, x, r])?;
+    Ok(vec![Val::Graph(r, elem_of(n.input(0)?))])
+}
+
 fn softplus(im: &mut Im, x: Ref) -> CResult<Ref> {
     let e = im.op("exp", &[x])?;
     let p = im.with_scalar("add", e, 1.0)?;

@@ -128,6 +128,7 @@ pub(crate) fn conv(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         .ints("kernel_shape")
         .unwrap_or_else(|| ws[2..].iter().map(|&k| k as i64).collect());
     let w = window(n, &xs[2..], kernel)?;
+    // (xs has the weight's rank, at least 3: checked above.)
     let op = match w.kernel.len() {
         1 => "conv1d",
         2 => "conv2d",
@@ -249,8 +250,12 @@ pub(crate) fn pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let xv = n.input(0)?;
     let xs = im.shape(xv)?;
     let kernel = n.ints("kernel_shape").ok_or("no kernel_shape")?;
-    if kernel.len() != 2 {
-        return Err(format!("{}-D pooling is not supported (2-D is)", kernel.len()).into());
+    if !(1..=2).contains(&kernel.len()) || xs.len() != kernel.len() + 2 {
+        return Err(format!(
+            "{}-D pooling is not supported (1-D and 2-D are)",
+            kernel.len()
+        )
+        .into());
     }
     if n.int_or("ceil_mode", 0) != 0 {
         return Err("ceil_mode is not supported".into());
@@ -258,12 +263,25 @@ pub(crate) fn pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     if n.wants_output(1) {
         return Err("the Indices output is not supported".into());
     }
-    let w = window(n, &xs[2..], kernel)?;
+    let mut w = window(n, &xs[2..], kernel)?;
     let max = n.op() == "MaxPool";
     if !max && w.dilations.iter().any(|&d| d != 1) {
         return Err("AveragePool with dilations is not supported".into());
     }
-    let x = im.float(xv)?;
+    let mut x = im.float(xv)?;
+    let one_d = w.kernel.len() == 1;
+    if one_d {
+        // [N, C, L] pooled as [N, C, 1, L] with a 1-high window.
+        let mut lifted = xs.clone();
+        lifted.insert(2, Expr::Int(1));
+        x = im.reshape(x, &lifted)?;
+        w = Window {
+            kernel: vec![1, w.kernel[0]],
+            strides: vec![1, w.strides[0]],
+            dilations: vec![1, w.dilations[0]],
+            pads: vec![(0, 0), w.pads[0]],
+        };
+    }
     let base = |im: &mut Im, x: Ref, padding: &[i64]| -> CResult<Ref> {
         let mut attrs = vec![
             ("stride", ints_arg(&w.strides)),
@@ -296,6 +314,13 @@ pub(crate) fn pool(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             let counts = base(im, q, &[0, 0])?;
             im.op("div", &[sums, counts])?
         }
+    };
+    let r = if one_d {
+        let mut s = im.g.type_of(r)?.shape.clone();
+        s.remove(2);
+        im.reshape(r, &s)?
+    } else {
+        r
     };
     Ok(vec![im.fval(r)])
 }
