@@ -490,10 +490,12 @@ fn tensor_type(
         .iter()
         .enumerate()
         .map(|(k, d)| match &d.value {
-            Some(DimValue::DimValue(v)) if *v >= 0 => Ok(Expr::Int(*v)),
+            Some(DimValue::DimValue(v)) if (0..=i64::from(i32::MAX)).contains(v) => {
+                Ok(Expr::Int(*v))
+            }
             Some(DimValue::DimValue(v)) => Err(ImportError::Type {
                 tensor: name.clone(),
-                message: format!("dimension {k} is negative ({v})"),
+                message: format!("dimension {k} ({v}) is out of range"),
             }),
             Some(DimValue::DimParam(p)) if !p.is_empty() => Ok(Expr::Name(names.map(p))),
             _ => Ok(Expr::Name(names.map(&format!("{name}_dim{k}")))),
