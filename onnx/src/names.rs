@@ -84,7 +84,7 @@ impl NameMap {
 
 /// `onnx` with every character outside `[A-Za-z0-9_]` replaced by `_` and a leading
 /// digit (or an empty name) prefixed with `v_`.
-fn legal_base(onnx: &str) -> String {
+pub(crate) fn legal_base(onnx: &str) -> String {
     let s: String = onnx
         .chars()
         .map(|c| {

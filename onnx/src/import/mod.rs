@@ -294,10 +294,29 @@ pub(crate) fn import_nodes(im: &mut Im, nodes: &[NodeProto]) -> Result<(), Impor
                 opset,
                 message: format!("output {k} (`{name}`) is not supported"),
             })?;
+            name_value(im, &v, name);
             im.env.set(name, v);
         }
     }
     Ok(())
+}
+
+/// Gives a graph value computed by a node the legal form of its ONNX name (a hint
+/// for printing: the printer keeps names unique and avoids reserved words), unless
+/// it already has one or is a graph input.
+fn name_value(im: &mut Im, v: &Val, onnx: &str) {
+    let Val::Graph(r, _) = v else { return };
+    if im.env.input_of.contains_key(r) {
+        return;
+    }
+    let unnamed =
+        im.g.graph()
+            .node(r.node)
+            .and_then(|n| n.names.get(r.output))
+            .is_some_and(Option::is_none);
+    if unnamed {
+        let _ = im.g.name(*r, &crate::names::legal_base(onnx));
+    }
 }
 
 fn node_error(op: &str, node: &str, opset: i64, e: CErr) -> ImportError {
