@@ -1,9 +1,35 @@
-//! `uop`: the micro-op tensor compiler. This crate re-exports the compiler
-//! ([`uop_codegen`]), its Cranelift backend ([`uop_cranelift`]), the macro-op library ([`uop_ops`]) and the runtime generated
-//! kernels call ([`uop_runtime`]), and holds the `uop` command-line tool.
+//! `uop`: the micro-op tensor compiler. This crate is the facade of the workspace's
+//! crates, and holds the `uop` command-line tool.
 //!
-//! With the feature `prebuilt` (off by default: a long compile), `uop::kernels`
-//! re-exports the prebuilt kernels of the crate `uop-kernels`.
+//! | module | crate | what it is | entry points |
+//! |---|---|---|---|
+//! | [`codegen`] | `uop-codegen` | the compiler: micro ops, loop IR, passes, the Rust backend, interpreters | the compile driver [`codegen::compile::compile`]; the oracle [`codegen::interp::run`] |
+//! | [`jit`] | (here) | run-time compilation to machine code, over [`cranelift`] | [`jit::compile`], then [`jit::Kernel::run`] |
+//! | [`cranelift`] | `uop-cranelift` | the Cranelift backend: JIT and object files | [`cranelift::compile_program`] |
+//! | [`ops`] | `uop-ops` | the macro-op library (matmul, conv, softmax, ...) written in micro ops | [`ops::registry`] |
+//! | [`graph`] | `uop-graph` | graphs with functions and control flow: text, passes, memory plan, schedule, gradients, AOT to Rust, the graph interpreter | [`graph::text::parse_graph`], [`graph::pass::prepare`], the oracle [`graph::run`] |
+//! | [`exec`] | `uop-exec` | the graph executor: a prepared graph's kernels JIT-compiled once, run in one arena on streams | [`exec::compile`], then [`exec::Executable::run`] |
+//! | [`runtime`] | `uop-runtime` | what generated kernels call: errors, checks, aligned buffers, the worker pool | [`AlignedVec`] |
+//! | `kernels` | `uop-kernels` | (feature `prebuilt`, off by default: a long compile) kernels compiled at build time | |
+//! | [`npy`] | (here) | `.npy` files, the command line's exchange format | [`npy::read_npy`], [`npy::write_npy`] |
+//! | [`bench`](mod@bench) | (here) | the speed workloads of `uop bench` | |
+//! | [`cli`] | (here) | the `uop` command line, one module per subcommand | `uop run`, `uop print`, ... (`docs/cli.md`) |
+//!
+//! ```
+//! use uop::codegen::tensor::Tensor;
+//!
+//! // A graph with a loop, parsed, compiled once and run on the executor.
+//! let graph = uop::graph::text::parse_graph(
+//!     "input x: f32[]\nfn more(v) { return lt(v, 100) }\nfn step(v) { return mul(v, 3) }\ny = while(more, step, x)\noutput y\n",
+//!     uop::graph::default_registry(),
+//! )?;
+//! let exe = uop::exec::compile(&graph)?;
+//! let x = Tensor::new(uop::codegen::uop::DType::F32, vec![], vec![2.0])?;
+//! assert_eq!(exe.run(&[x.clone()])?[0].data, vec![162.0]);
+//! // The graph interpreter, the oracle, agrees.
+//! assert_eq!(uop::graph::run(&graph, &[x], &Default::default())?[0].data, vec![162.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub use uop_codegen as codegen;
 pub use uop_cranelift as cranelift;

@@ -5,6 +5,35 @@
 //! a [`uop::Program`], and evaluated by the reference interpreter or lowered to the
 //! loop IR.
 //!
+//! **The entry point is [`compile::compile`]**: a [`uop::Program`] to the optimized
+//! [`loops::LoopProgram`] every backend emits, under [`compile::CompileOptions`]
+//! (target, checks, schedule, disabled passes). Every path that compiles goes through
+//! it: the command line, the JIT (crate `uop-cranelift`), the Rust backend, the
+//! build-time API, the graph executor (crate `uop-exec`).
+//!
+//! The modules, in the order a program goes through them:
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`index`] | index and size expressions: tree, parser, printer, evaluation, simplifier, intervals |
+//! | [`uop`] | the micro ops, the checked [`uop::Builder`], [`uop::Program`], binding a program to sizes |
+//! | [`text`] | the `.uop` text format: parser, printer, the macro-op [`text::Registry`] |
+//! | [`grad`] | gradients of programs, written in micro ops |
+//! | [`loops`] | the loop IR: lowering, printer and parser, verifier, analyses |
+//! | [`pass`] | the optimizer: the pipeline of loop-IR passes |
+//! | [`compile`] | the one compile driver ([`compile::compile`]) and its options |
+//! | [`target`] | the machines code is generated for, as typed facts |
+//! | [`plan`] | the planning step: how each marked nest is realized, decided before emitting |
+//! | [`backend`] | the Rust backend (source text) and the names and helpers the backends share |
+//! | [`build`] | the build-time API a `build.rs` calls to write Rust kernels into `OUT_DIR` |
+//! | [`signature`] | a kernel's interface, and the one bind and memory check of a call ([`signature::Signature::bind`], [`signature::Bound::check_run`]) |
+//! | [`sizes`] | checked sizes: concrete shapes, element counts, accounting, iteration counts |
+//! | [`run`] | the run-time error vocabulary shared by every engine, and the C ABI's status codes |
+//! | [`interp`] | the reference interpreter (the oracle) and the loop-IR interpreter |
+//! | [`tensor`] | dense tensors with concrete shapes, as the interpreters see them |
+//! | [`diag`] | positioned diagnostics with a caret under the offending text |
+//! | `testing` | (feature `testing`) random programs and the differential oracle |
+//!
 //! ```
 //! use std::collections::HashMap;
 //! use uop_codegen::{interp, tensor::Tensor, uop::{Builder, DType, UnaryOp}};

@@ -32,9 +32,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use uop_runtime::Ledger;
+
 use crate::index::{Bindings, Expr, list};
-use crate::loops::LoopProgram;
+use crate::loops::{LoopProgram, TensorKind};
 use crate::run::RunError;
+use crate::sizes::{account, check_iterations};
 use crate::uop::{DType, InputDecl, Program, bind_inputs, concrete_shape};
 
 /// One input or output of a kernel.
@@ -97,6 +100,84 @@ impl Bound {
     pub fn output_shapes(&self) -> Vec<Vec<usize>> {
         self.outputs.iter().map(|e| e.shape.clone()).collect()
     }
+
+    /// The one check of a compiled kernel's run before anything is allocated (the
+    /// JIT's entries, and through them the command line and the graph executor):
+    /// the memory [`Bound::account_run`] counts, against the memory limit
+    /// ([`uop_runtime::memory_limit`]); with [`RunBuffers::Owned`], the iteration
+    /// counts too ([`check_iterations`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Memory`] when the buffers need more than the limit, a size error
+    /// when a temporary's size cannot be had, and an iteration count that overflows.
+    pub fn check_run(&self, program: &LoopProgram, buffers: RunBuffers) -> Result<(), RunError> {
+        let has_temporaries = program.tensors.iter().any(|t| t.kind == TensorKind::Temp);
+        if buffers == RunBuffers::Borrowed && !has_temporaries {
+            return Ok(());
+        }
+        let mut ledger = Ledger::new();
+        self.account_run(program, buffers, &mut ledger)?;
+        ledger.check()?;
+        if buffers == RunBuffers::Owned {
+            check_iterations(program, &self.bindings)?;
+        }
+        Ok(())
+    }
+
+    /// The one accounting of a compiled kernel's run: adds to `ledger` every buffer
+    /// a run of `program` — the loop program whose signature this is bound from —
+    /// allocates under these sizes, as `buffers` says who holds the inputs and
+    /// outputs. Temporaries count in their element type, a row-local one as one row
+    /// (as the machine code stores it).
+    ///
+    /// # Errors
+    ///
+    /// A size error when a temporary's size cannot be had, and
+    /// [`RunError::Memory`] when a buffer's bytes overflow.
+    pub fn account_run(
+        &self,
+        program: &LoopProgram,
+        buffers: RunBuffers,
+        ledger: &mut Ledger,
+    ) -> Result<(), RunError> {
+        if buffers == RunBuffers::Owned {
+            for (t, extent) in program.inputs.iter().zip(&self.inputs) {
+                let t = &program.tensors[t.0];
+                account(ledger, &t.name, &extent.shape, t.dtype.size())?;
+            }
+            for (t, extent) in program.outputs.iter().zip(&self.outputs) {
+                let t = &program.tensors[t.0];
+                let size = t.dtype.size() + std::mem::size_of::<f64>();
+                account(ledger, &t.name, &extent.shape, size)?;
+            }
+        }
+        for t in program
+            .tensors
+            .iter()
+            .filter(|t| t.kind == TensorKind::Temp)
+        {
+            let mut shape = concrete_shape(&t.name, &t.shape, &self.bindings)?;
+            if let Some(size) = t.row_local.and_then(|axis| shape.get_mut(axis)) {
+                *size = 1;
+            }
+            account(ledger, &t.name, &shape, t.dtype.size())?;
+        }
+        Ok(())
+    }
+}
+
+/// Who holds a compiled kernel's inputs and outputs during a run, which decides
+/// what [`Bound::check_run`] accounts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunBuffers {
+    /// The caller (slices, raw buffers, the graph executor's arena): the run
+    /// allocates only the kernel's temporaries.
+    Borrowed,
+    /// The run itself: a typed copy of every input, and every output twice (the
+    /// kernel's typed buffer, then the `f64` tensor returned), besides the
+    /// temporaries.
+    Owned,
 }
 
 impl Signature {
@@ -288,6 +369,37 @@ mod tests {
                 usize::MAX / 2
             )
         );
+    }
+
+    #[test]
+    fn a_run_accounts_its_own_buffers_and_the_temporaries_as_stored() {
+        // Lowered without the passes: `t1 = exp(x)` is a temporary of N f32s.
+        let mut b = Builder::new(DType::F32);
+        let x = b.input("x", DType::F32, &["N"]).unwrap();
+        let y = b.unary(UnaryOp::Exp, x).unwrap();
+        let z = b.unary(UnaryOp::Neg, y).unwrap();
+        let mut lowered = crate::loops::lower(&b.combine(&[x], &[z]).unwrap());
+        let bound = lowered.signature().bind(&[&[10]], &HashMap::new()).unwrap();
+        let total = |p: &LoopProgram, buffers| {
+            let mut ledger = Ledger::with_limit(u64::MAX);
+            bound.account_run(p, buffers, &mut ledger).unwrap();
+            ledger.total()
+        };
+        // The caller holds x and z: only the temporary, 10 f32s.
+        assert_eq!(total(&lowered, RunBuffers::Borrowed), 40);
+        // A typed copy of x (40), z's typed buffer and f64 tensor (40 + 80), and the
+        // temporary (40).
+        assert_eq!(total(&lowered, RunBuffers::Owned), 200);
+        // A row-local temporary is stored one row at a time.
+        let temp = lowered
+            .tensors
+            .iter_mut()
+            .find(|t| t.kind == TensorKind::Temp)
+            .unwrap();
+        temp.row_local = Some(0);
+        assert_eq!(total(&lowered, RunBuffers::Borrowed), 4);
+        assert_eq!(total(&lowered, RunBuffers::Owned), 164);
+        assert_eq!(bound.check_run(&lowered, RunBuffers::Owned), Ok(()));
     }
 
     #[test]

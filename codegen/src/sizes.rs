@@ -5,13 +5,14 @@
 //! overflows, an element count beyond `i64::MAX` (index arithmetic is `i64`), or a
 //! loop nest whose iteration count overflows is an error naming the tensor and the
 //! size expression, never a wrapped number. The interpreters, the command line and
-//! the JIT's callers all go through [`concrete_shape`], [`element_count`],
-//! [`account`] and [`check_iterations`] before they allocate or run anything.
+//! the JIT all go through [`concrete_shape`], [`element_count`], [`account`] and
+//! [`check_iterations`] before they allocate or run anything; a compiled kernel's run
+//! is accounted in one place, [`Bound::check_run`](crate::signature::Bound::check_run).
 
 use uop_runtime::{Ledger, MemoryError};
 
 use crate::index::{Bindings, Env, Expr, Interval, Ranges, list};
-use crate::loops::{Block, LoopProgram, Stmt, TensorKind};
+use crate::loops::{Block, LoopProgram, Stmt};
 use crate::uop::BindError;
 
 /// The largest element count or iteration count a program may have: index
@@ -76,33 +77,6 @@ pub fn account_interpreter<'a>(
         account(&mut ledger, name, shape, std::mem::size_of::<f64>())?;
     }
     ledger.check()
-}
-
-/// What a caller of a compiled kernel of `program` (Cranelift JIT, Rust) checks
-/// before it allocates buffers and runs it: binds the input shapes and params,
-/// makes every tensor's shape concrete ([`concrete_shape`]), refuses iteration
-/// counts that overflow ([`check_iterations`]) and accounts the memory of the run
-/// against the limit: inputs and outputs as the caller's `f64` tensors plus the
-/// kernel's typed buffers, temporaries in the program's type. Returns the bindings
-/// and every tensor's shape.
-pub fn check_kernel_run(
-    program: &LoopProgram,
-    input_shapes: &[&[usize]],
-    params: &std::collections::HashMap<String, i64>,
-) -> Result<(Bindings, Vec<Vec<usize>>), crate::interp::RunError> {
-    let bindings = program.bind(input_shapes, params)?;
-    let shapes = program.shapes(&bindings)?;
-    check_iterations(program, &bindings)?;
-    let mut ledger = Ledger::new();
-    for (t, shape) in program.tensors.iter().zip(&shapes) {
-        let size = match t.kind {
-            TensorKind::Temp => t.dtype.size(),
-            TensorKind::Input | TensorKind::Output => t.dtype.size() + std::mem::size_of::<f64>(),
-        };
-        account(&mut ledger, &t.name, shape, size)?;
-    }
-    ledger.check()?;
-    Ok((bindings, shapes))
 }
 
 /// Checks that no block of `program` runs more than [`MAX_COUNT`] iterations under

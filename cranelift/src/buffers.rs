@@ -1,101 +1,15 @@
-//! The memory of a JIT kernel's run, accounted before it is taken: the owned,
-//! typed buffers [`Kernel::run`](super::Kernel::run) copies its tensors into and
-//! its outputs out of, allocated with `try_reserve` (an allocation the system
-//! refuses is an error, never an abort), and the checks every entry makes against
-//! the process-wide memory limit ([`uop_runtime::memory_limit`]) before anything is
-//! allocated.
-//!
-//! [`check_run`] is what `Kernel::run` accounts: a typed copy of every input, every
-//! output twice (the kernel's typed buffer, then the `f64` tensor returned) and the
-//! temporaries the machine code allocates. [`check_temporaries`] is what the
-//! borrowing entries (`run_slices`, `run_ptrs`) account: their caller holds the
-//! inputs and outputs, the kernel allocates only its temporaries.
+//! The owned, typed buffers [`Kernel::run`](super::Kernel::run) copies its tensors
+//! into and its outputs out of, allocated with `try_reserve` (an allocation the
+//! system refuses is an error, never an abort) after the run's memory was accounted
+//! ([`Bound::check_run`](crate::signature::Bound::check_run) with
+//! [`RunBuffers::Owned`](crate::signature::RunBuffers::Owned)).
 
-use uop_runtime::{Ledger, MemoryError, try_filled};
+use uop_runtime::{MemoryError, try_filled};
 
-use crate::index::Bindings;
-use crate::loops::{LoopProgram, TensorKind};
-use crate::run::RunError;
-use crate::signature::{Bound, Signature};
-use crate::sizes::{account, check_iterations, concrete_shape};
 use crate::tensor::Tensor;
 use crate::uop::DType;
 
 use super::{Input, Output};
-
-/// Bytes of an `f64`, the element type of every [`Tensor`].
-const F64: usize = std::mem::size_of::<f64>();
-
-/// Accounts every buffer `Kernel::run` holds for `program` (of signature `sig`)
-/// bound as `bound` (see the
-/// module docs) against the memory limit, and checks that no loop nest runs more
-/// iterations than index arithmetic counts.
-///
-/// # Errors
-///
-/// [`RunError::Memory`] when the buffers need more than the limit, a size error
-/// when a temporary's size cannot be had, and an iteration count that overflows.
-pub(super) fn check_run(
-    program: &LoopProgram,
-    sig: &Signature,
-    bound: &Bound,
-) -> Result<(), RunError> {
-    let mut ledger = Ledger::new();
-    for (spec, extent) in sig.inputs.iter().zip(&bound.inputs) {
-        account(&mut ledger, &spec.name, &extent.shape, spec.dtype.size())?;
-    }
-    for (spec, extent) in sig.outputs.iter().zip(&bound.outputs) {
-        account(
-            &mut ledger,
-            &spec.name,
-            &extent.shape,
-            spec.dtype.size() + F64,
-        )?;
-    }
-    add_temporaries(&mut ledger, program, &bound.bindings)?;
-    ledger.check()?;
-    check_iterations(program, &bound.bindings)?;
-    Ok(())
-}
-
-/// Accounts the temporaries the machine code of `program` allocates under
-/// `bindings` against the memory limit (nothing to do for a program without any).
-///
-/// # Errors
-///
-/// As [`check_run`], for the temporaries alone.
-pub(super) fn check_temporaries(
-    program: &LoopProgram,
-    bindings: &Bindings,
-) -> Result<(), RunError> {
-    if program.tensors.iter().all(|t| t.kind != TensorKind::Temp) {
-        return Ok(());
-    }
-    let mut ledger = Ledger::new();
-    add_temporaries(&mut ledger, program, bindings)?;
-    Ok(ledger.check()?)
-}
-
-/// Adds every temporary of `program` to `ledger` as the machine code stores it: a
-/// row-local temporary keeps one row.
-fn add_temporaries(
-    ledger: &mut Ledger,
-    program: &LoopProgram,
-    bindings: &Bindings,
-) -> Result<(), RunError> {
-    for t in program
-        .tensors
-        .iter()
-        .filter(|t| t.kind == TensorKind::Temp)
-    {
-        let mut shape = concrete_shape(&t.name, &t.shape, bindings)?;
-        if let Some(size) = t.row_local.and_then(|axis| shape.get_mut(axis)) {
-            *size = 1;
-        }
-        account(ledger, &t.name, &shape, t.dtype.size())?;
-    }
-    Ok(())
-}
 
 /// An owned, typed copy of a tensor's elements.
 pub(super) enum Buffer {

@@ -26,7 +26,7 @@
 //!   f32 programs, bit-identical to the runtime's [`vmath`](uop_runtime::vmath),
 //!   which Rust kernels call;
 //! - [`runtime`]: the math, allocation and zeroing functions kernels call;
-//! - the JIT ([`compile`], [`Kernel`], a process-wide cache) and object-file output
+//! - the JIT ([`compile()`], [`Kernel`], a process-wide cache) and object-file output
 //!   ([`emit_object`], [`emit_clif`]).
 //!
 //! Results are bit-identical to [`interp::run_loops`](uop_codegen::interp::run_loops) with
@@ -41,10 +41,11 @@
 //! modules as `crate::loops`, `crate::uop`, ... through the imports below.
 
 // The compiler's modules under the names this backend's files use.
-use uop_codegen::{backend, index, loops, plan, run, signature, sizes, target, tensor, uop};
+use uop_codegen::{backend, index, loops, plan, run, signature, target, tensor, uop};
 
 pub mod abi;
 mod buffers;
+mod call;
 pub mod runtime;
 mod translate;
 mod vmath;
@@ -64,13 +65,12 @@ use thiserror::Error;
 use crate::backend::names::{Language, NameError, check_kernel_name};
 use crate::loops::LoopProgram;
 pub use crate::run::RunError;
-use crate::signature::{Bound, Signature};
-use crate::tensor::Tensor;
-use crate::uop::{DType, Program};
+use crate::signature::Signature;
+use crate::uop::Program;
 use uop_codegen::compile::{self, CompileError, CompileOptions, Target};
 
 pub use abi::Status;
-use buffers::Buffer;
+pub use call::{Checked, Input, Output, RawBuffer};
 use runtime::Linking;
 use translate::Entry;
 pub use vmath::uses_inline_math;
@@ -366,76 +366,6 @@ pub fn clear_cache() {
     cache.order.clear();
 }
 
-/// An input of [`Kernel::run_slices`]: elements, row-major.
-#[derive(Clone, Copy, Debug)]
-pub enum Input<'a> {
-    /// f32 elements.
-    F32(&'a [f32]),
-    /// f64 elements.
-    F64(&'a [f64]),
-    /// i32 elements (index tensors).
-    I32(&'a [i32]),
-}
-
-/// An output of [`Kernel::run_slices`]: room for the elements, row-major.
-#[derive(Debug)]
-pub enum Output<'a> {
-    /// f32 elements.
-    F32(&'a mut [f32]),
-    /// f64 elements.
-    F64(&'a mut [f64]),
-    /// i32 elements (an index output, such as `argmax`'s of an i32 program).
-    I32(&'a mut [i32]),
-}
-
-impl Input<'_> {
-    fn dtype(&self) -> DType {
-        match self {
-            Input::F32(_) => DType::F32,
-            Input::F64(_) => DType::F64,
-            Input::I32(_) => DType::I32,
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            Input::F32(s) => s.len(),
-            Input::F64(s) => s.len(),
-            Input::I32(s) => s.len(),
-        }
-    }
-    fn ptr(&self) -> *const u8 {
-        match self {
-            Input::F32(s) => s.as_ptr().cast(),
-            Input::F64(s) => s.as_ptr().cast(),
-            Input::I32(s) => s.as_ptr().cast(),
-        }
-    }
-}
-
-impl Output<'_> {
-    fn dtype(&self) -> DType {
-        match self {
-            Output::F32(_) => DType::F32,
-            Output::F64(_) => DType::F64,
-            Output::I32(_) => DType::I32,
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            Output::F32(s) => s.len(),
-            Output::F64(s) => s.len(),
-            Output::I32(s) => s.len(),
-        }
-    }
-    fn ptr(&mut self) -> *mut u8 {
-        match self {
-            Output::F32(s) => s.as_mut_ptr().cast(),
-            Output::F64(s) => s.as_mut_ptr().cast(),
-            Output::I32(s) => s.as_mut_ptr().cast(),
-        }
-    }
-}
-
 impl Kernel {
     /// The loop program this kernel runs.
     pub fn program(&self) -> &LoopProgram {
@@ -450,258 +380,6 @@ impl Kernel {
     /// The interface this kernel was compiled with.
     pub fn signature(&self) -> &Signature {
         &self.compiled.signature
-    }
-
-    /// The output shapes for the given input shapes and params (checks them all,
-    /// every element and byte count included).
-    pub fn output_shapes(
-        &self,
-        input_shapes: &[&[usize]],
-        params: &HashMap<String, i64>,
-    ) -> Result<Vec<Vec<usize>>, RunError> {
-        Ok(self
-            .compiled
-            .signature
-            .bind(input_shapes, params)?
-            .output_shapes())
-    }
-
-    /// Runs on tensors, returning the outputs (like [`interp::run_loops`](uop_codegen::interp::run_loops)).
-    pub fn run(
-        &self,
-        inputs: &[Tensor],
-        params: &HashMap<String, i64>,
-    ) -> Result<Vec<Tensor>, RunError> {
-        let sig = &self.compiled.signature;
-        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
-        // Bound before anything is allocated: a size that overflows is refused here.
-        let bound = sig.bind(&shapes, params)?;
-        for (t, spec) in inputs.iter().zip(&sig.inputs) {
-            if t.dtype != spec.dtype {
-                return Err(RunError::InputType {
-                    input: spec.name.clone(),
-                    expected: spec.dtype,
-                    found: t.dtype,
-                });
-            }
-        }
-        // Every buffer of the run is accounted against the memory limit, and every
-        // loop's iteration count checked, before anything is allocated.
-        buffers::check_run(&self.compiled.program, sig, &bound)?;
-        let buffers: Vec<Buffer> = inputs
-            .iter()
-            .zip(&sig.inputs)
-            .map(|(t, spec)| Buffer::copy_of(&spec.name, t))
-            .collect::<Result<_, _>>()?;
-        let args: Vec<(Input<'_>, &[usize])> = buffers
-            .iter()
-            .zip(&shapes)
-            .map(|(b, s)| (b.input(), *s))
-            .collect();
-        let mut outs: Vec<Buffer> = sig
-            .outputs
-            .iter()
-            .zip(&bound.outputs)
-            .map(|(spec, extent)| Buffer::zeroed(&spec.name, spec.dtype, extent.elements))
-            .collect::<Result<_, _>>()?;
-        {
-            let mut slices: Vec<Output<'_>> = outs.iter_mut().map(Buffer::output).collect();
-            self.run_bound(&bound, &args, params, &mut slices)?;
-        }
-        outs.into_iter()
-            .zip(&sig.outputs)
-            .zip(bound.output_shapes())
-            .map(|((buffer, spec), shape)| {
-                Ok(Tensor {
-                    dtype: spec.dtype,
-                    shape,
-                    data: buffer.into_f64(&spec.name)?,
-                })
-            })
-            .collect()
-    }
-
-    /// The fast path: runs on borrowed slices, writing into `outputs` (sized by
-    /// [`Kernel::output_shapes`]; they need no initialization). Every shape, type,
-    /// length and size is checked before the machine code runs.
-    pub fn run_slices(
-        &self,
-        inputs: &[(Input<'_>, &[usize])],
-        params: &HashMap<String, i64>,
-        outputs: &mut [Output<'_>],
-    ) -> Result<(), RunError> {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
-        let bound = self.compiled.signature.bind(&shapes, params)?;
-        self.run_bound(&bound, inputs, params, outputs)
-    }
-
-    /// Checks the slices against `bound` (this kernel's signature bound to their
-    /// shapes) and runs the machine code.
-    fn run_bound(
-        &self,
-        bound: &Bound,
-        inputs: &[(Input<'_>, &[usize])],
-        params: &HashMap<String, i64>,
-        outputs: &mut [Output<'_>],
-    ) -> Result<(), RunError> {
-        let buffers: Vec<RawBuffer> = inputs
-            .iter()
-            .map(|(i, _)| RawBuffer {
-                dtype: i.dtype(),
-                ptr: i.ptr().cast_mut(),
-                len: i.len(),
-            })
-            .collect();
-        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
-        let outs: Vec<RawBuffer> = outputs
-            .iter_mut()
-            .map(|o| RawBuffer {
-                dtype: o.dtype(),
-                len: o.len(),
-                ptr: o.ptr(),
-            })
-            .collect();
-        // SAFETY: shared input slices and exclusively borrowed output slices are
-        // valid for their lengths and cannot overlap.
-        unsafe { self.run_raw(bound, &buffers, &shapes, params, &outs) }
-    }
-
-    /// Checks the buffers against `bound` and runs the machine code.
-    ///
-    /// # Safety
-    ///
-    /// The contract of [`Kernel::run_ptrs`].
-    unsafe fn run_raw(
-        &self,
-        bound: &Bound,
-        inputs: &[RawBuffer],
-        shapes: &[&[usize]],
-        params: &HashMap<String, i64>,
-        outputs: &[RawBuffer],
-    ) -> Result<(), RunError> {
-        let sig = &self.compiled.signature;
-        // The temporaries the machine code allocates count against the memory limit.
-        buffers::check_temporaries(&self.compiled.program, &bound.bindings)?;
-        for ((input, shape), (spec, extent)) in inputs
-            .iter()
-            .zip(shapes)
-            .zip(sig.inputs.iter().zip(&bound.inputs))
-        {
-            if input.dtype != spec.dtype {
-                return Err(RunError::InputType {
-                    input: spec.name.clone(),
-                    expected: spec.dtype,
-                    found: input.dtype,
-                });
-            }
-            if input.len != extent.elements {
-                return Err(RunError::Length {
-                    what: "input",
-                    name: spec.name.clone(),
-                    shape: shape.to_vec(),
-                    expected: extent.elements,
-                    found: input.len,
-                });
-            }
-        }
-        if outputs.len() != sig.outputs.len() {
-            return Err(RunError::OutputCount {
-                expected: sig.outputs.len(),
-                found: outputs.len(),
-            });
-        }
-        for (out, (spec, extent)) in outputs.iter().zip(sig.outputs.iter().zip(&bound.outputs)) {
-            if out.dtype != spec.dtype {
-                return Err(RunError::OutputType {
-                    output: spec.name.clone(),
-                    expected: spec.dtype,
-                    found: out.dtype,
-                });
-            }
-            if out.len != extent.elements {
-                return Err(RunError::Length {
-                    what: "output",
-                    name: spec.name.clone(),
-                    shape: extent.shape.clone(),
-                    expected: extent.elements,
-                    found: out.len,
-                });
-            }
-        }
-        // Every size is at most `i64::MAX` (checked by `bind`): the casts are exact.
-        let dims = |extents: &[crate::signature::Extent]| -> Vec<i64> {
-            extents
-                .iter()
-                .flat_map(|e| e.shape.iter().map(|&d| d as i64))
-                .collect()
-        };
-        let input_ptrs: Vec<*const u8> = inputs.iter().map(|i| i.ptr.cast_const()).collect();
-        let input_dims = dims(&bound.inputs);
-        let param_values: Vec<i64> = sig.params.iter().map(|n| params[n]).collect();
-        let output_ptrs: Vec<*mut u8> = outputs.iter().map(|o| o.ptr).collect();
-        let output_dims = dims(&bound.outputs);
-        // SAFETY: every pointer is valid for the element count its checked shape
-        // gives and overlaps only as the caller's contract allows; `bind` checked
-        // every element and byte count, and the kernel re-checks all sizes itself
-        // before touching memory.
-        let code = unsafe {
-            (self.compiled.entry)(
-                input_ptrs.as_ptr(),
-                input_dims.as_ptr(),
-                param_values.as_ptr(),
-                output_ptrs.as_ptr(),
-                output_dims.as_ptr(),
-            )
-        };
-        match Status::from_code(code) {
-            Some(Status::Ok) => Ok(()),
-            Some(s) => Err(RunError::Kernel(s)),
-            None => Err(RunError::Kernel(Status::IndexArithmetic)),
-        }
-    }
-}
-
-/// A buffer of [`Kernel::run_ptrs`] given by address: `len` elements of `dtype` at
-/// `ptr`. Unlike [`Input`] and [`Output`] it borrows nothing, so an output may alias an
-/// input (an element-wise kernel writing in place).
-#[derive(Clone, Copy, Debug)]
-pub struct RawBuffer {
-    /// The element type.
-    pub dtype: DType,
-    /// The first element (aligned for `dtype`).
-    pub ptr: *mut u8,
-    /// Number of elements.
-    pub len: usize,
-}
-
-impl Kernel {
-    /// Runs on buffers given by address, writing the outputs where `outputs` point.
-    /// Every shape, type and length is checked exactly as [`Kernel::run_slices`]
-    /// checks them, before the machine code runs; an error leaves every buffer as it
-    /// was.
-    ///
-    /// # Safety
-    ///
-    /// - every input's `ptr` is valid for reads, and every output's `ptr` valid for
-    ///   writes, of `len` elements of its `dtype`, aligned for that type, for the whole
-    ///   call, and nothing else reads or writes those bytes during the call;
-    /// - outputs do not overlap each other;
-    /// - an output may overlap an input only when both are the **same** buffer (equal
-    ///   `ptr` and `len`, same type) and the program is element-wise (output element
-    ///   `i` is computed from element `i` of each input only, and each input element
-    ///   is read before the output element over it is written) — as the memory plan's
-    ///   in-place kernels are; any other overlap gives unspecified results.
-    pub unsafe fn run_ptrs(
-        &self,
-        inputs: &[(RawBuffer, &[usize])],
-        params: &HashMap<String, i64>,
-        outputs: &[RawBuffer],
-    ) -> Result<(), RunError> {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
-        let bound = self.compiled.signature.bind(&shapes, params)?;
-        let buffers: Vec<RawBuffer> = inputs.iter().map(|(b, _)| *b).collect();
-        // SAFETY: the caller's contract above.
-        unsafe { self.run_raw(&bound, &buffers, &shapes, params, outputs) }
     }
 }
 
@@ -815,7 +493,11 @@ impl uop_codegen::testing::Backend for CraneliftBackend {
         "cranelift".into()
     }
 
-    fn run(&self, p: &Program, case: &uop_codegen::testing::Case) -> Result<Vec<Tensor>, String> {
+    fn run(
+        &self,
+        p: &Program,
+        case: &uop_codegen::testing::Case,
+    ) -> Result<Vec<crate::tensor::Tensor>, String> {
         let kernel = compile_program(p, &Options::default()).map_err(|e| e.to_string())?;
         kernel
             .run(&case.inputs, &case.params)

@@ -62,7 +62,7 @@ impl Inline {
 }
 
 /// True when `p` is an f32 program calling a function the JIT computes inline as a
-/// polynomial ([`Inline`]: `exp log tanh sigmoid erf`), within 1 or 2 ulps of the
+/// polynomial (`Inline`: `exp log tanh sigmoid erf`), within 1 or 2 ulps of the
 /// interpreter's result rather than equal to it.
 pub fn uses_inline_math(p: &crate::uop::Program) -> bool {
     p.dtype == crate::uop::DType::F32

@@ -2,7 +2,7 @@
 //! its process-wide cache) or the optimized loop IR on the loop-IR interpreter.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use uop_codegen::compile::{CompileOptions, Target, compile, compile_timed};
 use uop_codegen::interp::run_loops;
@@ -71,7 +71,7 @@ impl Compiler {
         };
         match self.backend {
             Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
-                .map(|k| Compiled::Jit(k, ShapeCache::default()))
+                .map(|k| Compiled::Jit(k, BindCache::default()))
                 .map_err(|e| e.to_string()),
             Backend::Loops => Ok(Compiled::Loops(optimized)),
         }
@@ -81,59 +81,58 @@ impl Compiler {
 /// A program ready to run.
 #[derive(Clone, Debug)]
 pub(crate) enum Compiled {
-    /// JIT-compiled machine code, with the output shapes of its last call.
-    Jit(cranelift::Kernel, ShapeCache),
+    /// JIT-compiled machine code, with the call its last run was bound to.
+    Jit(cranelift::Kernel, BindCache),
     /// The optimized loop IR, for the loop-IR interpreter.
     Loops(LoopProgram),
 }
 
-/// The output shapes of a kernel's last call, by its input shapes and `$params`: a
-/// kernel in a loop is called with the same shapes every iteration, and binding its
-/// signature (evaluating every size expression) cost as much as a small kernel's
-/// work (callgrind on `benches/graph_grad.rs`). The kernel still checks every shape
-/// when it runs.
+/// A kernel's call bound to the input shapes and `$params` of its last run
+/// ([`cranelift::Kernel::check`]): a kernel in a loop is called with the same shapes
+/// every iteration, and binding its signature (evaluating every size expression,
+/// accounting its temporaries) cost as much as a small kernel's work (callgrind on
+/// `benches/graph_grad.rs`), so it is bound once per input shapes. Each run still
+/// checks every buffer's type and length against the bound extents.
 #[derive(Debug, Default)]
-pub(crate) struct ShapeCache(Mutex<Option<ShapeEntry>>);
+pub(crate) struct BindCache(Mutex<Option<BindEntry>>);
 
 #[derive(Debug)]
-struct ShapeEntry {
+struct BindEntry {
     inputs: Vec<Vec<usize>>,
     params: HashMap<String, i64>,
-    outputs: Vec<Vec<usize>>,
+    checked: Arc<cranelift::Checked>,
 }
 
-impl Clone for ShapeCache {
+impl Clone for BindCache {
     fn clone(&self) -> Self {
-        ShapeCache::default()
+        BindCache::default()
     }
 }
 
-impl ShapeCache {
-    /// `kernel`'s output shapes for `shapes` and `params`, from the last call when
-    /// they are the same.
-    fn output_shapes(
+impl BindCache {
+    /// `kernel` bound to `shapes` and `params`: the last call's when they are the
+    /// same, else bound now (and kept).
+    fn checked(
         &self,
         kernel: &cranelift::Kernel,
         shapes: &[&[usize]],
         params: &HashMap<String, i64>,
-    ) -> Result<Vec<Vec<usize>>, String> {
+    ) -> Result<Arc<cranelift::Checked>, String> {
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = last.as_ref()
             && e.inputs.len() == shapes.len()
             && e.inputs.iter().zip(shapes).all(|(a, b)| a.as_slice() == *b)
             && e.params == *params
         {
-            return Ok(e.outputs.clone());
+            return Ok(e.checked.clone());
         }
-        let outputs = kernel
-            .output_shapes(shapes, params)
-            .map_err(|e| e.to_string())?;
-        *last = Some(ShapeEntry {
+        let checked = Arc::new(kernel.check(shapes, params).map_err(|e| e.to_string())?);
+        *last = Some(BindEntry {
             inputs: shapes.iter().map(|s| s.to_vec()).collect(),
             params: params.clone(),
-            outputs: outputs.clone(),
+            checked: checked.clone(),
         });
-        Ok(outputs)
+        Ok(checked)
     }
 }
 
@@ -155,7 +154,8 @@ impl Compiled {
         match self {
             Compiled::Jit(kernel, cache) => {
                 let shapes: Vec<&[usize]> = inputs.iter().map(|v| v.shape.as_slice()).collect();
-                let out_shapes = cache.output_shapes(kernel, &shapes, params)?;
+                let checked = cache.checked(kernel, &shapes, params)?;
+                let out_shapes = &checked.bound().outputs;
                 let program = kernel.program();
                 if out_shapes.len() != outputs.len() || slots.len() != outputs.len() {
                     return Err(format!(
@@ -164,20 +164,16 @@ impl Compiled {
                         outputs.len()
                     ));
                 }
-                let args: Vec<(RawBuffer, &[usize])> = inputs
-                    .iter()
-                    .zip(&shapes)
-                    .map(|(v, s)| (mem.read(v), *s))
-                    .collect();
+                let args: Vec<RawBuffer> = inputs.iter().map(|v| mem.read(v)).collect();
                 let mut raw: Vec<RawBuffer> = Vec::with_capacity(outputs.len());
                 for (((out, slot), shape), t) in outputs
                     .iter_mut()
                     .zip(slots)
-                    .zip(&out_shapes)
+                    .zip(out_shapes)
                     .zip(&program.outputs)
                 {
                     let dtype = program.tensors[t.0].dtype;
-                    let mut v = mem.place(*slot, out.take(), dtype, shape)?;
+                    let mut v = mem.place(*slot, out.take(), dtype, &shape.shape)?;
                     raw.push(mem.write(&mut v)?);
                     *out = Some(v);
                 }
@@ -187,7 +183,7 @@ impl Compiled {
                 // (or distinct owned buffers), and an output overlaps an input only as
                 // the very same buffer, which the plan does for element-wise kernels
                 // only (`check_aliasing` rejects any other overlap).
-                unsafe { kernel.run_ptrs(&args, params, &raw) }.map_err(|e| e.to_string())
+                unsafe { checked.run_ptrs(&args, &raw) }.map_err(|e| e.to_string())
             }
             Compiled::Loops(program) => {
                 let tensors: Vec<_> = inputs.iter().map(|v| mem.tensor(v)).collect();
@@ -212,7 +208,7 @@ impl Compiled {
 
 /// Outputs must not overlap each other, and may overlap an input only as the very
 /// same buffer (an in-place element-wise kernel).
-fn check_aliasing(inputs: &[(RawBuffer, &[usize])], outputs: &[RawBuffer]) -> Result<(), String> {
+fn check_aliasing(inputs: &[RawBuffer], outputs: &[RawBuffer]) -> Result<(), String> {
     let range = |b: &RawBuffer| {
         let start = b.ptr as usize;
         (start, start + b.len * b.dtype.size())
@@ -225,7 +221,7 @@ fn check_aliasing(inputs: &[(RawBuffer, &[usize])], outputs: &[RawBuffer]) -> Re
         if outputs[..k].iter().any(|o| overlap(o, out)) {
             return Err(format!("output {k} overlaps another output"));
         }
-        for (i, (input, _)) in inputs.iter().enumerate() {
+        for (i, input) in inputs.iter().enumerate() {
             let same = input.ptr == out.ptr && input.len == out.len && input.dtype == out.dtype;
             if overlap(input, out) && !same {
                 return Err(format!("output {k} partly overlaps input {i}"));
@@ -233,4 +229,31 @@ fn check_aliasing(inputs: &[(RawBuffer, &[usize])], outputs: &[RawBuffer]) -> Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uop_codegen::text::{Registry, parse_program};
+
+    #[test]
+    fn a_kernel_is_bound_once_per_input_shapes() {
+        let p = parse_program("input x: f32[N]\ny = exp(x)\noutput y\n", &Registry::new())
+            .expect("parses");
+        let kernel =
+            cranelift::compile_program(&p, &cranelift::Options::default()).expect("compiles");
+        let cache = BindCache::default();
+        let none = HashMap::new();
+        let first = cache.checked(&kernel, &[&[4]], &none).expect("binds");
+        let again = cache.checked(&kernel, &[&[4]], &none).expect("binds");
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the same shapes reuse the binding"
+        );
+        let other = cache.checked(&kernel, &[&[5]], &none).expect("binds");
+        assert!(!Arc::ptr_eq(&first, &other), "new shapes bind again");
+        assert_eq!(other.output_shapes(), vec![vec![5]]);
+        let err = cache.checked(&kernel, &[&[2, 2]], &none).unwrap_err();
+        assert!(err.contains("input `x`"), "{err}");
+    }
 }

@@ -3,8 +3,10 @@
 //!
 //! [`compile`] prepares the graph ([`uop_graph::pass::prepare`]), derives its
 //! definition hierarchy (where each node runs: loop invariants hoisted) and compiles
-//! every Kernel node's program through the JIT and its process-wide cache (identical
-//! kernels share machine code). [`Executable::run`] then checks every input's type and
+//! every Kernel node's program through the compile driver
+//! ([`uop_codegen::compile::compile`], under [`ExecOptions::compile`]) and the JIT
+//! with its process-wide cache (identical kernels share machine code). A program is a
+//! graph of one Kernel node ([`program_graph`]). [`Executable::run`] then checks every input's type and
 //! shape against the graph's interface **before anything runs** (an error names the
 //! input), and runs the nodes in hierarchy order:
 //!
@@ -54,6 +56,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The executor's parts: values and their storage (`value`, `store`, `memory`: the
+// arena), compiled programs (`kernel`), the step tree built from a prepared graph
+// (`build`), the machine that runs it (`run`), its streams (`streams`), the loop
+// stack's driver when the graph has chunk nodes (`looped`), a program as a graph
+// (`program`) and the loop-IR passes' times (`times`).
 mod build;
 mod kernel;
 mod looped;

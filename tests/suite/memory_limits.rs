@@ -137,11 +137,13 @@ fn one_hot_with_two_to_the_62_classes_is_refused() {
         ],
         "has 4611686018427387904 elements of 8 bytes: more bytes than fit in memory",
     );
-    // The JIT holds f32 as 4 bytes: the same refusal, in its own units.
+    // The JIT holds f32 as 4 bytes, and its output's 2^64 bytes are more than any
+    // buffer can hold: refused when the kernel binds the shapes, naming the output.
     fails_with(
         &dir,
         &["run", "p.uop", "--random", "1", "--dim", "N=4"],
-        "has 4611686018427387904 elements of 4 bytes: more bytes than fit in memory",
+        "output `y` of shape [N, 1152921504606846976] = [4, 1152921504606846976] is too \
+         large: its size in bytes overflows the address range",
     );
 }
 

@@ -10,7 +10,7 @@ use uop_codegen::compile::{CompileOptions, compile};
 use uop_codegen::index::{Expr, parse_expr};
 use uop_codegen::interp;
 use uop_codegen::loops::{
-    self, Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
+    Access, Block, Carried, Loop, LoopId, LoopProgram, Schedule, Stmt, Subscript, TensorDecl,
     TensorId, TensorKind, Value, VarId,
 };
 use uop_codegen::pass::{self, PassOptions};

@@ -2,6 +2,7 @@
 //! folder is a module, so the suite links once instead of once per file.
 //! Run one file's tests with a filter: `cargo test --profile fast-build -p uop-cranelift --test suite MODULE::`.
 
+mod checked_calls;
 mod common;
 mod cranelift_clif;
 mod cranelift_object;

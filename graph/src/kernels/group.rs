@@ -40,7 +40,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::hierarchy::{Entry, Hierarchy, SubId};
-use crate::ir::{Flags, Graph, NodeId, Op};
+use crate::ir::{Flags, Graph, Node, NodeId, Op};
 
 use super::classify::{OpClass, classify};
 use super::joins::{Producer, cross_branch_join};
@@ -126,6 +126,9 @@ impl Forming {
     }
 }
 
+/// Groups the calls `ids` of one scope into `plan`, rule by rule: the calls that may
+/// go into kernels (rule 1), the cheap values (rule 2), fusion in list order (rules 3
+/// to 5), then the plans of the groups and of the cheap values read elsewhere.
 fn plan_scope(
     graph: &Graph,
     scope: Option<SubId>,
@@ -133,9 +136,56 @@ fn plan_scope(
     options: &KernelOptions,
     plan: &mut Plan,
 ) -> Result<(), KernelError> {
-    let pos = |id: NodeId| graph.position(id).unwrap_or(usize::MAX);
     let graph_outputs: HashSet<NodeId> = graph.output_nodes();
-    // The calls that may go into kernels, with their classes.
+    let eligible = eligible_calls(graph, ids, &graph_outputs, &mut plan.classes)?;
+    let cheap = if options.recompute {
+        cheap_values(graph, ids, &eligible)
+    } else {
+        HashSet::new()
+    };
+    let fusion = fuse(graph, ids, &eligible, &cheap, options);
+    let facts = ScopeFacts {
+        graph,
+        scope,
+        eligible: &eligible,
+        cheap: &cheap,
+        graph_outputs: &graph_outputs,
+    };
+    for forming in fusion.groups.into_iter().flatten() {
+        plan.groups.push(facts.group_plan(forming));
+    }
+    // Cheap values read by something other than a group of this scope get a kernel.
+    let mut cheap_in_order: Vec<NodeId> =
+        ids.iter().copied().filter(|i| cheap.contains(i)).collect();
+    cheap_in_order.sort_by_key(|m| pos(graph, *m));
+    for &c in &cheap_in_order {
+        let read_elsewhere = graph_outputs.contains(&c)
+            || graph
+                .consumers(c)
+                .iter()
+                .any(|r| !cheap.contains(r) && !fusion.group_of.contains_key(r));
+        if read_elsewhere {
+            plan.groups.push(facts.cheap_plan(c));
+        }
+    }
+    plan.cheap.extend(cheap_in_order);
+    Ok(())
+}
+
+/// A node's position in the list (`usize::MAX` for a node not in it).
+fn pos(graph: &Graph, id: NodeId) -> usize {
+    graph.position(id).unwrap_or(usize::MAX)
+}
+
+/// Rule 1: the calls of `ids` that may go into kernels, with their classes (every
+/// call considered is classified into `classes`): not RETAIN, not dead (left for
+/// `dead`), not opaque.
+fn eligible_calls(
+    graph: &Graph,
+    ids: &[NodeId],
+    graph_outputs: &HashSet<NodeId>,
+    classes: &mut HashMap<NodeId, OpClass>,
+) -> Result<HashMap<NodeId, OpClass>, KernelError> {
     let mut eligible: HashMap<NodeId, OpClass> = HashMap::new();
     for &id in ids {
         let Some(node) = graph.node(id) else { continue };
@@ -146,31 +196,57 @@ fn plan_scope(
             continue; // dead: left for `dead`
         }
         let class = classify(graph, node)?;
-        plan.classes.insert(id, class);
+        classes.insert(id, class);
         if class != OpClass::Opaque {
             eligible.insert(id, class);
         }
     }
-    // Rule 2: cheap values.
+    Ok(eligible)
+}
+
+/// Rule 2: the eligible element-wise or reindex-only calls whose inputs all come
+/// from outside the scope's calls, or from other cheap values.
+fn cheap_values(
+    graph: &Graph,
+    ids: &[NodeId],
+    eligible: &HashMap<NodeId, OpClass>,
+) -> HashSet<NodeId> {
     let mut cheap: HashSet<NodeId> = HashSet::new();
-    if options.recompute {
-        for &id in ids {
-            let (Some(class), Some(node)) = (eligible.get(&id), graph.node(id)) else {
-                continue;
-            };
-            if class.is_injective()
-                && node
-                    .inputs
-                    .iter()
-                    .all(|r| !eligible.contains_key(&r.node) || cheap.contains(&r.node))
-            {
-                cheap.insert(id);
-            }
+    for &id in ids {
+        let (Some(class), Some(node)) = (eligible.get(&id), graph.node(id)) else {
+            continue;
+        };
+        if class.is_injective()
+            && node
+                .inputs
+                .iter()
+                .all(|r| !eligible.contains_key(&r.node) || cheap.contains(&r.node))
+        {
+            cheap.insert(id);
         }
     }
-    // Rule 3 and 4: fusion in list order.
-    let mut groups: Vec<Option<Forming>> = Vec::new();
-    let mut group_of: HashMap<NodeId, usize> = HashMap::new();
+    cheap
+}
+
+/// The groups fusion formed: each a group, or `None` where it merged into a later
+/// one; and the group of every member.
+struct Fusion {
+    groups: Vec<Option<Forming>>,
+    group_of: HashMap<NodeId, usize>,
+}
+
+/// Rules 3 to 5: fusion of the eligible calls that are not cheap, in list order.
+fn fuse(
+    graph: &Graph,
+    ids: &[NodeId],
+    eligible: &HashMap<NodeId, OpClass>,
+    cheap: &HashSet<NodeId>,
+    options: &KernelOptions,
+) -> Fusion {
+    let mut fusion = Fusion {
+        groups: Vec::new(),
+        group_of: HashMap::new(),
+    };
     for &id in ids {
         let Some(&class) = eligible.get(&id) else {
             continue;
@@ -179,23 +255,44 @@ fn plan_scope(
             continue;
         }
         let Some(node) = graph.node(id) else { continue };
+        let forming = fusion.join(graph, node, class, options);
+        let index = fusion.groups.len();
+        for m in &forming.members {
+            fusion.group_of.insert(*m, index);
+        }
+        fusion.groups.push(Some(forming));
+    }
+    fusion
+}
+
+impl Fusion {
+    /// The group `node` (of `class`) forms: it joins the groups of its producers (in
+    /// input order) that rules 3 to 5 let it join, which are taken out of `groups`.
+    fn join(
+        &mut self,
+        graph: &Graph,
+        node: &Node,
+        class: OpClass,
+        options: &KernelOptions,
+    ) -> Forming {
+        let id = node.id;
         let mut contractions = usize::from(class == OpClass::Contraction);
         let mut reductions = class == OpClass::Reduction;
         let mut merged: Vec<usize> = Vec::new();
         let mut set: HashSet<NodeId> = HashSet::from([id]);
-        // Rule 5: a join of independent heavy branches joins neither.
         let mut producer_groups: Vec<usize> = Vec::new();
         for r in &node.inputs {
-            if let Some(&g) = group_of.get(&r.node)
+            if let Some(&g) = self.group_of.get(&r.node)
                 && !producer_groups.contains(&g)
             {
                 producer_groups.push(g);
             }
         }
+        // Rule 5: a join of independent heavy branches joins neither.
         let split = if options.split_joins && class.is_injective() {
             let producers: Vec<Producer<'_>> = producer_groups
                 .iter()
-                .filter_map(|g| groups[*g].as_ref())
+                .filter_map(|g| self.groups[*g].as_ref())
                 .map(|f| Producer {
                     members: &f.members,
                     heavy: f.heavy(),
@@ -213,26 +310,28 @@ fn plan_scope(
             if merged.contains(&g) {
                 continue;
             }
-            let Some(forming) = groups[g].as_ref() else {
+            let Some(forming) = self.groups[g].as_ref() else {
                 continue;
             };
             if split.is_some() && forming.heavy() {
                 continue;
             }
+            // Rule 3: at most one contraction, never with a reduction.
             let c = contractions + forming.contractions;
             let red = reductions || forming.reductions;
             if c > 1 || (c == 1 && red) {
                 continue;
             }
+            // Rule 4: every reader before the call is in the group.
             let mut candidate = set.clone();
             candidate.extend(forming.members.iter().copied());
-            let here = pos(id);
+            let here = pos(graph, id);
             let readers_inside = candidate.iter().all(|m| {
                 *m == id
                     || graph
                         .consumers(*m)
                         .iter()
-                        .all(|reader| pos(*reader) > here || candidate.contains(reader))
+                        .all(|reader| pos(graph, *reader) > here || candidate.contains(reader))
             });
             if readers_inside {
                 merged.push(g);
@@ -248,96 +347,96 @@ fn plan_scope(
             notes: Vec::new(),
         };
         for g in merged {
-            if let Some(f) = groups[g].take() {
+            if let Some(f) = self.groups[g].take() {
                 forming.members.extend(f.members);
                 forming.notes.extend(f.notes);
             }
         }
         forming.notes.extend(split);
         forming.members.push(id);
-        forming.members.sort_by_key(|m| pos(*m));
-        let index = groups.len();
-        for m in &forming.members {
-            group_of.insert(*m, index);
-        }
-        groups.push(Some(forming));
+        forming.members.sort_by_key(|m| pos(graph, *m));
+        forming
     }
-    // The groups, with the cheap values they recompute.
-    let closure = |start: &[NodeId]| -> Vec<NodeId> {
-        let mut seen: HashSet<NodeId> = HashSet::new();
-        let mut stack: Vec<NodeId> = start.to_vec();
-        while let Some(n) = stack.pop() {
-            let Some(node) = graph.node(n) else { continue };
-            for r in &node.inputs {
-                if cheap.contains(&r.node) && seen.insert(r.node) {
-                    stack.push(r.node);
-                }
-            }
-        }
-        seen.into_iter().collect()
-    };
-    for forming in groups.into_iter().flatten() {
+}
+
+/// What the plans of one scope's kernels are made from.
+struct ScopeFacts<'a> {
+    graph: &'a Graph,
+    scope: Option<SubId>,
+    eligible: &'a HashMap<NodeId, OpClass>,
+    cheap: &'a HashSet<NodeId>,
+    graph_outputs: &'a HashSet<NodeId>,
+}
+
+impl ScopeFacts<'_> {
+    /// The plan of a group fusion formed, with the cheap values it recomputes.
+    fn group_plan(&self, forming: Forming) -> GroupPlan {
         let own: HashSet<NodeId> = forming.members.iter().copied().collect();
         let outputs: Vec<NodeId> = forming
             .members
             .iter()
             .copied()
             .filter(|m| {
-                graph_outputs.contains(m) || graph.consumers(*m).iter().any(|r| !own.contains(r))
+                self.graph_outputs.contains(m)
+                    || self.graph.consumers(*m).iter().any(|r| !own.contains(r))
             })
             .collect();
         let mut members = forming.members.clone();
-        members.extend(closure(&forming.members));
-        members.sort_by_key(|m| pos(*m));
-        let class = members
-            .iter()
-            .filter_map(|m| eligible.get(m))
-            .copied()
-            .max()
-            .unwrap_or(OpClass::ElementWise);
+        members.extend(self.cheap_closure(&forming.members));
+        members.sort_by_key(|m| pos(self.graph, *m));
         let anchor = *forming.members.last().expect("a group has a member");
-        plan.groups.push(GroupPlan {
-            scope,
+        GroupPlan {
+            scope: self.scope,
+            class: self.class(&members),
             members,
             replaced: forming.members,
             outputs,
             anchor,
-            class,
             notes: forming.notes,
-        });
-    }
-    // Cheap values read by something other than a group of this scope get a kernel.
-    let mut cheap_in_order: Vec<NodeId> =
-        ids.iter().copied().filter(|i| cheap.contains(i)).collect();
-    cheap_in_order.sort_by_key(|m| pos(*m));
-    for &c in &cheap_in_order {
-        let read_elsewhere = graph_outputs.contains(&c)
-            || graph
-                .consumers(c)
-                .iter()
-                .any(|r| !cheap.contains(r) && !group_of.contains_key(r));
-        if !read_elsewhere {
-            continue;
         }
-        let mut members = closure(&[c]);
+    }
+
+    /// The plan of the kernel of the cheap value `c` (read outside the kernels of
+    /// its scope), with the cheap values it recomputes.
+    fn cheap_plan(&self, c: NodeId) -> GroupPlan {
+        let mut members = self.cheap_closure(&[c]);
         members.push(c);
-        members.sort_by_key(|m| pos(*m));
-        let class = members
-            .iter()
-            .filter_map(|m| eligible.get(m))
-            .copied()
-            .max()
-            .unwrap_or(OpClass::ElementWise);
-        plan.groups.push(GroupPlan {
-            scope,
+        members.sort_by_key(|m| pos(self.graph, *m));
+        GroupPlan {
+            scope: self.scope,
+            class: self.class(&members),
             members,
             replaced: Vec::new(),
             outputs: vec![c],
             anchor: c,
-            class,
             notes: Vec::new(),
-        });
+        }
     }
-    plan.cheap.extend(cheap_in_order);
-    Ok(())
+
+    /// The cheap values `start` reads, directly or through other cheap values.
+    fn cheap_closure(&self, start: &[NodeId]) -> Vec<NodeId> {
+        let mut seen: HashSet<NodeId> = HashSet::new();
+        let mut stack: Vec<NodeId> = start.to_vec();
+        while let Some(n) = stack.pop() {
+            let Some(node) = self.graph.node(n) else {
+                continue;
+            };
+            for r in &node.inputs {
+                if self.cheap.contains(&r.node) && seen.insert(r.node) {
+                    stack.push(r.node);
+                }
+            }
+        }
+        seen.into_iter().collect()
+    }
+
+    /// The class of a group: the largest class of its members.
+    fn class(&self, members: &[NodeId]) -> OpClass {
+        members
+            .iter()
+            .filter_map(|m| self.eligible.get(m))
+            .copied()
+            .max()
+            .unwrap_or(OpClass::ElementWise)
+    }
 }

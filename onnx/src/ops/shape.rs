@@ -116,7 +116,7 @@ pub(crate) fn range(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         return Err("delta is 0".into());
     }
     let count = ((l - s) / d).ceil().max(0.0);
-    if !(count <= crate::import::value::MAX_FOLDED as f64) {
+    if count.is_nan() || count > crate::import::value::MAX_FOLDED as f64 {
         return Err(format!("{count} elements are too many").into());
     }
     let values: Vec<f64> = (0..count as usize).map(|k| s + k as f64 * d).collect();

@@ -198,12 +198,9 @@ impl Gen<'_> {
         let ItemDocs {
             shapes: shapes_doc,
             shapes_fn: shapes_fn_doc,
-            kernel: kernel_doc,
-            fast: fast_doc,
-            allow,
-            with_allow,
             shapes_allow,
-        } = docs;
+            ..
+        } = &docs;
         let KernelBody {
             per_cpu,
             body,
@@ -224,50 +221,7 @@ impl Gen<'_> {
             #body
             Ok(())
         };
-        let kernel_items = if self.takes_scratch() {
-            // The loops' own memory comes from a scratch: a fresh one per call of
-            // the kernel, or one the caller keeps between calls.
-            let with_fn = ident(&format!("{}_with_scratch", k.name));
-            let scratch = self.need(Helper::Scratch);
-            let mut with_doc = vec![format!(
-                " [`{}`], taking the memory its loops use (temporaries, rows, panels) \
-                 from `scratch`, which keeps it for the next call: a call with the \
-                 shapes of an earlier one on the same scratch allocates nothing.",
-                k.name
-            )];
-            with_doc.extend(fast_doc);
-            with_doc.extend([
-                String::new(),
-                " # Errors".into(),
-                String::new(),
-                format!(" As [`{}`].", k.name),
-            ]);
-            quote! {
-                #(#[doc = #kernel_doc])*
-                #allow
-                #unused_ok
-                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
-                    #with_fn(&#scratch::new(), #(#call_args),*)
-                }
-
-                #(#[doc = #with_doc])*
-                #with_allow
-                #unused_ok
-                pub fn #with_fn(scratch: &#scratch, #params) -> Result<(), KernelError> {
-                    #run
-                }
-            }
-        } else {
-            quote! {
-                #(#[doc = #kernel_doc])*
-                #(#[doc = #fast_doc])*
-                #allow
-                #unused_ok
-                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
-                    #run
-                }
-            }
-        };
+        let kernel_items = self.kernel_fns(k, &kernel_fn, &params, &call_args, &run, &docs);
         Ok(quote! {
             #[doc = #shapes_doc]
             #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,6 +253,67 @@ impl Gen<'_> {
 
             #per_cpu
         })
+    }
+
+    /// The kernel's entry: `NAME` running `run`; when the loops take memory from a
+    /// scratch, `NAME_with_scratch` runs it and `NAME` calls that with a fresh one.
+    fn kernel_fns(
+        &self,
+        k: &KernelSource,
+        kernel_fn: &Ident,
+        params: &TokenStream,
+        call_args: &[TokenStream],
+        run: &TokenStream,
+        docs: &ItemDocs,
+    ) -> TokenStream {
+        let (kernel_doc, fast_doc) = (&docs.kernel, &docs.fast);
+        let (allow, with_allow) = (&docs.allow, &docs.with_allow);
+        // Unused kernels are not worth a warning, as in `items`.
+        let unused_ok = quote!(#[allow(dead_code)]);
+        if self.takes_scratch() {
+            // The loops' own memory comes from a scratch: a fresh one per call of
+            // the kernel, or one the caller keeps between calls.
+            let with_fn = ident(&format!("{}_with_scratch", k.name));
+            let scratch = self.need(Helper::Scratch);
+            let mut with_doc = vec![format!(
+                " [`{}`], taking the memory its loops use (temporaries, rows, panels) \
+                 from `scratch`, which keeps it for the next call: a call with the \
+                 shapes of an earlier one on the same scratch allocates nothing.",
+                k.name
+            )];
+            with_doc.extend(fast_doc.iter().cloned());
+            with_doc.extend([
+                String::new(),
+                " # Errors".into(),
+                String::new(),
+                format!(" As [`{}`].", k.name),
+            ]);
+            quote! {
+                #(#[doc = #kernel_doc])*
+                #allow
+                #unused_ok
+                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
+                    #with_fn(&#scratch::new(), #(#call_args),*)
+                }
+
+                #(#[doc = #with_doc])*
+                #with_allow
+                #unused_ok
+                pub fn #with_fn(scratch: &#scratch, #params) -> Result<(), KernelError> {
+                    #run
+                }
+            }
+        } else {
+            quote! {
+                #(#[doc = #kernel_doc])*
+                #(#[doc = #fast_doc])*
+                #allow
+                #unused_ok
+                pub fn #kernel_fn(#params) -> Result<(), KernelError> {
+                    #run
+                }
+            }
+        }
     }
 
     /// Reserves `{tensor}_shape` for every input's shape argument; an error when a
