@@ -1,0 +1,389 @@
+//! The importer's contract: bad files and unsupported models get clear errors (never
+//! a panic), symbolic sizes stay symbolic through folded shape arithmetic, and ONNX
+//! names that uop's text cannot spell are mapped and kept.
+
+use std::collections::HashMap;
+
+use prost::Message;
+use uop_codegen::index::Expr;
+use uop_onnx::proto::tensor_shape_proto::Dimension;
+use uop_onnx::proto::tensor_shape_proto::dimension::Value as Dim;
+use uop_onnx::proto::type_proto::{Tensor as TensorType, Value as TypeValue};
+use uop_onnx::proto::{
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
+};
+use uop_onnx::{DecodeError, HostData, HostTensor, ImportError, ImportOptions, import};
+
+const FLOAT: i32 = 1;
+const INT64: i32 = 7;
+const FLOAT16: i32 = 10;
+
+fn value(name: &str, elem: i32, dims: &[&str]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            value: Some(match d.parse::<i64>() {
+                Ok(v) => Dim::DimValue(v),
+                Err(_) => Dim::DimParam(d.to_string()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(TypeValue::TensorType(TensorType {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        name: Some(format!("{op}_{}", outputs[0])),
+        attribute: attrs,
+        ..Default::default()
+    }
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(2),
+        ..Default::default()
+    }
+}
+
+fn ints(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(INT64),
+        dims: dims.to_vec(),
+        int64_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn model(
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+    init: Vec<TensorProto>,
+) -> Vec<u8> {
+    ModelProto {
+        ir_version: Some(10),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(GraphProto {
+            node: nodes,
+            input: inputs,
+            output: outputs,
+            initializer: init,
+            name: Some("g".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+fn relu_model() -> Vec<u8> {
+    model(
+        vec![node("Relu", &["x"], &["y"], vec![])],
+        vec![value("x", FLOAT, &["2"])],
+        vec![value("y", FLOAT, &["2"])],
+        vec![],
+    )
+}
+
+#[test]
+fn empty_truncated_corrupt_and_non_onnx_files_are_errors() {
+    let opts = ImportOptions::default();
+    assert!(matches!(
+        import(&[], &opts),
+        Err(ImportError::Decode(DecodeError::Empty))
+    ));
+    let good = relu_model();
+    assert!(import(&good, &opts).is_ok());
+    for cut in 1..good.len() {
+        // Cut inside a field: a protobuf error; cut between fields: a model without
+        // its opset or graph. Never a panic, never a model.
+        if let Ok(m) = import(&good[..cut], &opts) {
+            panic!(
+                "a model cut at {cut} bytes of {} imported: {m:?}",
+                good.len()
+            );
+        }
+    }
+    let mut corrupt = good.clone();
+    corrupt[0] = 0xff;
+    assert!(matches!(
+        import(&corrupt, &opts),
+        Err(ImportError::Decode(_))
+    ));
+    let text = b"input x: f32[2]\ny = relu(x)\noutput y\n";
+    let e = import(text, &opts).expect_err("a .uop file is not ONNX");
+    assert!(matches!(e, ImportError::Decode(_)), "{e}");
+    let tensor = ints("t", &[2], &[1, 2]).encode_to_vec();
+    let e = import(&tensor, &opts).expect_err("a tensor is not a model");
+    assert!(matches!(e, ImportError::Decode(_)), "{e}");
+    let versionless = ModelProto {
+        graph: Some(GraphProto::default()),
+        ..Default::default()
+    };
+    let e = import(&versionless.encode_to_vec(), &opts).expect_err("no ir_version");
+    assert_eq!(e.to_string(), "not an ONNX model: it has no ir_version");
+}
+
+#[test]
+fn an_unsupported_op_names_op_node_and_opset() {
+    let bytes = model(
+        vec![
+            node("Relu", &["x"], &["r"], vec![]),
+            node("NonZero", &["r"], &["y"], vec![]),
+        ],
+        vec![value("x", FLOAT, &["2"])],
+        vec![value("y", INT64, &["1", "2"])],
+        vec![],
+    );
+    let e = import(&bytes, &ImportOptions::default()).expect_err("NonZero is not supported");
+    assert_eq!(
+        e.to_string(),
+        "unsupported op NonZero (node `NonZero_y`, opset 17)"
+    );
+}
+
+#[test]
+fn an_unsupported_dtype_names_the_tensor_and_the_type() {
+    let bytes = model(
+        vec![node("Relu", &["x"], &["y"], vec![])],
+        vec![value("x", FLOAT16, &["2"])],
+        vec![value("y", FLOAT16, &["2"])],
+        vec![],
+    );
+    let e = import(&bytes, &ImportOptions::default()).expect_err("f16 is not supported");
+    assert!(
+        e.to_string()
+            .starts_with("`x`: element type FLOAT16 is not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn int64_values_that_do_not_fit_i32_are_an_error() {
+    let bytes = model(
+        vec![node("Gather", &["x", "idx"], &["y"], vec![])],
+        vec![value("x", FLOAT, &["4"])],
+        vec![value("y", FLOAT, &["1"])],
+        vec![ints("idx", &[1], &[1 << 40])],
+    );
+    let e = import(&bytes, &ImportOptions::default()).expect_err("index out of i32");
+    assert!(e.to_string().contains("out of range"), "{e}");
+}
+
+/// `input.1: [batch size, 3, 4]` flattened to `[batch size, 12]` with the shape
+/// computed by `Shape → Gather → Unsqueeze → Concat → Reshape`, as exporters write it.
+fn dynamic_reshape() -> Vec<u8> {
+    model(
+        vec![
+            node("Shape", &["input.1"], &["onnx::Shape_1"], vec![]),
+            node(
+                "Gather",
+                &["onnx::Shape_1", "zero"],
+                &["b"],
+                vec![int_attr("axis", 0)],
+            ),
+            node("Unsqueeze", &["b", "axes0"], &["b1"], vec![]),
+            node(
+                "Concat",
+                &["b1", "minus1"],
+                &["shape"],
+                vec![int_attr("axis", 0)],
+            ),
+            node("Reshape", &["input.1", "shape"], &["out.0"], vec![]),
+        ],
+        vec![value("input.1", FLOAT, &["batch size", "3", "4"])],
+        vec![value("out.0", FLOAT, &["batch size", "12"])],
+        vec![
+            ints("zero", &[], &[0]),
+            ints("axes0", &[1], &[0]),
+            ints("minus1", &[1], &[-1]),
+        ],
+    )
+}
+
+#[test]
+fn shape_arithmetic_folds_over_a_symbolic_batch_and_names_are_mapped() {
+    let m = import(&dynamic_reshape(), &ImportOptions::default()).expect("imports");
+    assert_eq!(m.inputs[0].onnx, "input.1");
+    assert_eq!(m.inputs[0].uop, "input_1");
+    assert_eq!(m.names.uop("batch size"), Some("batch_size"));
+    assert_eq!(m.outputs[0].uop, "out_0");
+    assert_eq!(
+        m.outputs[0].shape,
+        vec![Expr::name("batch_size"), Expr::Int(12)],
+        "the batch stays symbolic"
+    );
+    let text = uop_graph::text::print_graph(&m.graph);
+    assert!(
+        text.contains("input input_1: f32[batch_size, 3, 4]"),
+        "{text}"
+    );
+    for batch in [1usize, 3] {
+        let data: Vec<f64> = (0..batch * 12).map(|k| k as f64).collect();
+        let x = HostTensor {
+            elem: uop_onnx::ElemType::Float,
+            shape: vec![batch, 3, 4],
+            data: HostData::Float(data.clone()),
+        };
+        let given = HashMap::from([("input.1".to_string(), x)]);
+        let inputs = m.graph_inputs(&given).expect("converts");
+        let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+        let y = &m.model_outputs(&out)[0];
+        assert_eq!(y.shape, vec![batch, 12]);
+        assert_eq!(y.data, HostData::Float(data));
+    }
+}
+
+#[test]
+fn a_shape_from_a_graph_input_must_be_given_at_import() {
+    let bytes = model(
+        vec![node("Reshape", &["x", "s"], &["y"], vec![])],
+        vec![value("x", FLOAT, &["6"]), value("s", INT64, &["2"])],
+        vec![value("y", FLOAT, &["2", "3"])],
+        vec![],
+    );
+    let e = import(&bytes, &ImportOptions::default()).expect_err("the shape is an input");
+    assert!(
+        matches!(&e, ImportError::NeedsConstant { input, .. } if input == "s"),
+        "{e}"
+    );
+    let s = HostTensor {
+        elem: uop_onnx::ElemType::Int64,
+        shape: vec![2],
+        data: HostData::Int(vec![2, 3]),
+    };
+    let options = ImportOptions {
+        constants: HashMap::from([("s".to_string(), s)]),
+    };
+    let m = import(&bytes, &options).expect("imports with the shape given");
+    assert_eq!(m.inputs.len(), 1, "`s` is bound, no longer an input");
+    assert_eq!(m.outputs[0].shape, vec![Expr::Int(2), Expr::Int(3)]);
+}
+
+#[test]
+fn input_data_of_the_wrong_type_is_an_error() {
+    let m = import(&relu_model(), &ImportOptions::default()).expect("imports");
+    let x = HostTensor {
+        elem: uop_onnx::ElemType::Int64,
+        shape: vec![2],
+        data: HostData::Int(vec![1, 2]),
+    };
+    let e = m
+        .graph_inputs(&HashMap::from([("x".to_string(), x)]))
+        .expect_err("int64 for float");
+    assert_eq!(
+        e.to_string(),
+        "`x`: the model takes FLOAT, the data is INT64"
+    );
+}
+
+fn floats(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(FLOAT),
+        dims: dims.to_vec(),
+        float_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// `y <- 2 y` while `sum(y) < bound`, at most 10 times: the body computes its
+/// condition, so the Loop becomes a `while` node.
+fn doubling_loop(bound: f32) -> Vec<u8> {
+    let body = GraphProto {
+        name: Some("body".into()),
+        input: vec![
+            value("i", INT64, &[]),
+            value("c", 9, &[]),
+            value("y_in", FLOAT, &["1"]),
+        ],
+        output: vec![value("c_out", 9, &[]), value("y_out", FLOAT, &["1"])],
+        node: vec![
+            node("Mul", &["y_in", "two"], &["y_out"], vec![]),
+            node(
+                "ReduceSum",
+                &["y_out"],
+                &["s"],
+                vec![int_attr("keepdims", 0)],
+            ),
+            node("Less", &["s", "hundred"], &["c_out"], vec![]),
+        ],
+        ..Default::default()
+    };
+    let graph_attr = AttributeProto {
+        name: Some("body".into()),
+        g: Some(body),
+        r#type: Some(5),
+        ..Default::default()
+    };
+    let mut cond = ints("cond", &[], &[1]);
+    cond.data_type = Some(9);
+    cond.int64_data.clear();
+    cond.int32_data = vec![1];
+    model(
+        vec![node("Loop", &["m", "cond", "y0"], &["y"], vec![graph_attr])],
+        vec![value("y0", FLOAT, &["1"])],
+        vec![value("y", FLOAT, &["1"])],
+        vec![
+            ints("m", &[], &[10]),
+            cond,
+            floats("two", &[1], &[2.0]),
+            floats("hundred", &[], &[bound]),
+        ],
+    )
+}
+
+#[test]
+fn a_loop_whose_body_computes_its_condition_becomes_a_while() {
+    let m = import(&doubling_loop(100.0), &ImportOptions::default()).expect("imports");
+    assert!(
+        m.graph.nodes().iter().any(|n| n.op.kind() == "while"),
+        "{}",
+        uop_graph::text::print_graph(&m.graph)
+    );
+    let y0 = HostTensor {
+        elem: uop_onnx::ElemType::Float,
+        shape: vec![1],
+        data: HostData::Float(vec![1.0]),
+    };
+    let inputs = m
+        .graph_inputs(&HashMap::from([("y0".to_string(), y0)]))
+        .expect("converts");
+    let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+    assert_eq!(
+        out[0].data,
+        vec![128.0],
+        "1 doubled until the sum is 100 or more"
+    );
+    let exe = uop_exec::compile(&m.graph).expect("compiles");
+    assert_eq!(exe.run(&inputs).expect("runs")[0].data, vec![128.0]);
+    let m = import(&doubling_loop(1e9), &ImportOptions::default()).expect("imports");
+    let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+    assert_eq!(
+        out[0].data,
+        vec![1024.0],
+        "the trip count M = 10 stops it first"
+    );
+}

@@ -1,0 +1,1 @@
+Boutput_meanJXø¡¿·	2¾÷¥£¿
