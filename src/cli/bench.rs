@@ -1,9 +1,11 @@
 //! `uop bench`: times the speed workloads of issue 8 (see [`crate::bench`]) on the
 //! Rust backend's prebuilt kernels and on Cranelift JIT kernels, next to a naive Rust
 //! loop nest run in the same process, and prints one table or JSON lines shaped like
-//! `peers.py`'s (`workload`, `threads`, `ms`, `metric`, `unit`, ...).
+//! `peers.py`'s (`workload`, `threads`, `ms`, `metric`, `unit`, ...). With `--graph
+//! FILE` it times a whole graph on the graph executor instead (see [`super::bench_graph`]).
 
 use std::fmt::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
@@ -18,8 +20,11 @@ pub enum BenchBackend {
     /// The prebuilt kernels of `uop::kernels` (uop's Rust backend, compiled by rustc;
     /// in a `uop` built with the feature `prebuilt`).
     Rust,
-    /// The same programs JIT-compiled by Cranelift (compiled before timing).
+    /// The same programs JIT-compiled by Cranelift (compiled before timing); with
+    /// `--graph`, the graph executor on Cranelift kernels (the default).
     Cranelift,
+    /// With `--graph` only: the graph executor on the loop-IR interpreter.
+    Loops,
 }
 
 impl BenchBackend {
@@ -27,6 +32,7 @@ impl BenchBackend {
         match self {
             BenchBackend::Rust => "rust",
             BenchBackend::Cranelift => "cranelift",
+            BenchBackend::Loops => "loops",
         }
     }
 }
@@ -64,6 +70,20 @@ pub struct BenchArgs {
     /// the speedup and the difference print as `null` (`NaN` in the table).
     #[arg(long)]
     no_naive: bool,
+    /// Untimed calls before the timed ones (after the first call, with `--graph`).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    warmup: usize,
+    /// Time this graph (or program, as a graph of one kernel) on the graph executor
+    /// instead of the workloads, on seeded random inputs: the first call (parse,
+    /// prepare, compile, run) and the median of the later calls.
+    #[arg(long, value_name = "FILE")]
+    graph: Option<PathBuf>,
+    /// With `--graph`: the size of a named dimension, as NAME=INT.
+    #[arg(long = "dim", value_name = "NAME=INT", requires = "graph")]
+    dims: Vec<String>,
+    /// With `--graph`: the value of a $param, as NAME=INT.
+    #[arg(long = "param", value_name = "NAME=INT", requires = "graph")]
+    params: Vec<String>,
 }
 
 /// `--backend rust` in a `uop` built without the prebuilt kernels.
@@ -91,6 +111,12 @@ struct Row {
 
 /// Runs `uop bench`.
 pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    if let Some(file) = &args.graph {
+        return graph_bench(args, file);
+    }
+    if args.backend == Some(BenchBackend::Loops) {
+        return fail("--backend loops: times a graph on the executor; pass --graph FILE");
+    }
     if args.threads == 0 {
         return fail("--threads must be at least 1");
     }
@@ -123,7 +149,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         None => vec![BenchBackend::Cranelift],
     };
     let reps = Reps {
-        warmup: 1,
+        warmup: args.warmup,
         reps: args.reps,
         budget: Duration::from_secs(2),
     };
@@ -155,7 +181,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             let mut y = AlignedVec::<f32>::zeroed_at(w.output_len(), args.offset);
             let threads = match backend {
                 BenchBackend::Rust => args.threads,
-                BenchBackend::Cranelift => 1,
+                BenchBackend::Cranelift | BenchBackend::Loops => 1,
             };
             let (ms, compile_ms) = match backend {
                 #[cfg(feature = "prebuilt")]
@@ -169,6 +195,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 }
                 #[cfg(not(feature = "prebuilt"))]
                 BenchBackend::Rust => return Err(no_prebuilt()),
+                BenchBackend::Loops => {
+                    return fail(
+                        "--backend loops: times a graph on the executor; pass --graph FILE",
+                    );
+                }
                 BenchBackend::Cranelift => {
                     let t = Instant::now();
                     let kernel = w
@@ -219,6 +250,52 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
                 ""
             }
         );
+    }
+    Ok(())
+}
+
+/// `uop bench --graph FILE`: the workloads' own flags are errors with it.
+fn graph_bench(args: &BenchArgs, file: &std::path::Path) -> Result<(), CliError> {
+    let workload_flag = [
+        (args.workload.is_some(), "--workload"),
+        (args.quick, "--quick"),
+        (args.offset != 0, "--offset"),
+        (args.no_naive, "--no-naive"),
+        (args.threads != 1, "--threads"),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given);
+    if let Some((_, flag)) = workload_flag {
+        return fail(format!(
+            "{flag}: applies to the workloads; --graph times a graph on the executor"
+        ));
+    }
+    let backend = match args.backend.unwrap_or(BenchBackend::Cranelift) {
+        BenchBackend::Rust => {
+            return fail(
+                "--backend rust: the graph executor runs JIT (cranelift) or loop-IR (loops) \
+                 kernels; the Rust backend is `uop emit` (the graph's AOT module)",
+            );
+        }
+        BenchBackend::Cranelift => uop_exec::Backend::Cranelift,
+        BenchBackend::Loops => uop_exec::Backend::Loops,
+    };
+    if args.reps == 0 {
+        return fail("--reps must be at least 1");
+    }
+    let spec = super::bench_graph::GraphBench {
+        file,
+        dims: &args.dims,
+        params: &args.params,
+        backend,
+        warmup: args.warmup,
+        reps: args.reps,
+    };
+    let timing = super::bench_graph::time(&spec)?;
+    if args.json {
+        println!("{}", timing.json(&spec));
+    } else {
+        println!("{}", timing.describe(&spec));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! [`uop_codegen::diag::Diagnostic`] after the first line).
 
 mod bench;
+mod bench_graph;
 mod emit;
 mod emit_graph;
 mod fuzz;
@@ -149,8 +150,11 @@ enum Command {
         after_help = "Examples:\n  uop emit examples/programs/softmax.uop --target rust\n  uop emit examples/programs/matmul.uop --grad --target clif"
     )]
     Emit(emit::EmitArgs),
-    /// Time the speed workloads (Rust and Cranelift kernels) against a naive Rust loop.
-    #[command(after_help = "Examples:\n  uop bench --quick --reps 1 --workload matmul_512")]
+    /// Time the speed workloads (Rust and Cranelift kernels) against a naive Rust loop,
+    /// or a whole graph on the graph executor (`--graph`).
+    #[command(
+        after_help = "Examples:\n  uop bench --quick --reps 1 --workload matmul_512\n  uop bench --graph examples/graphs/transformer_block.uop --dim T=64 --dim D=64 --dim F=256 --json"
+    )]
     Bench(bench::BenchArgs),
 }
 

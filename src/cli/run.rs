@@ -89,6 +89,19 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
+    /// Seeded random data for every input, with the sizes of `dims` and the `$param`
+    /// values of `params` (both `NAME=INT` texts, as on the command line).
+    pub(crate) fn random(dims: &[String], params: &[String], seed: u64) -> Self {
+        InputArgs {
+            inputs: Vec::new(),
+            params: params.to_vec(),
+            dims: dims.to_vec(),
+            random: Some(seed),
+            save_inputs: None,
+            max_memory: None,
+        }
+    }
+
     /// The `--param` values, each checked to be declared by `program`.
     pub fn params(&self, program: &Program) -> Result<HashMap<String, i64>, CliError> {
         let params: HashMap<String, i64> = int_assignments("--param", &self.params)?

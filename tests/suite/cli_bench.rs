@@ -229,3 +229,110 @@ fn an_unknown_workload_is_refused_with_the_list_of_names() {
         "{e}"
     );
 }
+
+/// `uop bench --graph` on the transformer block at small sizes.
+fn graph_bench(extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "bench",
+        "--graph",
+        "examples/graphs/transformer_block.uop",
+        "--dim",
+        "T=8",
+        "--dim",
+        "D=8",
+        "--dim",
+        "F=16",
+        "--reps",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    uop(&args)
+}
+
+#[test]
+fn graph_json_is_one_object_with_the_first_call_and_the_median_of_later_calls() {
+    let o = graph_bench(&["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    let line = lines[0];
+    assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
+    assert_eq!(
+        field(line, "file"),
+        Some("\"examples/graphs/transformer_block.uop\"")
+    );
+    assert_eq!(field(line, "backend"), Some("\"cranelift\""));
+    assert_eq!(field(line, "reps"), Some("3"));
+    assert_eq!(field(line, "warmup"), Some("1"));
+    for key in ["ms", "first_ms"] {
+        let v: f64 = field(line, key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} missing or not a number in {line}"));
+        assert!(v.is_finite() && v > 0.0, "{key} in {line}");
+    }
+    assert!(
+        line.contains("\"dims\": {\"T\": 8, \"D\": 8, \"F\": 16}"),
+        "{line}"
+    );
+}
+
+#[test]
+fn graph_runs_on_the_loop_interpreter_and_a_program_as_a_graph_of_one_kernel() {
+    let o = graph_bench(&["--json", "--backend", "loops", "--warmup", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(field(&out, "backend"), Some("\"loops\""), "{out}");
+    assert_eq!(field(&out, "warmup"), Some("0"), "{out}");
+    let o = uop(&[
+        "bench",
+        "--graph",
+        "examples/programs/softmax.uop",
+        "--dim",
+        "B=4",
+        "--dim",
+        "N=8",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("first call") && out.contains("later calls"),
+        "{out}"
+    );
+}
+
+#[test]
+fn graph_flags_and_workload_flags_do_not_mix() {
+    for (extra, message) in [
+        (&["--quick"][..], "--quick: applies to the workloads"),
+        (&["--workload", "matmul_512"][..], "--workload: applies"),
+        (
+            &["--backend", "rust"][..],
+            "--backend rust: the graph executor",
+        ),
+    ] {
+        let o = graph_bench(extra);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(stderr(&o).contains(message), "{extra:?}: {}", stderr(&o));
+    }
+    let o = uop(&["bench", "--backend", "loops"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("pass --graph FILE"), "{}", stderr(&o));
+    let o = uop(&["bench", "--dim", "T=8"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--graph"), "{}", stderr(&o));
+    let o = uop(&[
+        "bench",
+        "--graph",
+        "examples/programs/softmax.uop",
+        "--reps",
+        "0",
+    ]);
+    assert!(
+        stderr(&o).contains("--reps must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = graph_bench(&["--dim", "X=3"]);
+    assert!(stderr(&o).contains("no dimension `X`"), "{}", stderr(&o));
+}
