@@ -484,8 +484,15 @@ fn emit_refuses_a_kernel_name_that_would_clash_and_says_why() {
     let free = free.to_str().expect("utf-8");
     let object = dir.join("k.o");
     let object = object.to_str().expect("utf-8");
-    // From the file name: C refuses the C library's `free` and says how to choose.
-    let o = uop(&["emit", free, "--target", "object", "-o", object]);
+    // From the file name: `free` would clash with the C library's, so the default
+    // name is `k_free`, valid for every target (docs/kernel-names.md).
+    let o = uop(&["emit", free, "--target", "header"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("k_free("), "{}", stdout(&o));
+    // Named by the user, it is refused, and the error says how to choose.
+    let o = uop(&[
+        "emit", free, "--target", "object", "-o", object, "--name", "free",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
