@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use uop_graph::schedule::{Schedule, Step as Action};
-use uop_graph::{NodeId, RunError};
+use uop_graph::{Graph, NodeId, Op, RunError, ValueType};
 use uop_runtime::Event;
 
 use crate::GraphError;
@@ -95,6 +95,42 @@ impl StreamPlan {
             signals: schedule.signal_count,
         }))
     }
+}
+
+/// The most elements a body's steps may read and write in all for it to run in
+/// order although its schedule has several streams: starting the streams' threads
+/// and waking them costs microseconds (far more when the cores are busy), more
+/// than such a body's whole run — a `while` over scalars would pay it on every
+/// trip.
+pub(crate) const SMALL_BODY: u64 = 1 << 12;
+
+/// Whether a body with `steps` is worth running on several streams: unless every
+/// step is a kernel, an unfused op or a constant whose values all have static
+/// sizes, reading and writing at most [`SMALL_BODY`] elements in all. A super node
+/// (its work unknown here) or a size known only at run time keeps the streams.
+pub(crate) fn worth_streams(graph: &Graph, steps: &[Step]) -> bool {
+    let elements = |t: &ValueType| {
+        t.shape.iter().try_fold(1_u64, |n, d| {
+            n.checked_mul(u64::try_from(d.as_int()?).ok()?)
+        })
+    };
+    let mut total = 0_u64;
+    for step in steps {
+        let Some(node) = graph.node(step.node) else {
+            return true;
+        };
+        if !matches!(node.op, Op::Kernel(_) | Op::Call(_) | Op::Const(_)) {
+            return true;
+        }
+        let read = node.inputs.iter().map(|r| graph.type_of(*r));
+        for t in read.chain(node.outputs.iter().map(Some)) {
+            match t.and_then(elements).and_then(|n| total.checked_add(n)) {
+                Some(n) if n <= SMALL_BODY => total = n,
+                _ => return true,
+            }
+        }
+    }
+    false
 }
 
 impl Machine<'_> {

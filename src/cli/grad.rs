@@ -45,6 +45,11 @@ pub struct GradArgs {
     /// state (memory: one state, N·(N−1)/2 extra body runs).
     #[arg(long, value_enum, value_name = "HOW")]
     tape: Option<TapeArg>,
+    /// Graphs: stop with an error naming the loop when any one `while` (of the
+    /// forward graph or of its gradient) would make more than N trips (default: no
+    /// limit). A program has no loops.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<u64>,
 }
 
 /// The values of `--tape`.
@@ -68,7 +73,12 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
                 seeds: &args.seeds,
                 grads: &args.grads,
             };
-            return super::grad_graph::grad(&g, &args.source, &files, args.backend, tape);
+            let run = super::grad_graph::GradRun {
+                backend: args.backend,
+                tape,
+                max_iterations: args.max_iterations,
+            };
+            return super::grad_graph::grad(&g, &args.source, &files, &run);
         }
         source::Source::Program(p) => p,
     };
