@@ -13,6 +13,7 @@ mod cli_grad;
 mod cli_graph;
 mod cli_help;
 mod cli_inputs;
+mod cli_loops;
 mod cli_memory;
 mod cli_options;
 mod cli_run_passes;
