@@ -247,6 +247,10 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
         &compiler,
         schedule.as_ref().map(|s| (s, small_in_order)),
     )?;
+    // When every body runs in order, so does the graph: no schedule, and the memory
+    // plan needs no ordering between streams (planning with one costs time
+    // quadratic in the steps: nested loops' gradients).
+    let schedule = schedule.filter(|_| steps.top.bodies_on_streams() > 0);
     Ok(Executable {
         report,
         nodes_before,
