@@ -77,7 +77,6 @@ pub(crate) fn execute(
             ..CompileOptions::default()
         },
         max_iterations: args.max_iterations,
-        ..ExecOptions::default()
     };
     let exe = exec::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
     let outputs = exe
