@@ -41,6 +41,32 @@ pub(crate) struct Body {
     pub plan: Option<StreamPlan>,
 }
 
+impl Body {
+    /// How many bodies, this one and those of its super nodes, have a stream plan.
+    pub(crate) fn bodies_on_streams(&self) -> usize {
+        let nested: usize = self
+            .steps
+            .iter()
+            .map(|s| match &s.kind {
+                StepKind::While { cond, body, .. } => {
+                    cond.bodies_on_streams() + body.bodies_on_streams()
+                }
+                StepKind::If { then, else_ } => {
+                    then.bodies_on_streams() + else_.bodies_on_streams()
+                }
+                StepKind::Case { branches, .. } => {
+                    branches.iter().map(Body::bodies_on_streams).sum()
+                }
+                StepKind::Parallel { body, .. } | StepKind::NoInline(body) => {
+                    body.bodies_on_streams()
+                }
+                _ => 0,
+            })
+            .sum();
+        nested + usize::from(self.plan.is_some())
+    }
+}
+
 /// One node to run.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
@@ -75,6 +101,9 @@ pub(crate) enum StepKind {
         cond: Body,
         /// The body.
         body: Body,
+        /// The names of its outputs, where the source gave them (for the error of
+        /// a loop past `--max-iterations`).
+        names: Vec<Option<String>>,
     },
     /// `if`: input 0 is the condition.
     If {
@@ -123,13 +152,18 @@ pub(crate) struct Steps {
 
 /// Builds the steps of `graph` (prepared) placed as `h` says, compiling every Kernel
 /// node with `compiler`; with a `schedule` (of `graph`), every body that it puts on
-/// several streams gets their plan.
+/// several streams gets their plan — but a small one when the flag with it is set
+/// ([`crate::streams::worth_streams`]).
 pub(crate) fn build(
     graph: &Graph,
     h: &Hierarchy,
     compiler: &Compiler,
-    schedule: Option<&Schedule>,
+    schedule: Option<(&Schedule, bool)>,
 ) -> Result<Steps, GraphError> {
+    let (schedule, small_in_order) = match schedule {
+        Some((s, small)) => (Some(s), small),
+        None => (None, false),
+    };
     let mut slots = HashMap::new();
     let mut refs = Vec::new();
     for n in graph.nodes() {
@@ -143,13 +177,14 @@ pub(crate) fn build(
         compiler,
         slots,
         kernels: 0,
+        small_in_order,
     };
     let input = b.node(h.input)?;
     let params = (0..input.outputs.len())
         .map(|k| b.slot(h.input, Ref::new(h.input, k)))
         .collect::<Result<_, _>>()?;
     let steps = b.entries(&h.top, schedule)?;
-    let plan = stream_plan(&steps, schedule)?;
+    let plan = b.stream_plan(&steps, schedule)?;
     let results = graph
         .interface
         .outputs
@@ -173,6 +208,8 @@ struct Builder<'g> {
     compiler: &'g Compiler,
     slots: HashMap<Ref, usize>,
     kernels: usize,
+    /// Small bodies run in order whatever the schedule.
+    small_in_order: bool,
 }
 
 fn error(node: NodeId, message: impl Into<String>) -> GraphError {
@@ -210,6 +247,22 @@ impl Builder<'_> {
         }
     }
 
+    /// The stream plan of a body's `steps` under its scope's `schedule`, if any:
+    /// none for a small body when small bodies run in order
+    /// ([`crate::streams::worth_streams`]).
+    fn stream_plan(
+        &self,
+        steps: &[Step],
+        schedule: Option<&Schedule>,
+    ) -> Result<Option<StreamPlan>, GraphError> {
+        let Some(s) = schedule else {
+            return Ok(None);
+        };
+        let plan = StreamPlan::new(steps, s)?;
+        Ok(plan
+            .filter(|_| !self.small_in_order || crate::streams::worth_streams(self.graph, steps)))
+    }
+
     fn entries(
         &mut self,
         entries: &[Entry],
@@ -234,7 +287,7 @@ impl Builder<'_> {
             .map(|k| self.slot(owner.id, Ref::new(sub.input, k)))
             .collect::<Result<_, _>>()?;
         let steps = self.entries(&sub.nodes, schedule)?;
-        let plan = stream_plan(&steps, schedule)?;
+        let plan = self.stream_plan(&steps, schedule)?;
         let results = interface
             .outputs
             .iter()
@@ -298,6 +351,7 @@ impl Builder<'_> {
             Op::While { .. } => StepKind::While {
                 cond: self.sub(node, e, 0, schedule)?,
                 body: self.sub(node, e, 1, schedule)?,
+                names: node.names.clone(),
             },
             Op::If { .. } => StepKind::If {
                 then: self.sub(node, e, 0, schedule)?,
@@ -333,16 +387,5 @@ impl Builder<'_> {
             outputs,
             kind,
         })
-    }
-}
-
-/// The stream plan of a body's `steps` under its scope's `schedule`, if any.
-fn stream_plan(
-    steps: &[Step],
-    schedule: Option<&Schedule>,
-) -> Result<Option<StreamPlan>, GraphError> {
-    match schedule {
-        Some(s) => StreamPlan::new(steps, s),
-        None => Ok(None),
     }
 }

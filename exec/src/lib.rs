@@ -133,7 +133,9 @@ pub struct ExecOptions {
 pub enum Streams {
     /// As many as the runtime's thread count ([`uop_runtime::threads`]: `UOP_THREADS`,
     /// else every core), as far as the graph has independent work
-    /// (`docs/graph-executor.md` says why).
+    /// (`docs/graph-executor.md` says why); a body whose values are all small and
+    /// of static size runs in order (streams would cost more than its work: a
+    /// `while` over scalars would pay on every trip).
     #[default]
     Auto,
     /// At most this many streams per scope (1: every node in order, on the calling
@@ -236,7 +238,19 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
     } else {
         stream_schedule(&prepared, options.streams)?
     };
-    let steps = build(&prepared, &h, &compiler, schedule.as_ref())?;
+    // Only the default leaves small bodies in order: `Max` and `Random` run the
+    // schedule as drawn (measuring and testing the streams).
+    let small_in_order = options.streams == Streams::Auto;
+    let steps = build(
+        &prepared,
+        &h,
+        &compiler,
+        schedule.as_ref().map(|s| (s, small_in_order)),
+    )?;
+    // When every body runs in order, so does the graph: no schedule, and the memory
+    // plan needs no ordering between streams (planning with one costs time
+    // quadratic in the steps: nested loops' gradients).
+    let schedule = schedule.filter(|_| steps.top.bodies_on_streams() > 0);
     Ok(Executable {
         report,
         nodes_before,
@@ -454,6 +468,12 @@ impl Executable {
     /// The backend its kernels run on.
     pub fn backend(&self) -> Backend {
         self.options.backend
+    }
+
+    /// How many bodies (the top level and the sub-functions of `while`, `if`,
+    /// `case`, ...) run on several streams; the others run their nodes in order.
+    pub fn bodies_on_streams(&self) -> usize {
+        self.steps.top.bodies_on_streams()
     }
 
     /// The static schedule it runs on several streams; `None` when every scope runs

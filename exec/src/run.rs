@@ -165,9 +165,9 @@ impl<'a> Machine<'a> {
                 result.map_err(|m| node_error(node, format!("kernel {name}: {m}")))?;
             }
             StepKind::Call(call) => self.call(step, call)?,
-            StepKind::While { cond, body } => {
+            StepKind::While { cond, body, names } => {
                 let state = self.inputs(step)?;
-                let out = self.while_loop(node, cond, body, state)?;
+                let out = self.while_loop(node, (cond, body), names, state)?;
                 self.set_outputs(step, out)?;
             }
             StepKind::If { then, else_ } => {
@@ -320,8 +320,8 @@ impl<'a> Machine<'a> {
     fn while_loop(
         &mut self,
         node: NodeId,
-        cond: &Body,
-        body: &Body,
+        (cond, body): (&Body, &Body),
+        names: &[Option<String>],
         initial: Vec<Value>,
     ) -> Result<Vec<Value>, RunError> {
         let err = |m: String| node_error(node, m);
@@ -361,7 +361,7 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
-            let iteration = self.iteration(node, cond, body, carried, &mut state, trips);
+            let iteration = self.iteration(node, (cond, body), names, carried, &mut state, trips);
             self.mem.unswap(swaps);
             if !iteration? {
                 break;
@@ -389,8 +389,8 @@ impl<'a> Machine<'a> {
     fn iteration(
         &mut self,
         node: NodeId,
-        cond: &Body,
-        body: &Body,
+        (cond, body): (&Body, &Body),
+        names: &[Option<String>],
         carried: &[uop_graph::memory::Carried],
         state: &mut [Value],
         trips: u64,
@@ -405,10 +405,7 @@ impl<'a> Machine<'a> {
         if let Some(max) = self.max_iterations
             && trips >= max
         {
-            return Err(node_error(
-                node,
-                format!("the loop did not end within {max} iterations"),
-            ));
+            return Err(uop_graph::too_many_iterations(node, names, max));
         }
         let next = self.body(node, body, state.to_vec())?;
         for (k, (from, new)) in state.iter().zip(&next).enumerate() {

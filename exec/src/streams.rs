@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use uop_graph::schedule::{Schedule, Step as Action};
-use uop_graph::{NodeId, RunError};
+use uop_graph::{Graph, NodeId, RunError, ValueType};
 use uop_runtime::Event;
 
 use crate::GraphError;
@@ -95,6 +95,65 @@ impl StreamPlan {
             signals: schedule.signal_count,
         }))
     }
+}
+
+/// The most elements a body's steps may read and write in all for it to run in
+/// order although its schedule has several streams: starting the streams' threads
+/// and waking them costs microseconds (far more when the cores are busy), more
+/// than such a body's whole run — a `while` over scalars would pay it on every
+/// trip.
+pub(crate) const SMALL_BODY: u64 = 1 << 12;
+
+/// Whether a body with `steps` is worth running on several streams: unless all its
+/// values have static sizes and its steps read and write at most [`SMALL_BODY`]
+/// elements in all. A super node counts with what its sub-functions read and
+/// write in one run of each (a nested loop's trip count is not known here: a
+/// body of small loops runs in order); a `parallel` with a count known only at
+/// run time, or a size known only at run time, keeps the streams.
+pub(crate) fn worth_streams(graph: &Graph, steps: &[Step]) -> bool {
+    small_work(graph, steps, 0).is_none()
+}
+
+/// `so_far` plus the elements `steps` read and write, while at most [`SMALL_BODY`];
+/// `None` past it or when not known statically.
+fn small_work(graph: &Graph, steps: &[Step], so_far: u64) -> Option<u64> {
+    let elements = |t: &ValueType| {
+        t.shape.iter().try_fold(1_u64, |n, d| {
+            n.checked_mul(u64::try_from(d.as_int()?).ok()?)
+        })
+    };
+    let mut total = so_far;
+    for step in steps {
+        let node = graph.node(step.node)?;
+        let read = node.inputs.iter().map(|r| graph.type_of(*r));
+        for t in read.chain(node.outputs.iter().map(Some)) {
+            total = total.checked_add(elements(t?)?)?;
+        }
+        total = match &step.kind {
+            StepKind::While { cond, body, .. } => {
+                let t = small_work(graph, &cond.steps, total)?;
+                small_work(graph, &body.steps, t)?
+            }
+            StepKind::If { then, else_ } => {
+                let t = small_work(graph, &then.steps, total)?;
+                small_work(graph, &else_.steps, t)?
+            }
+            StepKind::Case { branches, .. } => branches
+                .iter()
+                .try_fold(total, |t, b| small_work(graph, &b.steps, t))?,
+            StepKind::NoInline(body) => small_work(graph, &body.steps, total)?,
+            StepKind::Parallel { count, body, .. } => {
+                let once = small_work(graph, &body.steps, 0)?;
+                let n = u64::try_from(count.as_int()?).ok()?;
+                total.checked_add(once.checked_mul(n)?)?
+            }
+            _ => total,
+        };
+        if total > SMALL_BODY {
+            return None;
+        }
+    }
+    Some(total)
 }
 
 impl Machine<'_> {

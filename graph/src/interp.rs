@@ -117,6 +117,22 @@ pub struct RunOptions {
     pub max_iterations: Option<u64>,
 }
 
+/// The error of the `while` `node` (its outputs named `names` where the source
+/// named them) that made `max` trips without ending ([`RunOptions::max_iterations`]):
+/// it names the loop by its values. The graph interpreter's and the executor's.
+pub fn too_many_iterations(node: NodeId, names: &[Option<String>], max: u64) -> RunError {
+    let named: Vec<String> = names.iter().flatten().map(|n| format!("`{n}`")).collect();
+    let what = if named.is_empty() {
+        "the `while`".to_string()
+    } else {
+        format!("the `while` giving {}", named.join(", "))
+    };
+    node_error(
+        node,
+        format!("{what} did not end within {max} iterations (--max-iterations {max})"),
+    )
+}
+
 /// What happened during a run, for tests and later gradient work.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -537,10 +553,7 @@ impl Machine<'_> {
             if let Some(max) = self.options.max_iterations
                 && trips >= max
             {
-                return Err(node_error(
-                    node.id,
-                    format!("the loop did not end within {max} iterations"),
-                ));
+                return Err(too_many_iterations(node.id, &node.names, max));
             }
             let next = self.sub_function(node, body, state.clone())?;
             for (k, (old, new)) in state.iter().zip(&next).enumerate() {

@@ -57,6 +57,7 @@ pub use hierarchy::{
 };
 pub use interp::{
     Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with, run_with_hooks,
+    too_many_iterations,
 };
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,

@@ -64,6 +64,11 @@ pub struct GradArgs {
     /// With `--check`: the finite-difference step (default 1e-6).
     #[arg(long, value_name = "H", requires = "check")]
     step: Option<f64>,
+    /// Graphs: stop with an error naming the loop when any one `while` (of the
+    /// forward graph or of its gradient) would make more than N trips (default: no
+    /// limit). A program has no loops.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<u64>,
 }
 
 /// The values of `--tape`.
@@ -96,7 +101,12 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
                 seeds: &args.seeds,
                 grads: &args.grads,
             };
-            return super::grad_graph::grad(&g, &args.source, &files, args.backend, tape);
+            let run = super::grad_graph::GradRun {
+                backend: args.backend,
+                tape,
+                max_iterations: args.max_iterations,
+            };
+            return super::grad_graph::grad(&g, &args.source, &files, &run);
         }
         source::Source::Program(p) => p,
     };

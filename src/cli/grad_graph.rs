@@ -17,6 +17,7 @@ use uop_graph::{Graph, RunOptions, Trace, run_with};
 
 use super::output::OutputFiles;
 use super::run::{InputArgs, listing};
+use super::run_graph::GraphFlags;
 use super::{Backend, CliError, fail, path_assignments, show, source};
 use crate::npy::{read_npy, write_npy_bytes};
 
@@ -28,13 +29,32 @@ pub(crate) struct GradFiles<'a> {
     pub grads: &'a [String],
 }
 
+/// How the forward and the gradient graph run.
+pub(crate) struct GradRun {
+    /// `--backend`.
+    pub backend: Backend,
+    /// `--tape`.
+    pub tape: TapeMode,
+    /// `--max-iterations`: the most trips of any one `while`, forward or gradient.
+    pub max_iterations: Option<u64>,
+}
+
+impl GradRun {
+    /// The executor's flags for this run.
+    fn flags(&self) -> GraphFlags {
+        GraphFlags {
+            max_iterations: self.max_iterations,
+            ..GraphFlags::backend(self.backend)
+        }
+    }
+}
+
 /// Runs `uop grad` on `graph`.
 pub(crate) fn grad(
     graph: &Graph,
     source_args: &InputArgs,
     files: &GradFiles<'_>,
-    backend: Backend,
-    tape: TapeMode,
+    run: &GradRun,
 ) -> Result<(), CliError> {
     let declared = source::declarations(graph);
     let params = source_args.params(&declared)?;
@@ -45,21 +65,16 @@ pub(crate) fn grad(
         seeds: seeded.clone(),
         wrt: wanted.iter().map(|(id, _)| id.0).collect(),
         supplied: seeded.clone(),
-        tape,
+        tape: run.tape,
     };
     let g = gradient(graph, &spec).map_err(|e| CliError(e.to_string()))?;
-    let (outputs, trace) = forward(graph, &inputs, &params, backend, &g)?;
+    let (outputs, trace) = forward(graph, &inputs, &params, run, &g)?;
     let seeds = seed_tensors(graph, &seeded, &outputs, files.seeds)?;
     let args = g
         .arguments(&inputs, &seeds, &outputs)
         .map_err(|e| CliError(e.to_string()))?;
     let grad_params = g.params(&trace, &params);
-    let result = super::run_graph::execute(
-        &g.graph,
-        &args,
-        &grad_params,
-        &super::run_graph::GraphFlags::backend(backend),
-    )?;
+    let result = super::run_graph::execute(&g.graph, &args, &grad_params, &run.flags())?;
     let mut writer = OutputFiles::default();
     source_args.save_inputs(&declared, &inputs, &mut writer)?;
     let names = source::output_names(&g.graph);
@@ -86,20 +101,17 @@ fn forward(
     graph: &Graph,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
-    backend: Backend,
+    run: &GradRun,
     g: &GraphGradient,
 ) -> Result<(Vec<Tensor>, Trace), CliError> {
     if g.tapes.is_empty() {
-        let outputs = super::run_graph::execute(
-            graph,
-            inputs,
-            params,
-            &super::run_graph::GraphFlags::backend(backend),
-        )?;
+        let outputs = super::run_graph::execute(graph, inputs, params, &run.flags())?;
         return Ok((outputs, Trace::default()));
     }
-    let r = run_with(graph, inputs, params, &RunOptions::default())
-        .map_err(|e| CliError(e.to_string()))?;
+    let options = RunOptions {
+        max_iterations: run.max_iterations,
+    };
+    let r = run_with(graph, inputs, params, &options).map_err(|e| CliError(e.to_string()))?;
     Ok((r.outputs, r.trace))
 }
 

@@ -60,6 +60,10 @@ pub struct RunArgs {
     /// the numbers stay the same, only less is simplified and fused).
     #[arg(long, value_name = "N")]
     rewrite_limit: Option<usize>,
+    /// Graphs: stop with an error naming the loop when any one `while` would make
+    /// more than N trips (every backend; default: no limit). A program has no loops.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<u64>,
 }
 
 /// Where a program's inputs and parameters come from (shared by `uop run` and `uop grad`).
@@ -215,6 +219,7 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
         disable_pass: args.disable_pass.clone(),
         time_passes: args.time_passes,
         rewrite_limit: args.rewrite_limit,
+        max_iterations: args.max_iterations,
     };
     let outputs = super::run_graph::execute(graph, &inputs, &params, &flags)?;
     let names = source::output_names(graph);

@@ -26,6 +26,8 @@ pub(crate) struct GraphFlags {
     pub time_passes: bool,
     /// `--rewrite-limit`.
     pub rewrite_limit: Option<usize>,
+    /// `--max-iterations`: the most trips any one `while` may make (every backend).
+    pub max_iterations: Option<u64>,
 }
 
 impl GraphFlags {
@@ -57,7 +59,11 @@ pub(crate) fn execute(
     let backend = match args.backend.unwrap_or(Backend::Cranelift) {
         Backend::Interp => {
             interpreter_flags_unused(args)?;
-            return uop_graph::run(graph, inputs, params)
+            let options = uop_graph::RunOptions {
+                max_iterations: args.max_iterations,
+            };
+            return uop_graph::run_with(graph, inputs, params, &options)
+                .map(|r| r.outputs)
                 .map_err(|e| CliError(name_run_error(graph, e).to_string()));
         }
         Backend::Loops => exec::Backend::Loops,
@@ -77,7 +83,7 @@ pub(crate) fn execute(
             passes: loop_passes,
             ..CompileOptions::default()
         },
-        ..ExecOptions::default()
+        max_iterations: args.max_iterations,
     };
     let exe = exec::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
     let outputs = exe.run_with_params(inputs, params).map_err(|e| match e {

@@ -15,6 +15,7 @@ mod cli_graph_limits;
 mod cli_graph_names;
 mod cli_help;
 mod cli_inputs;
+mod cli_loops;
 mod cli_memory;
 mod cli_options;
 mod cli_run_passes;

@@ -188,10 +188,9 @@ fn a_loop_past_the_iteration_limit_is_the_interpreters_error() {
         )
         .expect_err("100 iterations");
         assert_eq!(err.to_string(), expected.to_string());
-        assert!(
-            err.to_string()
-                .ends_with("the loop did not end within 10 iterations")
-        );
+        assert!(err.to_string().ends_with(
+            "the `while` giving `y` did not end within 10 iterations (--max-iterations 10)"
+        ));
         assert_eq!(
             e.run(&[scalar(95.0)]).expect("5 iterations")[0].data,
             vec![100.0]
@@ -277,12 +276,13 @@ fn a_loop_body_returning_one_value_for_two_states_runs() {
 
 /// `Streams::Auto` is `Streams::Max(uop_runtime::threads())`: the same schedule (two
 /// towers joined, at most two streams each way), so a bench that finds them apart
-/// measures something else (`docs/graph-executor.md`, *Streams*).
+/// measures something else (`docs/graph-executor.md`, *Streams*). (Values this
+/// large keep their streams under `Auto`: small bodies run in order.)
 #[test]
 fn auto_streams_schedule_as_max_threads() {
     use uop_exec::Streams;
     let g = parse(
-        "input x: f32[4, 4]\ninput v: f32[4, 4]\ninput w: f32[4, 4]\n\
+        "input x: f32[64, 64]\ninput v: f32[64, 64]\ninput w: f32[64, 64]\n\
          a = relu(matmul(relu(matmul(x, v)), v))\nb = relu(matmul(relu(matmul(x, w)), w))\n\
          y = add(a, b)\noutput y\n",
     );
@@ -305,4 +305,74 @@ fn auto_streams_schedule_as_max_threads() {
         threads.min(2),
         "two towers on up to {threads} streams"
     );
+}
+
+/// A `while` over `x: TYPE` whose body has two independent adds (two streams' worth
+/// of nodes), trips `$n` times.
+fn two_adds_loop(ty: &str) -> Graph {
+    parse(&format!(
+        "param n\ninput x: {ty}\nfn more(a, b, i) {{ return lt(i, $n) }}\n\
+         fn step(a, b, i) {{ return add(a, 1), mul(b, 2), add(i, 1) }}\n\
+         a, b, i = while(more, step, x, x, 0)\noutput a, b, i\n"
+    ))
+}
+
+#[test]
+fn small_bodies_run_in_order_on_the_default_streams_and_large_ones_on_several() {
+    // Starting a body's streams costs a thread hand-off on every trip of a loop:
+    // with the default streams a body of small static values runs in order (the
+    // loop's trip then costs what it does on one stream), a body of large values
+    // keeps its streams (given two cores), and an explicit stream count runs the
+    // schedule as drawn.
+    let compiled = |ty: &str, streams| {
+        compile_with(
+            &two_adds_loop(ty),
+            &ExecOptions {
+                streams,
+                ..ExecOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let small = compiled("f32[]", uop_exec::Streams::Auto);
+    let large = compiled("f32[512, 512]", uop_exec::Streams::Auto);
+    let explicit = compiled("f32[]", uop_exec::Streams::Max(2));
+    assert_eq!(small.bodies_on_streams(), 0);
+    assert!(small.schedule().is_none());
+    if uop_runtime::threads() >= 2 {
+        assert!(large.bodies_on_streams() >= 1);
+    }
+    assert!(explicit.bodies_on_streams() >= 1);
+    let params = HashMap::from([("n".to_string(), 1000)]);
+    let out = small
+        .run_with_params(&[scalar(1.0)], &params)
+        .expect("1000 trips");
+    assert_eq!(out[0].data, vec![1001.0]);
+    assert_eq!(out[2].data, vec![1000.0]);
+}
+
+#[test]
+fn a_loop_past_max_iterations_is_an_error_naming_it_on_every_backend() {
+    let g = two_adds_loop("f32[]");
+    let params = HashMap::from([("n".to_string(), 50)]);
+    for backend in BACKENDS {
+        let e = compile_with(
+            &g,
+            &ExecOptions {
+                backend,
+                max_iterations: Some(49),
+                ..ExecOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let err = e
+            .run_with_params(&[scalar(1.0)], &params)
+            .expect_err("50 trips > 49");
+        assert!(
+            err.to_string().ends_with(
+                "the `while` giving `a`, `b`, `i` did not end within 49 iterations (--max-iterations 49)"
+            ),
+            "{backend:?}: {err}"
+        );
+    }
 }

@@ -447,7 +447,7 @@ fn an_endless_loop_stops_at_max_iterations_with_an_error() {
     let e = run_with(&g, &[scalar(0.0)], &no_params(), &options).expect_err("endless");
     assert_eq!(
         e.to_string(),
-        format!("{w}: the loop did not end within 100 iterations")
+        format!("{w}: the `while` did not end within 100 iterations (--max-iterations 100)")
     );
 }
 
