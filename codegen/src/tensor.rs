@@ -44,6 +44,19 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
+/// The row-major multi-index of the flat position `flat` in `shape` (an empty
+/// axis takes index 0).
+pub fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (k, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            index[k] = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}
+
 impl Tensor {
     /// A tensor from data, rounded to `dtype`; the length must match the shape.
     pub fn new(dtype: DType, shape: Vec<usize>, data: Vec<f64>) -> Result<Self, ShapeError> {

@@ -229,6 +229,27 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+/// Fills `func` (signed [`translate::signature`]`(Entry::Kernel)`) with the
+/// kernel entry of `program` as the JIT links it: what [`compile`] runs and
+/// [`emit_jit_clif`] prints.
+fn build_jit_kernel(
+    module: &mut JITModule,
+    program: &LoopProgram,
+    opts: &Options,
+    func: &mut cranelift_codegen::ir::Function,
+) -> Result<(), JitError> {
+    let mut fctx = FunctionBuilderContext::new();
+    translate::build(
+        module,
+        Linking::Jit,
+        program,
+        Entry::Kernel,
+        opts.vectorize,
+        func,
+        &mut fctx,
+    )
+}
+
 fn compile_jit(program: &LoopProgram, opts: &Options) -> Result<Compiled, JitError> {
     let mut builder = JITBuilder::with_isa(
         isa(Linking::Jit, opts)?,
@@ -242,16 +263,7 @@ fn compile_jit(program: &LoopProgram, opts: &Options) -> Result<Compiled, JitErr
     let id = module.declare_function("uop_kernel", Linkage::Export, &sig)?;
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
-    let mut fctx = FunctionBuilderContext::new();
-    let built = translate::build(
-        &mut module,
-        Linking::Jit,
-        program,
-        Entry::Kernel,
-        opts.vectorize,
-        &mut ctx.func,
-        &mut fctx,
-    );
+    let built = build_jit_kernel(&mut module, program, opts, &mut ctx.func);
     let result = built.and_then(|()| {
         module.define_function(id, &mut ctx)?;
         module.finalize_definitions()?;
@@ -290,16 +302,7 @@ pub fn emit_jit_clif(program: &LoopProgram, opts: &Options) -> Result<String, Ji
         UserFuncName::testcase("uop_kernel"),
         sig,
     );
-    let mut fctx = FunctionBuilderContext::new();
-    let built = translate::build(
-        &mut module,
-        Linking::Jit,
-        program,
-        Entry::Kernel,
-        opts.vectorize,
-        &mut func,
-        &mut fctx,
-    );
+    let built = build_jit_kernel(&mut module, program, opts, &mut func);
     let mut out = String::new();
     if built.is_ok() {
         for (id, decl) in module.declarations().get_functions() {

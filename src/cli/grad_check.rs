@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use uop_codegen::grad::fd::{ElementComparison, FdOptions, InputComparison, compare_gradient};
-use uop_codegen::tensor::Tensor;
+use uop_codegen::tensor::{Tensor, unflatten};
 use uop_codegen::uop::{NodeId, Program};
 
 use uop_graph::Graph;
@@ -237,18 +237,6 @@ fn element_row(r: &InputComparison, w: &ElementComparison, shape: &[usize]) -> [
         format!("{:.3e}", w.allowed),
         if w.passed() { "ok" } else { "FAILED" }.into(),
     ]
-}
-
-/// The row-major multi-index of a flat position.
-fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0; shape.len()];
-    for (k, &n) in shape.iter().enumerate().rev() {
-        if n > 0 {
-            index[k] = flat % n;
-            flat /= n;
-        }
-    }
-    index
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use crate::compile::{CompileOptions, compile, optimize};
 use crate::interp;
 use crate::loops::{self, LoopProgram};
 use crate::pass::{self, PassOptions};
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, unflatten};
 use crate::uop::{DType, Program};
 
 use super::generate::Case;
@@ -393,18 +393,6 @@ pub fn compare_outputs(
         }
     }
     None
-}
-
-/// The row-major multi-index of a flat position.
-fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0; shape.len()];
-    for (k, &n) in shape.iter().enumerate().rev() {
-        if n > 0 {
-            index[k] = flat % n;
-            flat /= n;
-        }
-    }
-    index
 }
 
 /// Runs `f`, turning a panic into an error message: a pass or backend that panics

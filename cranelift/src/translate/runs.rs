@@ -65,7 +65,6 @@ impl<M: Module> Translator<'_, '_, M> {
         iv: Variable,
         (start, count): (IrValue, IrValue),
     ) -> Result<(), JitError> {
-        let lanes = i64::from(self.lanes());
         let slots: Vec<StackSlot> = calls
             .iter()
             .map(|_| {
@@ -96,18 +95,11 @@ impl<M: Module> Translator<'_, '_, M> {
                     run_start: Some(run),
                     ..cx.clone()
                 };
-                let lane = t.b.declare_var(I64);
-                t.b.def_var(lane, run);
-                t.counted_loop(lane, end, lanes * RUN_UNROLL, |t, i| {
-                    t.loops.insert(l.id.0, i);
+                t.unrolled_lanes(&known, l, (run, end), |t, i, copies| {
                     let at = t.run_address(slots[j], run, i);
-                    for k in 0..RUN_UNROLL {
-                        let copy = Cx {
-                            lane_offset: k * lanes,
-                            ..known.clone()
-                        };
-                        let v = t.vector_value(&copy, l, arg)?;
-                        let bytes = t.copy_bytes(&copy);
+                    for copy in copies {
+                        let v = t.vector_value(copy, l, arg)?;
+                        let bytes = t.copy_bytes(copy);
                         t.b.ins().store(Self::vector_flags(), v, at, bytes);
                     }
                     Ok(())
@@ -122,21 +114,39 @@ impl<M: Module> Translator<'_, '_, M> {
                 run_start: Some(run),
                 ..cx.clone()
             };
-            let lane = t.b.declare_var(I64);
-            t.b.def_var(lane, run);
-            t.counted_loop(lane, end, lanes * RUN_UNROLL, |t, i| {
-                t.loops.insert(l.id.0, i);
-                for k in 0..RUN_UNROLL {
-                    let copy = Cx {
-                        lane_offset: k * lanes,
-                        ..all.clone()
-                    };
+            t.unrolled_lanes(&all, l, (run, end), |t, _, copies| {
+                for (k, copy) in copies.iter().enumerate() {
                     for s in &l.stmts {
-                        t.vector_stmt(&copy, l, s, accs, k as usize)?;
+                        t.vector_stmt(copy, l, s, accs, k)?;
                     }
                 }
                 Ok(())
             })
+        })
+    }
+
+    /// A loop of `l`'s lanes from `run` to `end`, [`RUN_UNROLL`] vectors an
+    /// iteration: `body` gets the lane index and one copy of `base` per vector
+    /// (its lane offset set), in order.
+    fn unrolled_lanes(
+        &mut self,
+        base: &Cx,
+        l: &Loop,
+        (run, end): (IrValue, IrValue),
+        body: impl FnOnce(&mut Self, IrValue, &[Cx]) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let lanes = i64::from(self.lanes());
+        let lane = self.b.declare_var(I64);
+        self.b.def_var(lane, run);
+        self.counted_loop(lane, end, lanes * RUN_UNROLL, |t, i| {
+            t.loops.insert(l.id.0, i);
+            let copies: Vec<Cx> = (0..RUN_UNROLL)
+                .map(|k| Cx {
+                    lane_offset: k * lanes,
+                    ..base.clone()
+                })
+                .collect();
+            body(t, i, &copies)
         })
     }
 

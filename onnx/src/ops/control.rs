@@ -74,6 +74,13 @@ fn body(im: &mut Im, sub: &GraphProto) -> CResult<Vec<Val>> {
     if !sub.input.is_empty() {
         return Err("a branch with inputs is not an If branch".into());
     }
+    import_sub(im, sub, "in a branch", "branch")
+}
+
+/// Binds `sub`'s initializers, imports its nodes in the current scope and
+/// returns its outputs; errors name the place (`in a branch`) and the kind of
+/// output (`branch`).
+fn import_sub(im: &mut Im, sub: &GraphProto, place: &str, kind: &str) -> CResult<Vec<Val>> {
     for t in &sub.initializer {
         let h = crate::data::HostTensor::from_proto(t)?;
         let name = t.name.clone().unwrap_or_default();
@@ -82,7 +89,7 @@ fn body(im: &mut Im, sub: &GraphProto) -> CResult<Vec<Val>> {
             Val::Known(crate::import::value::Known::from_host(&h)),
         );
     }
-    import_nodes(im, &sub.node).map_err(|e| CErr::Msg(format!("in a branch: {e}")))?;
+    import_nodes(im, &sub.node).map_err(|e| CErr::Msg(format!("{place}: {e}")))?;
     sub.output
         .iter()
         .map(|o| {
@@ -90,7 +97,7 @@ fn body(im: &mut Im, sub: &GraphProto) -> CResult<Vec<Val>> {
             im.env
                 .get(&name)
                 .cloned()
-                .ok_or_else(|| CErr::Msg(format!("branch output `{name}` is never computed")))
+                .ok_or_else(|| CErr::Msg(format!("{kind} output `{name}` is never computed")))
         })
         .collect()
 }
@@ -138,27 +145,7 @@ fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> 
     for (vi, v) in body.input.iter().zip(args) {
         im.env.set(vi.name.as_deref().unwrap_or(""), v.clone());
     }
-    let result = (|| {
-        for t in &body.initializer {
-            let h = crate::data::HostTensor::from_proto(t)?;
-            let name = t.name.clone().unwrap_or_default();
-            im.env.set(
-                &name,
-                Val::Known(crate::import::value::Known::from_host(&h)),
-            );
-        }
-        import_nodes(im, &body.node).map_err(|e| CErr::Msg(format!("in the body: {e}")))?;
-        body.output
-            .iter()
-            .map(|o| {
-                let name = o.name.clone().unwrap_or_default();
-                im.env
-                    .get(&name)
-                    .cloned()
-                    .ok_or_else(|| CErr::Msg(format!("body output `{name}` is never computed")))
-            })
-            .collect::<CResult<Vec<_>>>()
-    })();
+    let result = import_sub(im, body, "in the body", "body");
     im.env.scopes.pop();
     result
 }

@@ -271,15 +271,21 @@ pub(crate) fn reshaped(im: &mut Im, v: &Val, dims: Vec<Expr>) -> CResult<Vec<Val
     Ok(vec![Val::Graph(r, elem_of(v))])
 }
 
+/// The `axes` of Squeeze/Unsqueeze: an attribute before opset 13, the
+/// optional input 1 from then on.
+fn axes_arg(im: &mut Im, n: &NodeIn) -> CResult<Option<Vec<i64>>> {
+    if im.opset() < 13 {
+        Ok(n.ints("axes"))
+    } else {
+        im.opt_ints(n, 1, "axes")
+    }
+}
+
 /// Squeeze.
 pub(crate) fn squeeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let s = im.shape(v)?;
-    let axes = if im.opset() < 13 {
-        n.ints("axes")
-    } else {
-        im.opt_ints(n, 1, "axes")?
-    };
+    let axes = axes_arg(im, n)?;
     let axes: Vec<usize> = match axes {
         Some(a) if !a.is_empty() => a
             .iter()
@@ -305,11 +311,7 @@ pub(crate) fn squeeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
 pub(crate) fn unsqueeze(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let s = im.shape(v)?;
-    let axes = if im.opset() < 13 {
-        n.ints("axes")
-    } else {
-        im.opt_ints(n, 1, "axes")?
-    };
+    let axes = axes_arg(im, n)?;
     let axes = axes.ok_or("no axes")?;
     let rank = s.len() + axes.len();
     let mut new: Vec<usize> = axes
