@@ -22,7 +22,6 @@ use uop_codegen::text::{
 use crate::builder::GraphBuilder;
 use crate::ir::{Graph, Ref, Source, ValueType};
 
-use super::scope::Scope;
 use super::syntax::{FnDef, Stmt};
 
 /// Words of the graph text that cannot name a value or a function (besides the
@@ -73,7 +72,7 @@ pub fn build(src: &str, stmts: &[Stmt], registry: Arc<Registry>) -> Result<Graph
     let mut b = B {
         src,
         registry,
-        scope: Scope::default(),
+        scope: Vec::new(),
         frames: vec![0],
         dims: HashSet::new(),
         params: Vec::new(),
@@ -98,7 +97,7 @@ pub fn build(src: &str, stmts: &[Stmt], registry: Arc<Registry>) -> Result<Graph
 pub(super) struct B<'s> {
     pub(super) src: &'s str,
     pub(super) registry: Arc<Registry>,
-    pub(super) scope: Scope,
+    pub(super) scope: Vec<Entry>,
     /// Where each open scope starts in `scope`.
     pub(super) frames: Vec<usize>,
     pub(super) dims: HashSet<String>,
@@ -128,7 +127,7 @@ impl<'s> B<'s> {
     }
 
     pub(super) fn lookup(&self, name: &str) -> Option<&Entry> {
-        self.scope.lookup(name)
+        self.scope.iter().rev().find(|e| e.name == name)
     }
 
     pub(super) fn statement(&mut self, g: &mut GraphBuilder, stmt: &Stmt, top: bool) -> Result<()> {
@@ -346,9 +345,9 @@ impl<'s> B<'s> {
             format!("`{text}` is a micro op and cannot name {what}")
         } else if KEYWORDS.contains(&text.as_str()) || GRAPH_KEYWORDS.contains(&text.as_str()) {
             format!("`{text}` is a reserved word and cannot name {what}")
-        } else if let Some(e) = self
-            .scope
-            .first_from(self.frames.last().copied().unwrap_or(0), text)
+        } else if let Some(e) = self.scope[self.frames.last().copied().unwrap_or(0)..]
+            .iter()
+            .find(|e| e.name == *text)
         {
             format!("`{text}` is already defined on line {}", self.line_of(e.at))
         } else if self.dims.contains(text) {
