@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use uop_codegen::index::Expr;
 use uop_codegen::text::syntax::{Name, ValueSyntax};
@@ -29,6 +29,15 @@ use super::syntax::{FnDef, Stmt};
 pub const GRAPH_KEYWORDS: &[&str] = &[
     "fn", "return", "while", "case", "if", "parallel", "call", "chunk", "sink", "const",
 ];
+
+/// True when `name` is a micro op's name. The names are gathered once:
+/// [`micro_ops`] builds every op's signature and doc, too slow for each statement.
+fn is_micro_op(name: &str) -> bool {
+    static NAMES: OnceLock<HashSet<String>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| micro_ops().into_iter().map(|m| m.name).collect())
+        .contains(name)
+}
 
 /// What a name stands for.
 #[derive(Clone)]
@@ -332,7 +341,7 @@ impl<'s> B<'s> {
     /// Checks that `name` may name something new in the current scope.
     pub(super) fn check_new_name(&self, name: &Name, what: &str) -> Result<()> {
         let text = &name.text;
-        let problem = if micro_ops().iter().any(|m| m.name == *text) {
+        let problem = if is_micro_op(text) {
             format!("`{text}` is a micro op and cannot name {what}")
         } else if KEYWORDS.contains(&text.as_str()) || GRAPH_KEYWORDS.contains(&text.as_str()) {
             format!("`{text}` is a reserved word and cannot name {what}")

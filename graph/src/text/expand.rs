@@ -19,6 +19,7 @@ use uop_codegen::text::syntax::{Arg, Call, ValueSyntax};
 use uop_codegen::text::{ErrorKind, TextError};
 
 use super::calls::SPECIAL;
+use super::scope::{Named, Scope};
 use super::syntax::{FnDef, Stmt};
 
 /// The most nodes expanding a graph's functions may build.
@@ -99,7 +100,7 @@ impl Cost {
 pub(super) fn check(src: &str, stmts: &[Stmt]) -> Result<(), TextError> {
     let mut e = Estimator {
         src,
-        scope: Vec::new(),
+        scope: Scope::default(),
     };
     let mut total = Cost::default();
     for stmt in stmts {
@@ -162,16 +163,18 @@ fn statement_at(stmt: &Stmt) -> usize {
 struct Estimator<'s> {
     src: &'s str,
     /// Names in scope, innermost last: a function's cost, or `None` for a value.
-    scope: Vec<(String, Option<Cost>)>,
+    scope: Scope<(String, Option<Cost>)>,
+}
+
+impl Named for (String, Option<Cost>) {
+    fn name(&self) -> &str {
+        &self.0
+    }
 }
 
 impl Estimator<'_> {
     fn function(&self, name: &str) -> Option<&Cost> {
-        self.scope
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, c)| c.as_ref())
+        self.scope.lookup(name).and_then(|(_, c)| c.as_ref())
     }
 
     fn statement(&mut self, stmt: &Stmt) -> Result<Cost, TextError> {

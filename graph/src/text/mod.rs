@@ -21,6 +21,7 @@ mod build;
 mod calls;
 mod expand;
 mod print;
+mod scope;
 mod syntax;
 
 use std::sync::Arc;

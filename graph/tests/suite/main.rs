@@ -35,4 +35,5 @@ mod text_names;
 mod text_parse;
 mod text_programs;
 mod text_round_trip;
+mod text_scale;
 mod verify;
