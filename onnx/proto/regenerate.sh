@@ -37,4 +37,7 @@ fn main() {
 RS
 (cd "$work" && cargo run --quiet --release -- "$here" "$work")
 cp "$work/onnx.rs" "$here/../src/proto/onnx.rs"
+# Formatted as the rest of the code (the module is `include!`d, so `cargo fmt` does
+# not reach it by itself).
+rustfmt --edition 2024 "$here/../src/proto/onnx.rs"
 echo "wrote $here/../src/proto/onnx.rs"
