@@ -12,7 +12,7 @@ mod node_harness;
 use std::collections::HashMap;
 use std::path::Path;
 
-use node_harness::load_case;
+use node_harness::{case_names, load_case};
 use uop_graph::grad::GraphGradSpec;
 use uop_graph::grad::fd::{FdOptions, check_gradient};
 
@@ -89,13 +89,7 @@ const EXCLUDED: &[(&str, &str)] = &[
 #[test]
 fn gradients_of_imported_models_match_finite_differences() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/onnx/node");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("tests/onnx/node exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = case_names(&dir);
     let options = FdOptions {
         sample: Some(4),
         ..FdOptions::default()

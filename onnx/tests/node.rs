@@ -19,7 +19,7 @@ pub mod node_harness;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use node_harness::{Manifest, Outcome, case_ops, run_case};
+use node_harness::{Manifest, Outcome, case_names, case_ops, run_case};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -31,13 +31,7 @@ fn onnx_node_tests() {
     let manifest = Manifest::read(&onnx.join("node.txt")).expect("tests/onnx/node.txt reads");
     let custom = std::env::var_os("UOP_ONNX_NODE_DIR").map(PathBuf::from);
     let dir = custom.clone().unwrap_or_else(|| onnx.join("node"));
-    let mut cases: Vec<String> = std::fs::read_dir(&dir)
-        .expect("the node-test directory exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    cases.sort();
+    let cases = case_names(&dir);
     assert!(
         cases.len() >= manifest.min_cases,
         "{} cases found, the manifest expects at least {}",

@@ -2,7 +2,12 @@
 //! flipped, inserted or cut (deterministic, many variants each) either imports and
 //! runs or is an error.
 
+#[allow(dead_code)]
+mod node_harness;
+
 use std::path::Path;
+
+use node_harness::case_names;
 
 use prost::Message;
 use uop_onnx::proto::{GraphProto, ModelProto};
@@ -41,13 +46,7 @@ fn mutate(bytes: &[u8], rng: &mut Rng) -> Vec<u8> {
 #[test]
 fn mutated_models_are_errors_or_models_never_panics() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/onnx/node");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("tests/onnx/node exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = case_names(&dir);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut imported, mut errors) = (0, 0);
     let mut panics = Vec::new();
@@ -108,13 +107,7 @@ fn nasty_attribute(g: &mut GraphProto, rng: &mut Rng) -> bool {
 #[test]
 fn nasty_attribute_values_are_errors_or_models_never_panics() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/onnx/node");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("tests/onnx/node exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = case_names(&dir);
     let mut rng = Rng(0x51a7_e5ee_d000_0001);
     let mut panics = Vec::new();
     let mut tried = 0;

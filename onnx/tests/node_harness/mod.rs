@@ -10,6 +10,18 @@ use uop_onnx::{
     HostData, HostTensor, ImportError, ImportOptions, decode_model, decode_tensor, import_model,
 };
 
+/// The node tests in `dir` (one folder each), sorted by name.
+pub fn case_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("the node-test directory {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `tests/onnx/node.txt`: one case a line, `NAME [input:A,B]`, or `PREFIX*`;
 /// `# min-cases N` sets the least number of committed cases (an empty corpus fails).
 pub struct Manifest {
