@@ -60,6 +60,7 @@ use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
 use crate::rewrite::{
     RewriteError, append_nodes, change_multi_output_refs, insert_nodes, replace_nodes,
 };
+use group::{GroupPlan, Plan};
 
 pub mod classify;
 pub(crate) mod group;
@@ -215,8 +216,38 @@ pub fn form_kernels(
     // [A] match.
     let h = hierarchy(graph)?;
     let plan = group::plan(graph, &h, options)?;
-    let limit = options.rewrite_limit.unwrap_or(usize::MAX);
     // [B] build: programs, ids, and where each replaced value goes.
+    let (nodes, mut report) = build_kernels(graph, &plan, options)?;
+    // [C] apply, kernel by kernel in list order.
+    let mut g = graph.clone();
+    for (group, outputs, node) in nodes {
+        apply_kernel(&mut g, group, &outputs, node)?;
+        report.rewrites += 1;
+    }
+    remove_unread(&mut g, &plan.cheap)?;
+    report.kernels.sort_by_key(|k| g.position(k.node));
+    report.calls_left = g
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.op, Op::Call(_)))
+        .map(|n| n.id)
+        .collect();
+    Ok((g, report))
+}
+
+/// A kernel node ready to be applied: its group, where each member's value went
+/// (member, kernel output), and the node.
+type Formed<'p> = (&'p GroupPlan, Vec<(NodeId, usize)>, Node);
+
+/// Phase [B]: the program, id, name and node of every group (at most
+/// `rewrite_limit` of them), with the report of each kernel. Ids follow the
+/// graph's; names `k0`, `k1`, ... skip those kernels of the graph already have.
+fn build_kernels<'p>(
+    graph: &Graph,
+    plan: &'p Plan,
+    options: &KernelOptions,
+) -> Result<(Vec<Formed<'p>>, KernelReport), KernelError> {
+    let limit = options.rewrite_limit.unwrap_or(usize::MAX);
     let mut used: HashSet<String> = graph
         .nodes()
         .iter()
@@ -259,34 +290,15 @@ pub fn form_kernels(
                 _ => String::new(),
             })
             .collect();
-        let loop_blocks = options.count_loops.then(|| {
-            compile(&b.program, &CompileOptions::default())
-                .map(|p| p.blocks.len())
-                .unwrap_or(0)
-        });
-        let replaced: HashSet<NodeId> = group.replaced.iter().copied().collect();
-        report.kernels.push(KernelInfo {
-            node: id,
-            name: name.clone(),
-            scope: group.scope,
-            class: group.class,
-            members: group
-                .members
-                .iter()
-                .copied()
-                .zip(ops.iter().cloned())
-                .collect(),
-            recomputed: group
-                .members
-                .iter()
-                .copied()
-                .filter(|m| !replaced.contains(m) && !group.outputs.contains(m))
-                .collect(),
-            inputs: inputs.len(),
-            outputs: b.types.len(),
-            loop_blocks,
-            notes: group.notes.clone(),
-        });
+        report.kernels.push(kernel_info(
+            group,
+            &b,
+            id,
+            &name,
+            &ops,
+            inputs.len(),
+            options,
+        ));
         let mut node = Node::new(
             id,
             Op::Kernel(Box::new(Kernel {
@@ -306,42 +318,93 @@ pub fn form_kernels(
         }
         nodes.push((group, b.outputs, node));
     }
-    // [C] apply, kernel by kernel in list order.
-    let mut g = graph.clone();
-    for (group, outputs, node) in nodes {
-        let id = node.id;
-        let at = g
-            .position(group.anchor)
-            .ok_or(RewriteError::Missing(group.anchor))?;
-        match g.nodes().get(at + 1).map(|n| n.id) {
-            Some(next) => insert_nodes(&mut g, Some(next), vec![node])?,
-            None => append_nodes(&mut g, vec![node])?,
-        };
-        let target = |m: NodeId| {
-            outputs
-                .iter()
-                .find(|(o, _)| *o == m)
-                .map(|(_, k)| Ref::new(id, *k))
-        };
-        // Cheap values this kernel gives: their readers read the kernel.
-        for (m, k) in &outputs {
-            if !group.replaced.contains(m) {
-                change_multi_output_refs(&mut g, None, *m, &[Some(Ref::new(id, *k))])?;
-            }
-        }
-        // Replaced members, last first: readers rewired, then the member removed.
-        for m in group.replaced.iter().rev() {
-            if let Some(to) = target(*m) {
-                change_multi_output_refs(&mut g, None, *m, &[Some(to)])?;
-            }
-            replace_nodes(&mut g, None, None, &[*m])?;
-        }
-        report.rewrites += 1;
+    Ok((nodes, report))
+}
+
+/// What the report says of one kernel.
+fn kernel_info(
+    group: &GroupPlan,
+    b: &program::Built,
+    id: NodeId,
+    name: &str,
+    ops: &[String],
+    inputs: usize,
+    options: &KernelOptions,
+) -> KernelInfo {
+    let loop_blocks = options.count_loops.then(|| {
+        compile(&b.program, &CompileOptions::default())
+            .map(|p| p.blocks.len())
+            .unwrap_or(0)
+    });
+    let replaced: HashSet<NodeId> = group.replaced.iter().copied().collect();
+    KernelInfo {
+        node: id,
+        name: name.to_string(),
+        scope: group.scope,
+        class: group.class,
+        members: group
+            .members
+            .iter()
+            .copied()
+            .zip(ops.iter().cloned())
+            .collect(),
+        recomputed: group
+            .members
+            .iter()
+            .copied()
+            .filter(|m| !replaced.contains(m) && !group.outputs.contains(m))
+            .collect(),
+        inputs,
+        outputs: b.types.len(),
+        loop_blocks,
+        notes: group.notes.clone(),
     }
-    // Cheap values nothing reads any more.
+}
+
+/// Phase [C] for one kernel: the node inserted after its anchor, readers of its
+/// members rewired to it, and the replaced members removed (last first).
+fn apply_kernel(
+    g: &mut Graph,
+    group: &GroupPlan,
+    outputs: &[(NodeId, usize)],
+    node: Node,
+) -> Result<(), KernelError> {
+    let id = node.id;
+    let at = g
+        .position(group.anchor)
+        .ok_or(RewriteError::Missing(group.anchor))?;
+    match g.nodes().get(at + 1).map(|n| n.id) {
+        Some(next) => insert_nodes(g, Some(next), vec![node])?,
+        None => append_nodes(g, vec![node])?,
+    };
+    let target = |m: NodeId| {
+        outputs
+            .iter()
+            .find(|(o, _)| *o == m)
+            .map(|(_, k)| Ref::new(id, *k))
+    };
+    // Cheap values this kernel gives: their readers read the kernel.
+    for (m, k) in outputs {
+        if !group.replaced.contains(m) {
+            change_multi_output_refs(g, None, *m, &[Some(Ref::new(id, *k))])?;
+        }
+    }
+    // Replaced members, last first: readers rewired, then the member removed.
+    for m in group.replaced.iter().rev() {
+        if let Some(to) = target(*m) {
+            change_multi_output_refs(g, None, *m, &[Some(to)])?;
+        }
+        replace_nodes(g, None, None, &[*m])?;
+    }
+    Ok(())
+}
+
+/// Removes the cheap values nothing reads any more (not outputs, every reader
+/// itself removed).
+fn remove_unread(g: &mut Graph, cheap: &[NodeId]) -> Result<(), KernelError> {
     let outputs: HashSet<NodeId> = g.output_nodes();
     let mut unread: HashSet<NodeId> = HashSet::new();
-    let mut cheap = plan.cheap.clone();
+    let mut cheap = cheap.to_vec();
     cheap.sort_by_key(|c| std::cmp::Reverse(g.position(*c)));
     for c in cheap {
         if g.node(c).is_some()
@@ -354,16 +417,9 @@ pub fn form_kernels(
     let mut gone: Vec<NodeId> = unread.into_iter().collect();
     gone.sort_by_key(|c| g.position(*c));
     if !gone.is_empty() {
-        replace_nodes(&mut g, None, None, &gone)?;
+        replace_nodes(g, None, None, &gone)?;
     }
-    report.kernels.sort_by_key(|k| g.position(k.node));
-    report.calls_left = g
-        .nodes()
-        .iter()
-        .filter(|n| matches!(n.op, Op::Call(_)))
-        .map(|n| n.id)
-        .collect();
-    Ok((g, report))
+    Ok(())
 }
 
 /// `%4 mul, %5 add, %6 relu`.

@@ -33,9 +33,50 @@ pub(crate) struct Built {
 /// Builds the program of `group`.
 pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelError> {
     let at = group.anchor;
-    let err = |node: NodeId, message: String| KernelError::Node { node, message };
+    let (inputs, types) = kernel_inputs(graph, group)?;
+    // The builder, its params and inputs.
+    let mut b = Builder::new(graph.dtype);
+    for p in &graph.params {
+        b.param(p).map_err(|e| node_error(at, e.to_string()))?;
+    }
+    let fresh = fresh_dims(&types);
+    let mut input_ids: Vec<UopId> = Vec::with_capacity(inputs.len());
+    for (k, t) in types.iter().enumerate() {
+        let shape = with_fresh_names(&t.shape, &fresh);
+        let id = b
+            .input_exprs(&format!("in{k}"), t.dtype, shape)
+            .map_err(|e| node_error(at, format!("kernel input {k} ({}): {e}", inputs[k])))?;
+        input_ids.push(id);
+    }
+    let values = member_values(graph, group, &mut b, &inputs, &input_ids)?;
+    let back: HashMap<String, Expr> = fresh.into_iter().map(|(e, n)| (n, e)).collect();
+    let (out_ids, outputs, out_types) = kernel_outputs(graph, group, &b, &values, &back)?;
+    let program = b
+        .combine(&input_ids, &out_ids)
+        .map_err(|e| node_error(at, format!("kernel program: {e}")))?;
+    Ok(Built {
+        program,
+        inputs,
+        outputs,
+        types: out_types,
+    })
+}
+
+/// A [`KernelError::Node`].
+fn node_error(node: NodeId, message: String) -> KernelError {
+    KernelError::Node { node, message }
+}
+
+/// The kernel's inputs and their types: every value a member reads from outside,
+/// in order, then the graph inputs declaring a dimension a member's lists name
+/// (`reindex(m, [B, N], ...)`) that no input declares.
+fn kernel_inputs(
+    graph: &Graph,
+    group: &GroupPlan,
+) -> Result<(Vec<Ref>, Vec<ValueType>), KernelError> {
+    let at = group.anchor;
+    let err = node_error;
     let members: HashSet<NodeId> = group.members.iter().copied().collect();
-    // The kernel's inputs: every value a member reads from outside, in order.
     let mut inputs: Vec<Ref> = Vec::new();
     for m in &group.members {
         let node = graph
@@ -56,8 +97,6 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
                 .ok_or_else(|| err(at, format!("input {r} does not exist")))
         })
         .collect::<Result<_, _>>()?;
-    // A dimension a member's lists name (`reindex(m, [B, N], ...)`) that no input
-    // declares comes from the graph input that declares it.
     let dims: Vec<String> = graph_dims(graph).into_iter().map(|(n, _)| n).collect();
     let declared = |types: &[ValueType], name: &str| {
         types
@@ -88,21 +127,20 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
             inputs.push(source);
         }
     }
-    // The builder, its params and inputs.
-    let mut b = Builder::new(graph.dtype);
-    for p in &graph.params {
-        b.param(p).map_err(|e| err(at, e.to_string()))?;
-    }
-    let fresh = fresh_dims(&types);
-    let mut input_ids: Vec<UopId> = Vec::with_capacity(inputs.len());
-    for (k, t) in types.iter().enumerate() {
-        let shape = with_fresh_names(&t.shape, &fresh);
-        let id = b
-            .input_exprs(&format!("in{k}"), t.dtype, shape)
-            .map_err(|e| err(at, format!("kernel input {k} ({}): {e}", inputs[k])))?;
-        input_ids.push(id);
-    }
-    // The members' calls, in list order.
+    Ok((inputs, types))
+}
+
+/// The members' calls applied in list order onto `b`; the value of each member,
+/// named readably (member %4's is `v4`).
+fn member_values(
+    graph: &Graph,
+    group: &GroupPlan,
+    b: &mut Builder,
+    inputs: &[Ref],
+    input_ids: &[UopId],
+) -> Result<HashMap<NodeId, UopId>, KernelError> {
+    let err = node_error;
+    let members: HashSet<NodeId> = group.members.iter().copied().collect();
     let mut values: HashMap<NodeId, UopId> = HashMap::new();
     for m in &group.members {
         let Some(node) = graph.node(*m) else { continue };
@@ -122,11 +160,10 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
                 v.ok_or_else(|| err(*m, format!("reads {r}, which the kernel does not have")))?,
             );
         }
-        let v = apply_call(&mut b, &graph.registry, call, &operands)
+        let v = apply_call(b, &graph.registry, call, &operands)
             .map_err(|e| err(*m, format!("{}: {e}", call.op)))?;
         values.insert(*m, v);
     }
-    // Readable names: the value of member %4 is `v4`.
     let mut named: HashSet<UopId> = input_ids.iter().copied().collect();
     for m in &group.members {
         if let Some(&v) = values.get(m)
@@ -135,11 +172,24 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
             let _ = b.set_name(v, &format!("v{}", m.0));
         }
     }
-    // The outputs, each uop node once.
+    Ok(values)
+}
+
+/// The kernel's outputs, each uop node once: their ids, which output each of
+/// `group.outputs` is, and their types (checked against the members' types, with
+/// the fresh dimension names mapped `back`).
+#[allow(clippy::type_complexity)]
+fn kernel_outputs(
+    graph: &Graph,
+    group: &GroupPlan,
+    b: &Builder,
+    values: &HashMap<NodeId, UopId>,
+    back: &HashMap<String, Expr>,
+) -> Result<(Vec<UopId>, Vec<(NodeId, usize)>, Vec<ValueType>), KernelError> {
+    let err = node_error;
     let mut out_ids: Vec<UopId> = Vec::new();
     let mut outputs: Vec<(NodeId, usize)> = Vec::new();
     let mut out_types: Vec<ValueType> = Vec::new();
-    let back: HashMap<String, Expr> = fresh.into_iter().map(|(e, n)| (n, e)).collect();
     for m in &group.outputs {
         let v = *values
             .get(m)
@@ -150,7 +200,7 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
             .ok_or_else(|| err(*m, "the node has no output".into()))?;
         let found = ValueType::new(
             b.node(v).dtype,
-            b.shape(v).iter().map(|e| substitute(e, &back)).collect(),
+            b.shape(v).iter().map(|e| substitute(e, back)).collect(),
         );
         let same = found.dtype == expected.dtype
             && found.shape.len() == expected.shape.len()
@@ -176,13 +226,5 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
         };
         outputs.push((*m, k));
     }
-    let program = b
-        .combine(&input_ids, &out_ids)
-        .map_err(|e| err(at, format!("kernel program: {e}")))?;
-    Ok(Built {
-        program,
-        inputs,
-        outputs,
-        types: out_types,
-    })
+    Ok((out_ids, outputs, out_types))
 }
