@@ -356,6 +356,24 @@ impl OnnxModel {
             .find(|p| p.onnx == name)
             .ok_or_else(|| CliError(format!("the model has no input `{name}`")))?;
         let h = read_host(file, name, port.elem)?;
+        let fits = h.shape.len() == port.shape.len()
+            && h.shape.iter().zip(&port.shape).all(|(&n, d)| match d {
+                Expr::Int(v) => usize::try_from(*v) == Ok(n),
+                _ => true,
+            });
+        if !fits {
+            let declared: Vec<String> = port
+                .shape
+                .iter()
+                .map(|d| self.onnx_dim(d).to_string())
+                .collect();
+            return fail(format!(
+                "{}: input `{name}` has shape {:?}, but the model declares [{}]",
+                file.display(),
+                h.shape,
+                declared.join(", ")
+            ));
+        }
         h.to_graph(self.imported.graph.dtype)
             .map_err(|m| CliError(format!("{}: input `{name}`: {m}", file.display())))
     }
