@@ -131,12 +131,12 @@ enum Command {
     Print(print::PrintArgs),
     /// List the ops a `.uop` program can call, with their signatures (`--onnx`: the
     /// ONNX ops a model may use).
-    #[command(after_help = "Examples:\n  uop ops\n  uop ops soft\n  uop ops --onnx norm")]
+    #[command(after_help = "Examples:\n  uop ops soft\n  uop ops --onnx norm")]
     Ops(ops::OpsArgs),
     /// Write an ONNX model as graph text (`.uop`), which every command takes.
-    #[command(
-        after_help = "Examples:\n  uop import tests/onnx/models/mlp.onnx -o mlp.uop\n  uop import tests/onnx/node/test_reshape_reordered_all_dims/model.onnx --input shape=shape.npy"
-    )]
+    #[command(after_help = "Examples:\n  uop import examples/onnx/mlp.onnx\n\n\
+            With -o FILE the text goes to FILE; --input NAME=FILE.npy binds an input the model \
+            needs at import (a Reshape's shape, a Slice's starts).")]
     Import(import::ImportArgs),
     /// Check random programs on every execution path against the reference interpreter.
     #[command(

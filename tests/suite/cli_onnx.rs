@@ -1,9 +1,9 @@
 //! ONNX models on the command line: `uop run`, `bench --graph`, `import`, `print`,
 //! `grad`, `emit` and `ops --onnx` take `.onnx` files and speak ONNX names (`input.1`,
 //! `onnx::MatMul_12`) and types; bad input is a clear `error:` with no file left
-//! behind. The model is `tests/onnx/models/mlp.onnx` (`tests/onnx/gen_cli_models.py`):
-//! `probabilities = softmax(relu(input.1 @ W1 + b1) @ W2 + b2)` over a symbolic
-//! `batch_size`.
+//! behind. The model is `examples/onnx/mlp.onnx` (`examples/onnx/gen_models.py`):
+//! `probabilities = softmax(logits)`, `logits = relu(input.1 @ W1 + b1) @ W2 + b2`
+//! over a symbolic `batch_size`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +12,8 @@ use common::{scratch, stderr, stdout, uop};
 use uop::codegen::uop::DType;
 use uop::npy::read_npy;
 
-const MLP: &str = "tests/onnx/models/mlp.onnx";
-const MLP_INPUT: &str = "tests/onnx/models/mlp_input.npy";
+const MLP: &str = "examples/onnx/mlp.onnx";
+const MLP_INPUT: &str = "examples/onnx/mlp_input.npy";
 
 /// numpy's result on `mlp_input.npy` (printed by the generator).
 const MLP_OUTPUT: [f64; 6] = [
@@ -233,7 +233,8 @@ fn grad_differentiates_inputs_and_weights_by_onnx_name() {
     let out = stdout(&o);
     assert!(out.contains("g_fc2.bias: f32[3]"), "{out}");
     assert!(out.contains("g_input.1: f32[2, 4]"), "{out}");
-    // d softmax_0 / d b2 = p0 (e0 - p): for the first row, p0 (1 - p0) on class 0.
+    // d softmax_0 / d b2 = p0 (e0 - p): for each row, p0 (1 - p0) on class 0; the
+    // logits, seeded with ones, add 1 per row.
     let b = out
         .split("g_fc2.bias: f32[3]\n")
         .nth(1)
@@ -244,7 +245,7 @@ fn grad_differentiates_inputs_and_weights_by_onnx_name() {
         .map(|v| v.trim().parse::<f64>().unwrap())
         .collect::<Vec<_>>();
     let (p0, q0) = (MLP_OUTPUT[0], MLP_OUTPUT[3]);
-    let want = p0 * (1.0 - p0) + q0 * (1.0 - q0);
+    let want = p0 * (1.0 - p0) + q0 * (1.0 - q0) + 2.0;
     assert!((b[0] - want).abs() < 1e-5, "{} against {want}", b[0]);
     let o = uop(&[
         "grad",

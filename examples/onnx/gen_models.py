@@ -1,10 +1,10 @@
 """Writes the small ONNX model the README's "Run an ONNX model" section and the
-command-line tests use: tests/onnx/models/mlp.onnx, a two-layer perceptron with a
-symbolic batch and the names an exporter writes (`input.1`, `onnx::MatMul_12`), and
-tests/onnx/models/mlp_input.npy, a batch of two rows for it.
+command-line tests use: examples/onnx/mlp.onnx, a two-layer perceptron (outputs
+its class probabilities and logits) with a symbolic batch and the names an exporter writes (`input.1`, `onnx::MatMul_12`), and
+examples/onnx/mlp_input.npy, a batch of two rows for it.
 
     python3 -m venv /tmp/onnx-venv && /tmp/onnx-venv/bin/pip install onnx==1.23.2
-    /tmp/onnx-venv/bin/python tests/onnx/gen_cli_models.py
+    /tmp/onnx-venv/bin/python examples/onnx/gen_models.py
 
 numpy is seeded, so the files are the same on every run.
 """
@@ -16,7 +16,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "models")
+OUT = HERE
 
 
 def mlp():
@@ -43,7 +43,10 @@ def mlp():
         nodes,
         "mlp",
         [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, ["batch_size", 4])],
-        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch_size", 3])],
+        [
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch_size", 3]),
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch_size", 3]),
+        ],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="uop tests")
