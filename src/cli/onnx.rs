@@ -319,6 +319,20 @@ impl OnnxModel {
         }
     }
 
+    /// `NAME=VALUE` arguments (`--dim`) with each ONNX dimension name that was
+    /// renamed replaced by the graph's name; the others as given.
+    pub(crate) fn uop_assignments(&self, args: &[String]) -> Vec<String> {
+        args.iter()
+            .map(|a| match a.split_once('=') {
+                Some((name, value)) => match self.imported.names.uop(name) {
+                    Some(u) => format!("{u}={value}"),
+                    None => a.clone(),
+                },
+                None => a.clone(),
+            })
+            .collect()
+    }
+
     /// The ONNX names of the graph's outputs, in order.
     pub(crate) fn output_names(&self) -> Vec<String> {
         self.imported

@@ -478,3 +478,33 @@ fn bad_models_and_data_are_clear_errors_and_leave_no_file() {
         &out,
     );
 }
+
+#[test]
+fn a_dimension_uops_text_cannot_spell_is_given_by_its_onnx_name() {
+    let dir = scratch("onnx-dim-names");
+    // `batch_size` renamed in place to a name of the same length (the protobuf stays
+    // valid): `batch.size` is `batch_size` in the graph.
+    let mut odd = std::fs::read(root().join(MLP)).unwrap();
+    assert!(odd.windows(10).any(|w| w == b"batch_size"));
+    while let Some(at) = odd.windows(10).position(|w| w == b"batch_size") {
+        odd[at..at + 10].copy_from_slice(b"batch.size");
+    }
+    let model = dir.join("dotted.onnx");
+    std::fs::write(&model, &odd).unwrap();
+    let o = uop(&["run", &s(&model), "--random", "1", "--dim", "batch.size=3"]);
+    ok(&o);
+    assert!(
+        stdout(&o).starts_with("probabilities: f32[3, 3]"),
+        "{}",
+        stdout(&o)
+    );
+    let o = uop(&[
+        "print",
+        &s(&model),
+        "--stage",
+        "memory",
+        "--dim",
+        "batch.size=64",
+    ]);
+    ok(&o);
+}
