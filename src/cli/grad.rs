@@ -85,12 +85,6 @@ pub enum TapeArg {
 /// needs when the graph is built stay constants), by ONNX name.
 fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
     use super::onnx::{Constants, Weights, load_weights};
-    if args.check {
-        return fail(
-            "--check: takes a .uop graph; check a model's gradients on the text `uop import` \
-             writes (uop import MODEL.onnx -o MODEL.uop)",
-        );
-    }
     let model = load_weights(
         &args.program,
         &args.source.files()?,
@@ -102,6 +96,21 @@ fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
     let inputs = args
         .source
         .gather_onnx(&model, &model.given_declarations())?;
+    let tape = match args.tape {
+        Some(TapeArg::Recompute) => TapeMode::Recompute,
+        _ => TapeMode::Stack,
+    };
+    if args.check {
+        return super::grad_check::check_graph_on(
+            &model.imported.graph,
+            &declared,
+            &inputs,
+            &params,
+            &args.grads,
+            &check_settings(args),
+            tape,
+        );
+    }
     let names = super::grad_graph::Names {
         outputs: model.output_names(),
         by_input: true,
@@ -112,10 +121,7 @@ fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
     };
     let run = super::grad_graph::GradRun {
         backend: args.backend,
-        tape: match args.tape {
-            Some(TapeArg::Recompute) => TapeMode::Recompute,
-            _ => TapeMode::Stack,
-        },
+        tape,
         max_iterations: args.max_iterations,
     };
     super::grad_graph::grad_of(
