@@ -247,6 +247,30 @@ fn grad_differentiates_inputs_and_weights_by_onnx_name() {
     let (p0, q0) = (MLP_OUTPUT[0], MLP_OUTPUT[3]);
     let want = p0 * (1.0 - p0) + q0 * (1.0 - q0) + 2.0;
     assert!((b[0] - want).abs() < 1e-5, "{} against {want}", b[0]);
+    // The gradient graph agrees with finite differences, weights included.
+    let o = uop(&[
+        "grad",
+        MLP,
+        "--input",
+        &format!("input.1={MLP_INPUT}"),
+        "--check",
+    ]);
+    ok(&o);
+    let table = stdout(&o);
+    for name in [
+        "input.1",
+        "onnx::MatMul_12",
+        "fc1.bias",
+        "onnx::MatMul_13",
+        "fc2.bias",
+    ] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(name) && l.ends_with("ok")),
+            "{name} in\n{table}"
+        );
+    }
     let o = uop(&[
         "grad",
         MLP,
