@@ -111,7 +111,21 @@ pub(crate) fn check_graph(
     let declared = source::declarations(graph);
     let params = source_args.params(&declared)?;
     let inputs = source_args.gather(&declared)?;
-    let wanted = super::grad::wanted_gradients(&declared, grads)?;
+    check_graph_on(graph, &declared, &inputs, &params, grads, settings, tape)
+}
+
+/// [`check_graph`] on `inputs` (the graph's, as `declared` names them: an ONNX
+/// model's names).
+pub(crate) fn check_graph_on(
+    graph: &Graph,
+    declared: &Program,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    grads: &[String],
+    settings: &Settings,
+    tape: TapeMode,
+) -> Result<(), CliError> {
+    let wanted = super::grad::wanted_gradients(declared, grads)?;
     if let Some((id, Some(_))) = wanted.iter().find(|(_, file)| file.is_some()) {
         return fail(format!(
             "--grad {}=FILE: --check prints its results and writes no gradient; name the input alone",
@@ -147,7 +161,7 @@ pub(crate) fn check_graph(
             supplied: Vec::new(),
             tape,
         };
-        match graph_fd::check_gradient(graph, &spec, &inputs, &params, &options) {
+        match graph_fd::check_gradient(graph, &spec, inputs, params, &options) {
             Ok(report) => rows.push([
                 name,
                 report.checked.to_string(),
