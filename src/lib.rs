@@ -8,6 +8,7 @@
 //! | [`cranelift`] | `uop-cranelift` | the Cranelift backend: JIT and object files | [`cranelift::compile_program`] |
 //! | [`ops`] | `uop-ops` | the macro-op library (matmul, conv, softmax, ...) written in micro ops | [`ops::registry`] |
 //! | [`graph`] | `uop-graph` | graphs with functions and control flow: text, passes, memory plan, schedule, gradients, AOT to Rust, the graph interpreter | [`graph::text::parse_graph`], [`graph::pass::prepare`], the oracle [`graph::run`] |
+//! | `onnx` | `uop-onnx` | (feature `onnx`, on with `cli`) ONNX models imported as graphs | `onnx::import`, `onnx::registry::OPS` |
 //! | [`exec`] | `uop-exec` | the graph executor: a prepared graph's kernels JIT-compiled once, run in one arena on streams | [`exec::compile`], then [`exec::Executable::run`] |
 //! | [`runtime`] | `uop-runtime` | what generated kernels call: errors, checks, aligned buffers, the worker pool | [`AlignedVec`] |
 //! | `kernels` | `uop-kernels` | (feature `prebuilt`, off by default: a long compile) kernels compiled at build time | |
@@ -34,7 +35,8 @@
 //!
 //! Features: `cli` (default) is the `uop` command ([`cli`]) and its dependencies
 //! (clap, indicatif); `testing` (with `cli`) the oracle for your own ops
-//! ([`testing`]); `npy` (with `cli`) numpy's `.npy` files ([`npy`]). A library user
+//! ([`testing`]); `npy` (with `cli`) numpy's `.npy` files ([`npy`]); `onnx` (with
+//! `cli`) the ONNX importer (`uop::onnx`, the crate `uop-onnx`). A library user
 //! who wants none of them sets `default-features = false`. With the feature
 //! `prebuilt` (off by default: a long compile), `uop::kernels` re-exports the
 //! prebuilt kernels of the crate `uop-kernels`.
@@ -43,6 +45,10 @@ pub use uop_codegen as codegen;
 pub use uop_cranelift as cranelift;
 pub use uop_exec as exec;
 pub use uop_graph as graph;
+/// ONNX models into the graph layer (the crate `uop-onnx`), with the feature `onnx`
+/// (on with the default `cli`).
+#[cfg(feature = "onnx")]
+pub use uop_onnx as onnx;
 pub use uop_ops as ops;
 pub use uop_runtime as runtime;
 

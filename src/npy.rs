@@ -182,11 +182,11 @@ pub const MAX_HEADER: usize = 1 << 20;
 /// is allocated, and a header claiming more data than a regular file holds is
 /// refused before anything of that size is allocated.
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
-    read_bounded(path, None)
+    read_bounded(path, Want::Any)
 }
 
 /// The bounded read of [`read_npy`], for a tensor of type `want` when given.
-fn read_bounded(path: &Path, want: Option<DType>) -> Result<Tensor, NpyError> {
+fn read_bounded(path: &Path, want: Want) -> Result<Tensor, NpyError> {
     let name = path.display().to_string();
     let fail = |kind| NpyError::new(&name, kind);
     let mut file = fs::File::open(path).map_err(|e| fail(NpyErrorKind::Read(e)))?;
@@ -255,7 +255,7 @@ fn read_bounded(path: &Path, want: Option<DType>) -> Result<Tensor, NpyError> {
 /// int64 file is accepted when `want` is i32 (see [`read_npy_as`]).
 fn parse_header(
     header_text: &[u8],
-    want: Option<DType>,
+    want: Want,
 ) -> Result<(Stored, Vec<usize>, usize), NpyErrorKind> {
     check_shape_fits(header_text)?;
     check_not_object(header_text)?;
@@ -264,9 +264,12 @@ fn parse_header(
     let stored = match supported_dtype(&header.dtype()) {
         Ok(d) => Stored::Uop(d),
         Err(NpyErrorKind::UnsupportedDType(_))
-            if want == Some(DType::I32) && is_little_int64(&header.dtype()) =>
+            if matches!(want, Want::As(DType::I32)) && is_little_int64(&header.dtype()) =>
         {
             Stored::I64
+        }
+        Err(NpyErrorKind::UnsupportedDType(_)) if want == Want::Bool && is_bool(&header.dtype()) => {
+            Stored::Bool
         }
         Err(kind) => return Err(kind),
     };
@@ -290,18 +293,36 @@ fn parse_header(
 /// (numpy saves integers as int64 by default). The dtype of the result is the file's
 /// otherwise; comparing it with `want` is the caller's business.
 pub fn read_npy_as(path: &Path, want: DType) -> Result<Tensor, NpyError> {
-    read_bounded(path, Some(want))
+    read_bounded(path, Want::As(want))
+}
+
+/// Reads a `.npy` file of numpy `bool` (`|b1`) as an i32 tensor of 0 and 1 (what ONNX
+/// models take as `bool`); any other dtype is read as by [`read_npy`], and comparing
+/// the result's dtype is the caller's business.
+pub fn read_npy_bool(path: &Path) -> Result<Tensor, NpyError> {
+    read_bounded(path, Want::Bool)
+}
+
+/// What a reader asks for beyond uop's own types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// The file's own type.
+    Any,
+    /// A tensor of this type (int64 files accepted for i32).
+    As(DType),
+    /// numpy bool, read as i32 0 / 1.
+    Bool,
 }
 
 /// Parses the contents of a `.npy` file; `name` is used in error messages only.
 pub fn read_npy_bytes(name: &str, bytes: &[u8]) -> Result<Tensor, NpyError> {
-    decode(name, bytes, None)
+    decode(name, bytes, Want::Any)
 }
 
 /// Parses the contents of a `.npy` file for a tensor of type `want` (see
 /// [`read_npy_as`]); `name` is used in error messages only.
 pub fn read_npy_bytes_as(name: &str, bytes: &[u8], want: DType) -> Result<Tensor, NpyError> {
-    decode(name, bytes, Some(want))
+    decode(name, bytes, Want::As(want))
 }
 
 /// How the elements of a file are stored: one of uop's types, or int64 (read as int32
@@ -310,6 +331,7 @@ pub fn read_npy_bytes_as(name: &str, bytes: &[u8], want: DType) -> Result<Tensor
 enum Stored {
     Uop(DType),
     I64,
+    Bool,
 }
 
 impl Stored {
@@ -317,6 +339,7 @@ impl Stored {
         match self {
             Stored::Uop(d) => d.size(),
             Stored::I64 => 8,
+            Stored::Bool => 1,
         }
     }
 
@@ -324,11 +347,12 @@ impl Stored {
         match self {
             Stored::Uop(d) => numpy_name(d),
             Stored::I64 => "int64",
+            Stored::Bool => "bool",
         }
     }
 }
 
-fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyError> {
+fn decode(name: &str, bytes: &[u8], want: Want) -> Result<Tensor, NpyError> {
     let fail = |kind| NpyError::new(name, kind);
     let header_end = header_end(bytes).map_err(fail)?;
     let header_text = &bytes[..header_end];
@@ -386,6 +410,14 @@ fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyEr
             }
             (DType::I32, values)
         }
+        Stored::Bool => (
+            DType::I32,
+            npy.into_vec::<bool>()
+                .map_err(bad)?
+                .into_iter()
+                .map(|b| f64::from(u8::from(b)))
+                .collect(),
+        ),
     };
     Tensor::new(dtype, shape, values).map_err(|e| {
         fail(NpyErrorKind::InconsistentTensor {
@@ -394,6 +426,11 @@ fn decode(name: &str, bytes: &[u8], want: Option<DType>) -> Result<Tensor, NpyEr
             found: e.found,
         })
     })
+}
+
+/// Whether a header dtype is numpy bool (`|b1`).
+fn is_bool(dtype: &npyz::DType) -> bool {
+    matches!(dtype, npyz::DType::Plain(ty) if ty.type_char() == TypeChar::Bool && ty.size_field() == 1)
 }
 
 /// Whether a header dtype is little-endian int64 (`<i8`).
@@ -457,6 +494,31 @@ pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
         DType::F32 => encode(&mut out, "<f4", &shape, t.data.iter().map(|&v| v as f32)),
         DType::F64 => encode(&mut out, "<f8", &shape, t.data.iter().copied()),
         DType::I32 => encode(&mut out, "<i4", &shape, t.data.iter().map(|&v| v as i32)),
+    };
+    written.map_err(|e| fail(NpyErrorKind::Write(e)))?;
+    Ok(out)
+}
+
+/// The bytes of a `.npy` file holding the integer tensor `t` as numpy `int64`
+/// (`<i8`), or as numpy `bool` (`|b1`, non-zero is true) when `bool` is set: what an
+/// ONNX model's `int64` and `bool` outputs are written as. `name` is used in error
+/// messages only.
+pub fn write_npy_bytes_wide(name: &str, t: &Tensor, bool: bool) -> Result<Vec<u8>, NpyError> {
+    let fail = |kind| NpyError::new(name, kind);
+    let expected = uop_codegen::sizes::element_count(&t.shape).unwrap_or(usize::MAX);
+    if t.data.len() != expected {
+        return Err(fail(NpyErrorKind::InconsistentTensor {
+            shape: t.shape.clone(),
+            expected,
+            found: t.data.len(),
+        }));
+    }
+    let shape: Vec<u64> = t.shape.iter().map(|&n| n as u64).collect();
+    let mut out = Vec::new();
+    let written = if bool {
+        encode(&mut out, "|b1", &shape, t.data.iter().map(|&v| v != 0.0))
+    } else {
+        encode(&mut out, "<i8", &shape, t.data.iter().map(|&v| v as i64))
     };
     written.map_err(|e| fail(NpyErrorKind::Write(e)))?;
     Ok(out)

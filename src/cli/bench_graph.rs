@@ -1,7 +1,8 @@
 //! `uop bench --graph FILE`: a whole graph (or a program, as a graph of one kernel
-//! node, [`uop_exec::program_graph`]) on the graph executor, on seeded random inputs.
-//! The first call is timed from reading the file to the end of the first run (parse,
-//! prepare, compile, run; making the random inputs is not counted), then after
+//! node, [`uop_exec::program_graph`], or an ONNX model, imported) on the graph
+//! executor, on seeded random inputs. The first call is timed from reading the file
+//! to the end of the first run (parse or import, prepare, compile, run; making the
+//! random inputs is not counted), then after
 //! `warmup` untimed calls the median of `reps` later calls: what a framework's
 //! "later calls" of a jitted function are compared with.
 
@@ -57,15 +58,22 @@ fn ms_since(t: Instant) -> f64 {
 pub(crate) fn time(spec: &GraphBench) -> Result<GraphTiming, CliError> {
     let error = |e: exec::GraphError| CliError(format!("{}: {e}", spec.file.display()));
     let start = Instant::now();
-    let graph = match source::load(spec.file)? {
-        Source::Program(p) => exec::program_graph(&p),
-        Source::Graph(g) => g,
+    let (graph, model) = match source::load(spec.file)? {
+        Source::Program(p) => (exec::program_graph(&p), None),
+        Source::Graph(g) => (g, None),
+        Source::Onnx(m) => (m.imported.graph.clone(), Some(m)),
     };
     let parse_ms = ms_since(start);
-    let declared = source::declarations(&graph);
+    let declared = match &model {
+        Some(m) => m.declarations(),
+        None => source::declarations(&graph),
+    };
     let source = InputArgs::random(spec.dims, spec.params, SEED);
     let params = source.params(&declared)?;
-    let inputs = source.gather(&declared)?;
+    let mut inputs = source.gather(&declared)?;
+    if let Some(m) = &model {
+        inputs = m.graph_inputs(&inputs)?;
+    }
     let start = Instant::now();
     let options = ExecOptions {
         backend: spec.backend,

@@ -38,11 +38,20 @@ pub(super) struct GraphRequest<'a> {
 /// plain program and `--graph` was not given (the kernel path handles it).
 pub(super) fn emit_graph_file(request: &GraphRequest) -> Result<Option<Vec<u8>>, CliError> {
     let path = request.path;
-    let graph = match load(path)? {
-        Source::Graph(g) => g,
+    let (graph, text) = match load(path)? {
+        Source::Graph(g) => (g, read_source(path)?),
+        // A model's graph is documented by its printed text (what `uop import` writes).
+        Source::Onnx(m) => {
+            let text = uop_graph::text::print_graph(&m.imported.graph);
+            (m.imported.graph, text)
+        }
         Source::Program(_) if !request.as_graph => return Ok(None),
-        Source::Program(_) => parse_graph(&read_source(path)?, uop_graph::default_registry())
-            .map_err(|e| CliError(format!("{}: {e}", path.display())))?,
+        Source::Program(_) => {
+            let src = read_source(path)?;
+            let g = parse_graph(&src, uop_graph::default_registry())
+                .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+            (g, src)
+        }
     };
     if !request.rust {
         return fail(format!(
@@ -52,7 +61,7 @@ pub(super) fn emit_graph_file(request: &GraphRequest) -> Result<Option<Vec<u8>>,
     }
     let grad;
     let (graph, name, source) = match request.grad {
-        None => (&graph, request.name, Some(read_source(path)?)),
+        None => (&graph, request.name, Some(text)),
         Some(tape) => {
             // The gradient graph (`uop_graph::grad`, as `uop grad` builds it): every
             // float output seeded, every float input wanted (a chunked graph's

@@ -109,6 +109,7 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
             return super::grad_graph::grad(&g, &args.source, &files, &run);
         }
         source::Source::Program(p) => p,
+        source::Source::Onnx(_) => return fail("grad of onnx: not yet"),
     };
     if args.tape.is_some() {
         return fail("--tape applies to graphs with `while` loops; this file is a program");

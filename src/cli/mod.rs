@@ -16,6 +16,7 @@ mod grad;
 mod grad_check;
 mod grad_graph;
 mod limits;
+mod onnx;
 mod ops;
 mod output;
 mod print;

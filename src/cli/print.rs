@@ -81,6 +81,7 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     }
     let program = match source::load(&args.program)? {
         Source::Graph(g) => return print_graph_stage(args, &g),
+        Source::Onnx(m) => return print_graph_stage(args, &m.imported.graph),
         Source::Program(p) => p,
     };
     // `--stage schedule` schedules the prepared graph: its flags are the graph passes'.

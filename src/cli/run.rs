@@ -1,19 +1,21 @@
 //! `uop run`: runs a program on .npy inputs or seeded random data.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use uop_codegen::compile::{CompileOptions, Target, compile};
 use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
-use uop_codegen::uop::Program;
+use uop_codegen::uop::{Node, Program};
 use uop_codegen::{interp, sizes};
 use uop_cranelift as cranelift;
 
 use uop_graph::Graph;
 
+use super::onnx::OnnxModel;
+use uop_onnx::ElemType;
 use super::output::OutputFiles;
 use super::run_graph::GraphFlags;
 use super::source::{self, Source};
@@ -126,7 +128,40 @@ impl InputArgs {
     /// memory limit of `--max-memory` first, so the inputs are accounted against it.
     pub fn gather(&self, program: &Program) -> Result<Vec<Tensor>, CliError> {
         limits::apply(self.max_memory.as_deref())?;
-        gather_inputs(program, self)
+        gather_inputs(program, self, &read_declared)
+    }
+
+    /// The inputs of an ONNX model, declared under their ONNX names
+    /// ([`OnnxModel::declarations`]), as the graph takes them: files read with the
+    /// model's types (int64, bool), random data for the rest; the inputs the model
+    /// bound at import are not inputs of the graph and are skipped.
+    pub(crate) fn gather_onnx(
+        &self,
+        model: &OnnxModel,
+        declared: &Program,
+    ) -> Result<Vec<Tensor>, CliError> {
+        limits::apply(self.max_memory.as_deref())?;
+        let mut own = InputArgs {
+            inputs: Vec::new(),
+            params: self.params.clone(),
+            dims: self.dims.clone(),
+            random: self.random,
+            save_inputs: self.save_inputs.clone(),
+            max_memory: None,
+        };
+        for (name, file) in path_assignments("--input", &self.inputs)? {
+            if !model.bound.contains(&name) {
+                own.inputs.push(format!("{name}={}", file.display()));
+            }
+        }
+        let read = |path: &Path, node: &Node| model.read_input(path, &node.name);
+        let gathered = gather_inputs(declared, &own, &read)?;
+        model.graph_inputs(&gathered)
+    }
+
+    /// The `--input` files, by name.
+    pub(crate) fn files(&self) -> Result<Vec<(String, PathBuf)>, CliError> {
+        path_assignments("--input", &self.inputs)
     }
 
     /// With `--save-inputs DIR`, adds `DIR/NAME.npy` to `writer` for every input of
@@ -166,9 +201,10 @@ impl InputArgs {
 
 /// Runs `uop run`.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    let program = match source::load(&args.program)? {
+    let program = match source::load_with(&args.program, &args.source.files()?)? {
         Source::Program(p) => p,
         Source::Graph(g) => return run_graph(args, &g),
+        Source::Onnx(m) => return run_onnx(args, &m),
     };
     if args.rewrite_limit.is_some() {
         return fail(
@@ -213,15 +249,7 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
     let declared = source::declarations(graph);
     let params = args.source.params(&declared)?;
     let inputs = args.source.gather(&declared)?;
-    let flags = GraphFlags {
-        backend: args.backend,
-        streams: args.streams,
-        disable_pass: args.disable_pass.clone(),
-        time_passes: args.time_passes,
-        rewrite_limit: args.rewrite_limit,
-        max_iterations: args.max_iterations,
-    };
-    let outputs = super::run_graph::execute(graph, &inputs, &params, &flags)?;
+    let outputs = super::run_graph::execute(graph, &inputs, &params, &flags(args))?;
     let names = source::output_names(graph);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut writer = OutputFiles::default();
@@ -229,13 +257,53 @@ fn run_graph(args: &RunArgs, graph: &Graph) -> Result<(), CliError> {
     write_outputs(writer, &args.outputs, &names, &outputs)
 }
 
+/// Runs an ONNX model on the graph executor (or interpreter), speaking ONNX names
+/// and types: inputs read as the model declares them, outputs written as `int64`
+/// or `bool` `.npy` files where the model's are.
+fn run_onnx(args: &RunArgs, model: &OnnxModel) -> Result<(), CliError> {
+    let declared = model.declarations();
+    let params = args.source.params(&declared)?;
+    let inputs = args.source.gather_onnx(model, &declared)?;
+    let outputs = super::run_graph::execute(&model.imported.graph, &inputs, &params, &flags(args))?;
+    let names = model.output_names();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (outputs, elems): (Vec<Tensor>, Vec<_>) = model.outputs(&outputs).into_iter().unzip();
+    let mut writer = OutputFiles::default();
+    args.source.save_inputs(&declared, &inputs, &mut writer)?;
+    write_typed_outputs(writer, &args.outputs, &names, &outputs, &elems)
+}
+
+/// The executor's flags of `uop run`.
+fn flags(args: &RunArgs) -> GraphFlags {
+    GraphFlags {
+        backend: args.backend,
+        streams: args.streams,
+        disable_pass: args.disable_pass.clone(),
+        time_passes: args.time_passes,
+        rewrite_limit: args.rewrite_limit,
+        max_iterations: args.max_iterations,
+    }
+}
+
 /// Writes the outputs named in `--output` arguments (with the files already in
 /// `writer`, all or nothing) and prints the others.
 fn write_outputs(
+    writer: OutputFiles,
+    assignments: &[String],
+    names: &[&str],
+    outputs: &[Tensor],
+) -> Result<(), CliError> {
+    write_typed_outputs(writer, assignments, names, outputs, &[])
+}
+
+/// [`write_outputs`], output `k` written as ONNX type `elems[k]` when given
+/// ([`super::onnx::npy_bytes`]).
+pub(crate) fn write_typed_outputs(
     mut writer: OutputFiles,
     assignments: &[String],
     names: &[&str],
     outputs: &[Tensor],
+    elems: &[Option<ElemType>],
 ) -> Result<(), CliError> {
     let files: HashMap<String, PathBuf> = path_assignments("--output", assignments)?
         .into_iter()
@@ -249,13 +317,16 @@ fn write_outputs(
         }
     }
     let mut printed = String::new();
-    for (name, tensor) in names.iter().zip(outputs) {
+    for (k, (name, tensor)) in names.iter().zip(outputs).enumerate() {
         match files.get(*name) {
             Some(path) => writer.add(
                 format!("--output {name}"),
                 path,
-                write_npy_bytes(&path.display().to_string(), tensor)
-                    .map_err(|e| CliError(e.to_string()))?,
+                super::onnx::npy_bytes(
+                    &path.display().to_string(),
+                    tensor,
+                    elems.get(k).copied().flatten(),
+                )?,
             ),
             None => printed.push_str(&show::render(name, tensor)),
         }
@@ -316,8 +387,31 @@ pub(crate) fn listing(items: impl Iterator<Item = impl std::fmt::Display>) -> St
     }
 }
 
-/// The program's inputs in order: from files, or random data where `--random` is given.
-fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, CliError> {
+/// Reads `path` for the input `node` of a program or graph (a `.npy` of its dtype).
+fn read_declared(path: &Path, node: &Node) -> Result<Tensor, CliError> {
+    let tensor = read_npy_as(path, node.dtype).map_err(|e| CliError(e.to_string()))?;
+    if tensor.dtype != node.dtype {
+        return fail(format!(
+            "{}: input `{}` is {}, but the file holds {}",
+            path.display(),
+            node.name,
+            node.dtype,
+            tensor.dtype
+        ));
+    }
+    Ok(tensor)
+}
+
+/// How a command reads an input's file.
+pub(crate) type ReadInput<'a> = &'a dyn Fn(&Path, &Node) -> Result<Tensor, CliError>;
+
+/// The program's inputs in order: from files (read by `read`), or random data where
+/// `--random` is given.
+fn gather_inputs(
+    program: &Program,
+    args: &InputArgs,
+    read: ReadInput,
+) -> Result<Vec<Tensor>, CliError> {
     let files: HashMap<String, PathBuf> = path_assignments("--input", &args.inputs)?
         .into_iter()
         .collect();
@@ -371,16 +465,7 @@ fn gather_inputs(program: &Program, args: &InputArgs) -> Result<Vec<Tensor>, Cli
             loaded.push(None);
             continue;
         };
-        let tensor = read_npy_as(path, node.dtype).map_err(|e| CliError(e.to_string()))?;
-        if tensor.dtype != node.dtype {
-            return fail(format!(
-                "{}: input `{}` is {}, but the file holds {}",
-                path.display(),
-                node.name,
-                node.dtype,
-                tensor.dtype
-            ));
-        }
+        let tensor = read(path, node)?;
         if tensor.shape.len() == node.shape.len() {
             for (dim, &size) in node.shape.iter().zip(&tensor.shape) {
                 if let Expr::Name(n) = dim {

@@ -1,31 +1,48 @@
-//! What a `.uop` file holds: a program (straight-line micro and macro ops, which
-//! every backend runs) or a graph with functions and control flow (`fn`, `while`,
-//! `case`, `if`, `parallel`, `call`, `chunk`), which runs on the graph interpreter
-//! until the graph executor exists.
+//! What a command's file holds: a program (straight-line micro and macro ops, which
+//! every backend runs), a graph with functions and control flow (`fn`, `while`,
+//! `case`, `if`, `parallel`, `call`, `chunk`), or an ONNX model (a `.onnx` file,
+//! imported as a graph: [`super::onnx`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use uop_codegen::text::{TextError, parse_program};
 use uop_codegen::uop::{Node, NodeId, Program, Uop};
 use uop_graph::Graph;
 use uop_graph::text::{parse_graph, uses_graph_syntax};
 
+use super::onnx::{self, Constants, OnnxModel};
 use super::{CliError, registry};
 
-/// A parsed `.uop` file.
+/// A parsed `.uop` file, or an imported `.onnx` model.
 pub(crate) enum Source {
     /// A program without control flow.
     Program(Program),
     /// A graph.
     Graph(Graph),
+    /// An ONNX model imported as a graph, with the names its user speaks.
+    Onnx(Box<OnnxModel>),
 }
 
-/// Reads and parses a `.uop` file: as a program when it is one, else as a graph.
+/// Reads a `.onnx` model (inputs needed at import bound from `given`, the `--input`
+/// files by ONNX name), or a `.uop` file as [`load`] does.
+pub(crate) fn load_with(path: &Path, given: &[(String, PathBuf)]) -> Result<Source, CliError> {
+    if onnx::is_onnx(path) {
+        return onnx::load(path, given, Constants::Input).map(|m| Source::Onnx(Box::new(m)));
+    }
+    load(path)
+}
+
+/// Reads and parses a `.uop` file: as a program when it is one, else as a graph; a
+/// `.onnx` model is imported (an input it needs at import is an error saying how to
+/// bind it: commands with `--input` use [`load_with`]).
 /// When neither parses, the error is the graph parser's for a file using what only
 /// graphs have ([`uses_graph_syntax`]), else the one of the parser that read
 /// further (so a mistake in a plain program is reported as before). Errors name the
 /// file and show the caret.
 pub(crate) fn load(path: &Path) -> Result<Source, CliError> {
+    if onnx::is_onnx(path) {
+        return onnx::load(path, &[], Constants::None).map(|m| Source::Onnx(Box::new(m)));
+    }
     let src = read_source(path)?;
     let named = |e: TextError| CliError(format!("{}: {e}", path.display()));
     let program_error = match parse_program(&src, &registry()) {
@@ -90,8 +107,12 @@ pub(crate) fn read_source(path: &Path) -> Result<String, CliError> {
     }
 }
 
-/// Reads a file as a graph (a program is a graph of calls; its macro ops stay calls).
+/// Reads a file as a graph (a program is a graph of calls; its macro ops stay calls;
+/// a `.onnx` model is imported).
 pub(crate) fn load_graph(path: &Path) -> Result<Graph, CliError> {
+    if onnx::is_onnx(path) {
+        return onnx::load(path, &[], Constants::None).map(|m| m.imported.graph);
+    }
     let src = read_source(path)?;
     parse_graph(&src, uop_graph::default_registry())
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
@@ -101,7 +122,7 @@ pub(crate) fn load_graph(path: &Path) -> Result<Graph, CliError> {
 pub(crate) fn load_program_only(path: &Path, command: &str) -> Result<Program, CliError> {
     match load(path)? {
         Source::Program(p) => Ok(p),
-        Source::Graph(_) => Err(CliError(format!(
+        Source::Graph(_) | Source::Onnx(_) => Err(CliError(format!(
             "{}: `uop {command}` takes a program without control flow; this file is a graph \
              (`uop run` and `uop print` take graphs)",
             path.display()

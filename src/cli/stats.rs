@@ -54,6 +54,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     let program = match load(&args.program)? {
         Source::Program(p) => p,
         Source::Graph(g) => return graph(args, &g),
+        Source::Onnx(m) => return graph(args, &m.imported.graph),
     };
     let pass_opts = pass_options(&args.disable_pass)?;
     let parse_time = start.elapsed();

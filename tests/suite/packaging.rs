@@ -132,7 +132,7 @@ fn the_library_without_default_features_builds_no_command_line_dependency() {
         "none",
         "--offline",
     ]);
-    for unwanted in ["clap", "indicatif", "npyz"] {
+    for unwanted in ["clap", "indicatif", "npyz", "uop-onnx", "prost"] {
         assert!(
             !tree.lines().any(|l| l.starts_with(&format!("{unwanted} "))),
             "{unwanted} is in the library's tree:\n{tree}"
@@ -155,6 +155,10 @@ fn the_library_without_default_features_builds_no_command_line_dependency() {
     assert!(
         full.lines().any(|l| l.starts_with("clap ")),
         "the default has the command line"
+    );
+    assert!(
+        full.lines().any(|l| l.starts_with("uop-onnx ")),
+        "the default command line reads ONNX models"
     );
 }
 
