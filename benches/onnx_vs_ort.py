@@ -18,6 +18,9 @@ model once per contender, in turn, each in a fresh process pinned to the same co
   the first run (importing the onnxruntime module is not counted: uop's process start
   is not either); later calls as for uop, on random inputs of the same shapes.
 
+`rnn_scan_256` and `rnn_loop_256` are the RNNs over 256 steps instead of 6 (written
+to a scratch directory by tests/onnx/gen_e2e_models.py's `rnn`): uop unrolls a Scan
+or Loop whose length it knows at import, so their first call shows what that costs.
 Silero VAD runs twice: `silero_vad` as committed, its `sr` input random on both sides
 (uop's seeded random integers, onnxruntime's 8000), so the run-time `If` takes the
 8 kHz branch; `silero_vad_16k`, the same file with `sr` made an initializer of 16000
@@ -40,15 +43,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 E2E = os.path.join(ROOT, "tests", "onnx", "e2e")
 
-# name -> (model directory, {symbolic dimension: size}).
+# name -> (model directory under tests/onnx/e2e, or a model this script writes to a
+# scratch directory; {symbolic dimension: size}).
 MODELS = {
     "mlp_classifier": ("mlp_classifier", {"N": 64}),
     "resnet_blocks": ("resnet_blocks", {"N": 8}),
     "transformer_block": ("transformer_block", {"B": 8}),
     "rnn_scan": ("rnn_scan", {}),
     "rnn_loop": ("rnn_loop", {}),
+    "rnn_scan_256": ("scratch", {}),
+    "rnn_loop_256": ("scratch", {}),
     "silero_vad": ("silero_vad", {"batch": 1, "sequence": 512}),
-    "silero_vad_16k": ("silero_vad", {"batch": 1, "sequence": 512}),
+    "silero_vad_16k": ("scratch", {"batch": 1, "sequence": 512}),
 }
 
 
@@ -108,6 +114,19 @@ def run_json(cmd):
     return rows[0]
 
 
+def rnn_long(scratch, kind, steps):
+    """The end-to-end RNN over `steps` steps."""
+    import onnx
+
+    sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
+    import gen_e2e_models as gen
+
+    model, _ = gen.seeded(2, lambda: gen.rnn(kind, steps))
+    path = os.path.join(scratch, f"rnn_{kind}_{steps}.onnx")
+    onnx.save(model, path)
+    return path
+
+
 def silero_16k(scratch):
     """The committed Silero model with `sr` an initializer of 16000."""
     import numpy as np
@@ -146,8 +165,14 @@ def main():
         p.error(f"--uop {a.uop}: not an executable (build uop first)")
     scratch = tempfile.mkdtemp(prefix="onnx_vs_ort_")
     paths = {n: os.path.join(E2E, d, "model.onnx") for n, (d, _) in MODELS.items()}
-    if "silero_vad_16k" in names:
-        paths["silero_vad_16k"] = silero_16k(scratch)
+    writers = {
+        "rnn_scan_256": lambda: rnn_long(scratch, "scan", 256),
+        "rnn_loop_256": lambda: rnn_long(scratch, "loop", 256),
+        "silero_vad_16k": lambda: silero_16k(scratch),
+    }
+    for n in names:
+        if n in writers:
+            paths[n] = writers[n]()
     pin = ["taskset", "-c", a.cpu]
 
     def uop_cmd(n):

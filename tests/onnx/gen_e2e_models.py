@@ -112,8 +112,10 @@ def transformer_block():
     return model, [{"x": rng.standard_normal((b, S, D)).astype(np.float32)} for b in (2, 3)]
 
 
-def rnn(kind):
-    Dh, Dx, L = 16, 8, 6
+def rnn(kind, steps=6):
+    """The Elman RNN over `steps` steps (6 for the tests; benches/onnx_vs_ort.py
+    writes longer ones)."""
+    Dh, Dx, L = 16, 8, steps
     core = [h.make_node("MatMul", ["h_in", "Wh"], ["a"]),
             h.make_node("MatMul", ["x_t", "Wx"], ["b"]),
             h.make_node("Add", ["a", "b"], ["c"]),
