@@ -268,7 +268,9 @@ fn parse_header(
         {
             Stored::I64
         }
-        Err(NpyErrorKind::UnsupportedDType(_)) if want == Want::Bool && is_bool(&header.dtype()) => {
+        Err(NpyErrorKind::UnsupportedDType(_))
+            if want == Want::Bool && is_bool(&header.dtype()) =>
+        {
             Stored::Bool
         }
         Err(kind) => return Err(kind),

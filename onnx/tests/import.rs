@@ -276,6 +276,7 @@ fn a_shape_from_a_graph_input_must_be_given_at_import() {
     };
     let options = ImportOptions {
         constants: HashMap::from([("s".to_string(), s)]),
+        ..ImportOptions::default()
     };
     let m = import(&bytes, &options).expect("imports with the shape given");
     assert_eq!(m.inputs.len(), 1, "`s` is bound, no longer an input");
@@ -486,4 +487,45 @@ fn integer_arithmetic_on_an_input_held_as_data_is_an_error() {
         e.to_string(),
         "Add node `Add_next` (opset 17): integer arithmetic on INT64 data computed at run time is not supported yet"
     );
+}
+
+#[test]
+fn float_initializers_become_inputs_on_request_and_shapes_stay_constants() {
+    // y = reshape(x * w.1, s): `w.1` may be an input, `s` (a shape) may not.
+    let bytes = model(
+        vec![
+            node("Mul", &["x", "w.1"], &["p"], vec![]),
+            node("Reshape", &["p", "s"], &["y"], vec![]),
+        ],
+        vec![value("x", FLOAT, &["2"])],
+        vec![value("y", FLOAT, &["1", "2"])],
+        vec![floats("w.1", &[2], &[3.0, 4.0]), ints("s", &[2], &[1, 2])],
+    );
+    let options = ImportOptions {
+        initializer_inputs: vec!["w.1".into()],
+        ..ImportOptions::default()
+    };
+    let m = import(&bytes, &options).expect("imports");
+    let names: Vec<(&str, &str)> = m
+        .inputs
+        .iter()
+        .map(|p| (p.onnx.as_str(), p.uop.as_str()))
+        .collect();
+    assert_eq!(names, [("x", "x"), ("w.1", "w_1")]);
+    let x = uop_codegen::tensor::Tensor::new(uop_codegen::uop::DType::F32, vec![2], vec![1.0, 2.0])
+        .unwrap();
+    let w = uop_codegen::tensor::Tensor::new(uop_codegen::uop::DType::F32, vec![2], vec![5.0, 6.0])
+        .unwrap();
+    let out = uop_graph::run(&m.graph, &[x, w], &HashMap::new()).expect("runs");
+    assert_eq!(
+        out[0].data,
+        vec![5.0, 12.0],
+        "the weights given at run time are used"
+    );
+    let shape_as_input = ImportOptions {
+        initializer_inputs: vec!["s".into()],
+        ..ImportOptions::default()
+    };
+    let e = import(&bytes, &shape_as_input).unwrap_err();
+    assert!(e.to_string().contains("only float initializers"), "{e}");
 }

@@ -80,8 +80,61 @@ pub enum TapeArg {
     Recompute,
 }
 
+/// `uop grad MODEL.onnx`: gradients with respect to the model's inputs and its float
+/// initializers (the weights, graph inputs holding the model's values: those an op
+/// needs when the graph is built stay constants), by ONNX name.
+fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
+    use super::onnx::{Constants, Weights, load_weights};
+    if args.check {
+        return fail(
+            "--check: takes a .uop graph; check a model's gradients on the text `uop import` \
+             writes (uop import MODEL.onnx -o MODEL.uop)",
+        );
+    }
+    let model = load_weights(
+        &args.program,
+        &args.source.files()?,
+        Constants::Input,
+        Weights::Inputs,
+    )?;
+    let declared = model.declarations();
+    let params = args.source.params(&declared)?;
+    let inputs = args
+        .source
+        .gather_onnx(&model, &model.given_declarations())?;
+    let names = super::grad_graph::Names {
+        outputs: model.output_names(),
+        by_input: true,
+    };
+    let files = super::grad_graph::GradFiles {
+        seeds: &args.seeds,
+        grads: &args.grads,
+    };
+    let run = super::grad_graph::GradRun {
+        backend: args.backend,
+        tape: match args.tape {
+            Some(TapeArg::Recompute) => TapeMode::Recompute,
+            _ => TapeMode::Stack,
+        },
+        max_iterations: args.max_iterations,
+    };
+    super::grad_graph::grad_of(
+        &model.imported.graph,
+        &declared,
+        &inputs,
+        &params,
+        &names,
+        &args.source,
+        &files,
+        &run,
+    )
+}
+
 /// Runs `uop grad`.
 pub fn grad(args: &GradArgs) -> Result<(), CliError> {
+    if super::onnx::is_onnx(&args.program) {
+        return grad_onnx(args);
+    }
     let program = match source::load(&args.program)? {
         source::Source::Graph(g) => {
             let tape = match args.tape {
@@ -109,7 +162,7 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
             return super::grad_graph::grad(&g, &args.source, &files, &run);
         }
         source::Source::Program(p) => p,
-        source::Source::Onnx(_) => return fail("grad of onnx: not yet"),
+        source::Source::Onnx(_) => return grad_onnx(args),
     };
     if args.tape.is_some() {
         return fail("--tape applies to graphs with `while` loops; this file is a program");

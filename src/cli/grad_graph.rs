@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::Program;
 use uop_graph::grad::{GraphGradRole, GraphGradSpec, GraphGradient, TapeMode, gradient};
 use uop_graph::text::print_graph;
 use uop_graph::{Graph, RunOptions, Trace, run_with};
@@ -59,7 +60,45 @@ pub(crate) fn grad(
     let declared = source::declarations(graph);
     let params = source_args.params(&declared)?;
     let inputs = source_args.gather(&declared)?;
-    let wanted = super::grad::wanted_gradients(&declared, files.grads)?;
+    let names = Names {
+        outputs: source::output_names(graph),
+        by_input: false,
+    };
+    grad_of(
+        graph,
+        &declared,
+        &inputs,
+        &params,
+        &names,
+        source_args,
+        files,
+        run,
+    )
+}
+
+/// What `uop grad` calls a graph's outputs and gradients.
+pub(crate) struct Names {
+    /// The forward outputs (`--seed` names them).
+    pub outputs: Vec<String>,
+    /// The gradient of input `NAME` is printed as `g_NAME` when set (an ONNX model's
+    /// names, which the gradient graph's do not keep); else under the gradient
+    /// graph's output names.
+    pub by_input: bool,
+}
+
+/// `uop grad` of `graph` on `inputs` (its inputs as `declared` names them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn grad_of(
+    graph: &Graph,
+    declared: &Program,
+    inputs: &[Tensor],
+    params: &HashMap<String, i64>,
+    names: &Names,
+    source_args: &InputArgs,
+    files: &GradFiles<'_>,
+    run: &GradRun,
+) -> Result<(), CliError> {
+    let wanted = super::grad::wanted_gradients(declared, files.grads)?;
     let seeded = uop_graph::grad::float_outputs(graph);
     let spec = GraphGradSpec {
         seeds: seeded.clone(),
@@ -68,16 +107,23 @@ pub(crate) fn grad(
         tape: run.tape,
     };
     let g = gradient(graph, &spec).map_err(|e| CliError(e.to_string()))?;
-    let (outputs, trace) = forward(graph, &inputs, &params, run, &g)?;
-    let seeds = seed_tensors(graph, &seeded, &outputs, files.seeds)?;
+    let (outputs, trace) = forward(graph, inputs, params, run, &g)?;
+    let seeds = seed_tensors(&names.outputs, &seeded, &outputs, files.seeds)?;
     let args = g
-        .arguments(&inputs, &seeds, &outputs)
+        .arguments(inputs, &seeds, &outputs)
         .map_err(|e| CliError(e.to_string()))?;
-    let grad_params = g.params(&trace, &params);
+    let grad_params = g.params(&trace, params);
     let result = super::run_graph::execute(&g.graph, &args, &grad_params, &run.flags())?;
     let mut writer = OutputFiles::default();
-    source_args.save_inputs(&declared, &inputs, &mut writer)?;
-    let names = source::output_names(&g.graph);
+    source_args.save_inputs(declared, inputs, &mut writer)?;
+    let names = if names.by_input {
+        wanted
+            .iter()
+            .map(|(id, _)| format!("g_{}", declared.node(*id).name))
+            .collect()
+    } else {
+        source::output_names(&g.graph)
+    };
     let mut printed = String::new();
     for (((input, file), tensor), name) in wanted.iter().zip(&result).zip(&names) {
         match file {
@@ -117,13 +163,12 @@ fn forward(
 
 /// One seed per seeded output: from its `--seed` file, else ones of the output's shape.
 fn seed_tensors(
-    graph: &Graph,
+    names: &[String],
     seeded: &[usize],
     outputs: &[Tensor],
     args: &[String],
 ) -> Result<Vec<Tensor>, CliError> {
     let files: HashMap<String, PathBuf> = path_assignments("--seed", args)?.into_iter().collect();
-    let names = source::output_names(graph);
     for name in files.keys() {
         if !seeded.iter().any(|&o| names[o] == *name) {
             return fail(format!(

@@ -15,6 +15,7 @@ mod fuzz;
 mod grad;
 mod grad_check;
 mod grad_graph;
+mod import;
 mod limits;
 mod onnx;
 mod ops;
@@ -128,9 +129,15 @@ enum Command {
         after_help = "Examples:\n  uop print examples/programs/softmax.uop --stage opt --verify\n  uop print examples/programs/softmax.uop --stage grad"
     )]
     Print(print::PrintArgs),
-    /// List the ops a `.uop` program can call, with their signatures.
-    #[command(after_help = "Examples:\n  uop ops\n  uop ops soft")]
+    /// List the ops a `.uop` program can call, with their signatures (`--onnx`: the
+    /// ONNX ops a model may use).
+    #[command(after_help = "Examples:\n  uop ops soft\n  uop ops --onnx norm")]
     Ops(ops::OpsArgs),
+    /// Write an ONNX model as graph text (`.uop`), which every command takes.
+    #[command(after_help = "Examples:\n  uop import examples/onnx/mlp.onnx\n\n\
+            With -o FILE the text goes to FILE; --input NAME=FILE.npy binds an input the model \
+            needs at import (a Reshape's shape, a Slice's starts).")]
+    Import(import::ImportArgs),
     /// Check random programs on every execution path against the reference interpreter.
     #[command(
         after_help = "Examples:\n  uop fuzz --cases 20 --seed 1\n  uop fuzz --backend cranelift --cases 10"
@@ -170,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Print(args) => print::print(&args),
         Command::Ops(args) => ops::ops(&args),
+        Command::Import(args) => import::import(&args),
         Command::Fuzz(args) => fuzz::fuzz(&args),
         Command::Stats(args) => stats::stats(&args),
         Command::Grad(args) => grad::grad(&args),

@@ -32,6 +32,19 @@ pub(crate) struct OnnxModel {
     /// The model's inputs bound as constants at import (ONNX names), in the order
     /// the importer asked for them.
     pub bound: Vec<String>,
+    /// With [`Weights::Inputs`]: the float initializers that are graph inputs (the
+    /// last ones), with their values.
+    pub weights: Vec<(String, HostTensor)>,
+}
+
+/// Whether a model's float initializers are constants (the default) or graph inputs
+/// (for `uop grad`: gradients with respect to the weights).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Weights {
+    /// Constants of the graph.
+    Constants,
+    /// Graph inputs, but for those an op needs when the graph is built.
+    Inputs,
 }
 
 /// Whether `path` names an ONNX model: its extension is `.onnx`, in any case.
@@ -60,14 +73,42 @@ pub(crate) fn load(
     given: &[(String, PathBuf)],
     how: Constants,
 ) -> Result<OnnxModel, CliError> {
+    load_weights(path, given, how, Weights::Constants)
+}
+
+/// [`load`], with the float initializers as `weights` says.
+pub(crate) fn load_weights(
+    path: &Path,
+    given: &[(String, PathBuf)],
+    how: Constants,
+    weights: Weights,
+) -> Result<OnnxModel, CliError> {
     let bytes = read_model(path)?;
     let named = |e: ImportError| CliError(format!("{}: {e}", path.display()));
     let model = uop_onnx::decode_model(&bytes).map_err(|e| named(e.into()))?;
     let mut options = ImportOptions::default();
+    if weights == Weights::Inputs {
+        options.initializer_inputs = float_initializers(&model);
+    }
     let mut bound = Vec::new();
     loop {
         match uop_onnx::import_model(&model, &options) {
-            Ok(imported) => return Ok(OnnxModel { imported, bound }),
+            Ok(imported) => {
+                let weights = weight_values(&model, &options.initializer_inputs)
+                    .map_err(|m| CliError(format!("{}: {m}", path.display())))?;
+                return Ok(OnnxModel {
+                    imported,
+                    bound,
+                    weights,
+                });
+            }
+            Err(ImportError::NeedsConstant { input, .. })
+                if options.initializer_inputs.contains(&input) =>
+            {
+                // A weight an op needs at build time (a shape, Clip's bounds) stays
+                // a constant.
+                options.initializer_inputs.retain(|n| *n != input);
+            }
             Err(ImportError::NeedsConstant {
                 input,
                 slot,
@@ -85,9 +126,8 @@ pub(crate) fn load(
                         path.display()
                     ));
                 }
-                let elem = declared_elem(&model, &input).map_err(|m| {
-                    CliError(format!("{}: input `{input}`: {m}", path.display()))
-                })?;
+                let elem = declared_elem(&model, &input)
+                    .map_err(|m| CliError(format!("{}: input `{input}`: {m}", path.display())))?;
                 let t = read_host(file, &input, elem)?;
                 options.constants.insert(input.clone(), t);
                 bound.push(input);
@@ -95,6 +135,38 @@ pub(crate) fn load(
             Err(e) => return Err(named(e)),
         }
     }
+}
+
+/// The names of the model's float initializers that are not also graph inputs
+/// (those are inputs with a default already).
+fn float_initializers(model: &uop_onnx::proto::ModelProto) -> Vec<String> {
+    let Some(g) = &model.graph else {
+        return Vec::new();
+    };
+    g.initializer
+        .iter()
+        .filter(|t| matches!(t.data_type, Some(1) | Some(11)))
+        .filter_map(|t| t.name.clone())
+        .filter(|n| !g.input.iter().any(|vi| vi.name.as_ref() == Some(n)))
+        .collect()
+}
+
+/// The values of the initializers `names`, in order.
+fn weight_values(
+    model: &uop_onnx::proto::ModelProto,
+    names: &[String],
+) -> Result<Vec<(String, HostTensor)>, String> {
+    let inits = model.graph.iter().flat_map(|g| &g.initializer);
+    names
+        .iter()
+        .map(|n| {
+            let t = inits
+                .clone()
+                .find(|t| t.name.as_ref() == Some(n))
+                .ok_or_else(|| format!("no initializer `{n}`"))?;
+            Ok((n.clone(), HostTensor::from_proto(t)?))
+        })
+        .collect()
 }
 
 /// The error for an input needed at import that the user did not give.
@@ -230,6 +302,15 @@ impl OnnxModel {
         p
     }
 
+    /// [`declarations`](Self::declarations) without the weights: the inputs a user
+    /// gives (the weights' values are the model's).
+    pub(crate) fn given_declarations(&self) -> Program {
+        let mut p = self.declarations();
+        let keep = p.inputs.len().saturating_sub(self.weights.len());
+        p.inputs.truncate(keep);
+        p
+    }
+
     /// A dimension in ONNX's names.
     fn onnx_dim(&self, d: &Expr) -> Expr {
         match d {
@@ -238,14 +319,27 @@ impl OnnxModel {
         }
     }
 
-    /// The ONNX names of the graph's outputs, in order.
-    pub(crate) fn output_names(&self) -> Vec<String> {
-        self.imported.outputs.iter().map(|p| p.onnx.clone()).collect()
+    /// `NAME=VALUE` arguments (`--dim`) with each ONNX dimension name that was
+    /// renamed replaced by the graph's name; the others as given.
+    pub(crate) fn uop_assignments(&self, args: &[String]) -> Vec<String> {
+        args.iter()
+            .map(|a| match a.split_once('=') {
+                Some((name, value)) => match self.imported.names.uop(name) {
+                    Some(u) => format!("{u}={value}"),
+                    None => a.clone(),
+                },
+                None => a.clone(),
+            })
+            .collect()
     }
 
-    /// The uop name of ONNX input or output `onnx` (itself when not renamed).
-    pub(crate) fn uop_name<'a>(&'a self, onnx: &'a str) -> &'a str {
-        self.imported.names.uop(onnx).unwrap_or(onnx)
+    /// The ONNX names of the graph's outputs, in order.
+    pub(crate) fn output_names(&self) -> Vec<String> {
+        self.imported
+            .outputs
+            .iter()
+            .map(|p| p.onnx.clone())
+            .collect()
     }
 
     /// The graph's input tensors from the tensors gathered for
@@ -253,7 +347,7 @@ impl OnnxModel {
     /// data): `bool` inputs made 0 / 1 (random data: positive is true), negative
     /// indices wrapped as ONNX counts them.
     pub(crate) fn graph_inputs(&self, gathered: &[Tensor]) -> Result<Vec<Tensor>, CliError> {
-        let mut given = HashMap::new();
+        let mut given: HashMap<String, HostTensor> = self.weights.iter().cloned().collect();
         for (t, port) in gathered.iter().zip(&self.imported.inputs) {
             let mut h = HostTensor::from_graph(t, port.elem);
             if port.elem == ElemType::Bool {
@@ -275,7 +369,26 @@ impl OnnxModel {
             .iter()
             .position(|p| p.onnx == name)
             .ok_or_else(|| CliError(format!("the model has no input `{name}`")))?;
-        let h = read_host(file, name, self.imported.inputs[k].elem)?;
+        let port = &self.imported.inputs[k];
+        let h = read_host(file, name, port.elem)?;
+        let fits = h.shape.len() == port.shape.len()
+            && h.shape.iter().zip(&port.shape).all(|(&n, d)| match d {
+                Expr::Int(v) => usize::try_from(*v) == Ok(n),
+                _ => true,
+            });
+        if !fits {
+            let declared: Vec<String> = port
+                .shape
+                .iter()
+                .map(|d| self.onnx_dim(d).to_string())
+                .collect();
+            return fail(format!(
+                "{}: input `{name}` has shape {:?}, but the model declares [{}]",
+                file.display(),
+                h.shape,
+                declared.join(", ")
+            ));
+        }
         // The graph's type of the input: an integer input held as data is in the
         // float type (uop_onnx::import's `int_inputs`).
         let dtype = self

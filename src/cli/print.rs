@@ -21,7 +21,7 @@ use super::source::{self, Source};
 use super::{CliError, Stage, fail, grad, int_assignments, pass_options};
 
 /// Arguments of `uop print`.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct PrintArgs {
     /// The program (`.uop` text), or a loop program as `--stage loops` prints it
     /// (a `.loops` file: printed with `--stage loops`, optimized with `--stage opt` or
@@ -81,7 +81,14 @@ pub fn print(args: &PrintArgs) -> Result<(), CliError> {
     }
     let program = match source::load(&args.program)? {
         Source::Graph(g) => return print_graph_stage(args, &g),
-        Source::Onnx(m) => return print_graph_stage(args, &m.imported.graph),
+        Source::Onnx(m) => {
+            // `--dim` speaks the model's names.
+            let args = PrintArgs {
+                dims: m.uop_assignments(&args.dims),
+                ..args.clone()
+            };
+            return print_graph_stage(&args, &m.imported.graph);
+        }
         Source::Program(p) => p,
     };
     // `--stage schedule` schedules the prepared graph: its flags are the graph passes'.

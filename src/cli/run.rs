@@ -15,7 +15,6 @@ use uop_cranelift as cranelift;
 use uop_graph::Graph;
 
 use super::onnx::OnnxModel;
-use uop_onnx::ElemType;
 use super::output::OutputFiles;
 use super::run_graph::GraphFlags;
 use super::source::{self, Source};
@@ -23,6 +22,7 @@ use super::{
     Backend, CliError, fail, int_assignments, limits, pass_options, path_assignments, show,
 };
 use crate::npy::{read_npy_as, write_npy_bytes};
+use uop_onnx::ElemType;
 
 /// Arguments of `uop run`.
 #[derive(Args, Debug)]

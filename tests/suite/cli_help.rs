@@ -6,7 +6,7 @@ use crate::common;
 use common::{stderr, stdout, uop};
 
 /// The commands whose `--help` must end with examples (`None`: `uop --help`).
-const COMMANDS: [Option<&str>; 9] = [
+const COMMANDS: [Option<&str>; 10] = [
     None,
     Some("run"),
     Some("print"),
@@ -16,6 +16,7 @@ const COMMANDS: [Option<&str>; 9] = [
     Some("grad"),
     Some("emit"),
     Some("bench"),
+    Some("import"),
 ];
 
 /// The help text of `command`.

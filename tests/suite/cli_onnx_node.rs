@@ -230,5 +230,9 @@ fn the_node_tests_pass_from_the_command_line() {
             "{name} fails from the command line"
         );
     }
-    assert!(passed >= 480, "{passed} of {} pass: {failures:#?}", all.len());
+    assert!(
+        passed >= 480,
+        "{passed} of {} pass: {failures:#?}",
+        all.len()
+    );
 }

@@ -17,6 +17,7 @@ mod cli_help;
 mod cli_inputs;
 mod cli_loops;
 mod cli_memory;
+mod cli_onnx;
 mod cli_onnx_node;
 mod cli_options;
 mod cli_run_passes;

@@ -38,6 +38,11 @@ pub struct ImportOptions {
     /// pads...), given from the data the model will run on. They are no longer
     /// inputs of the imported graph.
     pub constants: HashMap<String, HostTensor>,
+    /// Float initializers, by name, imported as graph inputs (after the model's own
+    /// inputs, in this order) instead of constants: to differentiate with respect to
+    /// the weights, or to change them without importing again. An initializer an op
+    /// needs when the graph is built is `ImportError::NeedsConstant` naming it.
+    pub initializer_inputs: Vec<String>,
 }
 
 /// A graph input or output of an imported model.
@@ -194,6 +199,38 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         env.set(&name, Val::Graph(r, elem));
         inputs.push(Port {
             onnx: name,
+            uop,
+            elem,
+            shape,
+            wrap: None,
+        });
+    }
+    for name in &options.initializer_inputs {
+        let t = graph
+            .initializer
+            .iter()
+            .find(|t| t.name.as_deref() == Some(name))
+            .ok_or_else(|| ImportError::Model(format!("the model has no initializer `{name}`")))?;
+        let elem =
+            ElemType::from_code(t.data_type.unwrap_or(0)).map_err(|message| ImportError::Type {
+                tensor: name.clone(),
+                message,
+            })?;
+        if !elem.is_float() {
+            return Err(ImportError::Type {
+                tensor: name.clone(),
+                message: "only float initializers can be graph inputs".into(),
+            });
+        }
+        let shape: Vec<Expr> = t.dims.iter().map(|&d| Expr::Int(d)).collect();
+        let uop = env.names.map(name);
+        let r = g
+            .input_type(&uop, ValueType::new(float, shape.clone()))
+            .map_err(|e| ImportError::Model(format!("initializer `{name}`: {e}")))?;
+        env.input_of.insert(r, name.clone());
+        env.set(name, Val::Graph(r, elem));
+        inputs.push(Port {
+            onnx: name.clone(),
             uop,
             elem,
             shape,
