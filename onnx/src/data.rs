@@ -145,6 +145,40 @@ impl HostTensor {
         Tensor::new(dtype, self.shape.clone(), data).map_err(|e| e.to_string())
     }
 
+    /// This tensor as a graph tensor of type `dtype`: floats and bools in a float
+    /// type; integers as i32 (each value must fit) or in a float type (each value
+    /// must be exact there: |x| ≤ 2^24 in f32, 2^53 in f64), the error naming the
+    /// first value that is not.
+    pub fn to_graph_as(&self, dtype: DType) -> Result<Tensor, String> {
+        let data = match (&self.data, self.elem, dtype) {
+            (HostData::Int(v), ElemType::Int32 | ElemType::Int64, DType::I32) => ints_to_i32(v)?,
+            (_, _, DType::I32) => {
+                return Err(format!("{} data where i32 is expected", self.elem.name()));
+            }
+            (HostData::Float(v), _, _) => v.clone(),
+            (HostData::Int(v), _, _) => {
+                let exact: i64 = if dtype == DType::F32 {
+                    1 << 24
+                } else {
+                    1 << 53
+                };
+                v.iter()
+                    .map(|&x| {
+                        if x.unsigned_abs() <= exact.unsigned_abs() {
+                            Ok(x as f64)
+                        } else {
+                            Err(format!(
+                                "{} value {x} is not exact in {dtype}, the type this model holds it in",
+                                self.elem.name()
+                            ))
+                        }
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+        };
+        Tensor::new(dtype, self.shape.clone(), data).map_err(|e| e.to_string())
+    }
+
     /// A graph tensor read back as ONNX element type `elem` (integers and bools
     /// rounded from the float type's values).
     pub fn from_graph(t: &Tensor, elem: ElemType) -> HostTensor {

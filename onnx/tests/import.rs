@@ -389,6 +389,106 @@ fn a_loop_whose_body_computes_its_condition_becomes_a_while() {
     );
 }
 
+/// Silero VAD's pattern: an int64 input compared with a constant
+/// (`Reshape → Gather → Equal`) selects a result; another int64 input indexes.
+fn rate_switch(extra: Vec<NodeProto>, out: &str) -> Vec<u8> {
+    let mut nodes = vec![
+        node("Reshape", &["sr", "one"], &["sr1"], vec![]),
+        node(
+            "Gather",
+            &["sr1", "zero"],
+            &["sr0"],
+            vec![int_attr("axis", 0)],
+        ),
+        node("Equal", &["sr0", "rate"], &["is16k"], vec![]),
+        node(
+            "Gather",
+            &["x", "idx"],
+            &["picked"],
+            vec![int_attr("axis", 0)],
+        ),
+        node("Neg", &["picked"], &["negated"], vec![]),
+        node("Where", &["is16k", "picked", "negated"], &["y"], vec![]),
+    ];
+    nodes.extend(extra);
+    model(
+        nodes,
+        vec![
+            value("x", FLOAT, &["3"]),
+            value("sr", INT64, &[]),
+            value("idx", INT64, &["2"]),
+        ],
+        vec![value(out, FLOAT, &["2"])],
+        vec![
+            ints("one", &[1], &[1]),
+            ints("zero", &[], &[0]),
+            ints("rate", &[], &[16000]),
+        ],
+    )
+}
+
+fn int64(shape: &[usize], v: &[i64]) -> HostTensor {
+    HostTensor {
+        elem: uop_onnx::ElemType::Int64,
+        shape: shape.to_vec(),
+        data: HostData::Int(v.to_vec()),
+    }
+}
+
+#[test]
+fn an_integer_input_used_as_data_is_held_in_the_float_type_and_indices_stay_i32() {
+    let m = import(&rate_switch(vec![], "y"), &ImportOptions::default()).expect("imports");
+    let text = uop_graph::text::print_graph(&m.graph);
+    assert!(text.contains("input sr: f32[]"), "{text}");
+    assert!(text.contains("input idx: i32[2]"), "{text}");
+    let exe = uop_exec::compile(&m.graph).expect("compiles");
+    for (rate, want) in [(16000, vec![30.0, 10.0]), (8000, vec![-30.0, -10.0])] {
+        let given = HashMap::from([
+            (
+                "x".to_string(),
+                HostTensor {
+                    elem: uop_onnx::ElemType::Float,
+                    shape: vec![3],
+                    data: HostData::Float(vec![10.0, 20.0, 30.0]),
+                },
+            ),
+            ("sr".to_string(), int64(&[], &[rate])),
+            ("idx".to_string(), int64(&[2], &[-1, 0])),
+        ]);
+        let inputs = m.graph_inputs(&given).expect("converts");
+        let out = uop_graph::run(&m.graph, &inputs, &HashMap::new()).expect("runs");
+        assert_eq!(out[0].data, want, "sr = {rate} on the interpreter");
+        assert_eq!(exe.run(&inputs).expect("runs")[0].data, want, "executor");
+    }
+    let too_big = HashMap::from([
+        (
+            "x".to_string(),
+            HostTensor {
+                elem: uop_onnx::ElemType::Float,
+                shape: vec![3],
+                data: HostData::Float(vec![0.0; 3]),
+            },
+        ),
+        ("sr".to_string(), int64(&[], &[(1 << 24) + 1])),
+        ("idx".to_string(), int64(&[2], &[0, 0])),
+    ]);
+    let e = m.graph_inputs(&too_big).expect_err("not exact in f32");
+    assert_eq!(
+        e.to_string(),
+        "`sr`: INT64 value 16777217 is not exact in f32, the type this model holds it in"
+    );
+}
+
+#[test]
+fn integer_arithmetic_on_an_input_held_as_data_is_an_error() {
+    let bytes = rate_switch(vec![node("Add", &["sr0", "rate"], &["next"], vec![])], "y");
+    let e = import(&bytes, &ImportOptions::default()).expect_err("int arithmetic at run time");
+    assert_eq!(
+        e.to_string(),
+        "Add node `Add_next` (opset 17): integer arithmetic on INT64 data computed at run time is not supported yet"
+    );
+}
+
 #[test]
 fn float_initializers_become_inputs_on_request_and_shapes_stay_constants() {
     // y = reshape(x * w.1, s): `w.1` may be an input, `s` (a shape) may not.

@@ -110,7 +110,25 @@ fn header(path: &str, model: &OnnxModel, given: &[(String, PathBuf)]) -> String 
 /// per input concerned.
 fn boundary_notes(model: &OnnxModel) -> Vec<String> {
     let mut notes = Vec::new();
-    for p in &model.imported.inputs {
+    let types = model
+        .imported
+        .graph
+        .input_node()
+        .map(|n| n.outputs.as_slice())
+        .unwrap_or_default();
+    for (k, p) in model.imported.inputs.iter().enumerate() {
+        // An integer input no index reads is held as data in the float type.
+        if let Some(t) = types
+            .get(k)
+            .filter(|t| p.elem.is_int() && t.dtype.is_float())
+        {
+            notes.push(format!(
+                "input `{}` is an ONNX {} used as data: give it as {} (whole numbers)",
+                p.uop,
+                p.elem.name(),
+                t.dtype
+            ));
+        }
         if p.elem == ElemType::Bool {
             notes.push(format!(
                 "input `{}` is an ONNX bool: give it as 0 / 1 of the float type",

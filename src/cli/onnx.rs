@@ -363,12 +363,13 @@ impl OnnxModel {
     /// Reads `file` for the graph input declared as `node` (an ONNX name) as the
     /// graph's tensor: the dtype checked against the model's ONNX type.
     pub(crate) fn read_input(&self, file: &Path, name: &str) -> Result<Tensor, CliError> {
-        let port = self
+        let k = self
             .imported
             .inputs
             .iter()
-            .find(|p| p.onnx == name)
+            .position(|p| p.onnx == name)
             .ok_or_else(|| CliError(format!("the model has no input `{name}`")))?;
+        let port = &self.imported.inputs[k];
         let h = read_host(file, name, port.elem)?;
         let fits = h.shape.len() == port.shape.len()
             && h.shape.iter().zip(&port.shape).all(|(&n, d)| match d {
@@ -388,7 +389,15 @@ impl OnnxModel {
                 declared.join(", ")
             ));
         }
-        h.to_graph(self.imported.graph.dtype)
+        // The graph's type of the input: an integer input held as data is in the
+        // float type (uop_onnx::import's `int_inputs`).
+        let dtype = self
+            .imported
+            .graph
+            .input_node()
+            .and_then(|n| n.outputs.get(k))
+            .map_or(self.imported.graph.dtype, |t| t.dtype);
+        h.to_graph_as(dtype)
             .map_err(|m| CliError(format!("{}: input `{name}`: {m}", file.display())))
     }
 

@@ -48,14 +48,14 @@ fn cases() -> Vec<String> {
     names
 }
 
-fn read_pb(path: &Path) -> Result<HostTensor, String> {
+pub(crate) fn read_pb(path: &Path) -> Result<HostTensor, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let t = decode_tensor(&bytes).map_err(|e| e.to_string())?;
     HostTensor::from_proto(&t)
 }
 
 /// Writes `t` as the `.npy` file numpy would save it as.
-fn write_host(path: &Path, t: &HostTensor) -> Result<(), String> {
+pub(crate) fn write_host(path: &Path, t: &HostTensor) -> Result<(), String> {
     let (dtype, data) = match &t.data {
         HostData::Float(v) => (
             if t.elem == ElemType::Double {
@@ -83,7 +83,7 @@ fn write_host(path: &Path, t: &HostTensor) -> Result<(), String> {
 }
 
 /// Reads an output `.npy` file back as the type the test expects.
-fn read_output(path: &Path, elem: ElemType) -> Result<(Vec<usize>, HostData), String> {
+pub(crate) fn read_output(path: &Path, elem: ElemType) -> Result<(Vec<usize>, HostData), String> {
     let t = match elem {
         ElemType::Bool => read_npy_bool(path),
         ElemType::Int32 | ElemType::Int64 => read_npy_as(path, DType::I32),

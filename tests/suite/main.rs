@@ -18,6 +18,7 @@ mod cli_inputs;
 mod cli_loops;
 mod cli_memory;
 mod cli_onnx;
+mod cli_onnx_e2e;
 mod cli_onnx_node;
 mod cli_options;
 mod cli_run_passes;

@@ -294,6 +294,22 @@ impl Im<'_> {
         }
     }
 
+    /// An operand of arithmetic (Add, Div, Sum, ReduceSum, CumSum...) as a graph
+    /// value of the float type: integers computed at run time are an error, since
+    /// held as floats their results could round and their quotients would not
+    /// truncate (integers known at import are folded before this).
+    pub fn arith(&mut self, v: &Val) -> CResult<Ref> {
+        if let Val::Graph(_, elem) = v
+            && elem.is_int()
+        {
+            return Err(CErr::Msg(format!(
+                "integer arithmetic on {} data computed at run time is not supported yet",
+                elem.name()
+            )));
+        }
+        self.float(v)
+    }
+
     /// A value as an i32 index tensor into an axis of `size` (when static: a graph
     /// input's negative indices are then wrapped at the boundary).
     pub fn index(&mut self, v: &Val, size: Option<i64>) -> CResult<Ref> {

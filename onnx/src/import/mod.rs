@@ -9,6 +9,7 @@
 
 mod cx;
 mod error;
+mod int_inputs;
 pub(crate) mod value;
 
 use std::collections::{HashMap, HashSet};
@@ -79,14 +80,22 @@ pub struct Imported {
 
 impl Imported {
     /// The graph's input tensors from ONNX tensors given by ONNX input name (each
-    /// converted: int64 to i32 where every value fits, bool to 0/1).
+    /// converted: bool to 0/1; int64 to i32 where every value fits, or, for an
+    /// integer input the graph holds as data, to the float type where every value is
+    /// exact).
     pub fn graph_inputs(
         &self,
         given: &HashMap<String, HostTensor>,
     ) -> Result<Vec<uop_codegen::tensor::Tensor>, ImportError> {
+        let types = self
+            .graph
+            .input_node()
+            .map(|n| n.outputs.as_slice())
+            .unwrap_or_default();
         self.inputs
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(k, p)| {
                 let t = given
                     .get(&p.onnx)
                     .ok_or_else(|| ImportError::Model(format!("no data for input `{}`", p.onnx)))?;
@@ -115,11 +124,11 @@ impl Imported {
                     }
                     _ => t,
                 };
-                t.to_graph(self.graph.dtype)
-                    .map_err(|message| ImportError::Type {
-                        tensor: p.onnx.clone(),
-                        message,
-                    })
+                let dtype = types.get(k).map_or(self.graph.dtype, |t| t.dtype);
+                t.to_graph_as(dtype).map_err(|message| ImportError::Type {
+                    tensor: p.onnx.clone(),
+                    message,
+                })
             })
             .collect()
     }
@@ -163,6 +172,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
     };
     let mut g = GraphBuilder::new(float);
     let initializers = read_initializers(graph, &mut env)?;
+    let index_feeders = int_inputs::index_feeders(graph);
     let mut inputs = Vec::new();
     for vi in &graph.input {
         let name = vi.name.clone().unwrap_or_default();
@@ -175,7 +185,13 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         }
         let (elem, shape) = tensor_type(vi, &mut env.names)?;
         let uop = env.names.map(&name);
-        let dtype = if elem.is_int() { DType::I32 } else { float };
+        // Integers that can reach an index operand are i32; others are data, held
+        // in the float type (see `int_inputs`).
+        let dtype = if elem.is_int() && index_feeders.contains(&name) {
+            DType::I32
+        } else {
+            float
+        };
         let r = g
             .input_type(&uop, ValueType::new(dtype, shape.clone()))
             .map_err(|e| ImportError::Model(format!("input `{name}`: {e}")))?;

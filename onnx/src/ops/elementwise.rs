@@ -22,7 +22,7 @@ pub(crate) fn arith(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         "Div" => "div",
         _ => "pow",
     };
-    let (x, y) = (im.float(a)?, im.float(b)?);
+    let (x, y) = (im.arith(a)?, im.arith(b)?);
     let r = im.op(op, &[x, y])?;
     Ok(vec![Val::Graph(r, elem_of(a))])
 }
@@ -129,9 +129,17 @@ pub(crate) fn variadic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             return Ok(vec![Val::Known(k)]);
         }
     }
-    let mut acc = im.float(first)?;
+    // Max and Min are exact on integers held as floats; Sum and Mean are not.
+    let operand = |im: &mut Im, v: &Val| {
+        if matches!(n.op(), "Max" | "Min") {
+            im.float(v)
+        } else {
+            im.arith(v)
+        }
+    };
+    let mut acc = operand(im, first)?;
     for v in &vals[1..] {
-        let r = im.float(v)?;
+        let r = operand(im, v)?;
         acc = im.op(op, &[acc, r])?;
     }
     if n.op() == "Mean" && vals.len() > 1 {
@@ -282,7 +290,7 @@ pub(crate) fn modulo(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     })? {
         return Ok(vec![Val::Known(k)]);
     }
-    let (a, b) = (im.float(n.input(0)?)?, im.float(n.input(1)?)?);
+    let (a, b) = (im.arith(n.input(0)?)?, im.arith(n.input(1)?)?);
     let q = im.op("div", &[a, b])?;
     let t = if fmod {
         let s = im.op("sign", &[q])?;

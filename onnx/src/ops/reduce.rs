@@ -38,7 +38,12 @@ fn reduce_axes(im: &Im, n: &NodeIn, rank: usize) -> CResult<Option<Vec<usize>>> 
 pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let rank = im.rank(v)?;
-    let x = im.float(v)?;
+    // ReduceMax and ReduceMin are exact on integers held as floats; the others not.
+    let x = if matches!(n.op(), "ReduceMax" | "ReduceMin") {
+        im.float(v)?
+    } else {
+        im.arith(v)?
+    };
     let keep = n.int_or("keepdims", 1) != 0;
     let Some(axes) = reduce_axes(im, n, rank)? else {
         let r = match n.op() {
