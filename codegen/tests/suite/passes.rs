@@ -369,7 +369,8 @@ fn one_hot_row() -> Program {
 #[test]
 fn pick_runs_a_one_hot_sum_as_the_one_row_it_picks() {
     let program = one_hot_row();
-    let out = pass::pick(&pass::cleanup(&loops::lower(&program)));
+    let fused = pass::subst(&pass::fuse(&loops::lower(&program)));
+    let out = pass::pick(&pass::cleanup(&fused));
     let text = out.to_string();
     assert!(!text.contains("for i0"), "the loop over the rows is gone:\n{text}");
     assert!(text.contains("x[floor(t[]), i1]"), "{text}");
