@@ -121,7 +121,10 @@ impl BindCache {
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = last.as_ref()
             && e.inputs.len() == inputs.len()
-            && e.inputs.iter().zip(inputs).all(|(a, b)| a[..] == b.shape[..])
+            && e.inputs
+                .iter()
+                .zip(inputs)
+                .all(|(a, b)| a[..] == b.shape[..])
             && e.params == *params
         {
             return Ok(e.checked.clone());
@@ -305,13 +308,19 @@ mod tests {
                 len: shape.iter().product(),
             },
         };
-        let first = cache.checked(&kernel, &[value(&[4])], &none).expect("binds");
-        let again = cache.checked(&kernel, &[value(&[4])], &none).expect("binds");
+        let first = cache
+            .checked(&kernel, &[value(&[4])], &none)
+            .expect("binds");
+        let again = cache
+            .checked(&kernel, &[value(&[4])], &none)
+            .expect("binds");
         assert!(
             Arc::ptr_eq(&first, &again),
             "the same shapes reuse the binding"
         );
-        let other = cache.checked(&kernel, &[value(&[5])], &none).expect("binds");
+        let other = cache
+            .checked(&kernel, &[value(&[5])], &none)
+            .expect("binds");
         assert!(!Arc::ptr_eq(&first, &other), "new shapes bind again");
         assert_eq!(other.output_shapes(), vec![vec![5]]);
         let err = cache

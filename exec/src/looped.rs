@@ -169,7 +169,11 @@ impl Looped for Exec<'_, '_> {
         // Inside the loop the batch's name is the chunk's rows, as on the
         // interpreter (calls compiled at first use key their programs by the dims).
         if let Some(n) = &self.batch {
-            self.m.bindings.to_mut().names.insert(n.clone(), rows as i64);
+            self.m
+                .bindings
+                .to_mut()
+                .names
+                .insert(n.clone(), rows as i64);
         }
         Ok(())
     }

@@ -129,7 +129,12 @@ pub(crate) fn worth_streams_at(graph: &Graph, steps: &[Step], env: &Bindings) ->
 /// Which of the bodies with a stream plan under `top` run in order for the run whose
 /// dims and params are `env` (by plan number, `plans` of them): those small for its
 /// sizes ([`worth_streams_at`]).
-pub(crate) fn bodies_in_order(graph: &Graph, top: &Body, plans: usize, env: &Bindings) -> Vec<bool> {
+pub(crate) fn bodies_in_order(
+    graph: &Graph,
+    top: &Body,
+    plans: usize,
+    env: &Bindings,
+) -> Vec<bool> {
     let mut in_order = vec![false; plans];
     mark_in_order(graph, top, env, &mut in_order);
     in_order

@@ -143,7 +143,10 @@ fn gradient_graph() {
     let grad_params = grad.params(&fwd.trace, &params);
     let exe = compile(&grad.graph).expect("compiles");
     let (allocated, outputs) = later_call_allocations(&exe, &args, &grad_params);
-    assert_eq!(allocated, 0, "the RNN's gradient graph: a later call allocated");
+    assert_eq!(
+        allocated, 0,
+        "the RNN's gradient graph: a later call allocated"
+    );
     assert_eq!(
         outputs,
         exe.run_with_params(&args, &grad_params).expect("runs")

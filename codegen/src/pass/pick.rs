@@ -77,7 +77,8 @@ fn one_hot(b: &Block, d: usize) -> Option<Value> {
     let l = &b.loops[d];
     let k = l.id.0;
     let inner = &b.loops[d..];
-    if inner.iter().any(|m| !m.carried.is_empty()) || inner[1..].iter().any(|m| range_mentions(m, k))
+    if inner.iter().any(|m| !m.carried.is_empty())
+        || inner[1..].iter().any(|m| range_mentions(m, k))
     {
         return None;
     }
@@ -225,7 +226,9 @@ fn only_whole_subscripts(x: &Value, k: usize) -> bool {
         Value::Unary(_, a) => only_whole_subscripts(a, k),
         Value::Binary(_, a, b) => only_whole_subscripts(a, k) && only_whole_subscripts(b, k),
         Value::Where(c, a, b) => {
-            only_whole_subscripts(c, k) && only_whole_subscripts(a, k) && only_whole_subscripts(b, k)
+            only_whole_subscripts(c, k)
+                && only_whole_subscripts(a, k)
+                && only_whole_subscripts(b, k)
         }
     }
 }
@@ -238,7 +241,9 @@ fn value_mentions(v: &Value, k: usize) -> bool {
         Value::Index(e) => e.indices().contains(&k),
         Value::Unary(_, a) => value_mentions(a, k),
         Value::Binary(_, a, b) => value_mentions(a, k) || value_mentions(b, k),
-        Value::Where(c, a, b) => value_mentions(c, k) || value_mentions(a, k) || value_mentions(b, k),
+        Value::Where(c, a, b) => {
+            value_mentions(c, k) || value_mentions(a, k) || value_mentions(b, k)
+        }
     }
 }
 
@@ -263,7 +268,9 @@ fn reads_any(v: &Value, written: &[usize]) -> bool {
         Value::Const(_) | Value::Param(_) | Value::Index(_) => false,
         Value::Unary(_, a) => reads_any(a, written),
         Value::Binary(_, a, b) => reads_any(a, written) || reads_any(b, written),
-        Value::Where(c, a, b) => reads_any(c, written) || reads_any(a, written) || reads_any(b, written),
+        Value::Where(c, a, b) => {
+            reads_any(c, written) || reads_any(a, written) || reads_any(b, written)
+        }
     }
 }
 

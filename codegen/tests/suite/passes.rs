@@ -137,10 +137,9 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid:
-                "dce, fuse, subst, bounds, cleanup, pick, pad, order, channels, tile, pack, \
+            valid: "dce, fuse, subst, bounds, cleanup, pick, pad, order, channels, tile, pack, \
                     pack-rows, transpose, split, jam, chunk, parallel, align, rows, line, share"
-                    .into()
+                .into()
         }
     );
     assert_eq!(
@@ -372,7 +371,10 @@ fn pick_runs_a_one_hot_sum_as_the_one_row_it_picks() {
     let fused = pass::subst(&pass::fuse(&loops::lower(&program)));
     let out = pass::pick(&pass::cleanup(&fused));
     let text = out.to_string();
-    assert!(!text.contains("for i0"), "the loop over the rows is gone:\n{text}");
+    assert!(
+        !text.contains("for i0"),
+        "the loop over the rows is gone:\n{text}"
+    );
     assert!(text.contains("x[floor(t[]), i1]"), "{text}");
     let x = ramp(&[5, 3]);
     let scalar = |v: f64| Tensor::new(F32, vec![], vec![v]).unwrap();
@@ -390,7 +392,8 @@ fn pick_leaves_a_sum_whose_pick_moves_with_the_loop() {
     let src = "input x: f32[T, H]\n\
                s = reduce_sum(where(eq(iota([T, H], 0), x), x, 0), [0])\n\
                output s\n";
-    let program = uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
+    let program =
+        uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
     let cleaned = pass::cleanup(&loops::lower(&program));
     assert_eq!(pass::pick(&cleaned), cleaned);
 }
