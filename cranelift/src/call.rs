@@ -114,7 +114,15 @@ pub struct Checked {
     bound: Bound,
     /// The `$params`' values in the signature's order.
     params: Vec<i64>,
+    /// Every input's dims, in order, as the machine code takes them.
+    input_dims: Vec<i64>,
+    /// Every output's dims, in order.
+    output_dims: Vec<i64>,
 }
+
+/// The most buffers on each side of a call whose addresses [`Checked::run_ptrs`]
+/// passes from the stack (a call with more allocates their list).
+const STACK_BUFFERS: usize = 16;
 
 impl std::fmt::Debug for Checked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -167,8 +175,17 @@ impl Kernel {
             .iter()
             .map(|n| params.get(n).copied().unwrap_or(0))
             .collect();
+        // Every size is at most `i64::MAX` (checked by `bind`): the casts are exact.
+        let dims = |extents: &[Extent]| -> Vec<i64> {
+            extents
+                .iter()
+                .flat_map(|e| e.shape.iter().map(|&d| d as i64))
+                .collect()
+        };
         Checked {
             compiled: Arc::clone(&self.compiled),
+            input_dims: dims(&bound.inputs),
+            output_dims: dims(&bound.outputs),
             bound,
             params,
         }
@@ -369,28 +386,42 @@ impl Checked {
                 });
             }
         }
-        // Every size is at most `i64::MAX` (checked by `bind`): the casts are exact.
-        let dims = |extents: &[Extent]| -> Vec<i64> {
-            extents
-                .iter()
-                .flat_map(|e| e.shape.iter().map(|&d| d as i64))
-                .collect()
+        // The addresses from the stack (nothing allocated per call) up to
+        // `STACK_BUFFERS` a side.
+        let mut input_stack = [std::ptr::null::<u8>(); STACK_BUFFERS];
+        let mut output_stack = [std::ptr::null_mut::<u8>(); STACK_BUFFERS];
+        let input_heap: Vec<*const u8>;
+        let output_heap: Vec<*mut u8>;
+        let input_ptrs: &[*const u8] = if inputs.len() <= STACK_BUFFERS {
+            for (p, i) in input_stack.iter_mut().zip(inputs) {
+                *p = i.ptr.cast_const();
+            }
+            &input_stack[..inputs.len()]
+        } else {
+            input_heap = inputs.iter().map(|i| i.ptr.cast_const()).collect();
+            &input_heap
         };
-        let input_ptrs: Vec<*const u8> = inputs.iter().map(|i| i.ptr.cast_const()).collect();
-        let input_dims = dims(&self.bound.inputs);
-        let output_ptrs: Vec<*mut u8> = outputs.iter().map(|o| o.ptr).collect();
-        let output_dims = dims(&self.bound.outputs);
+        let output_ptrs: &[*mut u8] = if outputs.len() <= STACK_BUFFERS {
+            for (p, o) in output_stack.iter_mut().zip(outputs) {
+                *p = o.ptr;
+            }
+            &output_stack[..outputs.len()]
+        } else {
+            output_heap = outputs.iter().map(|o| o.ptr).collect();
+            &output_heap
+        };
         // SAFETY: every pointer is valid for the element count its checked shape
         // gives and overlaps only as the caller's contract allows; `bind` checked
         // every element and byte count, and the kernel re-checks all sizes itself
-        // before touching memory.
+        // before touching memory. The kernel writes only through the output
+        // pointers, not into the lists.
         let code = unsafe {
             (self.compiled.entry)(
                 input_ptrs.as_ptr(),
-                input_dims.as_ptr(),
+                self.input_dims.as_ptr(),
                 self.params.as_ptr(),
                 output_ptrs.as_ptr(),
-                output_dims.as_ptr(),
+                self.output_dims.as_ptr(),
             )
         };
         match Status::from_code(code) {

@@ -47,6 +47,7 @@ pub mod abi;
 mod buffers;
 mod call;
 pub mod runtime;
+mod spare;
 mod translate;
 mod vmath;
 

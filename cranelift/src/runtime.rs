@@ -175,8 +175,9 @@ extern "C" fn uop_alloc(bytes: i64) -> *mut u8 {
     let Ok(layout) = Layout::from_size_align(total, HEADER) else {
         return std::ptr::null_mut();
     };
+    // A block kept from an earlier call of this size (zeroed), else a new one.
     // SAFETY: the layout has a non-zero size (at least HEADER bytes).
-    let base = unsafe { alloc_zeroed(layout) };
+    let base = crate::spare::take(layout).unwrap_or_else(|| unsafe { alloc_zeroed(layout) });
     if base.is_null() {
         return base;
     }
@@ -193,11 +194,15 @@ extern "C" fn uop_free(data: *mut u8) {
         return;
     }
     // SAFETY: `data` came from uop_alloc, which put the total size HEADER bytes
-    // before it in a block allocated with exactly this layout.
+    // before it in a block allocated with exactly this layout; a block the
+    // per-thread list keeps (for the next call) is not freed.
     unsafe {
         let base = data.sub(HEADER);
         let total = base.cast::<usize>().read();
-        dealloc(base, Layout::from_size_align_unchecked(total, HEADER));
+        let layout = Layout::from_size_align_unchecked(total, HEADER);
+        if !crate::spare::keep(layout, base) {
+            dealloc(base, layout);
+        }
     }
 }
 

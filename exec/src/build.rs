@@ -148,6 +148,10 @@ pub(crate) struct Steps {
     pub refs: Vec<Ref>,
     /// The number of Kernel nodes compiled.
     pub kernels: usize,
+    /// The number of stream plans (numbered from 0).
+    pub plans: usize,
+    /// Bodies small for a run's sizes run in order ([`crate::streams::bodies_in_order`]).
+    pub small_in_order: bool,
 }
 
 /// Builds the steps of `graph` (prepared) placed as `h` says, compiling every Kernel
@@ -177,6 +181,7 @@ pub(crate) fn build(
         compiler,
         slots,
         kernels: 0,
+        plans: 0,
         small_in_order,
     };
     let input = b.node(h.input)?;
@@ -200,6 +205,8 @@ pub(crate) fn build(
         },
         refs,
         kernels: b.kernels,
+        plans: b.plans,
+        small_in_order: b.small_in_order,
     })
 }
 
@@ -208,6 +215,8 @@ struct Builder<'g> {
     compiler: &'g Compiler,
     slots: HashMap<Ref, usize>,
     kernels: usize,
+    /// The stream plans numbered so far.
+    plans: usize,
     /// Small bodies run in order whatever the schedule.
     small_in_order: bool,
 }
@@ -251,16 +260,19 @@ impl Builder<'_> {
     /// none for a small body when small bodies run in order
     /// ([`crate::streams::worth_streams`]).
     fn stream_plan(
-        &self,
+        &mut self,
         steps: &[Step],
         schedule: Option<&Schedule>,
     ) -> Result<Option<StreamPlan>, GraphError> {
         let Some(s) = schedule else {
             return Ok(None);
         };
-        let plan = StreamPlan::new(steps, s)?;
-        Ok(plan
-            .filter(|_| !self.small_in_order || crate::streams::worth_streams(self.graph, steps)))
+        let plan = StreamPlan::new(steps, s, self.plans)?
+            .filter(|_| !self.small_in_order || crate::streams::worth_streams(self.graph, steps));
+        if plan.is_some() {
+            self.plans += 1;
+        }
+        Ok(plan)
     }
 
     fn entries(

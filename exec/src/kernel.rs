@@ -110,23 +110,27 @@ impl Clone for BindCache {
 }
 
 impl BindCache {
-    /// `kernel` bound to `shapes` and `params`: the last call's when they are the
-    /// same, else bound now (and kept).
+    /// `kernel` bound to the shapes of `inputs` and `params`: the last call's when
+    /// they are the same (compared without allocating), else bound now (and kept).
     fn checked(
         &self,
         kernel: &cranelift::Kernel,
-        shapes: &[&[usize]],
+        inputs: &[Value],
         params: &HashMap<String, i64>,
     ) -> Result<Arc<cranelift::Checked>, String> {
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = last.as_ref()
-            && e.inputs.len() == shapes.len()
-            && e.inputs.iter().zip(shapes).all(|(a, b)| a.as_slice() == *b)
+            && e.inputs.len() == inputs.len()
+            && e.inputs
+                .iter()
+                .zip(inputs)
+                .all(|(a, b)| a[..] == b.shape[..])
             && e.params == *params
         {
             return Ok(e.checked.clone());
         }
-        let checked = Arc::new(kernel.check(shapes, params).map_err(|e| e.to_string())?);
+        let shapes: Vec<&[usize]> = inputs.iter().map(|v| &v.shape[..]).collect();
+        let checked = Arc::new(kernel.check(&shapes, params).map_err(|e| e.to_string())?);
         *last = Some(BindEntry {
             inputs: shapes.iter().map(|s| s.to_vec()).collect(),
             params: params.clone(),
@@ -146,15 +150,14 @@ impl Compiled {
     pub(crate) fn run(
         &self,
         mem: &Memory<'_>,
-        inputs: &[&Value],
+        inputs: &[Value],
         params: &HashMap<String, i64>,
         slots: &[usize],
         outputs: &mut [Option<Value>],
     ) -> Result<(), String> {
         match self {
             Compiled::Jit(kernel, cache) => {
-                let shapes: Vec<&[usize]> = inputs.iter().map(|v| v.shape.as_slice()).collect();
-                let checked = cache.checked(kernel, &shapes, params)?;
+                let checked = cache.checked(kernel, inputs, params)?;
                 let out_shapes = &checked.bound().outputs;
                 let program = kernel.program();
                 if out_shapes.len() != outputs.len() || slots.len() != outputs.len() {
@@ -164,8 +167,11 @@ impl Compiled {
                         outputs.len()
                     ));
                 }
-                let args: Vec<RawBuffer> = inputs.iter().map(|v| mem.read(v)).collect();
-                let mut raw: Vec<RawBuffer> = Vec::with_capacity(outputs.len());
+                let mut args = Buffers::default();
+                for v in inputs {
+                    args.push(mem.read(v));
+                }
+                let mut raw = Buffers::default();
                 for (((out, slot), shape), t) in outputs
                     .iter_mut()
                     .zip(slots)
@@ -177,13 +183,14 @@ impl Compiled {
                     raw.push(mem.write(&mut v)?);
                     *out = Some(v);
                 }
-                check_aliasing(&args, &raw)?;
+                let (args, raw) = (args.as_slice(), raw.as_slice());
+                check_aliasing(args, raw)?;
                 // SAFETY: every buffer is an owned buffer or a checked view into the
                 // arena, valid for its length; outputs are distinct slots of the plan
                 // (or distinct owned buffers), and an output overlaps an input only as
                 // the very same buffer, which the plan does for element-wise kernels
                 // only (`check_aliasing` rejects any other overlap).
-                unsafe { checked.run_ptrs(&args, &raw) }.map_err(|e| e.to_string())
+                unsafe { checked.run_ptrs(args, raw) }.map_err(|e| e.to_string())
             }
             Compiled::Loops(program) => {
                 let tensors: Vec<_> = inputs.iter().map(|v| mem.tensor(v)).collect();
@@ -202,6 +209,54 @@ impl Compiled {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+/// The most buffers a side of a kernel call lists on the stack.
+const STACK_BUFFERS: usize = 16;
+
+/// A list of a call's buffers: on the stack up to [`STACK_BUFFERS`] (a kernel call
+/// allocates nothing), on the heap beyond.
+struct Buffers {
+    stack: [RawBuffer; STACK_BUFFERS],
+    len: usize,
+    heap: Vec<RawBuffer>,
+}
+
+impl Default for Buffers {
+    fn default() -> Buffers {
+        let none = RawBuffer {
+            dtype: uop_codegen::uop::DType::F32,
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        };
+        Buffers {
+            stack: [none; STACK_BUFFERS],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+}
+
+impl Buffers {
+    fn push(&mut self, b: RawBuffer) {
+        if self.len < STACK_BUFFERS {
+            self.stack[self.len] = b;
+            self.len += 1;
+        } else {
+            if self.heap.is_empty() {
+                self.heap.extend_from_slice(&self.stack);
+            }
+            self.heap.push(b);
+        }
+    }
+
+    fn as_slice(&self) -> &[RawBuffer] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
         }
     }
 }
@@ -234,6 +289,7 @@ fn check_aliasing(inputs: &[RawBuffer], outputs: &[RawBuffer]) -> Result<(), Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::{Data, Shape};
     use uop_codegen::text::{Registry, parse_program};
 
     #[test]
@@ -244,16 +300,32 @@ mod tests {
             cranelift::compile_program(&p, &cranelift::Options::default()).expect("compiles");
         let cache = BindCache::default();
         let none = HashMap::new();
-        let first = cache.checked(&kernel, &[&[4]], &none).expect("binds");
-        let again = cache.checked(&kernel, &[&[4]], &none).expect("binds");
+        let value = |shape: &[usize]| Value {
+            shape: Shape::new(shape),
+            data: Data::Arena {
+                dtype: uop_codegen::uop::DType::F32,
+                offset: 0,
+                len: shape.iter().product(),
+            },
+        };
+        let first = cache
+            .checked(&kernel, &[value(&[4])], &none)
+            .expect("binds");
+        let again = cache
+            .checked(&kernel, &[value(&[4])], &none)
+            .expect("binds");
         assert!(
             Arc::ptr_eq(&first, &again),
             "the same shapes reuse the binding"
         );
-        let other = cache.checked(&kernel, &[&[5]], &none).expect("binds");
+        let other = cache
+            .checked(&kernel, &[value(&[5])], &none)
+            .expect("binds");
         assert!(!Arc::ptr_eq(&first, &other), "new shapes bind again");
         assert_eq!(other.output_shapes(), vec![vec![5]]);
-        let err = cache.checked(&kernel, &[&[2, 2]], &none).unwrap_err();
+        let err = cache
+            .checked(&kernel, &[value(&[2, 2])], &none)
+            .unwrap_err();
         assert!(err.contains("input `x`"), "{err}");
     }
 }

@@ -65,6 +65,7 @@ mod build;
 mod kernel;
 mod looped;
 mod memory;
+mod pool;
 mod program;
 mod run;
 mod store;
@@ -75,6 +76,7 @@ mod value;
 pub use program::program_graph;
 pub use times::PassTimes;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,6 +85,7 @@ use thiserror::Error;
 use uop_codegen::compile::{CompileError, CompileOptions};
 use uop_codegen::index::Bindings;
 use uop_codegen::tensor::Tensor;
+use uop_codegen::uop::DType;
 use uop_graph::looping::LoopHooks;
 use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory, plan_memory_scheduled};
 use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
@@ -92,6 +95,7 @@ use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, 
 use build::{Steps, build};
 use kernel::Compiler;
 use memory::{Arena, Layout, Memory};
+use pool::Pool;
 use run::{CallCache, Machine};
 use store::Store;
 
@@ -187,6 +191,58 @@ pub enum GraphError {
 /// A run's dims (input dims and params), sorted: the key of the layout cache.
 type Dims = Vec<(String, i64)>;
 
+/// What one run leaves for the next (taken by one run at a time): its arena, the
+/// slots' values, the spare lists and the `while` swaps' list.
+#[derive(Debug)]
+struct RunState {
+    arena: Arena,
+    store: Store,
+    pool: Pool,
+    swaps: Vec<(usize, usize)>,
+}
+
+impl RunState {
+    /// A state for `slots` slots and no arena yet.
+    fn new(slots: usize) -> RunState {
+        RunState {
+            arena: Arena::default(),
+            store: Store::new(slots),
+            pool: Pool::default(),
+            swaps: Vec::new(),
+        }
+    }
+}
+
+/// The last call's input types and `$params` and what they bound to.
+#[derive(Debug)]
+struct LastCall {
+    types: Vec<(DType, Vec<usize>)>,
+    params: HashMap<String, i64>,
+    bindings: Arc<Bindings>,
+    layout: Arc<Layout>,
+}
+
+impl LastCall {
+    /// Whether `inputs` and `params` are the ones bound.
+    fn is_for(&self, inputs: &[Tensor], params: &HashMap<String, i64>) -> bool {
+        self.types.len() == inputs.len()
+            && self
+                .types
+                .iter()
+                .zip(inputs)
+                .all(|((d, s), t)| *d == t.dtype && *s == t.shape)
+            && self.params == *params
+    }
+}
+
+/// One run's arguments and their binding.
+struct Run<'r> {
+    layout: &'r Layout,
+    inputs: &'r [Tensor],
+    params: &'r HashMap<String, i64>,
+    bindings: &'r Bindings,
+}
+
 /// A prepared, compiled graph. `Send + Sync`: one executable may run on several
 /// threads at once (each run takes an arena of its own from a pool).
 #[derive(Debug)]
@@ -203,8 +259,10 @@ pub struct Executable {
     calls: CallCache,
     /// The memory layout per set of dims, made once.
     layouts: Mutex<HashMap<Dims, Arc<Layout>>>,
-    /// Arenas and slots of earlier runs, reused by later ones.
-    spare: Mutex<Vec<(Arena, Store)>>,
+    /// What earlier runs leave for later ones (arenas, slots, lists).
+    spare: Mutex<Vec<RunState>>,
+    /// The last call's binding of its inputs.
+    last: Mutex<Option<LastCall>>,
     /// Element buffers allocated (arenas and owned buffers).
     allocations: AtomicU64,
     /// The graph has chunk nodes: runs go through the loop stack.
@@ -261,6 +319,7 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
         calls: Mutex::new(HashMap::new()),
         layouts: Mutex::new(HashMap::new()),
         spare: Mutex::new(Vec::new()),
+        last: Mutex::new(None),
         allocations: AtomicU64::new(0),
         looped,
         graph: prepared,
@@ -292,54 +351,107 @@ impl Executable {
         params: &HashMap<String, i64>,
         hooks: &mut LoopHooks<'_>,
     ) -> Result<Vec<Tensor>, GraphError> {
-        let bindings = bind_graph_inputs(&self.graph, inputs, params)?;
-        let layout = self.layout(&bindings, params)?;
+        let mut outputs = Vec::new();
+        self.run_into_with_hooks(inputs, params, hooks, &mut outputs)?;
+        Ok(outputs)
+    }
+
+    /// [`Executable::run_with_params`], writing the outputs into `outputs` (its
+    /// tensors' buffers reused, one tensor per output, in order). A later call on
+    /// inputs of the same types and shapes, with the same `$params`, allocates
+    /// nothing when `outputs` holds the earlier call's results: the inputs' binding
+    /// and the memory plan are the last call's, every kernel is bound already, the
+    /// arena and every list the run needs are the earlier run's (a graph with chunk
+    /// nodes, a `parallel` or an unfused call still allocates, as do bodies run on
+    /// several streams).
+    pub fn run_into(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), GraphError> {
+        self.run_into_with_hooks(inputs, params, &mut LoopHooks::new(), outputs)
+    }
+
+    /// [`Executable::run_into`] with custom loop-end functions for chunk nodes.
+    pub fn run_into_with_hooks(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+        hooks: &mut LoopHooks<'_>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), GraphError> {
+        let (bindings, layout) = self.bind(inputs, params)?;
         let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut pooled =
-            spare.unwrap_or_else(|| (Arena::default(), Store::new(self.steps.refs.len())));
-        if pooled.0.bytes() < layout.plan.arena_bytes {
-            pooled.0 = Arena::new(layout.plan.arena_bytes);
+        let mut state = spare.unwrap_or_else(|| RunState::new(self.steps.refs.len()));
+        if state.arena.bytes() < layout.plan.arena_bytes {
+            state.arena = Arena::new(layout.plan.arena_bytes);
             self.allocations.fetch_add(1, Ordering::Relaxed);
         }
         // Views into another run's arena mean nothing in this one.
-        for v in pooled.1.values_mut() {
+        for v in state.store.values_mut() {
             if v.as_ref().is_some_and(|v| v.offset().is_some()) {
                 *v = None;
             }
         }
-        let result = self.run_on(&mut pooled, &layout, inputs, params, bindings, hooks);
+        let run = Run {
+            layout: &layout,
+            inputs,
+            params,
+            bindings: &bindings,
+        };
+        let result = self.run_on(&mut state, &run, hooks, outputs);
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(pooled);
+            .push(state);
         result
     }
 
-    /// One run in `pooled` (the arena and the slots' values).
-    fn run_on(
+    /// The binding of `inputs` and `params` and its memory layout: the last call's
+    /// when the inputs have its types and shapes and the params are its own
+    /// (compared without allocating), else checked and bound now.
+    fn bind(
         &self,
-        pooled: &mut (Arena, Store),
-        layout: &Layout,
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
-        bindings: Bindings,
-        hooks: &mut LoopHooks<'_>,
-    ) -> Result<Vec<Tensor>, GraphError> {
-        let (arena, store) = (&mut pooled.0, &pooled.1);
-        let top = &self.steps.top;
-        let mem = Memory::new(arena, layout, &self.allocations);
-        let input_node = self.graph.interface.input;
-        for (slot, t) in top.params.iter().zip(inputs) {
-            let previous = store.take(*slot);
-            let v = mem
-                .place(*slot, previous, t.dtype, &t.shape)
-                .and_then(|mut v| mem.fill(&mut v, &t.data).map(|()| v))
-                .map_err(|m| RunError::Node {
-                    node: input_node,
-                    message: m,
-                })?;
-            store.set(*slot, Some(v));
+    ) -> Result<(Arc<Bindings>, Arc<Layout>), GraphError> {
+        if let Some(last) = self
+            .last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|l| l.is_for(inputs, params))
+        {
+            return Ok((last.bindings.clone(), last.layout.clone()));
         }
+        let bindings = Arc::new(bind_graph_inputs(&self.graph, inputs, params)?);
+        let layout = self.layout(&bindings, params)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(LastCall {
+            types: inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect(),
+            params: params.clone(),
+            bindings: bindings.clone(),
+            layout: layout.clone(),
+        });
+        Ok((bindings, layout))
+    }
+
+    /// One run in `state` (the arena, the slots' values, the spare lists), the
+    /// outputs written into `outputs`.
+    fn run_on(
+        &self,
+        state: &mut RunState,
+        run: &Run<'_>,
+        hooks: &mut LoopHooks<'_>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), GraphError> {
+        let RunState {
+            arena,
+            store,
+            pool,
+            swaps,
+        } = state;
+        let mem = Memory::new(arena, run.layout, &self.allocations, std::mem::take(swaps));
         let mut machine = Machine {
             graph: &self.graph,
             compiler: &self.compiler,
@@ -347,25 +459,55 @@ impl Executable {
             calls: &self.calls,
             store,
             mem,
-            params: params.clone(),
-            bindings,
+            params: Cow::Borrowed(run.params),
+            bindings: Cow::Borrowed(run.bindings),
+            pool: std::mem::take(pool),
         };
+        let result = self.run_machine(&mut machine, run.inputs, hooks, outputs);
+        *pool = machine.pool;
+        *swaps = machine.mem.into_swaps();
+        result
+    }
+
+    /// Places the inputs, runs the top level on `machine`, writes the outputs.
+    fn run_machine(
+        &self,
+        machine: &mut Machine<'_>,
+        inputs: &[Tensor],
+        hooks: &mut LoopHooks<'_>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), GraphError> {
+        let top = &self.steps.top;
+        let input_node = self.graph.interface.input;
+        for (slot, t) in top.params.iter().zip(inputs) {
+            let previous = machine.store.take(*slot);
+            let v = machine
+                .mem
+                .place(*slot, previous, t.dtype, &t.shape)
+                .and_then(|mut v| machine.mem.fill(&mut v, &t.data).map(|()| v))
+                .map_err(|m| RunError::Node {
+                    node: input_node,
+                    message: m,
+                })?;
+            machine.store.set(*slot, Some(v));
+        }
         if self.looped {
-            return Ok(looped::run_top(
-                &mut machine,
-                &self.graph,
-                top,
-                input_node,
-                hooks,
-            )?);
+            *outputs = looped::run_top(machine, &self.graph, top, input_node, hooks)?;
+            return Ok(());
         }
         machine.run_body(top)?;
-        let outputs = top
-            .results
-            .iter()
-            .map(|r| machine.output(input_node, r))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(outputs)
+        outputs.truncate(top.results.len());
+        for (k, r) in top.results.iter().enumerate() {
+            if k == outputs.len() {
+                outputs.push(Tensor {
+                    dtype: self.graph.dtype,
+                    shape: Vec::new(),
+                    data: Vec::new(),
+                });
+            }
+            machine.output_into(input_node, r, &mut outputs[k])?;
+        }
+        Ok(())
     }
 
     /// The memory layout for the run's dims (the input dims and the params): planned
@@ -396,7 +538,17 @@ impl Executable {
             Some(s) => plan_memory_scheduled(&self.graph, &map, s)?,
             None => plan_memory(&self.graph, &map)?,
         };
-        let layout = Arc::new(Layout::new(plan, &self.steps.refs));
+        let in_order = if self.steps.small_in_order {
+            let env = Bindings {
+                names: map.clone(),
+                params: map.clone(),
+                ..Bindings::default()
+            };
+            streams::bodies_in_order(&self.graph, &self.steps.top, self.steps.plans, &env)
+        } else {
+            vec![false; self.steps.plans]
+        };
+        let layout = Arc::new(Layout::new(plan, &self.steps.refs, in_order));
         self.layouts
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -424,7 +576,7 @@ impl Executable {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(a, _)| a.bytes())
+            .map(|s| s.arena.bytes())
             .max()
             .unwrap_or(0)
     }

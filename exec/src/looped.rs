@@ -101,7 +101,7 @@ impl Exec<'_, '_> {
             .store
             .get(step.inputs[i])
             .ok_or_else(|| err("reads a value that has none".into()))?;
-        let mut shape = x.shape.clone();
+        let mut shape = x.shape.to_vec();
         shape[0] = rows;
         let slot = step.outputs[i];
         let previous = self.m.store.take(slot);
@@ -146,7 +146,7 @@ impl Looped for Exec<'_, '_> {
             _ => return Err(node_error(step.node, "is not a chunk node")),
         };
         let (rows, _) = self.input_rows(step, 0)?;
-        let mut b = self.m.bindings.clone();
+        let mut b = self.m.bindings.clone().into_owned();
         b.params
             .extend(self.m.params.iter().map(|(k, v)| (k.clone(), *v)));
         let c = size
@@ -169,7 +169,11 @@ impl Looped for Exec<'_, '_> {
         // Inside the loop the batch's name is the chunk's rows, as on the
         // interpreter (calls compiled at first use key their programs by the dims).
         if let Some(n) = &self.batch {
-            self.m.bindings.names.insert(n.clone(), rows as i64);
+            self.m
+                .bindings
+                .to_mut()
+                .names
+                .insert(n.clone(), rows as i64);
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use uop_cranelift::RawBuffer;
 use uop_graph::memory::{Carried, MemoryPlan, Slot};
 use uop_graph::{NodeId, Ref};
 
-use crate::value::{Buf, Data, Value};
+use crate::value::{Buf, Data, Shape, Value};
 
 /// A memory plan as the executor uses it: the slot of every value by its dense slot
 /// number.
@@ -30,15 +30,20 @@ pub(crate) struct Layout {
     pub slots: Vec<Option<Slot>>,
     /// Per `while`: how each state value is carried.
     pub carried: BTreeMap<NodeId, Vec<Carried>>,
+    /// Per stream plan (by number): its body runs in order for these sizes (it is
+    /// small for them, [`crate::streams::bodies_in_order`]).
+    pub in_order: Vec<bool>,
 }
 
 impl Layout {
-    /// The layout of `plan` for values numbered as `refs` lists them.
-    pub(crate) fn new(plan: MemoryPlan, refs: &[Ref]) -> Layout {
+    /// The layout of `plan` for values numbered as `refs` lists them, with the
+    /// bodies marked `in_order` run in order.
+    pub(crate) fn new(plan: MemoryPlan, refs: &[Ref], in_order: Vec<bool>) -> Layout {
         Layout {
             slots: refs.iter().map(|r| plan.slots.get(r).copied()).collect(),
             carried: plan.carried.clone(),
             plan: Arc::new(plan),
+            in_order,
         }
     }
 }
@@ -86,24 +91,37 @@ unsafe impl Sync for Memory<'_> {}
 
 impl<'a> Memory<'a> {
     /// The memory of a run on `arena` (at least the layout's arena bytes), counting
-    /// every owned buffer it allocates in `allocations`.
+    /// every owned buffer it allocates in `allocations`; `swaps` is an empty list
+    /// to keep the swaps in (an earlier run's, [`Memory::into_swaps`]).
     pub(crate) fn new(
         arena: &'a mut Arena,
         layout: &'a Layout,
         allocations: &'a AtomicU64,
+        mut swaps: Vec<(usize, usize)>,
     ) -> Memory<'a> {
+        swaps.clear();
         Memory {
             base: arena.words.as_mut_ptr().cast(),
             bytes: arena.bytes(),
             layout,
-            swaps: Vec::new(),
+            swaps,
             allocations,
         }
+    }
+
+    /// The list of swaps, for the next run.
+    pub(crate) fn into_swaps(self) -> Vec<(usize, usize)> {
+        self.swaps
     }
 
     /// Where the plan places the value of slot number `slot`, if it does.
     pub(crate) fn planned(&self, slot: usize) -> Option<Slot> {
         self.layout.slots.get(slot).copied().flatten()
+    }
+
+    /// Whether the body of stream plan `id` runs in order in this run.
+    pub(crate) fn in_order(&self, id: usize) -> bool {
+        self.layout.in_order.get(id).copied().unwrap_or(false)
     }
 
     /// How `node` (a `while`) carries its state, if the plan says.
@@ -145,10 +163,12 @@ impl<'a> Memory<'a> {
         dtype: DType,
         shape: &[usize],
     ) -> Result<Value, String> {
-        let len: usize = shape.iter().product();
-        let need = len
-            .checked_mul(dtype.size())
+        let need = shape
+            .iter()
+            .try_fold(1_usize, |n, &d| n.checked_mul(d))
+            .and_then(|len| len.checked_mul(dtype.size()))
             .ok_or_else(|| format!("a value of shape {shape:?} does not fit in memory"))?;
+        let len = need / dtype.size();
         let offset = self.map(offset);
         if need > room || offset.checked_add(need).is_none_or(|end| end > self.bytes) {
             return Err(format!(
@@ -158,7 +178,7 @@ impl<'a> Memory<'a> {
             ));
         }
         Ok(Value {
-            shape: shape.to_vec(),
+            shape: Shape::new(shape),
             data: Data::Arena { dtype, offset, len },
         })
     }
@@ -187,13 +207,13 @@ impl<'a> Memory<'a> {
             && Arc::get_mut(&mut b).is_some()
         {
             return Ok(Value {
-                shape: shape.to_vec(),
+                shape: Shape::new(shape),
                 data: Data::Owned(b),
             });
         }
         self.allocations.fetch_add(1, Ordering::Relaxed);
         Ok(Value {
-            shape: shape.to_vec(),
+            shape: Shape::new(shape),
             data: Data::Owned(Arc::new(Buf::zeros(dtype, n))),
         })
     }
@@ -248,6 +268,36 @@ impl<'a> Memory<'a> {
         }
     }
 
+    /// Overwrites `t` with `v`'s type, shape and elements, in the buffers it has when
+    /// they are big enough (a later run's output allocates nothing).
+    pub(crate) fn tensor_into(&self, v: &Value, t: &mut Tensor) {
+        let r = self.read(v);
+        let n = r.len.min(v.len());
+        t.dtype = v.dtype();
+        t.shape.clear();
+        t.shape.extend_from_slice(&v.shape);
+        t.data.clear();
+        // SAFETY: `r` is valid for `r.len` elements of its type (an owned buffer, or an
+        // arena view checked against the arena) and nothing writes it now.
+        unsafe {
+            match r.dtype {
+                DType::F32 => t.data.extend(
+                    std::slice::from_raw_parts(r.ptr.cast::<f32>(), n)
+                        .iter()
+                        .map(|&x| f64::from(x)),
+                ),
+                DType::F64 => t
+                    .data
+                    .extend_from_slice(std::slice::from_raw_parts(r.ptr.cast::<f64>(), n)),
+                DType::I32 => t.data.extend(
+                    std::slice::from_raw_parts(r.ptr.cast::<i32>(), n)
+                        .iter()
+                        .map(|&x| f64::from(x)),
+                ),
+            }
+        }
+    }
+
     /// `v` as an owned tensor.
     pub(crate) fn tensor(&self, v: &Value) -> Tensor {
         // One checked view, then one conversion loop (not a checked read per element).
@@ -270,7 +320,7 @@ impl<'a> Memory<'a> {
         };
         Tensor {
             dtype: v.dtype(),
-            shape: v.shape.clone(),
+            shape: v.shape.to_vec(),
             data,
         }
     }

@@ -4,6 +4,7 @@
 //! §13.2 and §19 with the graph interpreter's run-time errors (word for word, naming
 //! the node).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -16,8 +17,9 @@ use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
 use crate::build::{Body, Src, Step, StepKind};
 use crate::kernel::{Compiled, Compiler};
 use crate::memory::Memory;
+use crate::pool::Pool;
 use crate::store::Store;
-use crate::value::{Buf, Data, Value};
+use crate::value::{Buf, Data, Shape, Value};
 
 /// A call's node, the concrete types of its inputs and the graph's dims.
 pub(crate) type CallKey = (NodeId, Vec<(DType, Vec<usize>)>, Vec<(String, i64)>);
@@ -47,9 +49,11 @@ pub(crate) struct Machine<'a> {
     /// The arena and the plan.
     pub mem: Memory<'a>,
     /// The `$params`.
-    pub params: HashMap<String, i64>,
+    pub params: Cow<'a, HashMap<String, i64>>,
     /// The graph inputs' dims and the params (for `parallel` counts).
-    pub bindings: Bindings,
+    pub bindings: Cow<'a, Bindings>,
+    /// Spare lists (the run's, kept from run to run).
+    pub pool: Pool,
 }
 
 impl<'a> Machine<'a> {
@@ -65,6 +69,7 @@ impl<'a> Machine<'a> {
             mem: self.mem.clone(),
             params: self.params.clone(),
             bindings: self.bindings.clone(),
+            pool: Pool::default(),
         }
     }
 
@@ -86,7 +91,7 @@ impl<'a> Machine<'a> {
         &mut self,
         owner: NodeId,
         body: &Body,
-        args: Vec<Value>,
+        mut args: Vec<Value>,
     ) -> Result<Vec<Value>, RunError> {
         if args.len() != body.params.len() {
             return Err(node_error(
@@ -98,11 +103,16 @@ impl<'a> Machine<'a> {
                 ),
             ));
         }
-        for (p, a) in body.params.iter().zip(args) {
+        for (p, a) in body.params.iter().zip(args.drain(..)) {
             self.store.set(*p, Some(a));
         }
+        self.pool.give_values(args);
         self.run_body(body)?;
-        body.results.iter().map(|r| self.result(owner, r)).collect()
+        let mut results = self.pool.values();
+        for r in &body.results {
+            results.push(self.result(owner, r)?);
+        }
+        Ok(results)
     }
 
     /// Runs steps in order.
@@ -110,17 +120,19 @@ impl<'a> Machine<'a> {
         steps.iter().try_for_each(|s| self.step(s))
     }
 
-    fn inputs(&self, step: &Step) -> Result<Vec<Value>, RunError> {
-        step.inputs
-            .iter()
-            .map(|s| self.value(step.node, *s))
-            .collect()
+    /// The values of the step's inputs, in a list from the pool.
+    fn inputs(&mut self, step: &Step) -> Result<Vec<Value>, RunError> {
+        let mut list = self.pool.values();
+        for s in &step.inputs {
+            list.push(self.value(step.node, *s)?);
+        }
+        Ok(list)
     }
 
     /// Puts `values` into the step's output slots, each where the plan places it: a
     /// value already there stays, any other is copied there (a graph output, which the
     /// plan does not place, is kept when owned and copied out of the arena otherwise).
-    fn set_outputs(&mut self, step: &Step, values: Vec<Value>) -> Result<(), RunError> {
+    fn set_outputs(&mut self, step: &Step, mut values: Vec<Value>) -> Result<(), RunError> {
         if values.len() != step.outputs.len() {
             return Err(node_error(
                 step.node,
@@ -131,10 +143,11 @@ impl<'a> Machine<'a> {
                 ),
             ));
         }
-        for (s, v) in step.outputs.iter().zip(values) {
+        for (s, v) in step.outputs.iter().zip(values.drain(..)) {
             let v = self.deliver(*s, v).map_err(|m| node_error(step.node, m))?;
             self.store.set(*s, Some(v));
         }
+        self.pool.give_values(values);
         Ok(())
     }
 
@@ -173,14 +186,14 @@ impl<'a> Machine<'a> {
             StepKind::If { then, else_ } => {
                 let mut args = self.inputs(step)?;
                 let c = self.one_value(node, "condition", &args)?;
-                let args = args.split_off(1);
+                args.remove(0);
                 let out = self.body(node, if c != 0.0 { then } else { else_ }, args)?;
                 self.set_outputs(step, out)?;
             }
             StepKind::Case { branches, mismatch } => {
                 let mut args = self.inputs(step)?;
                 let sel = self.one_value(node, "selector", &args)?;
-                let args = args.split_off(1);
+                args.remove(0);
                 let out = self.case(node, sel, branches, mismatch.as_ref(), args)?;
                 self.set_outputs(step, out)?;
             }
@@ -210,26 +223,27 @@ impl<'a> Machine<'a> {
         compiled: &Compiled,
         params: &HashMap<String, i64>,
     ) -> Result<(), String> {
-        let mut outs: Vec<Option<Value>> =
-            step.outputs.iter().map(|s| self.store.take(*s)).collect();
-        let result = {
-            let ins: Result<Vec<Value>, String> = step
-                .inputs
-                .iter()
-                .map(|s| {
-                    self.store
-                        .get(*s)
-                        .ok_or_else(|| format!("reads slot {s}, which has no value"))
-                })
-                .collect();
-            ins.and_then(|ins| {
-                let ins: Vec<&Value> = ins.iter().collect();
-                compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs)
-            })
-        };
-        for (s, v) in step.outputs.iter().zip(outs) {
+        let mut outs = self.pool.slots();
+        outs.extend(step.outputs.iter().map(|s| self.store.take(*s)));
+        let mut ins = self.pool.values();
+        let mut result = Ok(());
+        for s in &step.inputs {
+            match self.store.get(*s) {
+                Some(v) => ins.push(v),
+                None => {
+                    result = Err(format!("reads slot {s}, which has no value"));
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            result = compiled.run(&self.mem, &ins, params, &step.outputs, &mut outs);
+        }
+        self.pool.give_values(ins);
+        for (s, v) in step.outputs.iter().zip(outs.drain(..)) {
             self.store.set(*s, v);
         }
+        self.pool.give_slots(outs);
         result
     }
 
@@ -238,7 +252,7 @@ impl<'a> Machine<'a> {
         let inputs = self.inputs(step)?;
         let types: Vec<(DType, Vec<usize>)> = inputs
             .iter()
-            .map(|v| (v.dtype(), v.shape.clone()))
+            .map(|v| (v.dtype(), v.shape.to_vec()))
             .collect();
         let mut dims: Vec<(String, i64)> = self
             .bindings
@@ -295,7 +309,7 @@ impl<'a> Machine<'a> {
                 compiled
             }
         };
-        let mut params = self.params.clone();
+        let mut params = (*self.params).clone();
         for (name, k) in &call.bind {
             let index = inputs.get(*k).ok_or_else(|| {
                 node_error(
@@ -336,7 +350,7 @@ impl<'a> Machine<'a> {
                 initial.len()
             )));
         }
-        let mut state = Vec::with_capacity(initial.len());
+        let mut state = self.pool.values();
         for (c, v) in carried.iter().zip(&initial) {
             let slot = c.state();
             let mut at = self
@@ -348,7 +362,7 @@ impl<'a> Machine<'a> {
             }
             state.push(at);
         }
-        drop(initial);
+        self.pool.give_values(initial);
         let mut trips = 0u64;
         let mut odd = false;
         loop {
@@ -395,11 +409,15 @@ impl<'a> Machine<'a> {
         state: &mut [Value],
         trips: u64,
     ) -> Result<bool, RunError> {
-        let c = self.body(node, cond, state.to_vec())?;
+        let mut args = self.pool.values();
+        args.extend(state.iter().cloned());
+        let c = self.body(node, cond, args)?;
         for p in &cond.params {
             self.store.set(*p, None);
         }
-        if self.one_value(node, "condition", &c)? == 0.0 {
+        let holds = self.one_value(node, "condition", &c)?;
+        self.pool.give_values(c);
+        if holds == 0.0 {
             return Ok(false);
         }
         if let Some(max) = self.max_iterations
@@ -407,7 +425,9 @@ impl<'a> Machine<'a> {
         {
             return Err(uop_graph::too_many_iterations(node, names, max));
         }
-        let next = self.body(node, body, state.to_vec())?;
+        let mut args = self.pool.values();
+        args.extend(state.iter().cloned());
+        let next = self.body(node, body, args)?;
         for (k, (from, new)) in state.iter().zip(&next).enumerate() {
             if from.dtype() != new.dtype() || from.shape != new.shape {
                 return Err(node_error(
@@ -450,6 +470,7 @@ impl<'a> Machine<'a> {
             }
             state[k] = at;
         }
+        self.pool.give_values(next);
         for p in &body.params {
             self.store.set(*p, None);
         }
@@ -502,7 +523,7 @@ impl<'a> Machine<'a> {
     ) -> Result<(), RunError> {
         let node = step.node;
         let err = |m: String| node_error(node, m);
-        let mut b = self.bindings.clone();
+        let mut b = self.bindings.clone().into_owned();
         b.params
             .extend(self.params.iter().map(|(k, v)| (k.clone(), *v)));
         let n = count
@@ -529,9 +550,9 @@ impl<'a> Machine<'a> {
                 Some(Buf::I32(v)) => v[0] = i as i32,
                 _ => index = Arc::new(Buf::I32(vec![i as i32])),
             }
-            let mut call_args = Vec::with_capacity(args.len() + 1);
+            let mut call_args = self.pool.values();
             call_args.push(Value {
-                shape: Vec::new(),
+                shape: Shape::new(&[]),
                 data: Data::Owned(index.clone()),
             });
             call_args.extend(args.iter().cloned());
@@ -548,16 +569,16 @@ impl<'a> Machine<'a> {
             }
             for (k, (r, slot)) in results.iter().zip(&step.outputs).enumerate() {
                 if i == 0 {
-                    first.push((r.dtype(), r.shape.clone()));
+                    first.push((r.dtype(), r.shape.to_vec()));
                     let mut shape = vec![n];
-                    shape.extend(&r.shape);
+                    shape.extend(r.shape.iter());
                     let previous = self.store.take(*slot);
                     let v = self
                         .mem
                         .place(*slot, previous, r.dtype(), &shape)
                         .map_err(err)?;
                     self.store.set(*slot, Some(v));
-                } else if (r.dtype(), &r.shape) != (first[k].0, &first[k].1) {
+                } else if (r.dtype(), &*r.shape) != (first[k].0, first[k].1.as_slice()) {
                     return Err(err(format!(
                         "iteration {i} gave result {k} of shape {:?}, iteration 0 of {:?}",
                         r.shape, first[k].1
@@ -591,5 +612,15 @@ impl<'a> Machine<'a> {
     /// The value of `src` as an owned tensor (a graph output).
     pub(crate) fn output(&self, node: NodeId, src: &Src) -> Result<Tensor, RunError> {
         self.result(node, src).map(|v| self.mem.tensor(&v))
+    }
+
+    /// The value of `src` written into `t` (a graph output), in its buffers.
+    pub(crate) fn output_into(
+        &self,
+        node: NodeId,
+        src: &Src,
+        t: &mut Tensor,
+    ) -> Result<(), RunError> {
+        self.result(node, src).map(|v| self.mem.tensor_into(&v, t))
     }
 }

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use uop_codegen::index::{Bindings, Expr};
 use uop_graph::schedule::{Schedule, Step as Action};
 use uop_graph::{Graph, NodeId, RunError, ValueType};
 use uop_runtime::Event;
@@ -35,6 +36,9 @@ pub(crate) enum Act {
 /// A body's schedule on two or more streams.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamPlan {
+    /// Its number among the executable's plans (the run-time choice of running the
+    /// body in order, [`crate::memory::Layout::in_order`], is by this number).
+    pub id: usize,
     /// Steps no schedule runs (Consts), run before the streams start.
     pub first: Vec<usize>,
     /// Per stream, its actions.
@@ -50,6 +54,7 @@ impl StreamPlan {
     pub(crate) fn new(
         steps: &[Step],
         schedule: &Schedule,
+        id: usize,
     ) -> Result<Option<StreamPlan>, GraphError> {
         if schedule.streams.len() < 2 {
             return Ok(None);
@@ -90,6 +95,7 @@ impl StreamPlan {
             }
         }
         Ok(Some(StreamPlan {
+            id,
             first,
             streams,
             signals: schedule.signal_count,
@@ -111,16 +117,71 @@ pub(crate) const SMALL_BODY: u64 = 1 << 12;
 /// body of small loops runs in order); a `parallel` with a count known only at
 /// run time, or a size known only at run time, keeps the streams.
 pub(crate) fn worth_streams(graph: &Graph, steps: &[Step]) -> bool {
-    small_work(graph, steps, 0).is_none()
+    small_work(graph, steps, 0, &|e: &Expr| e.as_int()).is_none()
+}
+
+/// [`worth_streams`] for the sizes of one run, its dims and params in `env`: a
+/// body whose sizes are known only at run time runs in order when small for them.
+pub(crate) fn worth_streams_at(graph: &Graph, steps: &[Step], env: &Bindings) -> bool {
+    small_work(graph, steps, 0, &|e: &Expr| e.eval(env).ok()).is_none()
+}
+
+/// Which of the bodies with a stream plan under `top` run in order for the run whose
+/// dims and params are `env` (by plan number, `plans` of them): those small for its
+/// sizes ([`worth_streams_at`]).
+pub(crate) fn bodies_in_order(
+    graph: &Graph,
+    top: &Body,
+    plans: usize,
+    env: &Bindings,
+) -> Vec<bool> {
+    let mut in_order = vec![false; plans];
+    mark_in_order(graph, top, env, &mut in_order);
+    in_order
+}
+
+fn mark_in_order(graph: &Graph, body: &Body, env: &Bindings, in_order: &mut [bool]) {
+    if let Some(plan) = &body.plan
+        && let Some(mark) = in_order.get_mut(plan.id)
+    {
+        *mark = !worth_streams_at(graph, &body.steps, env);
+    }
+    for step in &body.steps {
+        match &step.kind {
+            StepKind::While { cond, body, .. } => {
+                mark_in_order(graph, cond, env, in_order);
+                mark_in_order(graph, body, env, in_order);
+            }
+            StepKind::If { then, else_ } => {
+                mark_in_order(graph, then, env, in_order);
+                mark_in_order(graph, else_, env, in_order);
+            }
+            StepKind::Case { branches, .. } => {
+                for b in branches {
+                    mark_in_order(graph, b, env, in_order);
+                }
+            }
+            StepKind::Parallel { body, .. } | StepKind::NoInline(body) => {
+                mark_in_order(graph, body, env, in_order);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `so_far` plus the elements `steps` read and write, while at most [`SMALL_BODY`];
-/// `None` past it or when not known statically.
-fn small_work(graph: &Graph, steps: &[Step], so_far: u64) -> Option<u64> {
+/// `None` past it or when not known (`size` gives a dim's or count's value, if
+/// known).
+fn small_work(
+    graph: &Graph,
+    steps: &[Step],
+    so_far: u64,
+    size: &dyn Fn(&Expr) -> Option<i64>,
+) -> Option<u64> {
     let elements = |t: &ValueType| {
-        t.shape.iter().try_fold(1_u64, |n, d| {
-            n.checked_mul(u64::try_from(d.as_int()?).ok()?)
-        })
+        t.shape
+            .iter()
+            .try_fold(1_u64, |n, d| n.checked_mul(u64::try_from(size(d)?).ok()?))
     };
     let mut total = so_far;
     for step in steps {
@@ -131,20 +192,20 @@ fn small_work(graph: &Graph, steps: &[Step], so_far: u64) -> Option<u64> {
         }
         total = match &step.kind {
             StepKind::While { cond, body, .. } => {
-                let t = small_work(graph, &cond.steps, total)?;
-                small_work(graph, &body.steps, t)?
+                let t = small_work(graph, &cond.steps, total, size)?;
+                small_work(graph, &body.steps, t, size)?
             }
             StepKind::If { then, else_ } => {
-                let t = small_work(graph, &then.steps, total)?;
-                small_work(graph, &else_.steps, t)?
+                let t = small_work(graph, &then.steps, total, size)?;
+                small_work(graph, &else_.steps, t, size)?
             }
             StepKind::Case { branches, .. } => branches
                 .iter()
-                .try_fold(total, |t, b| small_work(graph, &b.steps, t))?,
-            StepKind::NoInline(body) => small_work(graph, &body.steps, total)?,
+                .try_fold(total, |t, b| small_work(graph, &b.steps, t, size))?,
+            StepKind::NoInline(body) => small_work(graph, &body.steps, total, size)?,
             StepKind::Parallel { count, body, .. } => {
-                let once = small_work(graph, &body.steps, 0)?;
-                let n = u64::try_from(count.as_int()?).ok()?;
+                let once = small_work(graph, &body.steps, 0, size)?;
+                let n = u64::try_from(size(count)?).ok()?;
                 total.checked_add(once.checked_mul(n)?)?
             }
             _ => total,
@@ -157,11 +218,12 @@ fn small_work(graph: &Graph, steps: &[Step], so_far: u64) -> Option<u64> {
 }
 
 impl Machine<'_> {
-    /// Runs a body's steps: in order, or on its streams when it has a plan.
+    /// Runs a body's steps: in order, or on its streams when it has a plan and is
+    /// not small for this run's sizes.
     pub(crate) fn run_body(&mut self, body: &Body) -> Result<(), RunError> {
         match &body.plan {
-            None => self.steps(&body.steps),
-            Some(plan) => self.streams(&body.steps, plan),
+            Some(plan) if !self.mem.in_order(plan.id) => self.streams(&body.steps, plan),
+            _ => self.steps(&body.steps),
         }
     }
 

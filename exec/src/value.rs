@@ -104,11 +104,68 @@ pub(crate) enum Data {
     },
 }
 
+/// The most axes a [`Shape`] holds without a heap allocation.
+const INLINE_RANK: usize = 6;
+
+/// A value's concrete shape: up to [`INLINE_RANK`] axes held inline, so that making,
+/// copying and passing values around (every kernel call, every `while` trip) allocates
+/// nothing; a higher rank is shared by reference counting. Reads as a `[usize]`.
+#[derive(Clone)]
+pub(crate) enum Shape {
+    /// `rank` axes in the first entries.
+    Inline {
+        /// The number of axes.
+        rank: u8,
+        /// The axes, then zeros.
+        dims: [usize; INLINE_RANK],
+    },
+    /// More axes than fit inline.
+    Shared(Arc<[usize]>),
+}
+
+impl Shape {
+    /// The shape with these axes.
+    pub(crate) fn new(dims: &[usize]) -> Shape {
+        if dims.len() <= INLINE_RANK {
+            let mut inline = [0; INLINE_RANK];
+            inline[..dims.len()].copy_from_slice(dims);
+            Shape::Inline {
+                rank: dims.len() as u8,
+                dims: inline,
+            }
+        } else {
+            Shape::Shared(dims.into())
+        }
+    }
+}
+
+impl std::ops::Deref for Shape {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Shape::Inline { rank, dims } => &dims[..usize::from(*rank)],
+            Shape::Shared(dims) => dims,
+        }
+    }
+}
+
+impl PartialEq for Shape {
+    fn eq(&self, other: &Shape) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 /// A value: a concrete shape and where its elements are.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Value {
     /// The concrete shape.
-    pub shape: Vec<usize>,
+    pub shape: Shape,
     /// The elements.
     pub data: Data,
 }
@@ -117,7 +174,7 @@ impl Value {
     /// An owned value holding a tensor's elements.
     pub(crate) fn from_tensor(t: &Tensor) -> Value {
         Value {
-            shape: t.shape.clone(),
+            shape: Shape::new(&t.shape),
             data: Data::Owned(Arc::new(Buf::from_tensor(t))),
         }
     }

@@ -13,48 +13,52 @@
 //!    the final loops);
 //! 6. `cleanup` — fold index expressions and `where`s whose branches are the same,
 //!    drop loops and blocks that do nothing (`fuse` drops loops that run once
-//!    itself, before matching nests).
+//!    itself, before matching nests);
+//! 7. `pick` — run a sum that adds only at the iteration whose index equals a value
+//!    not moving with the loop (a one-hot pick: a row chosen by a trip count) as that
+//!    one iteration, reading at the value.
 //!
 //! Then the schedule passes, which decide how the loops run fast:
 //!
-//! 7. `pad` — make a reduction read a padded window (convolution, pooling with
+//! 8. `pad` — make a reduction read a padded window (convolution, pooling with
 //!    padding) from a padded copy filled before it, so its inner loop loads without
 //!    bounds checks; first, so the passes after it see the unchecked loads;
-//! 8. `order` — turn a strided reduction inside out so the unit-stride loop is
+//! 9. `order` — turn a strided reduction inside out so the unit-stride loop is
 //!    innermost (column sums);
-//! 9. `channels` — read a convolution's weights from a copy with the output
-//!    channels last, and mark the register tile along those channels;
-//! 10. `tile` — mark register tiles for the other reduction nests with shared loads
+//! 10. `channels` — read a convolution's weights from a copy with the output
+//!     channels last, and mark the register tile along those channels;
+//! 11. `tile` — mark register tiles for the other reduction nests with shared loads
 //!     (matmul, convolution), choosing the row loop;
-//! 11. `pack` — name the loads of each register tile that every row tile reads
+//! 12. `pack` — name the loads of each register tile that every row tile reads
 //!     alike, which a backend may copy into a contiguous panel;
-//! 12. `pack-rows` — name, where a tile packs its columns and blocks its
+//! 13. `pack-rows` — name, where a tile packs its columns and blocks its
 //!     reduction, the loads every column tile reads alike, which a backend may
 //!     copy into a row panel per block of rows;
-//! 13. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
+//! 14. `transpose` — mark element-wise transposes (and `channels`' copies) to run in
 //!     cache blocks;
-//! 14. `split` — mark innermost reductions whose partial results a backend may keep
+//! 15. `split` — mark innermost reductions whose partial results a backend may keep
 //!     in several accumulators;
-//! 15. `jam` — mark nests accumulating into elements that do not move with their
+//! 16. `jam` — mark nests accumulating into elements that do not move with their
 //!     rows (column sums) to run several rows at a time, in row order;
-//! 16. `chunk` — mark element-wise loops of math functions to compute a chunk of
+//! 17. `chunk` — mark element-wise loops of math functions to compute a chunk of
 //!     values before storing them, so their dependency chains overlap;
-//! 17. `parallel` — mark the loops whose iterations may run on several threads
+//! 18. `parallel` — mark the loops whose iterations may run on several threads
 //!     (a block's outermost loop, or an inner one when the loops outside carry a
 //!     dependence, as a column sum's rows do), and full reductions that may fold
 //!     fixed pieces of their range apart (`[pieces]`);
-//! 18. `align` — name, in the `split` mark of a long reduction run in pieces, the
+//! 19. `align` — name, in the `split` mark of a long reduction run in pieces, the
 //!     load its chunks may be aligned to (`[split(aligned x[i0])]`);
-//! 19. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
+//! 20. `rows` — join consecutive nests over the same rows (softmax, layer norm) so
 //!     they may run row by row, and mark the temporaries then needed one row at a
 //!     time;
-//! 20. `line` — mark innermost loops storing at unit stride to run in two runs
+//! 21. `line` — mark innermost loops storing at unit stride to run in two runs
 //!     split where the store starts a cache line (`[line split]`);
-//! 21. `share` — name the write an inner parallel loop's shares align to cache
+//! 22. `share` — name the write an inner parallel loop's shares align to cache
 //!     lines of (`[parallel(lines y[0, i0])]`; after `rows`, which decides which
 //!     temporaries are row buffers).
 //!
-//! Every pass preserves every output bit for bit; the randomized oracle test
+//! Every pass preserves every output bit for bit (`pick` wherever the loop's index
+//! values are exact floats: loops under 2^24 iterations in f32); the randomized oracle test
 //! (`tests/suite/passes_oracle.rs`) checks each pass alone and the whole pipeline against
 //! the reference interpreter. `tile`, `pack`, `pack-rows`, `transpose`, `split`, `jam`, `chunk`,
 //! `parallel`, `align`, `rows`, `line` and `share` only annotate loops
@@ -90,6 +94,7 @@ mod pack;
 mod pack_rows;
 mod pad;
 mod parallel;
+mod pick;
 mod rows;
 mod share;
 mod split;
@@ -125,6 +130,7 @@ pub use pack::pack;
 pub use pack_rows::pack_rows;
 pub use pad::pad;
 pub use parallel::parallel;
+pub use pick::pick;
 pub use rows::rows;
 pub use share::share;
 pub use split::split;
@@ -180,6 +186,13 @@ const PIPELINE: PassList<Pass> = PassList::new(&[
         doc: "folds index expressions and `where(c, a, a)` to `a`, and removes loops and \
               blocks that do nothing",
         run: cleanup,
+    },
+    Pass {
+        name: "pick",
+        doc: "runs a sum over a loop that adds only where the loop's index equals a \
+              value not moving with it (a one-hot pick) as that one iteration, reading \
+              at the value",
+        run: pick,
     },
     Pass {
         name: "pad",

@@ -50,6 +50,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
             "dce",
             "bounds",
             "cleanup",
+            "pick",
             "pad",
             "order",
             "channels",
@@ -74,7 +75,7 @@ fn the_pipeline_is_dce_fuse_subst_dce_bounds_cleanup_then_the_schedule() {
 fn the_trace_holds_the_program_after_each_pass_that_ran() {
     let lowered = loops::lower(&chain());
     let all = pass::optimize_traced(&lowered, &PassOptions::default()).unwrap();
-    assert_eq!(all.len(), 21);
+    assert_eq!(all.len(), 22);
     let opts = PassOptions {
         disabled: vec!["dce".into(), "bounds".into()],
         verify_each_pass: true,
@@ -87,6 +88,7 @@ fn the_trace_holds_the_program_after_each_pass_that_ran() {
             "fuse",
             "subst",
             "cleanup",
+            "pick",
             "pad",
             "order",
             "channels",
@@ -135,17 +137,16 @@ fn an_unknown_pass_name_is_an_error_listing_the_valid_ones() {
         err,
         PassError::UnknownPass {
             name: "fusion".into(),
-            valid:
-                "dce, fuse, subst, bounds, cleanup, pad, order, channels, tile, pack, pack-rows, \
-                    transpose, split, jam, chunk, parallel, align, rows, line, share"
-                    .into()
+            valid: "dce, fuse, subst, bounds, cleanup, pick, pad, order, channels, tile, pack, \
+                    pack-rows, transpose, split, jam, chunk, parallel, align, rows, line, share"
+                .into()
         }
     );
     assert_eq!(
         err.to_string(),
-        "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pad, order, \
-         channels, tile, pack, pack-rows, transpose, split, jam, chunk, parallel, align, rows, line, \
-         share"
+        "unknown pass `fusion`; the passes are: dce, fuse, subst, bounds, cleanup, pick, pad, \
+         order, channels, tile, pack, pack-rows, transpose, split, jam, chunk, parallel, align, rows, \
+         line, share"
     );
 }
 
@@ -353,6 +354,48 @@ fn cleanup_removes_loops_that_run_once() {
     assert_eq!(out.blocks[0].loops.len(), 1, "{out}");
     assert!(out.to_string().contains("v0 max= x[i0, 0]"), "{out}");
     agrees(&program, &out, &[ramp(&[3, 1])]);
+}
+
+/// `row = reduce_sum(where(eq(iota([T, H], 0), t), x, 0), [0])`: row `t` of `x`,
+/// as a one-hot sum over the rows.
+fn one_hot_row() -> Program {
+    let src = "input t: f32[]\ninput x: f32[T, H]\n\
+               row = reduce_sum(where(eq(iota([T, H], 0), reindex(t, [T, H], [])), x, 0), [0])\n\
+               output row\n";
+    uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap()
+}
+
+#[test]
+fn pick_runs_a_one_hot_sum_as_the_one_row_it_picks() {
+    let program = one_hot_row();
+    let fused = pass::subst(&pass::fuse(&loops::lower(&program)));
+    let out = pass::pick(&pass::cleanup(&fused));
+    let text = out.to_string();
+    assert!(
+        !text.contains("for i0"),
+        "the loop over the rows is gone:\n{text}"
+    );
+    assert!(text.contains("x[floor(t[]), i1]"), "{text}");
+    let x = ramp(&[5, 3]);
+    let scalar = |v: f64| Tensor::new(F32, vec![], vec![v]).unwrap();
+    // In range, past either end, between two rows, negative zero and NaN: the
+    // reference's one-hot sum gives row t, or zeros where no row index equals t.
+    for t in [0.0, 2.0, 4.0, 5.0, -1.0, 1.5, -0.0, f64::NAN] {
+        agrees(&program, &out, &[scalar(t), x.clone()]);
+    }
+}
+
+#[test]
+fn pick_leaves_a_sum_whose_pick_moves_with_the_loop() {
+    // Where the value compared with the index is read at the index itself, no one
+    // iteration is picked: the program is left as it was.
+    let src = "input x: f32[T, H]\n\
+               s = reduce_sum(where(eq(iota([T, H], 0), x), x, 0), [0])\n\
+               output s\n";
+    let program =
+        uop_codegen::text::parse_program(src, &uop_codegen::text::Registry::new()).unwrap();
+    let cleaned = pass::cleanup(&loops::lower(&program));
+    assert_eq!(pass::pick(&cleaned), cleaned);
 }
 
 #[test]
