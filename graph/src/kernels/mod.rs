@@ -57,10 +57,11 @@ use uop_codegen::compile::{CompileOptions, compile};
 
 use crate::hierarchy::{HierarchyError, SubId, hierarchy};
 use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
-use crate::rewrite::{
-    RewriteError, append_nodes, change_multi_output_refs, insert_nodes, replace_nodes,
-};
+use crate::rewrite::{RewriteError, replace_nodes};
 
+use apply::Placed;
+
+mod apply;
 pub mod classify;
 pub(crate) mod group;
 pub mod joins;
@@ -306,38 +307,18 @@ pub fn form_kernels(
         }
         nodes.push((group, b.outputs, node));
     }
-    // [C] apply, kernel by kernel in list order.
-    let mut g = graph.clone();
-    for (group, outputs, node) in nodes {
-        let id = node.id;
-        let at = g
-            .position(group.anchor)
-            .ok_or(RewriteError::Missing(group.anchor))?;
-        match g.nodes().get(at + 1).map(|n| n.id) {
-            Some(next) => insert_nodes(&mut g, Some(next), vec![node])?,
-            None => append_nodes(&mut g, vec![node])?,
-        };
-        let target = |m: NodeId| {
-            outputs
-                .iter()
-                .find(|(o, _)| *o == m)
-                .map(|(_, k)| Ref::new(id, *k))
-        };
-        // Cheap values this kernel gives: their readers read the kernel.
-        for (m, k) in &outputs {
-            if !group.replaced.contains(m) {
-                change_multi_output_refs(&mut g, None, *m, &[Some(Ref::new(id, *k))])?;
-            }
-        }
-        // Replaced members, last first: readers rewired, then the member removed.
-        for m in group.replaced.iter().rev() {
-            if let Some(to) = target(*m) {
-                change_multi_output_refs(&mut g, None, *m, &[Some(to)])?;
-            }
-            replace_nodes(&mut g, None, None, &[*m])?;
-        }
-        report.rewrites += 1;
-    }
+    // [C] apply, in one pass over the list.
+    report.rewrites = nodes.len();
+    let placed = nodes
+        .into_iter()
+        .map(|(group, gives, node)| Placed {
+            anchor: group.anchor,
+            replaced: group.replaced.clone(),
+            gives,
+            node,
+        })
+        .collect();
+    let mut g = apply::apply(graph, placed)?;
     // Cheap values nothing reads any more.
     let outputs: HashSet<NodeId> = g.output_nodes();
     let mut unread: HashSet<NodeId> = HashSet::new();
