@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 
+use super::concurrency::StepOrder;
 use crate::hierarchy::{Entry, Hierarchy, SubId};
 use crate::ir::{Graph, NodeId, Op};
-use super::concurrency::StepOrder;
 
 /// Step numbers of one graph's execution order.
 #[derive(Clone, Debug, Default)]

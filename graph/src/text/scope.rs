@@ -134,7 +134,11 @@ mod tests {
         s.hide(2);
         assert_eq!(s.lookup("x"), Some(&("x", 1)), "the later x is hidden");
         s.push(("x", 4));
-        assert_eq!(s.lookup("x"), Some(&("x", 4)), "entries after the range are seen");
+        assert_eq!(
+            s.lookup("x"),
+            Some(&("x", 4)),
+            "entries after the range are seen"
+        );
         assert_eq!(s.lookup_from("x", 3), Some(&("x", 4)));
         assert_eq!(s.lookup_from("y", 3), None);
         let seen: Vec<u32> = s.visible_entries().map(|e| e.1).collect();
