@@ -86,3 +86,68 @@ fn thirty_levels_of_doubling_are_refused_by_run_and_print() {
         assert!(e.contains("`f0` uses `f1` uses"), "{e}");
     }
 }
+
+/// Every value fits `--max-memory`, but the values a run holds at once do not: the
+/// executor refuses the run from its memory plan's arena before allocating it, the
+/// interpreter when it holds too much, each naming the user's values; no output
+/// file is left behind. With a larger limit the same run succeeds.
+#[test]
+fn a_memory_plan_over_the_limit_is_refused_before_it_runs() {
+    let dir = scratch("graph-limits-arena");
+    let file = dir.join("arena.uop");
+    std::fs::write(
+        &file,
+        "input x: f32[N]\nfn more(v, i) { return lt(i, 1) }\n\
+         fn step(v, i) { return exp(v), add(i, 1) }\na = exp(x)\nb = sin(x)\n\
+         c, n = while(more, step, a, 0)\nd, m = while(more, step, b, 0)\n\
+         z = add(c, d)\noutput z\n",
+    )
+    .expect("write");
+    let path = file.display().to_string();
+    let out = dir.join("z.npy");
+    let target = format!("z={}", out.display());
+    for (backend, expected) in [
+        ("cranelift", "the run's intermediates need 200.0 MB at once"),
+        ("loops", "the run's intermediates need 200.0 MB at once"),
+        (
+            "interp",
+            "in `a`: exp: this needs 160.0 MB for 2 buffers (the largest, `x`",
+        ),
+    ] {
+        let args = [
+            "run",
+            &path,
+            "--random",
+            "1",
+            "--dim",
+            "N=10000000",
+            "--max-memory",
+            "150M",
+            "--backend",
+            backend,
+            "--output",
+            &target,
+        ];
+        let o = uop_in(&dir, &args);
+        assert!(!o.status.success(), "{backend}");
+        let e = stderr(&o);
+        assert!(e.contains(expected), "{backend}: {e}");
+        assert!(!e.contains("_in0"), "{backend}: {e}");
+        assert!(!out.exists(), "no output file is left behind");
+    }
+    let args = [
+        "run",
+        &path,
+        "--random",
+        "1",
+        "--dim",
+        "N=10000000",
+        "--max-memory",
+        "400M",
+        "--output",
+        &target,
+    ];
+    let o = uop_in(&dir, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.exists());
+}
