@@ -151,3 +151,107 @@ fn a_memory_plan_over_the_limit_is_refused_before_it_runs() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.exists());
 }
+
+/// The cases quoted in issue 40's "Why" that a run reaches, on every backend: a
+/// `[2^40, 2^40]` reindex inside a `while` body, a `parallel` body and under a
+/// fused top-level reduction, `parallel(1e9, ...)` under `--max-memory 1G`, a
+/// `while` that never ends under `--max-iterations`, `y = sink(x)`, and the
+/// user's name `y` for an inline call's result. Each gives the right answer or a
+/// clear `error:` naming the user's value, with no output file left behind.
+#[test]
+fn the_issues_quoted_graphs_give_an_answer_or_a_clear_error_on_every_backend() {
+    let dir = scratch("graph-limits-why");
+    let huge = "reindex(v, [1099511627776, 1099511627776], [0])";
+    let cases: Vec<(String, Option<&str>)> = vec![
+        (
+            format!(
+                "input x: f32[4]\nfn more(v, i) {{ return lt(i, 1) }}\n\
+                 fn step(v, i) {{ r = {huge}; return add(v, sum(sum(r))), add(i, 1) }}\n\
+                 y, n = while(more, step, x, 0)\noutput y\n"
+            ),
+            Some("error: value `r` (the `reindex` %"),
+        ),
+        (
+            format!(
+                "input x: f32[4]\nfn b($i, v) {{ r = {huge}; return sum(sum(r)) }}\n\
+                 y = parallel(2, b, x)\noutput y\n"
+            ),
+            Some("error: value `r` (the `reindex` %"),
+        ),
+        (
+            format!(
+                "input x: f32[4]\nfn f(v) {{ return v }}\nr = {}\ny = sum(sum(r))\noutput y\n",
+                huge.replace("(v,", "(x,")
+            ),
+            Some("error: value `r` (the `reindex` %"),
+        ),
+        (
+            "input x: f32[4]\nfn b($i, v) { return mul(v, 2) }\n\
+             y = parallel(1000000000, b, x)\noutput y\n"
+                .into(),
+            Some("needs 16.0 GB, more than the memory limit of 1.1 GB"),
+        ),
+        (
+            "input x: f32[]\nfn more(v) { return lt(v, 1e30) }\nfn step(v) { return sub(v, 1) }\n\
+             y = while(more, step, x)\noutput y\n"
+                .into(),
+            Some("the `while` giving `y` did not end within 100 iterations"),
+        ),
+        (
+            "input x: f32[4]\nfn f(v) { return v }\ny = sink(x)\noutput y\n".into(),
+            Some("sink.uop: `sink(...)` gives no result"),
+        ),
+        (
+            "input x: f32[4]\nfn f(v) { w = mul(v, 2); return w }\ny = f(x)\noutput y\n".into(),
+            None,
+        ),
+    ];
+    for (k, (src, expected)) in cases.iter().enumerate() {
+        let name = if src.contains("sink(x)") {
+            "sink.uop".to_string()
+        } else {
+            format!("why{k}.uop")
+        };
+        let file = dir.join(&name);
+        std::fs::write(&file, src).expect("write");
+        let path = file.display().to_string();
+        for backend in ["cranelift", "loops", "interp"] {
+            let out = dir.join("y.npy");
+            let _ = std::fs::remove_file(&out);
+            let target = format!("y={}", out.display());
+            let args = [
+                "run",
+                &path,
+                "--random",
+                "1",
+                "--backend",
+                backend,
+                "--max-memory",
+                "1G",
+                "--max-iterations",
+                "100",
+                "--output",
+                &target,
+            ];
+            let start = Instant::now();
+            let o = uop_in(&dir, &args);
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{name} on {backend}"
+            );
+            let e = stderr(&o);
+            match expected {
+                Some(expected) => {
+                    assert!(!o.status.success(), "{name} on {backend}");
+                    assert!(e.starts_with("error: "), "{name} on {backend}: {e}");
+                    assert!(e.contains(expected), "{name} on {backend}: {e}");
+                    assert!(!out.exists(), "{name} on {backend}: no output file");
+                }
+                None => {
+                    assert!(o.status.success(), "{name} on {backend}: {e}");
+                    assert!(out.exists(), "{name} on {backend}: `y` written");
+                }
+            }
+        }
+    }
+}
