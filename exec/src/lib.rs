@@ -60,11 +60,13 @@
 // arena), compiled programs (`kernel`), the step tree built from a prepared graph
 // (`build`), the machine that runs it (`run`), its streams (`streams`), the loop
 // stack's driver when the graph has chunk nodes (`looped`), a program as a graph
-// (`program`) and the loop-IR passes' times (`times`).
+// (`program`), the loop-IR passes' times (`times`) and errors in the user's words
+// (`names`).
 mod build;
 mod kernel;
 mod looped;
 mod memory;
+mod names;
 mod pool;
 mod program;
 mod run;
@@ -87,7 +89,10 @@ use uop_codegen::index::Bindings;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
 use uop_graph::looping::LoopHooks;
-use uop_graph::memory::{MemoryError, MemoryPlan, plan_memory, plan_memory_scheduled};
+use uop_graph::memory::{
+    MemoryError, MemoryPlan, SizeCheckError, SizeLimit, check_arena, check_sizes, plan_memory,
+    plan_memory_scheduled,
+};
 use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
 use uop_graph::schedule::{Schedule, ScheduleError, ScheduleOptions, schedule};
 use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, hierarchy};
@@ -186,6 +191,10 @@ pub enum GraphError {
     /// The graph cannot be scheduled on the streams asked for.
     #[error("streams: {0}")]
     Schedule(#[from] ScheduleError),
+    /// A size of the run overflows, or what it needs exceeds the memory limit
+    /// (`uop_runtime::memory_limit`): found before anything is allocated.
+    #[error(transparent)]
+    Size(#[from] SizeCheckError),
 }
 
 /// A run's dims (input dims and params), sorted: the key of the layout cache.
@@ -248,6 +257,9 @@ struct Run<'r> {
 #[derive(Debug)]
 pub struct Executable {
     graph: Graph,
+    /// The graph as given (before the passes), whose sizes every run checks: a
+    /// value a kernel fuses away may still overflow.
+    source: Graph,
     report: Report,
     nodes_before: usize,
     steps: Steps,
@@ -304,7 +316,8 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
         &h,
         &compiler,
         schedule.as_ref().map(|s| (s, small_in_order)),
-    )?;
+    )
+    .map_err(|e| names::name_error(&prepared, e))?;
     // When every body runs in order, so does the graph: no schedule, and the memory
     // plan needs no ordering between streams (planning with one costs time
     // quadratic in the steps: nested loops' gradients).
@@ -323,6 +336,7 @@ pub fn compile_with(graph: &Graph, options: &ExecOptions) -> Result<Executable, 
         allocations: AtomicU64::new(0),
         looped,
         graph: prepared,
+        source: graph.clone(),
     })
 }
 
@@ -375,6 +389,18 @@ impl Executable {
 
     /// [`Executable::run_into`] with custom loop-end functions for chunk nodes.
     pub fn run_into_with_hooks(
+        &self,
+        inputs: &[Tensor],
+        params: &HashMap<String, i64>,
+        hooks: &mut LoopHooks<'_>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), GraphError> {
+        self.run_pooled(inputs, params, hooks, outputs)
+            .map_err(|e| names::name_error(&self.graph, e))
+    }
+
+    /// [`Executable::run_into_with_hooks`] in an arena of the pool.
+    fn run_pooled(
         &self,
         inputs: &[Tensor],
         params: &HashMap<String, i64>,
@@ -533,6 +559,9 @@ impl Executable {
         {
             return Ok(l.clone());
         }
+        // Every size of the run, and its arena, against the memory limit before
+        // anything is allocated (once per set of dims, as the plan).
+        check_sizes(&self.source, bindings, SizeLimit::process())?;
         let map: HashMap<String, i64> = dims.iter().cloned().collect();
         let plan = match &self.schedule {
             Some(s) => plan_memory_scheduled(&self.graph, &map, s)?,
@@ -548,6 +577,7 @@ impl Executable {
         } else {
             vec![false; self.steps.plans]
         };
+        check_arena(&plan, SizeLimit::process())?;
         let layout = Arc::new(Layout::new(plan, &self.steps.refs, in_order));
         self.layouts
             .lock()

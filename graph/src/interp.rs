@@ -93,11 +93,13 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
 /// function `f`` for a value an inlined function made), when `graph` (the graph as
 /// written, or one whose passes kept its node ids) names it. The interpreter and the
 /// graph executor report errors by node; a caller that has the user's graph (the
-/// command line) names them with this.
+/// command line) names them with this. A one-call program's inputs (`_in0`) are
+/// named after the values the node reads.
 pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
     let RunError::Node { node, message } = e else {
         return e;
     };
+    let message = name_call_inputs(graph, node, message);
     let named = graph.node(node).and_then(|n| n.name(0));
     let message = match named.map(|n| n.rsplit_once('.')) {
         Some(Some((function, value))) => {
@@ -107,6 +109,31 @@ pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
         None => message,
     };
     RunError::Node { node, message }
+}
+
+/// `message` of `node`'s one-call program with the program's input names
+/// (`_in0`, `_in1`, ...) replaced by the names of the values the node reads (the
+/// last part of a callee's `f.w`), or `argument k` for an unnamed one.
+fn name_call_inputs(graph: &Graph, node: NodeId, message: String) -> String {
+    let Some(n) = graph.node(node) else {
+        return message;
+    };
+    let mut message = message;
+    for (k, r) in n.inputs.iter().enumerate().rev() {
+        let scratch = format!("`_in{k}`");
+        if !message.contains(&scratch) {
+            continue;
+        }
+        let user = graph
+            .node(r.node)
+            .and_then(|m| m.name(r.output))
+            .map_or_else(
+                || format!("argument {}", k + 1),
+                |name| format!("`{}`", name.rsplit('.').next().unwrap_or(name)),
+            );
+        message = message.replace(&scratch, &user);
+    }
+    message
 }
 
 /// How to run.

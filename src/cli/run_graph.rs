@@ -86,10 +86,10 @@ pub(crate) fn execute(
         max_iterations: args.max_iterations,
     };
     let exe = exec::compile_with(graph, &options).map_err(|e| CliError(e.to_string()))?;
-    let outputs = exe.run_with_params(inputs, params).map_err(|e| match e {
-        exec::GraphError::Run(e) => CliError(name_run_error(graph, e).to_string()),
-        e => CliError(e.to_string()),
-    })?;
+    // The executor names its errors after the user's values itself.
+    let outputs = exe
+        .run_with_params(inputs, params)
+        .map_err(|e| CliError(e.to_string()))?;
     if args.time_passes {
         eprint!("{}", exe.report().table());
         if let Some(times) = exe.kernel_pass_times() {

@@ -288,3 +288,57 @@ fn the_chunked_mlp_gradient_equals_the_mlp_gradient() {
         );
     }
 }
+
+/// `depth` one-trip `while`s, each body running the next loop: `x` through
+/// `depth` levels of `mul(·, 1.01)` around one `sin`.
+fn nested_loops(depth: usize) -> String {
+    let mut src = String::from(
+        "input x: f32[]\nfn more(v, i) { return lt(i, 1) }\nfn s0(v, i) { return sin(v), add(i, 1) }\n",
+    );
+    for k in 1..depth {
+        src.push_str(&format!(
+            "fn s{k}(v, i) {{ a, b = while(more, s{}, v, 0); return mul(a, 1.01), add(i, 1) }}\n",
+            k - 1
+        ));
+    }
+    src.push_str(&format!(
+        "y, n = while(more, s{}, x, 0)\noutput y\n",
+        depth - 1
+    ));
+    src
+}
+
+/// The gradient of `depth` nested loops on the executor: the interpreter's value,
+/// d/dx of 1.01^(depth-1) · sin(x) = 1.01^(depth-1) · cos(x).
+fn nested_loops_gradient(depth: usize) {
+    let g = parse_graph(&nested_loops(depth), default_registry()).unwrap_or_else(|e| panic!("{e}"));
+    let t = std::time::Instant::now();
+    let s = spec(&g, TapeMode::Stack, vec![0]);
+    let found = first_values(&g, &s, &[0.3]);
+    eprintln!(
+        "{depth} nested loops' gradient on the executor: {:?}",
+        t.elapsed()
+    );
+    let expected = 1.01f64.powi(depth as i32 - 1) * 0.3f64.cos();
+    assert!(
+        (found[0] - expected).abs() < 1e-4,
+        "{found:?} vs {expected}"
+    );
+}
+
+/// Nested loops' gradients build, compile and run on the executor (issue 40 item 7:
+/// the memory plan's ordering and the kernels' application were quadratic and
+/// worse; 64 levels took minutes).
+#[test]
+fn the_gradient_of_16_nested_loops_runs_on_the_executor() {
+    nested_loops_gradient(16);
+}
+
+/// The same at 64 levels (about 15,000 nodes; tens of seconds on a busy 2-core
+/// machine): `cargo test --profile fast-build -p uop-exec --test suite -- --ignored
+/// nested_loops`.
+#[test]
+#[ignore]
+fn the_gradient_of_64_nested_loops_runs_on_the_executor() {
+    nested_loops_gradient(64);
+}

@@ -6,4 +6,5 @@ mod common;
 mod arena;
 mod differential;
 mod executor;
+mod fuzz;
 mod grad;

@@ -57,11 +57,12 @@ use uop_codegen::compile::{CompileOptions, compile};
 
 use crate::hierarchy::{HierarchyError, SubId, hierarchy};
 use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
-use crate::rewrite::{
-    RewriteError, append_nodes, change_multi_output_refs, insert_nodes, replace_nodes,
-};
+use crate::rewrite::{RewriteError, replace_nodes};
 use group::{GroupPlan, Plan};
 
+use apply::Placed;
+
+mod apply;
 pub mod classify;
 pub(crate) mod group;
 pub mod joins;
@@ -219,11 +220,18 @@ pub fn form_kernels(
     // [B] build: programs, ids, and where each replaced value goes.
     let (nodes, mut report) = build_kernels(graph, &plan, options)?;
     // [C] apply, kernel by kernel in list order.
-    let mut g = graph.clone();
-    for (group, outputs, node) in nodes {
-        apply_kernel(&mut g, group, &outputs, node)?;
-        report.rewrites += 1;
-    }
+    // [C] apply, in one pass over the list.
+    report.rewrites = nodes.len();
+    let placed = nodes
+        .into_iter()
+        .map(|(group, gives, node)| Placed {
+            anchor: group.anchor,
+            replaced: group.replaced.clone(),
+            gives,
+            node,
+        })
+        .collect();
+    let mut g = apply::apply(graph, placed)?;
     remove_unread(&mut g, &plan.cheap)?;
     report.kernels.sort_by_key(|k| g.position(k.node));
     report.calls_left = g
@@ -359,44 +367,6 @@ fn kernel_info(
         loop_blocks,
         notes: group.notes.clone(),
     }
-}
-
-/// Phase [C] for one kernel: the node inserted after its anchor, readers of its
-/// members rewired to it, and the replaced members removed (last first).
-fn apply_kernel(
-    g: &mut Graph,
-    group: &GroupPlan,
-    outputs: &[(NodeId, usize)],
-    node: Node,
-) -> Result<(), KernelError> {
-    let id = node.id;
-    let at = g
-        .position(group.anchor)
-        .ok_or(RewriteError::Missing(group.anchor))?;
-    match g.nodes().get(at + 1).map(|n| n.id) {
-        Some(next) => insert_nodes(g, Some(next), vec![node])?,
-        None => append_nodes(g, vec![node])?,
-    };
-    let target = |m: NodeId| {
-        outputs
-            .iter()
-            .find(|(o, _)| *o == m)
-            .map(|(_, k)| Ref::new(id, *k))
-    };
-    // Cheap values this kernel gives: their readers read the kernel.
-    for (m, k) in outputs {
-        if !group.replaced.contains(m) {
-            change_multi_output_refs(g, None, *m, &[Some(Ref::new(id, *k))])?;
-        }
-    }
-    // Replaced members, last first: readers rewired, then the member removed.
-    for m in group.replaced.iter().rev() {
-        if let Some(to) = target(*m) {
-            change_multi_output_refs(g, None, *m, &[Some(to)])?;
-        }
-        replace_nodes(g, None, None, &[*m])?;
-    }
-    Ok(())
 }
 
 /// Removes the cheap values nothing reads any more (not outputs, every reader

@@ -115,7 +115,7 @@ pub(crate) fn analyze(
     in_place: bool,
 ) -> Analysis {
     let mut timeline = Timeline::new(graph, h);
-    timeline.order = order;
+    timeline.order = order.map(|o| concurrency::StepOrder::new(&timeline, o));
     let outputs: Vec<Ref> = graph
         .interface
         .outputs

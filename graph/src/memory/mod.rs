@@ -56,7 +56,7 @@ pub use print::print_memory;
 pub use size::ALIGN;
 use uop_runtime::place;
 pub use uop_runtime::place::{Fit, Order, Strategy};
-pub use whole::{SizeCheckError, SizeLimit, check_sizes};
+pub use whole::{SizeCheckError, SizeLimit, check_arena, check_sizes};
 
 pub(crate) use lifetime::{Analysis, Mode};
 

@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 
+use super::concurrency::StepOrder;
 use crate::hierarchy::{Entry, Hierarchy, SubId};
 use crate::ir::{Graph, NodeId, Op};
-use crate::schedule::StreamOrder;
 
 /// Step numbers of one graph's execution order.
 #[derive(Clone, Debug, Default)]
@@ -31,7 +31,7 @@ pub(crate) struct Timeline {
     pub owner: Vec<Owner>,
     /// The schedule's order on each scope's nodes (`None`: one stream running the
     /// steps in order); see `concurrency`.
-    pub order: Option<StreamOrder>,
+    pub order: Option<StepOrder>,
 }
 
 /// What one step is.

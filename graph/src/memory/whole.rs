@@ -130,3 +130,25 @@ pub fn check_sizes(graph: &Graph, env: &Bindings, limit: SizeLimit) -> Result<()
     }
     Ok(())
 }
+
+/// Checks that the arena of `plan` (every intermediate of a run at its offset)
+/// fits `limit`, before it is allocated: a graph whose values each fit may still
+/// need more than the limit at once.
+///
+/// # Errors
+///
+/// [`SizeCheckError`] naming both sizes.
+pub fn check_arena(plan: &super::MemoryPlan, limit: SizeLimit) -> Result<(), SizeCheckError> {
+    let arena = plan.arena_bytes as u64;
+    if arena <= limit.bytes {
+        return Ok(());
+    }
+    Err(SizeCheckError {
+        message: format!(
+            "the run's intermediates need {} at once (its memory plan's arena), more than \
+             the memory limit of {} (set it with --max-memory)",
+            human_bytes(arena),
+            human_bytes(limit.bytes)
+        ),
+    })
+}

@@ -37,7 +37,7 @@
 
 mod assignment;
 pub mod check;
-mod order;
+pub(crate) mod order;
 pub mod print;
 mod random;
 mod rank;

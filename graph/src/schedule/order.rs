@@ -109,6 +109,16 @@ impl StreamOrder {
         }
     }
 
+    /// The simulation of each scope's schedule.
+    pub(crate) fn simulations(&self) -> impl Iterator<Item = (Option<SubId>, &Simulation)> {
+        self.scopes.iter().map(|(scope, sim)| (*scope, sim))
+    }
+
+    /// The simulation of `scope`'s schedule.
+    pub(crate) fn simulation(&self, scope: Option<SubId>) -> Option<&Simulation> {
+        self.scopes.get(&scope)
+    }
+
     /// True when the schedule of `scope` scheduled `node`.
     pub fn runs(&self, scope: Option<SubId>, node: NodeId) -> bool {
         self.scopes

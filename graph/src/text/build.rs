@@ -22,6 +22,7 @@ use uop_codegen::text::{
 use crate::builder::GraphBuilder;
 use crate::ir::{Graph, Ref, Source, ValueType};
 
+use super::scope::{Named, Scope};
 use super::syntax::{FnDef, Stmt};
 
 /// Words of the graph text that cannot name a value or a function (besides the
@@ -44,7 +45,8 @@ fn is_micro_op(name: &str) -> bool {
 pub(super) enum Binding {
     /// A value.
     Value(Ref),
-    /// A function, and how many scope entries it sees (those before it).
+    /// A function, and its position in the scope: it sees the visible entries
+    /// before it.
     Fn(Rc<FnDef>, usize),
     /// The index `$name` of an enclosing `parallel` body (a rank-0 i32 value).
     Index(Ref),
@@ -56,6 +58,12 @@ pub(super) struct Entry {
     pub(super) name: String,
     pub(super) binding: Binding,
     pub(super) at: usize,
+}
+
+impl Named for Entry {
+    fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// Builds the graph of `stmts` (parsed from `src`).
@@ -72,7 +80,7 @@ pub fn build(src: &str, stmts: &[Stmt], registry: Arc<Registry>) -> Result<Graph
     let mut b = B {
         src,
         registry,
-        scope: Vec::new(),
+        scope: Scope::default(),
         frames: vec![0],
         dims: HashSet::new(),
         params: Vec::new(),
@@ -97,7 +105,7 @@ pub fn build(src: &str, stmts: &[Stmt], registry: Arc<Registry>) -> Result<Graph
 pub(super) struct B<'s> {
     pub(super) src: &'s str,
     pub(super) registry: Arc<Registry>,
-    pub(super) scope: Vec<Entry>,
+    pub(super) scope: Scope<Entry>,
     /// Where each open scope starts in `scope`.
     pub(super) frames: Vec<usize>,
     pub(super) dims: HashSet<String>,
@@ -127,7 +135,7 @@ impl<'s> B<'s> {
     }
 
     pub(super) fn lookup(&self, name: &str) -> Option<&Entry> {
-        self.scope.iter().rev().find(|e| e.name == name)
+        self.scope.lookup(name)
     }
 
     pub(super) fn statement(&mut self, g: &mut GraphBuilder, stmt: &Stmt, top: bool) -> Result<()> {
@@ -345,9 +353,9 @@ impl<'s> B<'s> {
             format!("`{text}` is a micro op and cannot name {what}")
         } else if KEYWORDS.contains(&text.as_str()) || GRAPH_KEYWORDS.contains(&text.as_str()) {
             format!("`{text}` is a reserved word and cannot name {what}")
-        } else if let Some(e) = self.scope[self.frames.last().copied().unwrap_or(0)..]
-            .iter()
-            .find(|e| e.name == *text)
+        } else if let Some(e) = self
+            .scope
+            .lookup_from(text, self.frames.last().copied().unwrap_or(0))
         {
             format!("`{text}` is already defined on line {}", self.line_of(e.at))
         } else if self.dims.contains(text) {
@@ -404,7 +412,7 @@ impl<'s> B<'s> {
         } else {
             let values = self
                 .scope
-                .iter()
+                .visible_entries()
                 .filter(|e| matches!(e.binding, Binding::Value(_)))
                 .map(|e| e.name.as_str());
             match suggest(name, values) {
@@ -437,7 +445,7 @@ impl<'s> B<'s> {
         }
         let fns = self
             .scope
-            .iter()
+            .visible_entries()
             .filter(|e| matches!(e.binding, Binding::Fn(..)))
             .map(|e| e.name.as_str());
         let message = match suggest(name, fns) {
@@ -472,10 +480,12 @@ impl<'s> B<'s> {
         }
     }
 
+    /// True when `$p` is a declared parameter or the index of an enclosing
+    /// `parallel` body.
     pub(super) fn param_declared(&self, p: &str) -> bool {
-        self.scope
-            .iter()
-            .any(|e| matches!(e.binding, Binding::Index(_)) && e.name.strip_prefix('$') == Some(p))
-            || self.params.iter().any(|q| q == p)
+        matches!(
+            self.lookup(&format!("${p}")).map(|e| &e.binding),
+            Some(Binding::Index(_))
+        ) || self.params.iter().any(|q| q == p)
     }
 }

@@ -119,7 +119,7 @@ impl B<'_> {
         let micro: Vec<String> = micro_ops().into_iter().map(|m| m.name).collect();
         let fns: Vec<&str> = self
             .scope
-            .iter()
+            .visible_entries()
             .filter(|e| matches!(e.binding, Binding::Fn(..)))
             .map(|e| e.name.as_str())
             .collect();
@@ -394,8 +394,9 @@ impl B<'_> {
         let types = self.types(g, &args);
         self.check_params(def, &types, &ats, c.op.at, "the call", false)?;
         let first_new = g.graph().next_id;
+        let first_position = g.graph().len();
         let results = self.body(g, def, seen, &args)?;
-        mark_callee_names(g, first_new, &def.name.text);
+        mark_callee_names(g, first_position, first_new, &def.name.text);
         Ok(results
             .into_iter()
             .map(|s| match s {
@@ -491,12 +492,13 @@ impl B<'_> {
         seen: usize,
         params: &[Ref],
     ) -> Result<Vec<Source>> {
-        let tail = self.scope.split_off(seen);
-        self.frames.push(self.scope.len());
+        let len = self.scope.len();
+        self.scope.hide(seen);
+        self.frames.push(len);
         self.active.push(def.name.text.clone());
         let result = self.body_in_scope(g, def, params);
-        self.scope.truncate(seen);
-        self.scope.extend(tail);
+        self.scope.truncate(len);
+        self.scope.unhide();
         self.frames.pop();
         self.active.pop();
         result
@@ -860,13 +862,12 @@ impl B<'_> {
 }
 
 /// Marks the names of the values an inline call of `function` made (nodes from
-/// `first_new` on) as the callee's: `w` becomes `function.w`, which no name the user
+/// position `first_position` and id `first_new` on) as the callee's: `w` becomes `function.w`, which no name the user
 /// writes can be, so the caller's names come first wherever names are chosen
 /// (printing, generated code); the value a statement binds takes the caller's name.
-fn mark_callee_names(g: &mut GraphBuilder, first_new: u32, function: &str) {
-    let made: Vec<(Ref, String)> = g
-        .graph()
-        .nodes()
+fn mark_callee_names(g: &mut GraphBuilder, first_position: usize, first_new: u32, function: &str) {
+    let nodes = g.graph().nodes();
+    let made: Vec<(Ref, String)> = nodes[first_position.min(nodes.len())..]
         .iter()
         .filter(|n| n.id.0 >= first_new)
         .flat_map(|n| {

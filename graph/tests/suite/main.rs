@@ -3,6 +3,7 @@
 //! Run one file's tests with a filter: `cargo test --profile fast-build --test suite MODULE::`.
 
 mod fixtures;
+mod fuzz_support;
 mod memory_support;
 mod pass_support;
 
