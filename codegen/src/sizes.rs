@@ -159,13 +159,14 @@ pub fn panel_elements(program: &LoopProgram, bindings: &Bindings, columns: u64) 
     let mut most: u64 = 0;
     for block in &program.blocks {
         let nests = crate::plan::contraction_nests(program, &block.loops);
-        let Some(&first) = nests.first() else {
+        if nests.is_empty() {
             continue;
-        };
+        }
         let Some(trips) = loop_trips(block, bindings) else {
             continue;
         };
-        for at in nests.into_iter().filter(|&i| i >= first) {
+        // `[r, c, k…]` from position `at`: the loops after `c` are the reductions.
+        for at in nests {
             let steps = trips[at + 2..]
                 .iter()
                 .try_fold(1_u64, |n, &t| n.checked_mul(t))?;
