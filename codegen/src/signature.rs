@@ -37,7 +37,7 @@ use uop_runtime::Ledger;
 use crate::index::{Bindings, Expr, list};
 use crate::loops::{LoopProgram, TensorKind};
 use crate::run::RunError;
-use crate::sizes::{account, check_iterations};
+use crate::sizes::{account, check_iterations, panel_elements};
 use crate::uop::{DType, InputDecl, Program, bind_inputs, concrete_shape};
 
 /// One input or output of a kernel.
@@ -113,7 +113,12 @@ impl Bound {
     /// when a temporary's size cannot be had, and an iteration count that overflows.
     pub fn check_run(&self, program: &LoopProgram, buffers: RunBuffers) -> Result<(), RunError> {
         let has_temporaries = program.tensors.iter().any(|t| t.kind == TensorKind::Temp);
-        if buffers == RunBuffers::Borrowed && !has_temporaries {
+        // A `[tile]` nest may be a contraction whose panel the run accounts.
+        let has_tiles = program
+            .blocks
+            .iter()
+            .any(|b| b.loops.iter().any(|l| l.schedule.tile.is_some()));
+        if buffers == RunBuffers::Borrowed && !has_temporaries && !has_tiles {
             return Ok(());
         }
         let mut ledger = Ledger::new();
@@ -129,7 +134,8 @@ impl Bound {
     /// a run of `program` — the loop program whose signature this is bound from —
     /// allocates under these sizes, as `buffers` says who holds the inputs and
     /// outputs. Temporaries count in their element type, a row-local one as one row
-    /// (as the machine code stores it).
+    /// (as the machine code stores it); a JIT kernel's contraction panel counts as
+    /// its largest ([`panel_elements`], at the host's micro-kernel width).
     ///
     /// # Errors
     ///
@@ -162,6 +168,11 @@ impl Bound {
                 *size = 1;
             }
             account(ledger, &t.name, &shape, t.dtype.size())?;
+        }
+        let columns = uop_runtime::microkernel::host_level().columns as u64;
+        let panel = panel_elements(program, &self.bindings, columns).unwrap_or(u64::MAX);
+        if panel > 0 {
+            ledger.add("the contraction panel", panel, 4)?;
         }
         Ok(())
     }
@@ -400,6 +411,45 @@ mod tests {
         assert_eq!(total(&lowered, RunBuffers::Borrowed), 4);
         assert_eq!(total(&lowered, RunBuffers::Owned), 164);
         assert_eq!(bound.check_run(&lowered, RunBuffers::Owned), Ok(()));
+    }
+
+    #[test]
+    fn a_run_accounts_the_jit_s_contraction_panel_at_its_largest() {
+        let text = "\
+input  a: f32[M, K]
+input  b: f32[K, N]
+output c: f32[M, N]
+block 0 {
+  for i0 in 0..M {
+    for i2 in 0..N [tile] {
+      v0 = 0.0 (+)
+      for i1 in 0..K {
+        v0 += a[i0, i1] * b[i1, i2]
+      }
+      c[i0, i2] = v0
+    } }
+}
+";
+        let p = crate::loops::parse_program(text).unwrap();
+        let bound = p
+            .signature()
+            .bind(&[&[6, 100], &[100, 40]], &HashMap::new())
+            .unwrap();
+        let mut ledger = Ledger::with_limit(u64::MAX);
+        bound
+            .account_run(&p, RunBuffers::Borrowed, &mut ledger)
+            .unwrap();
+        // One column tile's panel: every one of the K = 100 reduction steps, a
+        // tile's columns each, in f32.
+        let columns = uop_runtime::microkernel::host_level().columns as u64;
+        assert_eq!(ledger.total(), 100 * columns * 4);
+        // Without the `[tile]` mark there is no panel, nor anything to account.
+        let untiled = crate::loops::parse_program(&text.replace(" [tile]", "")).unwrap();
+        let mut ledger = Ledger::with_limit(u64::MAX);
+        bound
+            .account_run(&untiled, RunBuffers::Borrowed, &mut ledger)
+            .unwrap();
+        assert_eq!(ledger.total(), 0);
     }
 
     #[test]

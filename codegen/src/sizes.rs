@@ -146,6 +146,65 @@ fn check_block(
     Ok(())
 }
 
+/// Values in the largest panel a JIT kernel of `program` packs under `bindings`
+/// (`uop_runtime::microkernel::uop_pack_f32`): over the nests it runs through a
+/// micro-kernel ([`plan::contraction_nests`](crate::plan::contraction_nests)),
+/// the most reduction steps one column tile has — the product of the reduction
+/// loops' trip counts, a range that depends on an outer loop counted by the
+/// largest it can have — times the tile's `columns`. The thread's panel grows to
+/// that and is kept, so a run accounts it whole. `None` when a count overflows;
+/// 0 without such a nest (or where a range is unbounded: the panel then checks
+/// its own size against the memory limit before it grows).
+pub fn panel_elements(program: &LoopProgram, bindings: &Bindings, columns: u64) -> Option<u64> {
+    let mut most: u64 = 0;
+    for block in &program.blocks {
+        let nests = crate::plan::contraction_nests(program, &block.loops);
+        if nests.is_empty() {
+            continue;
+        }
+        let Some(trips) = loop_trips(block, bindings) else {
+            continue;
+        };
+        // `[r, c, k…]` from position `at`: the loops after `c` are the reductions.
+        for at in nests {
+            let steps = trips[at + 2..]
+                .iter()
+                .try_fold(1_u64, |n, &t| n.checked_mul(t))?;
+            most = most.max(steps.checked_mul(columns)?);
+        }
+    }
+    Some(most)
+}
+
+/// The most iterations each loop of `block` runs, outermost first (a range that
+/// depends on an outer loop's variable by the largest it can have); `None` when a
+/// range is unbounded.
+fn loop_trips(block: &Block, bindings: &Bindings) -> Option<Vec<u64>> {
+    let mut ranges = Ranges::default();
+    for (n, v) in &bindings.names {
+        ranges.names.insert(n.clone(), Interval::point(*v));
+    }
+    for (n, v) in &bindings.params {
+        ranges.params.insert(n.clone(), Interval::point(*v));
+    }
+    let mut trips = Vec::with_capacity(block.loops.len());
+    for l in &block.loops {
+        let (lo, hi) = match (l.start.eval(bindings), l.end.eval(bindings)) {
+            (Ok(s), Ok(e)) => (s, e),
+            _ => {
+                let s = l.start.interval(&ranges)?;
+                let e = l.end.interval(&ranges)?;
+                (s.lo, e.hi)
+            }
+        };
+        if let Some(r) = Interval::from_half_open(lo, hi) {
+            ranges.indices.insert(l.id.0, r);
+        }
+        trips.push(u64::try_from(i128::from(hi) - i128::from(lo)).unwrap_or(0));
+    }
+    Some(trips)
+}
+
 /// The name of the tensor a block writes (its first store), for messages.
 fn written_tensor(program: &LoopProgram, block: &Block) -> String {
     let stmts = block

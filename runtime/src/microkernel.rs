@@ -352,7 +352,8 @@ fn packed_already(p: &Pack) -> bool {
 /// Copies the column operand of `*p` into this thread's panel, step after step,
 /// `columns` values each, and returns the panel (on a cache line); returns the
 /// operand itself when its steps already lie that way. Null when the panel's size
-/// overflows or cannot be allocated. The panel stays valid until the thread's
+/// overflows, exceeds the memory limit ([`crate::memory_limit`]) or cannot be
+/// allocated. The panel stays valid until the thread's
 /// next call.
 ///
 /// # Safety
@@ -377,6 +378,15 @@ pub unsafe extern "C" fn uop_pack_f32(p: *const Pack) -> *const f32 {
     PANEL.with(|panel| {
         let mut panel = panel.borrow_mut();
         if panel.as_ref().is_none_or(|v| v.len() < len) {
+            // Accounted before it is taken: the run's ledger counted the panel
+            // when its sizes were known; this refuses one over the memory limit
+            // whatever the caller counted.
+            let mut ledger = crate::Ledger::new();
+            if ledger.add("the contraction panel", len as u64, 4).is_err()
+                || ledger.check().is_err()
+            {
+                return std::ptr::null();
+            }
             *panel = AlignedVec::try_zeroed(len.max(1));
         }
         let Some(panel) = panel.as_mut() else {

@@ -115,6 +115,22 @@ pub fn contraction(p: &LoopProgram, loops: &[Loop]) -> Option<Contraction> {
     })
 }
 
+/// The nests of block `loops` (outermost first) a JIT runs through a
+/// micro-kernel: each as the position of its row loop, the `[r, c, k…]` of
+/// [`contraction`] being `loops[position..]`. The JIT asks the same question of
+/// the same loops (a `[tile]` column loop with a [`tile_plan`] and a
+/// [`contraction`]), so these are the nests whose column operands it packs into
+/// its panel.
+pub fn contraction_nests(p: &LoopProgram, loops: &[Loop]) -> Vec<usize> {
+    (0..loops.len().saturating_sub(1))
+        .filter(|&i| {
+            loops[i + 1].schedule.tile.is_some()
+                && tile_plan(p, &loops[i..]).is_some()
+                && contraction(p, &loops[i..]).is_some()
+        })
+        .collect()
+}
+
 fn affine_subscript(s: &Subscript, loops: &[usize]) -> bool {
     match s {
         Subscript::Expr(e) => affine(e, loops),
@@ -201,6 +217,19 @@ block 0 {
         );
         let k = contraction(&p, &loops[1..]).expect("a contraction");
         assert_eq!(k.store.map(|a| a.tensor.0), Some(2), "stored unchanged");
+    }
+
+    #[test]
+    fn the_nests_a_jit_contracts_are_named_by_their_row_loop() {
+        let (p, loops) = nest(MATMUL);
+        assert_eq!(contraction_nests(&p, &loops), vec![0]);
+        let (p, loops) = nest(&MATMUL.replace(" [tile]", ""));
+        assert!(contraction_nests(&p, &loops).is_empty(), "no [tile] mark");
+        let (p, loops) = nest(&MATMUL.replace("f32", "f64"));
+        assert!(
+            contraction_nests(&p, &loops).is_empty(),
+            "no f64 micro-kernel"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub mod tile;
 pub mod transpose;
 pub mod vector;
 
-pub use contraction::{Contraction, contraction};
+pub use contraction::{Contraction, contraction, contraction_nests};
 pub use panel::{Packing, panel_loads, row_panel_loads};
 pub use runs::{RUN_FUNCTIONS, math_runs};
 pub use tile::{tile_plan, unit_axes};
