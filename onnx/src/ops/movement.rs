@@ -466,6 +466,7 @@ pub(crate) fn cumsum(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     if reverse {
         r = flip(im, r)?;
     }
+    let r = crate::ops::elementwise::wrap(im, r, elem_of(v))?;
     Ok(vec![Val::Graph(r, elem_of(v))])
 }
 

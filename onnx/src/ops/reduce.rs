@@ -51,7 +51,7 @@ pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             "ReduceLogSum" => im.op("log", &[x])?,
             _ => im.with_scalar("add", x, 0.0)?,
         };
-        return Ok(vec![im.fval(r)]);
+        return Ok(vec![typed(im, v, r)?]);
     };
     let (pre, op) = match n.op() {
         "ReduceSum" => (None, "sum"),
@@ -90,9 +90,21 @@ pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     match n.op() {
         "ReduceL2" => r = im.op("sqrt", &[r])?,
         "ReduceLogSum" => r = im.op("log", &[r])?,
+        "ReduceMean" if crate::ops::elementwise::elem_of(v).is_int() => {
+            r = crate::ops::elementwise::trunc(im, r)?;
+        }
         _ => {}
     }
-    Ok(vec![im.fval(r)])
+    Ok(vec![typed(im, v, r)?])
+}
+
+/// A reduction's result: of the input's type for integers (computed in the float
+/// type, wrapped into the type's range), else of the float type.
+fn typed(im: &mut Im, input: &Val, r: Ref) -> CResult<Val> {
+    Ok(match crate::ops::elementwise::elem_of(input) {
+        e if e.is_int() => Val::Graph(crate::ops::elementwise::wrap(im, r, e)?, e),
+        _ => im.fval(r),
+    })
 }
 
 /// ArgMax, ArgMin (select_last_index by flipping the axis).
