@@ -22,6 +22,18 @@ pub enum ElemType {
     Int64,
     /// `bool`: 0 / 1 of the graph's float type.
     Bool,
+    /// `int8`: i32 in the graph.
+    Int8,
+    /// `int16`: i32 in the graph.
+    Int16,
+    /// `uint8`: i32 in the graph.
+    UInt8,
+    /// `uint16`: i32 in the graph.
+    UInt16,
+    /// `uint32`: i32 in the graph, where every value fits.
+    UInt32,
+    /// `uint64`: i32 in the graph, where every value fits.
+    UInt64,
 }
 
 impl ElemType {
@@ -33,8 +45,14 @@ impl ElemType {
             Ok(DataType::Int32) => Ok(ElemType::Int32),
             Ok(DataType::Int64) => Ok(ElemType::Int64),
             Ok(DataType::Bool) => Ok(ElemType::Bool),
+            Ok(DataType::Int8) => Ok(ElemType::Int8),
+            Ok(DataType::Int16) => Ok(ElemType::Int16),
+            Ok(DataType::Uint8) => Ok(ElemType::UInt8),
+            Ok(DataType::Uint16) => Ok(ElemType::UInt16),
+            Ok(DataType::Uint32) => Ok(ElemType::UInt32),
+            Ok(DataType::Uint64) => Ok(ElemType::UInt64),
             Ok(other) => Err(format!(
-                "element type {} is not supported (uop has f32, f64, i32; int64 and bool are converted)",
+                "element type {} is not supported (uop has f32, f64, i32; other integers and bool are converted)",
                 other.as_str_name()
             )),
             Err(_) => Err(format!("unknown element type code {code}")),
@@ -49,6 +67,12 @@ impl ElemType {
             ElemType::Int32 => "INT32",
             ElemType::Int64 => "INT64",
             ElemType::Bool => "BOOL",
+            ElemType::Int8 => "INT8",
+            ElemType::Int16 => "INT16",
+            ElemType::UInt8 => "UINT8",
+            ElemType::UInt16 => "UINT16",
+            ElemType::UInt32 => "UINT32",
+            ElemType::UInt64 => "UINT64",
         }
     }
 
@@ -57,9 +81,38 @@ impl ElemType {
         matches!(self, ElemType::Float | ElemType::Double)
     }
 
-    /// True for `int32` and `int64`.
+    /// True for the integer types.
     pub fn is_int(self) -> bool {
-        matches!(self, ElemType::Int32 | ElemType::Int64)
+        self.bits().is_some()
+    }
+
+    /// An integer type's width and signedness.
+    pub fn bits(self) -> Option<(u32, bool)> {
+        match self {
+            ElemType::Int8 => Some((8, true)),
+            ElemType::Int16 => Some((16, true)),
+            ElemType::Int32 => Some((32, true)),
+            ElemType::Int64 => Some((64, true)),
+            ElemType::UInt8 => Some((8, false)),
+            ElemType::UInt16 => Some((16, false)),
+            ElemType::UInt32 => Some((32, false)),
+            ElemType::UInt64 => Some((64, false)),
+            ElemType::Float | ElemType::Double | ElemType::Bool => None,
+        }
+    }
+
+    /// `v` wrapped into this type's range as two's complement arithmetic wraps (the
+    /// value itself for 64-bit types and non-integers).
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            ElemType::Int8 => i64::from(v as i8),
+            ElemType::Int16 => i64::from(v as i16),
+            ElemType::Int32 => i64::from(v as i32),
+            ElemType::UInt8 => i64::from(v as u8),
+            ElemType::UInt16 => i64::from(v as u16),
+            ElemType::UInt32 => i64::from(v as u32),
+            _ => v,
+        }
     }
 }
 
@@ -180,12 +233,17 @@ impl HostTensor {
     }
 
     /// A graph tensor read back as ONNX element type `elem` (integers and bools
-    /// rounded from the float type's values).
+    /// rounded from the float type's values, integers wrapped into their type's range).
     pub fn from_graph(t: &Tensor, elem: ElemType) -> HostTensor {
         let data = if elem.is_float() {
             HostData::Float(t.data.clone())
         } else {
-            HostData::Int(t.data.iter().map(|&x| x.round() as i64).collect())
+            HostData::Int(
+                t.data
+                    .iter()
+                    .map(|&x| elem.wrap(x.round() as i64))
+                    .collect(),
+            )
         };
         HostTensor {
             elem,
@@ -201,16 +259,17 @@ pub fn ints_to_i32(v: &[i64]) -> Result<Vec<f64>, String> {
         .map(|&x| {
             i32::try_from(x)
                 .map(f64::from)
-                .map_err(|_| format!("int64 value {x} does not fit in i32"))
+                .map_err(|_| format!("integer value {x} does not fit in i32"))
         })
         .collect()
 }
 
 fn from_raw(elem: ElemType, raw: &[u8], count: usize) -> Result<HostData, String> {
     let width = match elem {
-        ElemType::Float | ElemType::Int32 => 4,
-        ElemType::Double | ElemType::Int64 => 8,
-        ElemType::Bool => 1,
+        ElemType::Float | ElemType::Int32 | ElemType::UInt32 => 4,
+        ElemType::Double | ElemType::Int64 | ElemType::UInt64 => 8,
+        ElemType::Int16 | ElemType::UInt16 => 2,
+        ElemType::Bool | ElemType::Int8 | ElemType::UInt8 => 1,
     };
     let expected = count
         .checked_mul(width)
@@ -245,6 +304,30 @@ fn from_raw(elem: ElemType, raw: &[u8], count: usize) -> Result<HostData, String
                 .collect(),
         ),
         ElemType::Bool => HostData::Int(raw.iter().map(|&b| i64::from(b != 0)).collect()),
+        ElemType::Int8 => HostData::Int(raw.iter().map(|&b| i64::from(b as i8)).collect()),
+        ElemType::UInt8 => HostData::Int(raw.iter().map(|&b| i64::from(b)).collect()),
+        ElemType::Int16 => HostData::Int(
+            chunks
+                .map(|c| i64::from(i16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+        ),
+        ElemType::UInt16 => HostData::Int(
+            chunks
+                .map(|c| i64::from(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+        ),
+        ElemType::UInt32 => HostData::Int(
+            chunks
+                .map(|c| i64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                .collect(),
+        ),
+        // Beyond i64 saturates: such a value fits no i32 either, and is reported.
+        ElemType::UInt64 => HostData::Int(
+            chunks
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .map(|x| i64::try_from(x).unwrap_or(i64::MAX))
+                .collect(),
+        ),
     })
 }
 
@@ -252,7 +335,17 @@ fn from_fields(elem: ElemType, t: &TensorProto) -> HostData {
     match elem {
         ElemType::Float => HostData::Float(t.float_data.iter().map(|&x| f64::from(x)).collect()),
         ElemType::Double => HostData::Float(t.double_data.clone()),
-        ElemType::Int32 => HostData::Int(t.int32_data.iter().map(|&x| i64::from(x)).collect()),
+        // ONNX keeps every integer type of 32 bits or fewer in `int32_data`, except
+        // uint32, which is in `uint64_data` with uint64.
+        ElemType::Int32 | ElemType::Int8 | ElemType::Int16 | ElemType::UInt8 | ElemType::UInt16 => {
+            HostData::Int(t.int32_data.iter().map(|&x| i64::from(x)).collect())
+        }
+        ElemType::UInt32 | ElemType::UInt64 => HostData::Int(
+            t.uint64_data
+                .iter()
+                .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+                .collect(),
+        ),
         ElemType::Bool => HostData::Int(t.int32_data.iter().map(|&x| i64::from(x != 0)).collect()),
         ElemType::Int64 => HostData::Int(t.int64_data.clone()),
     }

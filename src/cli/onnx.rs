@@ -233,6 +233,7 @@ fn numpy_of(elem: ElemType) -> &'static str {
         ElemType::Int32 => "int32 or int64",
         ElemType::Int64 => "int64 or int32",
         ElemType::Bool => "bool",
+        _ => "integer",
     }
 }
 
@@ -240,9 +241,9 @@ fn numpy_of(elem: ElemType) -> &'static str {
 pub(crate) fn read_host(file: &Path, name: &str, elem: ElemType) -> Result<HostTensor, CliError> {
     let t = match elem {
         ElemType::Bool => read_npy_bool(file),
-        ElemType::Int32 | ElemType::Int64 => read_npy_as(file, DType::I32),
+        e if e.is_int() => read_npy_as(file, DType::I32),
         ElemType::Float => read_npy_as(file, DType::F32),
-        ElemType::Double => read_npy_as(file, DType::F64),
+        _ => read_npy_as(file, DType::F64),
     }
     .map_err(|e| match e.kind {
         NpyErrorKind::UnsupportedDType(holds) => CliError(format!(
@@ -269,7 +270,7 @@ pub(crate) fn read_host(file: &Path, name: &str, elem: ElemType) -> Result<HostT
             HostData::Int(t.data.iter().map(|&v| v as i64).collect())
         }
         (ElemType::Bool, DType::I32) => return Err(wrong("integers other than 0 and 1")),
-        (ElemType::Int32 | ElemType::Int64, DType::I32) => {
+        (e, DType::I32) if e.is_int() => {
             HostData::Int(t.data.iter().map(|&v| v as i64).collect())
         }
         (_, d) => return Err(wrong(numpy_name(d))),

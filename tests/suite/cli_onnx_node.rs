@@ -86,9 +86,9 @@ pub(crate) fn write_host(path: &Path, t: &HostTensor) -> Result<(), String> {
 pub(crate) fn read_output(path: &Path, elem: ElemType) -> Result<(Vec<usize>, HostData), String> {
     let t = match elem {
         ElemType::Bool => read_npy_bool(path),
-        ElemType::Int32 | ElemType::Int64 => read_npy_as(path, DType::I32),
         ElemType::Float => read_npy_as(path, DType::F32),
         ElemType::Double => read_npy_as(path, DType::F64),
+        _ => read_npy_as(path, DType::I32),
     }
     .map_err(|e| e.to_string())?;
     let data = if elem.is_float() {

@@ -403,6 +403,7 @@ fn replay(b: &mut Builder, node: &Node, value: &[NodeId]) -> Result<NodeId, UopE
         Uop::Reduce { op, axes, x } => b.reduce(*op, axes, v(x)),
         Uop::Select { axis, x, index } => b.select(*axis, v(x), v(index)),
         Uop::Iota { axis } => b.iota_exprs(shape, &[], *axis),
+        Uop::Cast { x } => b.cast(v(x), node.dtype),
     }
 }
 

@@ -161,7 +161,8 @@ pub(super) fn contributions(
     let y = cx.val(id);
     let mut out = Vec::new();
     match &node.op {
-        Uop::Input | Uop::Iota { .. } => {}
+        // A cast has an i32 side: nothing to differentiate (truncation is flat).
+        Uop::Input | Uop::Iota { .. } | Uop::Cast { .. } => {}
         Uop::Reindex { x, index, .. } => {
             if wants(*x) {
                 out.push((*x, reindex(cx, id, *x, index, g)?));

@@ -220,9 +220,10 @@ impl Machine<'_> {
         Ok(match v {
             Value::Load { access, fill } => {
                 let t = &self.tensors[self.tensor_index(access)?];
+                // An i32 tensor read as a value is converted to the float type.
                 match self.locate(access)? {
-                    Some(at) => t.data[at],
-                    None => t.dtype.round(*fill),
+                    Some(at) => round(t.data[at]),
+                    None => round(t.dtype.round(*fill)),
                 }
             }
             Value::Var(var) => self.var(var.0)?,

@@ -180,6 +180,11 @@ fn eval_node(
                 out.data[at] = dtype.round(i[*axis] as f64);
             }
         }
+        Uop::Cast { x } => {
+            for (o, &v) in out.data.iter_mut().zip(&values.get(*x).data) {
+                *o = dtype.round(v);
+            }
+        }
     }
     Ok(out)
 }

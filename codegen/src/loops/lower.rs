@@ -70,6 +70,8 @@ pub fn lower(program: &Program) -> LoopProgram {
             Uop::Reduce { op, axes, x } => l.reduce(out, *op, axes, *x),
             Uop::Select { axis, x, index } => l.select(out, *axis, *x, *index),
             Uop::Iota { axis } => l.iota(out, *axis),
+            // The store converts to `out`'s element type (`DType::round`).
+            Uop::Cast { x } => l.elementwise(out, &[Operand::Node(*x)], |v| v[0].clone()),
         }
         for (slot, &node_id) in slots.iter().zip(&program.outputs) {
             if node_id.0 == k && *slot != out {

@@ -1,7 +1,7 @@
 //! The built-in micro ops as text calls: their names, signatures, and how a call's
 //! arguments map onto [`Builder`] methods (which do all the checking).
 
-use crate::uop::{Accum, BinaryOp, Builder, NodeId, ReduceOp, UnaryOp, UopError};
+use crate::uop::{Accum, BinaryOp, Builder, DType, NodeId, ReduceOp, UnaryOp, UopError};
 
 use super::args::{Args, Attrs, MacroError};
 
@@ -16,6 +16,7 @@ pub(crate) enum Micro {
     Reduce(ReduceOp),
     Select,
     Iota,
+    Cast,
 }
 
 impl Micro {
@@ -26,7 +27,7 @@ impl Micro {
         all.extend(BinaryOp::ALL.iter().map(|&op| Micro::Binary(op)));
         all.push(Micro::Where);
         all.extend(ReduceOp::ALL.iter().map(|&op| Micro::Reduce(op)));
-        all.extend([Micro::Select, Micro::Iota]);
+        all.extend([Micro::Select, Micro::Iota, Micro::Cast]);
         all
     }
 
@@ -38,6 +39,7 @@ impl Micro {
             "where" => Some(Micro::Where),
             "select" => Some(Micro::Select),
             "iota" => Some(Micro::Iota),
+            "cast" => Some(Micro::Cast),
             _ => {
                 if let Some(op) = name.strip_prefix("reduce_") {
                     return ReduceOp::from_name(op).map(Micro::Reduce);
@@ -60,6 +62,7 @@ impl Micro {
             Micro::Reduce(op) => format!("reduce_{}", op.name()),
             Micro::Select => "select".into(),
             Micro::Iota => "iota".into(),
+            Micro::Cast => "cast".into(),
         }
     }
 
@@ -76,6 +79,7 @@ impl Micro {
             Micro::Reduce(_) => format!("{}(x, [axes])", self.name()),
             Micro::Select => "select(x, index, axis=N)".into(),
             Micro::Iota => "iota([shape], axis, sources=[])".into(),
+            Micro::Cast => "cast(x, \"i32\" or \"float\")".into(),
         }
     }
 
@@ -93,6 +97,9 @@ impl Micro {
             Micro::Reduce(op) => format!("{op} over the axes; reduced axes keep size 1"),
             Micro::Select => "gather along axis with an index tensor".into(),
             Micro::Iota => "the output index along axis, as a value".into(),
+            Micro::Cast => "x as i32 or as the program's float type: a float to i32 truncates \
+                            toward zero (saturating, NaN to 0)"
+                .into(),
         }
     }
 
@@ -157,6 +164,22 @@ impl Micro {
                 let sources = attrs.nodes_or("sources", vec![])?;
                 b.iota_exprs(shape, &sources, axis)
                     .map_err(|e| at_axis_error(e, at))
+            }
+            Micro::Cast => {
+                let x = args.node(0)?;
+                let name = args.str(1)?;
+                let dtype = match name {
+                    "float" => b.dtype(),
+                    _ => DType::from_name(name).ok_or_else(|| {
+                        MacroError::from(UopError::BadExpr {
+                            op: "cast".into(),
+                            message: format!(
+                                "the type must be \"i32\" or \"float\", found {name:?}"
+                            ),
+                        })
+                    })?,
+                };
+                Ok(b.cast(x, dtype)?)
             }
         }
     }

@@ -110,6 +110,7 @@ fn call(program: &Program, node: &Node) -> String {
             format!("select({}, {}, axis={axis})", name(x), name(index))
         }
         Uop::Iota { axis } => format!("iota({shape}, {axis})"),
+        Uop::Cast { x } => format!("cast({}, \"{}\")", name(x), node.dtype.cast_target()),
     }
 }
 

@@ -199,8 +199,9 @@ mod tests {
     #[test]
     fn the_micro_op_listing_covers_every_uop() {
         let ops = micro_ops();
-        // reindex, reindex_reduce, 15 unary, 13 binary, where, 7 reductions, select, iota.
-        assert_eq!(ops.len(), 2 + 15 + 13 + 1 + 7 + 2);
+        // reindex, reindex_reduce, 15 unary, 13 binary, where, 7 reductions, select,
+        // iota, cast.
+        assert_eq!(ops.len(), 2 + 15 + 13 + 1 + 7 + 3);
         assert!(ops.iter().any(|op| op.signature == "reduce_max(x, [axes])"));
     }
 }

@@ -606,6 +606,25 @@ impl Builder {
         Ok(self.push(Uop::Select { axis, x, index }, shape, self.dtype))
     }
 
+    /// `x` converted to `dtype`, the program's float type or i32: i32 to float exactly
+    /// (f32 rounds beyond 2^24), float to i32 truncated toward zero (saturating, NaN
+    /// to 0). A cast to `x`'s own type is `x`.
+    pub fn cast(&mut self, x: NodeId, dtype: DType) -> Result<NodeId> {
+        if dtype != DType::I32 && dtype != self.dtype {
+            return Err(UopError::DType {
+                op: "cast".into(),
+                what: "the target type".into(),
+                expected: format!("i32 or {}", self.dtype.name()),
+                found: dtype.name().into(),
+            });
+        }
+        if self.nodes[x.0].dtype == dtype {
+            return Ok(x);
+        }
+        let shape = self.nodes[x.0].shape.clone();
+        Ok(self.push(Uop::Cast { x }, shape, dtype))
+    }
+
     /// Records that two sizes must be equal at run time (what `dA0[=dB1]` records, and the
     /// `.uop` text's `assert a == b`). The sizes may mention named dims, `$params` and literals.
     pub fn assert_equal(&mut self, a: Expr, b: Expr) -> Result<()> {

@@ -116,6 +116,13 @@ pub enum Uop {
         /// The axis whose index is produced.
         axis: usize,
     },
+    /// `x` converted to the node's element type: i32 to the float type exactly (f32
+    /// rounds beyond 2^24), a float to i32 truncated toward zero (saturating, NaN to 0:
+    /// [`DType::round`](super::ops::DType::round)).
+    Cast {
+        /// The operand.
+        x: NodeId,
+    },
 }
 
 impl Uop {
@@ -139,6 +146,7 @@ impl Uop {
             },
             Uop::Select { .. } => "select",
             Uop::Iota { .. } => "iota",
+            Uop::Cast { .. } => "cast",
         }
     }
 
@@ -149,7 +157,8 @@ impl Uop {
             Uop::Reindex { x, .. }
             | Uop::ReindexReduce { x, .. }
             | Uop::Unary { x, .. }
-            | Uop::Reduce { x, .. } => vec![Operand::Node(*x)],
+            | Uop::Reduce { x, .. }
+            | Uop::Cast { x } => vec![Operand::Node(*x)],
             Uop::Binary { a, b, .. } => vec![a.clone(), b.clone()],
             Uop::Where { c, a, b } => vec![c.clone(), a.clone(), b.clone()],
             Uop::Select { x, index, .. } => vec![Operand::Node(*x), Operand::Node(*index)],
@@ -201,6 +210,7 @@ impl Uop {
                 x: f(*x),
                 index: f(*index),
             },
+            Uop::Cast { x } => Uop::Cast { x: f(*x) },
         }
     }
 }

@@ -53,6 +53,12 @@ impl DType {
         }
     }
 
+    /// How a `cast` to this type is written: `"i32"`, or `"float"` for the
+    /// program's float type (so a graph retyped to f64 keeps its casts right).
+    pub fn cast_target(self) -> &'static str {
+        if self.is_float() { "float" } else { "i32" }
+    }
+
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {

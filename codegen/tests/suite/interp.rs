@@ -654,6 +654,52 @@ fn iota_shape_from_a_source_and_a_param_makes_a_one_hot_mask() {
     assert_values(&out, &[3, 3], &[0., 0., 1., 1., 0., 0., 0., 0., 0.]);
 }
 
+// ---------------------------------------------------------------- cast
+
+#[test]
+fn cast_to_i32_truncates_toward_zero_saturates_and_sends_nan_to_0() {
+    let mut b = Builder::new(F32);
+    let x = b.input("x", F32, &["N"]).unwrap();
+    let i = b.cast(x, DType::I32).unwrap();
+    let p = b.combine(&[x], &[i]).unwrap();
+    assert_eq!(p.node(i).dtype, DType::I32);
+    let xs = [2.7, -2.7, 0.5, -0.5, 3e9, -3e9, f64::INFINITY, f64::NAN];
+    let out = run_one(&p, &[f32_tensor(&[8], &xs)], &[]);
+    assert_eq!(out.dtype, DType::I32);
+    let (lo, hi) = (f64::from(i32::MIN), f64::from(i32::MAX));
+    assert_values(&out, &[8], &[2., -2., 0., 0., hi, lo, hi, 0.]);
+}
+
+#[test]
+fn cast_from_i32_is_exact_in_f64_and_rounds_beyond_2_to_the_24_in_f32() {
+    for (dtype, want) in [(F32, 16_777_216.), (DType::F64, 16_777_217.)] {
+        let mut b = Builder::new(dtype);
+        let k = b.input("k", DType::I32, &["N"]).unwrap();
+        let f = b.cast(k, dtype).unwrap();
+        let y = b.binary(BinaryOp::Add, f, 0.0).unwrap();
+        let p = b.combine(&[k], &[y]).unwrap();
+        let out = run_one(&p, &[i32_tensor(&[2], &[-7., 16_777_217.])], &[]);
+        assert_eq!(out.data, [-7., want], "{dtype}");
+        // The loop-IR interpreter and every pass agree.
+        let case = uop_codegen::testing::Case {
+            inputs: vec![i32_tensor(&[2], &[-7., 16_777_217.])],
+            params: params(&[]),
+        };
+        let opts = uop_codegen::testing::CheckOptions::default();
+        uop_codegen::testing::check_program(&p, &case, &opts).expect("the lowerings agree");
+    }
+}
+
+#[test]
+fn cast_to_its_own_type_is_the_value_and_other_types_are_errors() {
+    let mut b = Builder::new(F32);
+    let x = b.input("x", F32, &["N"]).unwrap();
+    assert_eq!(b.cast(x, F32).unwrap(), x);
+    let err = b.cast(x, DType::F64).unwrap_err();
+    assert!(matches!(err, UopError::DType { .. }), "{err}");
+    assert!(err.to_string().contains("i32 or f32"), "{err}");
+}
+
 // ---------------------------------------------------------------- rank 0 and f64
 
 #[test]

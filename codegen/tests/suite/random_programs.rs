@@ -63,6 +63,7 @@ impl Coverage {
                 }
                 Uop::Select { .. } => "select",
                 Uop::Iota { .. } => "iota",
+                Uop::Cast { .. } => "cast",
             };
             self.kinds.insert(kind);
             for operand in node.op.operands() {

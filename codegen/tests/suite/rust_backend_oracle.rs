@@ -42,6 +42,17 @@ use uop_codegen::uop::{BinaryOp, DType, Program, UnaryOp, Uop};
 
 const CASES_PER_PROGRAM: u64 = 3;
 
+/// Casts both ways (the random programs have none): floats truncated toward zero into
+/// i32 (saturating; `x / 0` gives ±inf and NaN), i32 read back in the float type.
+const CAST: &str = "\
+input x: f32[N]
+input k: i32[N]
+a = cast(mul(x, 1000.5), \"i32\")
+c = cast(div(x, 0.0), \"i32\")
+y = add(add(cast(a, \"float\"), cast(k, \"float\")), cast(c, \"float\"))
+output y
+";
+
 /// One kernel of the scratch crate: where it lives and what it computes.
 struct Entry {
     module: &'static str,
@@ -369,6 +380,7 @@ fn generated_kernels_match_the_interpreter_on_random_programs() {
         ("matmul", crate::rust_backend::MATMUL),
         ("conv2d", crate::rust_backend::CONV2D),
         ("sums", crate::rust_backend::SUMS),
+        ("cast", CAST),
     ];
     for (kernel, text) in kernels {
         let program = uop_codegen::text::parse_program(text, &uop_codegen::text::Registry::new())

@@ -116,9 +116,11 @@ mod round_trips {
              w2 = where(1, $p, x)\n\
              g = select(x, idx, axis=1)\n\
              io = iota([N, 4], 1)\n\
+             ci = cast(idx, \"float\")\n\
+             cx = cast(x, \"i32\")\n\
              e = exp(x)\n",
         );
-        let mut outputs = vec!["r", "rr", "rx", "rn", "w", "w2", "g", "io"]
+        let mut outputs = vec!["r", "rr", "rx", "rn", "w", "w2", "g", "io", "ci", "cx"]
             .into_iter()
             .map(String::from)
             .collect::<Vec<_>>();
@@ -144,6 +146,7 @@ mod round_trips {
             "where",
             "select",
             "iota",
+            "cast",
             "erf",
             "ge",
         ] {

@@ -110,6 +110,12 @@ const MICRO_PROGRAMS: &[(&str, &str)] = &[
          y = eq(i, floor(abs(xx)))\noutput y\n",
     ),
     (
+        "casts between i32 and the float type",
+        "input x: f32[N]\ninput k: i32[N]\na = cast(mul(x, 1000.5), \"i32\")\n\
+         b = add(cast(a, \"float\"), cast(k, \"float\"))\nc = cast(div(x, 0.0), \"i32\")\n\
+         output a\noutput b\noutput c\n",
+    ),
+    (
         "flip, stride and upsample",
         "input x: f32[N]\na = reindex(x, [N], [N - 1 - i0])\nb = reindex(x, [(N + 1) / 2], [2 * i0])\n\
          c = reindex(x, [2 * N], [i0 / 2])\noutput a\noutput b\noutput c\n",

@@ -260,6 +260,11 @@ impl Ctx<'_> {
                     vec![list(&node.shape), Arg::Int(*axis as i64)],
                     Vec::new(),
                 ),
+                Uop::Cast { x } => (
+                    "cast".into(),
+                    vec![tensor(x)?, Arg::Str(node.dtype.cast_target().into())],
+                    Vec::new(),
+                ),
             };
             let r = self.b.call(&op, &args, &attrs).map_err(GradError::build)?;
             at.insert(id, r);

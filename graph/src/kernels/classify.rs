@@ -64,9 +64,11 @@ pub fn classify_program(program: &Program) -> OpClass {
     let mut class = OpClass::ElementWise;
     for node in &program.nodes {
         let c = match &node.op {
-            Uop::Input | Uop::Unary { .. } | Uop::Binary { .. } | Uop::Where { .. } => {
-                OpClass::ElementWise
-            }
+            Uop::Input
+            | Uop::Unary { .. }
+            | Uop::Binary { .. }
+            | Uop::Where { .. }
+            | Uop::Cast { .. } => OpClass::ElementWise,
             Uop::Reindex { .. } | Uop::Iota { .. } | Uop::Select { .. } => OpClass::Reindex,
             Uop::Reduce { op, x, .. } => {
                 if matches!(op, ReduceOp::Sum | ReduceOp::Mean)

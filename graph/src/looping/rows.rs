@@ -81,7 +81,7 @@ pub(crate) fn mixing_uop(
                     Rows::Free
                 }
             }
-            Uop::Unary { x, .. } => of(*x),
+            Uop::Unary { x, .. } | Uop::Cast { x } => of(*x),
             Uop::Binary { .. } | Uop::Where { .. } => {
                 if node.op.inputs().into_iter().any(|n| of(n) == Rows::Looped) {
                     Rows::Looped

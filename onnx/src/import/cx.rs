@@ -2,7 +2,7 @@
 //! opset) and what every op translation works with ([`Im`]: the builder and the
 //! environment; [`NodeIn`]: one node's inputs and attributes).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
@@ -59,6 +59,8 @@ pub(crate) struct Env {
     /// For graph inputs used as indices: the size of the axis they index (negative
     /// indices are wrapped at the boundary), or `None` when uses disagree.
     pub wraps: HashMap<Ref, Option<i64>>,
+    /// Integer graph inputs the graph casts to its float type for arithmetic.
+    pub as_float: HashSet<Ref>,
 }
 
 impl Env {
@@ -277,37 +279,24 @@ impl Im<'_> {
     }
 
     /// A value as a graph value of the float type (bools as 0/1; integers known at
-    /// import converted; integer values of the graph are an error).
+    /// import converted; i32 values of the graph cast, exactly in f64 and up to 2^24
+    /// in f32: a graph input cast here is marked, and [`Imported::graph_inputs`]
+    /// checks its values fit).
+    ///
+    /// [`Imported::graph_inputs`]: crate::Imported::graph_inputs
     pub fn float(&mut self, v: &Val) -> CResult<Ref> {
         match v {
             Val::Known(c) => self.constant(c, self.env.float),
-            Val::Graph(r, elem) => {
-                let dt = self.g.type_of(*r)?.dtype;
-                if dt == DType::I32 {
-                    return Err(CErr::Msg(format!(
-                        "integer arithmetic on {} data computed at run time is not supported yet",
-                        elem.name()
-                    )));
+            Val::Graph(r, _) => {
+                if self.g.type_of(*r)?.dtype != DType::I32 {
+                    return Ok(*r);
                 }
-                Ok(*r)
+                if self.env.input_of.contains_key(r) {
+                    self.env.as_float.insert(*r);
+                }
+                self.call("cast", &[(*r).into(), Arg::Str("float".into())], &[])
             }
         }
-    }
-
-    /// An operand of arithmetic (Add, Div, Sum, ReduceSum, CumSum...) as a graph
-    /// value of the float type: integers computed at run time are an error, since
-    /// held as floats their results could round and their quotients would not
-    /// truncate (integers known at import are folded before this).
-    pub fn arith(&mut self, v: &Val) -> CResult<Ref> {
-        if let Val::Graph(_, elem) = v
-            && elem.is_int()
-        {
-            return Err(CErr::Msg(format!(
-                "integer arithmetic on {} data computed at run time is not supported yet",
-                elem.name()
-            )));
-        }
-        self.float(v)
     }
 
     /// A value as an i32 index tensor into an axis of `size` (when static: a graph
@@ -321,9 +310,9 @@ impl Im<'_> {
             }
         }
         if self.g.type_of(r)?.dtype != DType::I32 {
-            return Err(CErr::Msg(
-                "indices computed as floats at run time are not supported yet".into(),
-            ));
+            // Integers computed in the float type (ArgMax's, integer arithmetic's)
+            // are integral: the cast is exact.
+            return self.call("cast", &[r.into(), Arg::Str("i32".into())], &[]);
         }
         Ok(r)
     }

@@ -60,6 +60,10 @@ pub struct Port {
     /// values `-size..0` are wrapped (`+ size`) when the input is given
     /// ([`Imported::graph_inputs`]), as ONNX counts them from the end.
     pub wrap: Option<i64>,
+    /// For an integer input: the graph computes with its values in its float type
+    /// (not only as indices), so in an f32 graph they must lie within ±2^24, where
+    /// f32 holds every integer ([`Imported::graph_inputs`] checks).
+    pub arithmetic: bool,
 }
 
 /// An imported model.
@@ -124,6 +128,12 @@ impl Imported {
                     }
                     _ => t,
                 };
+                if p.arithmetic && self.graph.dtype == DType::F32 {
+                    exact_in_f32(t).map_err(|message| ImportError::Type {
+                        tensor: p.onnx.clone(),
+                        message,
+                    })?;
+                }
                 let dtype = types.get(k).map_or(self.graph.dtype, |t| t.dtype);
                 t.to_graph_as(dtype).map_err(|message| ImportError::Type {
                     tensor: p.onnx.clone(),
@@ -169,6 +179,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         input_of: HashMap::new(),
         names: NameMap::new(&registry),
         wraps: HashMap::new(),
+        as_float: HashSet::new(),
     };
     let mut g = GraphBuilder::new(float);
     let initializers = read_initializers(graph, &mut env)?;
@@ -203,6 +214,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             elem,
             shape,
             wrap: None,
+            arithmetic: false,
         });
     }
     for name in &options.initializer_inputs {
@@ -235,6 +247,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             elem,
             shape,
             wrap: None,
+            arithmetic: false,
         });
     }
     let mut im = Im {
@@ -271,11 +284,13 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
             elem,
             shape,
             wrap: None,
+            arithmetic: false,
         });
     }
     let graph_input = g.graph().interface.input;
     for (k, p) in inputs.iter_mut().enumerate() {
         p.wrap = env.wraps.get(&Ref::new(graph_input, k)).copied().flatten();
+        p.arithmetic = env.as_float.contains(&Ref::new(graph_input, k));
     }
     Ok(Imported {
         graph: g.finish(),
@@ -448,7 +463,23 @@ fn default_opset(model: &ModelProto) -> Result<i64, ImportError> {
     Ok(v)
 }
 
-/// The graph's float type: f64 when the model's floats are all double, else f32.
+/// An integer input computed with in an f32 graph: every value within ±2^24.
+fn exact_in_f32(t: &HostTensor) -> Result<(), String> {
+    const EXACT: i64 = 1 << 24;
+    if let crate::data::HostData::Int(v) = &t.data
+        && let Some(x) = v.iter().find(|x| !(-EXACT..=EXACT).contains(*x))
+    {
+        return Err(format!(
+            "integer value {x} is beyond ±2^24: the model computes with it in f32, which \
+             would round it"
+        ));
+    }
+    Ok(())
+}
+
+/// The graph's float type: f64 when the model's floats are all double, or when it
+/// has no floats but integers (integer arithmetic is then exact up to 2^53), else
+/// f32.
 fn float_type(graph: &GraphProto) -> Result<DType, ImportError> {
     let mut codes: Vec<i32> = Vec::new();
     for vi in graph
@@ -469,6 +500,13 @@ fn float_type(graph: &GraphProto) -> Result<DType, ImportError> {
             "the model mixes float and double tensors; a uop graph has one float type".into(),
         )),
         (false, true) => Ok(DType::F64),
+        (false, false)
+            if codes
+                .iter()
+                .any(|&c| ElemType::from_code(c).is_ok_and(ElemType::is_int)) =>
+        {
+            Ok(DType::F64)
+        }
         _ => Ok(DType::F32),
     }
 }

@@ -22,9 +22,44 @@ pub(crate) fn arith(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         "Div" => "div",
         _ => "pow",
     };
-    let (x, y) = (im.arith(a)?, im.arith(b)?);
-    let r = im.op(op, &[x, y])?;
+    let (x, y) = (im.float(a)?, im.float(b)?);
+    let mut r = im.op(op, &[x, y])?;
+    if op == "div" && elem_of(a).is_int() {
+        // Integer division truncates toward zero. The quotient of integers within
+        // 2^24 (f32) or 2^53 (f64) rounds to a float on the same side of every
+        // integer, so truncating it is exact.
+        r = trunc(im, r)?;
+    }
+    let r = wrap(im, r, elem_of(a))?;
     Ok(vec![Val::Graph(r, elem_of(a))])
+}
+
+/// An integer result computed in the float type, wrapped into the range of its ONNX
+/// type as two's complement arithmetic wraps: `r - 2^n floor((r + off) / 2^n)` (`off`
+/// 2^(n-1) for signed types, 0 for unsigned), exact below 2^53. For the 8-, 16- and
+/// 32-bit types; int32 only in an f64 graph (an f32 one is exact only within 2^24, far
+/// from int32's ends), the 64-bit types not at all.
+pub(crate) fn wrap(im: &mut Im, r: Ref, elem: ElemType) -> CResult<Ref> {
+    let Some((bits, signed)) = elem.bits() else {
+        return Ok(r);
+    };
+    if bits == 64 || (bits == 32 && im.env.float != uop_codegen::uop::DType::F64) {
+        return Ok(r);
+    }
+    let m = f64::from(1u32 << (bits - 1)) * 2.0;
+    let s = im.with_scalar("add", r, if signed { m / 2.0 } else { 0.0 })?;
+    let q = im.with_scalar("div", s, m)?;
+    let f = im.op("floor", &[q])?;
+    let p = im.with_scalar("mul", f, m)?;
+    im.op("sub", &[r, p])
+}
+
+/// `trunc(x)`, toward zero, as `sign(x) * floor(|x|)`.
+pub(crate) fn trunc(im: &mut Im, x: Ref) -> CResult<Ref> {
+    let s = im.op("sign", &[x])?;
+    let m = im.op("abs", &[x])?;
+    let f = im.op("floor", &[m])?;
+    im.op("mul", &[s, f])
 }
 
 /// The ONNX element type of a value.
@@ -129,14 +164,7 @@ pub(crate) fn variadic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             return Ok(vec![Val::Known(k)]);
         }
     }
-    // Max and Min are exact on integers held as floats; Sum and Mean are not.
-    let operand = |im: &mut Im, v: &Val| {
-        if matches!(n.op(), "Max" | "Min") {
-            im.float(v)
-        } else {
-            im.arith(v)
-        }
-    };
+    let operand = |im: &mut Im, v: &Val| im.float(v);
     let mut acc = operand(im, first)?;
     for v in &vals[1..] {
         let r = operand(im, v)?;
@@ -147,6 +175,9 @@ pub(crate) fn variadic(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     }
     if vals.len() == 1 {
         acc = im.with_scalar("add", acc, 0.0)?;
+    }
+    if n.op() == "Sum" {
+        acc = wrap(im, acc, elem_of(first))?;
     }
     Ok(vec![Val::Graph(acc, elem_of(first))])
 }
@@ -290,13 +321,10 @@ pub(crate) fn modulo(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     })? {
         return Ok(vec![Val::Known(k)]);
     }
-    let (a, b) = (im.arith(n.input(0)?)?, im.arith(n.input(1)?)?);
+    let (a, b) = (im.float(n.input(0)?)?, im.float(n.input(1)?)?);
     let q = im.op("div", &[a, b])?;
     let t = if fmod {
-        let s = im.op("sign", &[q])?;
-        let m = im.op("abs", &[q])?;
-        let f = im.op("floor", &[m])?;
-        im.op("mul", &[s, f])?
+        trunc(im, q)?
     } else {
         im.op("floor", &[q])?
     };
@@ -375,7 +403,13 @@ pub(crate) fn unary(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     };
     let x = im.float(n.input(0)?)?;
     let r = im.op(op, &[x])?;
-    Ok(vec![im.fval(r)])
+    // Neg, Abs, Sign and Relu keep an integer type (computed in the float type).
+    let elem = elem_of(n.input(0)?);
+    Ok(vec![if elem.is_int() {
+        Val::Graph(wrap(im, r, elem)?, elem)
+    } else {
+        im.fval(r)
+    }])
 }
 
 /// Identity (and Dropout in inference: the data, and an all-true mask if asked).

@@ -455,7 +455,7 @@ pub(crate) fn cumsum(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let rank = im.rank(v)?;
     let axis_v = im.known(n, 1, "axis")?.int_values()?;
     let axis = norm_axis(*axis_v.first().ok_or("no axis")?, rank)? as i64;
-    let x = im.arith(v)?;
+    let x = im.float(v)?;
     let reverse = n.int_or("reverse", 0) != 0;
     let flip = |im: &mut Im, t: Ref| im.call("flip", &[t.into(), Arg::Int(axis)], &[]);
     let src = if reverse { flip(im, x)? } else { x };
@@ -466,6 +466,7 @@ pub(crate) fn cumsum(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     if reverse {
         r = flip(im, r)?;
     }
+    let r = crate::ops::elementwise::wrap(im, r, elem_of(v))?;
     Ok(vec![Val::Graph(r, elem_of(v))])
 }
 

@@ -38,12 +38,7 @@ fn reduce_axes(im: &Im, n: &NodeIn, rank: usize) -> CResult<Option<Vec<usize>>> 
 pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let v = n.input(0)?;
     let rank = im.rank(v)?;
-    // ReduceMax and ReduceMin are exact on integers held as floats; the others not.
-    let x = if matches!(n.op(), "ReduceMax" | "ReduceMin") {
-        im.float(v)?
-    } else {
-        im.arith(v)?
-    };
+    let x = im.float(v)?;
     let keep = n.int_or("keepdims", 1) != 0;
     let Some(axes) = reduce_axes(im, n, rank)? else {
         let r = match n.op() {
@@ -56,7 +51,7 @@ pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             "ReduceLogSum" => im.op("log", &[x])?,
             _ => im.with_scalar("add", x, 0.0)?,
         };
-        return Ok(vec![im.fval(r)]);
+        return Ok(vec![typed(im, v, r)?]);
     };
     let (pre, op) = match n.op() {
         "ReduceSum" => (None, "sum"),
@@ -95,9 +90,21 @@ pub(crate) fn reduce(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     match n.op() {
         "ReduceL2" => r = im.op("sqrt", &[r])?,
         "ReduceLogSum" => r = im.op("log", &[r])?,
+        "ReduceMean" if crate::ops::elementwise::elem_of(v).is_int() => {
+            r = crate::ops::elementwise::trunc(im, r)?;
+        }
         _ => {}
     }
-    Ok(vec![im.fval(r)])
+    Ok(vec![typed(im, v, r)?])
+}
+
+/// A reduction's result: of the input's type for integers (computed in the float
+/// type, wrapped into the type's range), else of the float type.
+fn typed(im: &mut Im, input: &Val, r: Ref) -> CResult<Val> {
+    Ok(match crate::ops::elementwise::elem_of(input) {
+        e if e.is_int() => Val::Graph(crate::ops::elementwise::wrap(im, r, e)?, e),
+        _ => im.fval(r),
+    })
 }
 
 /// ArgMax, ArgMin (select_last_index by flipping the axis).

@@ -185,15 +185,45 @@ fn cast_to(im: &mut Im, v: &Val, to: ElemType) -> CResult<Vec<Val>> {
                 let b = im.with_scalar("ne", r, 0.0)?;
                 return Ok(vec![Val::Graph(b, to)]);
             }
-            if to.is_float() && *from == ElemType::Bool {
-                return Ok(vec![Val::Graph(r, to)]);
+            if to == ElemType::Bool {
+                let x = im.float(v)?;
+                let b = im.with_scalar("ne", x, 0.0)?;
+                return Ok(vec![Val::Graph(b, to)]);
             }
-            Err(format!(
-                "a cast from {} to {} at run time is not supported yet",
-                from.name(),
-                to.name()
-            )
-            .into())
+            if to.is_int() && from.is_float() {
+                // Toward zero, as ONNX (and C) convert; out of range saturates, NaN
+                // gives 0.
+                let i = im.call("cast", &[r.into(), Arg::Str("i32".into())], &[])?;
+                return Ok(vec![Val::Graph(i, to)]);
+            }
+            if to.is_float() {
+                return Ok(vec![Val::Graph(im.float(v)?, to)]);
+            }
+            if let (Some((f, fs)), Some((t, ts))) = (from.bits(), to.bits())
+                && (t < f || (fs && !ts))
+            {
+                // Two's complement: the value wrapped into the target's range, where
+                // the float type holds the wrap exactly.
+                if t <= 16 || (t == 32 && im.env.float == uop_codegen::uop::DType::F64) {
+                    let x = im.float(v)?;
+                    let w = crate::ops::elementwise::wrap(im, x, to)?;
+                    return Ok(vec![Val::Graph(w, to)]);
+                }
+                if fs && !ts {
+                    return Err(format!(
+                        "a cast from {} to {} at run time is not supported in an {} graph \
+                         (negative values would not be exact)",
+                        from.name(),
+                        to.name(),
+                        im.env.float
+                    )
+                    .into());
+                }
+                // Narrowing to 32 bits in f32, or from 64: the graph's values are i32
+                // already (integer data must fit i32).
+            }
+            // Bool or integer to a wider integer: the same values.
+            Ok(vec![Val::Graph(r, to)])
         }
     }
 }
@@ -374,7 +404,8 @@ pub(crate) fn concat(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         if s.get(axis).and_then(Expr::as_int) == Some(0) {
             continue;
         }
-        refs.push(im.graph(v)?.into());
+        // In the float type: `concat` computes (integers are exact there).
+        refs.push(im.float(v)?.into());
     }
     if refs.len() == 1 {
         return Ok(vec![(*first).clone()]);
