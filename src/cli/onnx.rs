@@ -270,9 +270,7 @@ pub(crate) fn read_host(file: &Path, name: &str, elem: ElemType) -> Result<HostT
             HostData::Int(t.data.iter().map(|&v| v as i64).collect())
         }
         (ElemType::Bool, DType::I32) => return Err(wrong("integers other than 0 and 1")),
-        (e, DType::I32) if e.is_int() => {
-            HostData::Int(t.data.iter().map(|&v| v as i64).collect())
-        }
+        (e, DType::I32) if e.is_int() => HostData::Int(t.data.iter().map(|&v| v as i64).collect()),
         (_, d) => return Err(wrong(numpy_name(d))),
     };
     Ok(HostTensor {
