@@ -142,7 +142,7 @@ fn small_work(graph: &Graph, steps: &[Step], so_far: u64) -> Option<u64> {
                 .iter()
                 .try_fold(total, |t, b| small_work(graph, &b.steps, t))?,
             StepKind::NoInline(body) => small_work(graph, &body.steps, total)?,
-            StepKind::Parallel { count, body, .. } => {
+            StepKind::Parallel { count, body, .. } | StepKind::Scan { count, body, .. } => {
                 let once = small_work(graph, &body.steps, 0)?;
                 let n = u64::try_from(count.as_int()?).ok()?;
                 total.checked_add(once.checked_mul(n)?)?

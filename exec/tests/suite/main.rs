@@ -7,3 +7,4 @@ mod arena;
 mod differential;
 mod executor;
 mod grad;
+mod scan;

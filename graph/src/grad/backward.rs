@@ -68,7 +68,7 @@ impl Ctx<'_> {
                 }
                 Ok(())
             }
-            Op::Kernel(_) | Op::SumChunks => Err(GradError::unsupported(
+            Op::Kernel(_) | Op::SumChunks | Op::Scan { .. } => Err(GradError::unsupported(
                 node.id,
                 format!("no gradient through a {} node", node.op.kind()),
             )),

@@ -123,14 +123,14 @@ impl Ctx<'_> {
                 }
                 self.add(op, inputs)?
             }
-            Op::Parallel { index, .. } => {
+            Op::Parallel { index, .. } | Op::Scan { index, .. } => {
                 let mut op = node.op.clone();
                 let sub = e
                     .subs
                     .first()
                     .ok_or_else(|| GradError::Graph(format!("{}: no body", node.id)))?;
                 let body = self.clone_sub(sub, frame, std::slice::from_ref(index))?;
-                if let Op::Parallel { body: b, .. } = &mut op {
+                if let Some(b) = op.interfaces_mut().into_iter().next() {
                     *b = body;
                 }
                 self.add(op, inputs)?
