@@ -137,3 +137,47 @@ fn the_executor_gives_the_interpreters_scans_bit_for_bit() {
         }
     }
 }
+
+#[test]
+fn the_gradient_of_a_scan_runs_on_the_executor_as_on_the_interpreter() {
+    use uop_graph::grad::{GraphGradSpec, TapeMode, gradient};
+    let src = "input x: f32[4, 2]
+input s0: f32[2]
+input w: f32[2]
+fn step($t, s, row) {
+  s2 = tanh(add(mul(s, w), row))
+  return s2, mul(s2, row)
+}
+s, ys = scan(4, step, s0, x, carried=1, reverse=[1], out_axes=[1], out_reverse=[1])
+output s, ys";
+    let g = parse(src);
+    let inputs = [ramp(&[4, 2]), t(&[2], &[0.1, -0.3]), t(&[2], &[0.8, 1.2])];
+    for tape in [TapeMode::Stack, TapeMode::Recompute] {
+        let spec = GraphGradSpec {
+            tape,
+            ..GraphGradSpec::all(&g)
+        };
+        let grad = gradient(&g, &spec).unwrap_or_else(|e| panic!("{e}"));
+        let seeds = [t(&[2], &[1.0, -0.5]), ramp(&[2, 4])];
+        let expected = grad
+            .run(&g, &inputs, &seeds, &HashMap::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let options = RunOptions {
+            max_iterations: Some(1000),
+        };
+        let fwd = run_with(&g, &inputs, &HashMap::new(), &options).unwrap();
+        let args = grad.arguments(&inputs, &seeds, &fwd.outputs).unwrap();
+        let params = grad.params(&fwd.trace, &HashMap::new());
+        let exe = uop_exec::compile(&grad.graph).unwrap_or_else(|e| panic!("{e}"));
+        let found = exe.run_with_params(&args, &params).unwrap();
+        for (f, e) in found.iter().zip(&expected) {
+            assert_eq!(f.shape, e.shape);
+            for (a, b) in f.data.iter().zip(&e.data) {
+                assert!(
+                    (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                    "{tape:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}

@@ -68,11 +68,12 @@ impl Ctx<'_> {
                 }
                 Ok(())
             }
-            Op::Kernel(_) | Op::SumChunks | Op::Scan { .. } => Err(GradError::unsupported(
+            Op::Kernel(_) | Op::SumChunks => Err(GradError::unsupported(
                 node.id,
                 format!("no gradient through a {} node", node.op.kind()),
             )),
             Op::While { .. } => self.backward_while(node, e, &seeds, frame, adj),
+            Op::Scan { .. } => self.backward_scan(node, e, &seeds, frame, adj),
             Op::If { .. } | Op::Case { .. } | Op::NoInline { .. } | Op::Parallel { .. } => {
                 self.backward_super(node, e, &seeds, frame, adj)
             }
