@@ -179,9 +179,13 @@ impl ScanAxis {
         }
     }
 
-    /// The position iteration `t` of `count` touches.
+    /// The position iteration `t` (below `count`) touches.
     pub fn position(&self, t: usize, count: usize) -> usize {
-        if self.reverse { count - 1 - t } else { t }
+        if self.reverse {
+            count.saturating_sub(t.saturating_add(1))
+        } else {
+            t
+        }
     }
 }
 

@@ -383,3 +383,63 @@ fn scan_axes_and_directions_and_a_symbolic_length() {
         assert_eq!(out[2], [12.0, 10.0, 6.0, 120.0, 100.0, 60.0], "{len}");
     }
 }
+
+#[test]
+fn a_loop_whose_trip_count_is_a_symbolic_size_runs_that_many_times() {
+    // M = Shape(x)[0] (x: [N]): y <- y + x[i], every y stacked.
+    let body = GraphProto {
+        name: Some("body".into()),
+        input: vec![
+            value("i", INT64, &[]),
+            value("c", BOOL, &[]),
+            value("y_in", FLOAT, &["1"]),
+        ],
+        output: vec![
+            value("c_out", BOOL, &[]),
+            value("y_out", FLOAT, &["1"]),
+            value("scan_out", FLOAT, &["1"]),
+        ],
+        node: vec![
+            node("Identity", &["c"], &["c_out"], vec![]),
+            node("Add", &["i", "one"], &["end"], vec![]),
+            node("Unsqueeze", &["i", "zero"], &["start1"], vec![]),
+            node("Unsqueeze", &["end", "zero"], &["end1"], vec![]),
+            node("Slice", &["x", "start1", "end1"], &["row"], vec![]),
+            node("Add", &["y_in", "row"], &["y_out"], vec![]),
+            node("Identity", &["y_out"], &["scan_out"], vec![]),
+        ],
+        initializer: vec![ints("one", &[], &[1]), ints("zero", &[1], &[0])],
+        ..Default::default()
+    };
+    let bytes = model(
+        13,
+        vec![
+            node("Shape", &["x"], &["shape"], vec![]),
+            node("Gather", &["shape", "zero_s"], &["m"], vec![]),
+            node(
+                "Loop",
+                &["m", "cond", "y0"],
+                &["y", "ys"],
+                vec![graph_attr("body", body)],
+            ),
+        ],
+        vec![value("x", FLOAT, &["N"]), value("y0", FLOAT, &["1"])],
+        vec![value("y", FLOAT, &["1"]), value("ys", FLOAT, &["N", "1"])],
+        vec![ints("zero_s", &[], &[0]), true_tensor("cond")],
+    );
+    let m = import(&bytes, &ImportOptions::default()).expect("imports");
+    assert_eq!(scans(&m), 1);
+    assert_eq!(
+        m.graph.nodes().last().map(|n| n.outputs[1].shape.clone()),
+        Some(vec![Expr::name("N"), Expr::Int(1)])
+    );
+    let out = run(
+        &m,
+        &[
+            ("x", host(&[4], &[1.0, 2.0, 3.0, 4.0])),
+            ("y0", host(&[1], &[0.0])),
+        ],
+    );
+    assert_eq!(out[0], [10.0]);
+    assert_eq!(out[1], [1.0, 3.0, 6.0, 10.0]);
+}
