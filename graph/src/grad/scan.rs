@@ -16,7 +16,7 @@
 use super::clone::{Frame, Taped};
 use super::reach::free_refs;
 use super::{Adj, Ctx, GradError};
-use crate::hierarchy::Entry;
+use crate::hierarchy::{Entry, SubFunction};
 use crate::ir::{Interface, Node, Op, Ref, ScanAxis, Source, ValueType};
 
 /// A forward `scan`'s fields.
@@ -110,6 +110,33 @@ impl Ctx<'_> {
         self.map_outputs(node, &out[..n], frame)
     }
 
+    /// The forward body of scan `node` recomputed in `inner` (its index bound to
+    /// `index`), then its backward pass seeded with `seeds` (result position,
+    /// gradient); returns the gradients.
+    fn body_backward(
+        &mut self,
+        node: &Node,
+        body: &SubFunction,
+        index: (&str, Ref),
+        inner: &mut Frame,
+        seeds: &[(usize, Ref)],
+    ) -> Result<Adj, GradError> {
+        let results = node.op.interfaces()[0].outputs.clone();
+        self.with_index(Some(index), |cx| {
+            cx.emit_entries(&body.nodes, inner, true)?;
+            let mut local = Adj::new();
+            for &(out, g) in seeds {
+                if let Some(Source::Ref(r)) = results.get(out)
+                    && (r.node == body.input || cx.reach.has(*r))
+                {
+                    cx.accumulate(&mut local, *r, g)?;
+                }
+            }
+            cx.backward_entries(&body.nodes, inner, &mut local)?;
+            Ok(local)
+        })
+    }
+
     /// The backward scan of forward `node` (module docs).
     pub(crate) fn backward_scan(
         &mut self,
@@ -142,14 +169,11 @@ impl Ctx<'_> {
             frame.taped.get(&node.id).cloned().ok_or_else(|| {
                 GradError::Graph(format!("{}: the scan recorded no tape", node.id))
             })?;
-        let ty = |r: Ref| -> Result<ValueType, GradError> {
-            self.fwd
-                .type_of(r)
-                .cloned()
-                .ok_or_else(|| GradError::Graph(format!("{r} is not a value")))
-        };
-        let cap_types: Vec<ValueType> =
-            captures.iter().map(|c| ty(*c)).collect::<Result<_, _>>()?;
+        let cap_types = captures
+            .iter()
+            .map(|c| self.fwd.type_of(*c).cloned())
+            .collect::<Option<Vec<ValueType>>>()
+            .ok_or_else(|| GradError::Graph(format!("{}: reads a missing value", node.id)))?;
         let (fwd_names, fwd_types) = self.params_of(body)?;
         // Backward inputs: carried (g_s, acc), then scanned (seeds, index tape,
         // state tapes, xs).
@@ -186,10 +210,9 @@ impl Ctx<'_> {
         let tape_at = 1 + float.len() + captures.len() + seeded.len();
         inputs.push(taped.count);
         scanned.push(flipped(ScanAxis::new(0)));
-        for (k, t) in taped.tapes.iter().enumerate() {
+        for t in &taped.tapes {
             inputs.push(t.ok_or_else(|| GradError::Graph("a state has no tape".into()))?);
             scanned.push(flipped(ScanAxis::new(0)));
-            let _ = k;
         }
         for (j, a) in f.scanned.iter().enumerate() {
             inputs.push(frame.get(node.inputs[f.carried + j])?);
@@ -198,38 +221,33 @@ impl Ctx<'_> {
         names.extend(fwd_names);
         types.extend(fwd_types.iter().cloned());
         let (bin, bparams) = self.open_sub(names, types)?;
-        // The forward body on iteration t's parameters, then its backward pass.
+        // The forward body on iteration t's parameters, then its backward pass,
+        // seeded by the carried gradients and the seeds' slices.
         let mut inner = frame.clone();
         for k in 0..fwd_types.len() {
             inner
                 .env
                 .insert(Ref::new(body.input, k), bparams[tape_at + k]);
         }
-        let results = node.op.interfaces()[0].outputs.clone();
-        let local = self.with_index(Some((f.index, bparams[tape_at])), |cx| {
-            cx.emit_entries(&body.nodes, &mut inner, true)?;
-            let mut local = Adj::new();
-            let mut seed = |cx: &mut Self, out: usize, g: Ref| -> Result<(), GradError> {
-                if let Source::Ref(r) = &results[out]
-                    && (r.node == body.input || cx.reach.has(*r))
-                {
-                    cx.accumulate(&mut local, *r, g)?;
-                }
-                Ok(())
-            };
-            for (i, &k) in float.iter().enumerate() {
-                seed(cx, k, bparams[1 + i])?;
-            }
-            for (i, &k) in seeded.iter().enumerate() {
-                seed(
-                    cx,
-                    f.carried + k,
-                    bparams[1 + float.len() + captures.len() + i],
-                )?;
-            }
-            cx.backward_entries(&body.nodes, &inner, &mut local)?;
-            Ok(local)
-        })?;
+        let mut seeds_at: Vec<(usize, Ref)> = float
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, bparams[1 + i]))
+            .collect();
+        let first_seed = 1 + float.len() + captures.len();
+        seeds_at.extend(
+            seeded
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (f.carried + k, bparams[first_seed + i])),
+        );
+        let local = self.body_backward(
+            node,
+            body,
+            (f.index, bparams[tape_at]),
+            &mut inner,
+            &seeds_at,
+        )?;
         let mut outputs = Vec::new();
         for &k in &float {
             let p = Ref::new(body.input, 1 + k);
@@ -268,17 +286,17 @@ impl Ctx<'_> {
             },
         };
         let out = self.add(op, inputs)?;
-        for (i, &k) in float.iter().enumerate() {
-            if self.reach.has(node.inputs[k]) {
-                self.accumulate(adj, node.inputs[k], out[i])?;
+        // The outputs in order: the initial states', the captures', the scanned
+        // inputs' gradients (every capture and wanted input is reachable).
+        let targets = float
+            .iter()
+            .map(|&k| node.inputs[k])
+            .chain(captures.iter().copied())
+            .chain(xs_wanted.iter().map(|&j| node.inputs[f.carried + j]));
+        for (t, g) in targets.zip(out) {
+            if self.reach.has(t) {
+                self.accumulate(adj, t, g)?;
             }
-        }
-        for (i, c) in captures.iter().enumerate() {
-            self.accumulate(adj, *c, out[float.len() + i])?;
-        }
-        let base = float.len() + captures.len();
-        for (i, &j) in xs_wanted.iter().enumerate() {
-            self.accumulate(adj, node.inputs[f.carried + j], out[base + i])?;
         }
         Ok(())
     }
