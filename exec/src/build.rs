@@ -11,7 +11,7 @@ use uop_codegen::tensor::Tensor;
 use uop_graph::hierarchy::{Entry, Hierarchy, SubFunction};
 use uop_graph::infer::list;
 use uop_graph::schedule::Schedule;
-use uop_graph::{Call, Graph, Node, NodeId, Op, Ref, Source, ValueType};
+use uop_graph::{Call, Graph, Node, NodeId, Op, Ref, ScanAxis, Source, ValueType};
 
 use crate::GraphError;
 use crate::kernel::{Compiled, Compiler};
@@ -57,9 +57,9 @@ impl Body {
                 StepKind::Case { branches, .. } => {
                     branches.iter().map(Body::bodies_on_streams).sum()
                 }
-                StepKind::Parallel { body, .. } | StepKind::NoInline(body) => {
-                    body.bodies_on_streams()
-                }
+                StepKind::Parallel { body, .. }
+                | StepKind::Scan { body, .. }
+                | StepKind::NoInline(body) => body.bodies_on_streams(),
                 _ => 0,
             })
             .sum();
@@ -127,6 +127,21 @@ pub(crate) enum StepKind {
         /// The body; parameter 0 is the index.
         body: Box<Body>,
         /// The output types (for the shapes of zero iterations).
+        types: Vec<ValueType>,
+    },
+    /// `scan`: the body runs for `$t` in `0..count`, in order.
+    Scan {
+        /// The iteration count.
+        count: Expr,
+        /// How many inputs and outputs are state.
+        carried: usize,
+        /// The axis of each scanned input.
+        scanned: Vec<ScanAxis>,
+        /// The axis of each stacked output.
+        stacked: Vec<ScanAxis>,
+        /// The body; parameter 0 is the index.
+        body: Box<Body>,
+        /// The output types (for the shapes of the stacked outputs).
         types: Vec<ValueType>,
     },
     /// `call(F, ...)`: runs its body.
@@ -385,6 +400,20 @@ impl Builder<'_> {
             }
             Op::Parallel { count, .. } => StepKind::Parallel {
                 count: count.clone(),
+                body: Box::new(self.sub(node, e, 0, schedule)?),
+                types: node.outputs.clone(),
+            },
+            Op::Scan {
+                count,
+                carried,
+                scanned,
+                stacked,
+                ..
+            } => StepKind::Scan {
+                count: count.clone(),
+                carried: *carried,
+                scanned: scanned.clone(),
+                stacked: stacked.clone(),
                 body: Box::new(self.sub(node, e, 0, schedule)?),
                 types: node.outputs.clone(),
             },

@@ -197,6 +197,12 @@ impl<'a> Memory<'a> {
         if let Some(s) = self.planned(slot) {
             return self.at(s.offset, s.bytes, dtype, shape);
         }
+        Ok(self.owned(previous, dtype, shape))
+    }
+
+    /// An owned buffer of `dtype` and `shape`: `previous` when it is one that nothing
+    /// else shares, of the type and length; a new one otherwise.
+    pub(crate) fn owned(&self, previous: Option<Value>, dtype: DType, shape: &[usize]) -> Value {
         let n: usize = shape.iter().product();
         if let Some(Value {
             data: Data::Owned(mut b),
@@ -206,16 +212,16 @@ impl<'a> Memory<'a> {
             && b.len() == n
             && Arc::get_mut(&mut b).is_some()
         {
-            return Ok(Value {
+            return Value {
                 shape: Shape::new(shape),
                 data: Data::Owned(b),
-            });
+            };
         }
         self.allocations.fetch_add(1, Ordering::Relaxed);
-        Ok(Value {
+        Value {
             shape: Shape::new(shape),
             data: Data::Owned(Arc::new(Buf::zeros(dtype, n))),
-        })
+        }
     }
 
     /// `v`'s elements for reading.

@@ -21,6 +21,8 @@ use crate::pool::Pool;
 use crate::store::Store;
 use crate::value::{Buf, Data, Shape, Value};
 
+mod scan;
+
 /// A call's node, the concrete types of its inputs and the graph's dims.
 pub(crate) type CallKey = (NodeId, Vec<(DType, Vec<usize>)>, Vec<(String, i64)>);
 
@@ -200,6 +202,25 @@ impl<'a> Machine<'a> {
             StepKind::Parallel { count, body, types } => {
                 let args = self.inputs(step)?;
                 self.parallel(step, count, body, types, args)?;
+            }
+            StepKind::Scan {
+                count,
+                carried,
+                scanned,
+                stacked,
+                body,
+                types,
+            } => {
+                let args = self.inputs(step)?;
+                let s = scan::ScanStep {
+                    count,
+                    carried: *carried,
+                    scanned,
+                    stacked,
+                    body,
+                    types,
+                };
+                self.scan(step, &s, args)?;
             }
             StepKind::NoInline(body) => {
                 let args = self.inputs(step)?;

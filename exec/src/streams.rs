@@ -203,7 +203,7 @@ fn small_work(
                 .iter()
                 .try_fold(total, |t, b| small_work(graph, &b.steps, t, size))?,
             StepKind::NoInline(body) => small_work(graph, &body.steps, total, size)?,
-            StepKind::Parallel { count, body, .. } => {
+            StepKind::Parallel { count, body, .. } | StepKind::Scan { count, body, .. } => {
                 let once = small_work(graph, &body.steps, 0, size)?;
                 let n = u64::try_from(size(count)?).ok()?;
                 total.checked_add(once.checked_mul(n)?)?

@@ -15,7 +15,8 @@ use uop_codegen::uop::DType;
 
 use crate::infer::expected_types;
 use crate::ir::{
-    Call, CallValue, Flags, Graph, Interface, ListItem, Node, NodeId, Op, Ref, Source, ValueType,
+    Call, CallValue, Flags, Graph, Interface, ListItem, Node, NodeId, Op, Ref, ScanAxis, Source,
+    ValueType,
 };
 
 /// Why a node could not be added.
@@ -481,6 +482,59 @@ impl GraphBuilder {
                 body,
             },
             args.to_vec(),
+        )
+    }
+
+    /// `scan(count, body, init..., xs...)`: a sequential loop of `count` iterations
+    /// (an integer, dimension name or `$param`; every scanned input has `count`
+    /// positions on its axis). `body` receives the index (rank-0 i32, also `$index`
+    /// in index expressions), the state, then one slice of each scanned input (its
+    /// axis removed, at the position [`ScanAxis::position`] gives); it returns the
+    /// next state, then one value for each axis of `stacked`. The outputs are the
+    /// final state, then the stacked values.
+    pub fn scan(
+        &mut self,
+        count: Expr,
+        index: &str,
+        init: &[Ref],
+        xs: &[(Ref, ScanAxis)],
+        stacked: &[ScanAxis],
+        body: impl FnOnce(&mut GraphBuilder, &[Ref]) -> Result<Vec<Source>>,
+    ) -> Result<Vec<Ref>> {
+        let mut inputs = init.to_vec();
+        inputs.extend(xs.iter().map(|(r, _)| *r));
+        let scanned: Vec<ScanAxis> = xs.iter().map(|(_, a)| *a).collect();
+        let shape = crate::scan::ScanShape {
+            count: &count,
+            carried: init.len(),
+            scanned: &scanned,
+            stacked,
+        };
+        let types = crate::scan::body_params(&shape, &self.types(&inputs)?)
+            .map_err(|m| BuildError::new(format!("scan: {m}")))?;
+        let mut names = vec![index.to_string()];
+        names.extend(param_names(types.len() - 1));
+        let index_name = index.to_string();
+        let body = self.sub_function(
+            names,
+            types,
+            Box::new(move |g: &mut GraphBuilder, params: &[Ref]| {
+                g.bound.push((index_name, params[0]));
+                let out = body(g, params);
+                g.bound.pop();
+                out
+            }),
+        )?;
+        self.add_multi(
+            Op::Scan {
+                count,
+                index: index.to_string(),
+                carried: init.len(),
+                scanned,
+                stacked: stacked.to_vec(),
+                body,
+            },
+            inputs,
         )
     }
 

@@ -282,7 +282,7 @@ fn chain(placement: &HashMap<NodeId, Option<SubId>>, scope: Option<SubId>) -> Ve
     out
 }
 
-/// Step 5: computing nodes that inflate stay in the innermost `while` body holding
+/// Step 5: computing nodes that inflate stay in the innermost `while` (or `scan`) body holding
 /// every use, when that body is inside the place they would otherwise go.
 fn sink_inflating(graph: &Graph, placement: &mut HashMap<NodeId, Option<SubId>>) {
     for n in graph.nodes().iter().rev() {
@@ -305,11 +305,11 @@ fn sink_inflating(graph: &Graph, placement: &mut HashMap<NodeId, Option<SubId>>)
         };
         for &s in &common[..at] {
             let Some(sub) = s else { break };
-            let is_body = sub.branch == 1
-                && matches!(
-                    graph.node(sub.super_node).map(|n| &n.op),
-                    Some(Op::While { .. })
-                );
+            let is_body = match graph.node(sub.super_node).map(|n| &n.op) {
+                Some(Op::While { .. }) => sub.branch == 1,
+                Some(Op::Scan { .. }) => true,
+                _ => false,
+            };
             if is_body {
                 placement.insert(n.id, s);
                 break;
@@ -592,6 +592,18 @@ pub(crate) fn definition(n: &Node) -> String {
             let mut args = vec![count.to_string()];
             args.extend(n.inputs.iter().map(ToString::to_string));
             format!("parallel({})", args.join(", "))
+        }
+        Op::Scan {
+            count,
+            carried,
+            scanned,
+            stacked,
+            ..
+        } => {
+            let mut args = vec![count.to_string()];
+            args.extend(n.inputs.iter().map(ToString::to_string));
+            args.extend(crate::scan::attrs_text(*carried, scanned, stacked));
+            format!("scan({})", args.join(", "))
         }
         Op::NoInline { name, .. } => {
             let mut args = vec![name.clone()];

@@ -490,6 +490,27 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
                 })
                 .collect())
         }
+        Op::Scan {
+            count,
+            carried,
+            scanned,
+            stacked,
+            body,
+            ..
+        } => {
+            let shape = crate::scan::ScanShape {
+                count,
+                carried: *carried,
+                scanned,
+                stacked,
+            };
+            crate::scan::output_types(
+                &shape,
+                &input_types,
+                &params_of(body.input)?,
+                &results_of(body)?,
+            )
+        }
         Op::NoInline { body, .. } => {
             same(
                 "the function's parameters",

@@ -14,6 +14,9 @@
 //!   the number of branches is an error; `if`: `c != 0` takes `then`;
 //! - `parallel`: the body runs for `$i` in `0..N`; output k stacks the iterations'
 //!   k-th results on a new axis 0;
+//! - `scan`: the body runs for `t` in `0..N` in order on the state and a slice of
+//!   each scanned input; the state results replace the state, the others are stacked
+//!   (`crate::scan`); the trip count is recorded in the [`Trace`];
 //! - `call` runs its body; Const gives its tensor; Kernel runs its program; Sink
 //!   does nothing;
 //! - `chunk` (DESIGN.md §20): a graph with chunk nodes runs its top level through the
@@ -38,6 +41,8 @@ use crate::looping::{LoopError, LoopHooks};
 
 #[path = "interp_looped.rs"]
 mod looped;
+#[path = "interp_scan.rs"]
+mod scan;
 
 /// Why a graph could not run.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -166,7 +171,7 @@ pub struct Trace {
     /// How many times each node was evaluated (super nodes count once per run of the
     /// whole construct).
     pub evaluations: HashMap<NodeId, u64>,
-    /// For each `while`: the trip count of each time it ran, in order.
+    /// For each `while` and `scan`: the trip count of each time it ran, in order.
     pub trips: HashMap<NodeId, Vec<u64>>,
     /// For each `case` / `if`: the branch taken each time it ran (`-1`: the arguments
     /// passed through).
@@ -489,6 +494,7 @@ impl Machine<'_> {
             }
             Op::Case { .. } => self.case(node, e, inputs)?,
             Op::Parallel { count, .. } => self.parallel(node, e, count, inputs)?,
+            Op::Scan { .. } => self.scan(node, e, inputs)?,
             Op::NoInline { .. } => self.sub_function(node, sub(node, e, 0)?, inputs)?,
             // Given by the loop driver; a chunk reached here runs on the whole input.
             Op::Chunk { .. } => inputs,

@@ -159,6 +159,36 @@ pub enum ListItem {
     Input(usize),
 }
 
+/// Where a `scan` takes the slices of a scanned input or puts the rows of a stacked
+/// output: an axis, walked forwards (iteration `t` at position `t`) or in reverse
+/// (position `count - 1 - t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ScanAxis {
+    /// The axis of the scanned input (of the stacked output).
+    pub axis: usize,
+    /// Walked from the last position to the first.
+    pub reverse: bool,
+}
+
+impl ScanAxis {
+    /// Axis `axis`, forwards.
+    pub fn new(axis: usize) -> Self {
+        ScanAxis {
+            axis,
+            reverse: false,
+        }
+    }
+
+    /// The position iteration `t` (below `count`) touches.
+    pub fn position(&self, t: usize, count: usize) -> usize {
+        if self.reverse {
+            count.saturating_sub(t.saturating_add(1))
+        } else {
+            t
+        }
+    }
+}
+
 /// A micro or macro op of the registry, not yet expanded into uops.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
@@ -246,6 +276,27 @@ pub enum Op {
         /// Sub-function 0.
         body: Interface,
     },
+    /// `scan(N, body, init..., xs..., carried=C)`: a sequential loop of `count`
+    /// iterations. Inputs are the `carried` initial states, then the scanned inputs
+    /// (one [`ScanAxis`] each in `scanned`). The body's parameters are the iteration
+    /// index (`$name`, rank-0 i32), the state, then one slice of each scanned input
+    /// (its axis removed); it returns the next state, then one value per stacked
+    /// output (one [`ScanAxis`] each in `stacked`). The outputs are the final state,
+    /// then the stacked values (the iterations' values along a new axis).
+    Scan {
+        /// Number of iterations.
+        count: Expr,
+        /// The index parameter's name (without `$`).
+        index: String,
+        /// How many of the inputs (and outputs) are carried state.
+        carried: usize,
+        /// The axis and direction of each scanned input.
+        scanned: Vec<ScanAxis>,
+        /// The axis and direction of each stacked output.
+        stacked: Vec<ScanAxis>,
+        /// Sub-function 0.
+        body: Interface,
+    },
     /// `call(F, args...)`: a function that stays a unit of its own.
     NoInline {
         /// The function's name.
@@ -282,6 +333,7 @@ impl Op {
             Op::Case { .. } => "case",
             Op::If { .. } => "if",
             Op::Parallel { .. } => "parallel",
+            Op::Scan { .. } => "scan",
             Op::NoInline { .. } => "noinline",
             Op::Chunk { .. } => "chunk",
             Op::Sink => "sink",
@@ -300,6 +352,7 @@ impl Op {
             Op::Case { .. } => Kind::Case,
             Op::If { .. } => Kind::If,
             Op::Parallel { .. } => Kind::Parallel,
+            Op::Scan { .. } => Kind::Scan,
             Op::NoInline { .. } => Kind::NoInline,
             Op::Chunk { .. } => Kind::Chunk,
             Op::Sink => Kind::Sink,
@@ -315,7 +368,9 @@ impl Op {
             Op::While { cond, body } => vec![cond, body],
             Op::Case { branches } => branches.iter().collect(),
             Op::If { then, else_ } => vec![then, else_],
-            Op::Parallel { body, .. } | Op::NoInline { body, .. } => vec![body],
+            Op::Parallel { body, .. } | Op::Scan { body, .. } | Op::NoInline { body, .. } => {
+                vec![body]
+            }
             _ => Vec::new(),
         }
     }
@@ -326,8 +381,19 @@ impl Op {
             Op::While { cond, body } => vec![cond, body],
             Op::Case { branches } => branches.iter_mut().collect(),
             Op::If { then, else_ } => vec![then, else_],
-            Op::Parallel { body, .. } | Op::NoInline { body, .. } => vec![body],
+            Op::Parallel { body, .. } | Op::Scan { body, .. } | Op::NoInline { body, .. } => {
+                vec![body]
+            }
             _ => Vec::new(),
+        }
+    }
+
+    /// The name of the iteration index of a `parallel` or `scan` body (parameter 0
+    /// of its sub-function), without `$`.
+    pub fn index_name(&self) -> Option<&str> {
+        match self {
+            Op::Parallel { index, .. } | Op::Scan { index, .. } => Some(index),
+            _ => None,
         }
     }
 
@@ -356,6 +422,8 @@ pub enum Kind {
     If,
     /// [`Op::Parallel`]
     Parallel,
+    /// [`Op::Scan`]
+    Scan,
     /// [`Op::NoInline`]
     NoInline,
     /// [`Op::Chunk`]

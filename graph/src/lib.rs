@@ -45,6 +45,7 @@ pub mod memory;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
+pub mod scan;
 pub mod schedule;
 pub mod scope;
 pub mod text;
@@ -61,7 +62,7 @@ pub use interp::{
 };
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
-    Source, ValueType,
+    ScanAxis, Source, ValueType,
 };
 pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_kernels};
 pub use memory::{MemoryError, MemoryPlan, Slot, plan_memory, print_memory};

@@ -4,7 +4,9 @@
 
 use crate::import::value::Val;
 use crate::import::{CResult, Im, MAX_OPSET, NodeIn};
-use crate::ops::{control, elementwise as ew, movement as mv, nn, reduce as rd, shape as sh};
+use crate::ops::{
+    control, elementwise as ew, loops, movement as mv, nn, reduce as rd, shape as sh,
+};
 
 /// A translation of one ONNX node.
 pub(crate) type Convert = fn(&mut Im, &NodeIn) -> CResult<Vec<Val>>;
@@ -88,7 +90,7 @@ pub static OPS: &[OnnxOp] = &[
     op("LessOrEqual", 12, "le", ew::compare),
     op("Log", 6, "log", ew::unary),
     op("LogSoftmax", 1, "log_softmax (opset < 13: flatten first)", rd::softmax),
-    op("Loop", 11, "unrolled (trip count and condition known at import); while (condition computed by the body)", control::loop_),
+    op("Loop", 11, "scan (a trip count known at import, symbolic sizes included; the condition passed through); while (condition computed by the body, no scan outputs)", control::loop_),
     op("LpNormalization", 1, "x / sum(|x|) or x / sqrt(sum(x²))", nn::lp_norm),
     op("MatMul", 1, "matmul", nn::matmul),
     op("Max", 8, "maximum, variadic", ew::variadic),
@@ -122,7 +124,7 @@ pub static OPS: &[OnnxOp] = &[
     op("Reshape", 5, "reshape (0 copies, -1 inferred; folded on known tensors)", sh::reshape),
     op("RMSNormalization", 23, "rmsnorm", nn::layer_norm),
     op("Round", 11, "floor(x + 1/2), ties to even", ew::round),
-    op("Scan", 8, "unrolled over a known length; outputs stacked with concat", control::scan),
+    op("Scan", 8, "scan (directions and axes; opset 8: a scan over the batch of scans)", loops::scan),
     op("Selu", 6, "gamma · elu(x, alpha)", ew::composed),
     op("Shape", 1, "the sizes, known at import (symbolic where the input's are)", sh::shape),
     op("Shrink", 9, "where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))", ew::composed),

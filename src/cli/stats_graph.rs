@@ -71,6 +71,7 @@ fn label(graph: &Graph, sub: &SubFunction) -> String {
         Some(Op::If { .. }) => ["if then", "if else"][sub.branch.min(1)].to_string(),
         Some(Op::Case { .. }) => format!("case branch {}", sub.branch),
         Some(Op::Parallel { .. }) => "parallel body".into(),
+        Some(Op::Scan { .. }) => "scan body".into(),
         Some(Op::NoInline { name, .. }) => format!("call {name}"),
         _ => format!("sub-function {}", sub.branch),
     };

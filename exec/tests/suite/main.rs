@@ -8,3 +8,4 @@ mod differential;
 mod executor;
 mod fuzz;
 mod grad;
+mod scan;

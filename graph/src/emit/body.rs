@@ -498,6 +498,7 @@ impl Emitter<'_> {
             Op::If { .. } => self.if_else(frame, &node, e),
             Op::Case { .. } => self.case(frame, &node, e),
             Op::Parallel { count, .. } => self.parallel(frame, &node, e, count),
+            Op::Scan { .. } => Err(self.err(id, "`scan` has no generated Rust yet")),
             Op::NoInline { name, .. } => self.call(frame, &node, e, name),
             Op::Chunk { size, .. } => self.chunk(frame, &node, size),
             Op::SumChunks => self.sum_chunks(frame, &node),

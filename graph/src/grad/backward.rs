@@ -73,6 +73,7 @@ impl Ctx<'_> {
                 format!("no gradient through a {} node", node.op.kind()),
             )),
             Op::While { .. } => self.backward_while(node, e, &seeds, frame, adj),
+            Op::Scan { .. } => self.backward_scan(node, e, &seeds, frame, adj),
             Op::If { .. } | Op::Case { .. } | Op::NoInline { .. } | Op::Parallel { .. } => {
                 self.backward_super(node, e, &seeds, frame, adj)
             }

@@ -111,6 +111,11 @@ impl Ctx<'_> {
             {
                 return self.emit_recording_while(node, e, frame, inputs);
             }
+            Op::Scan { .. }
+                if record && (0..node.outputs.len()).any(|k| self.reach.has(node.output(k))) =>
+            {
+                return self.emit_recording_scan(node, e, frame, inputs);
+            }
             Op::While { .. } | Op::Case { .. } | Op::If { .. } | Op::NoInline { .. } => {
                 let mut op = node.op.clone();
                 let subs: Vec<Interface> = e
@@ -123,14 +128,14 @@ impl Ctx<'_> {
                 }
                 self.add(op, inputs)?
             }
-            Op::Parallel { index, .. } => {
+            Op::Parallel { index, .. } | Op::Scan { index, .. } => {
                 let mut op = node.op.clone();
                 let sub = e
                     .subs
                     .first()
                     .ok_or_else(|| GradError::Graph(format!("{}: no body", node.id)))?;
                 let body = self.clone_sub(sub, frame, std::slice::from_ref(index))?;
-                if let Op::Parallel { body: b, .. } = &mut op {
+                if let Some(b) = op.interfaces_mut().into_iter().next() {
                     *b = body;
                 }
                 self.add(op, inputs)?
@@ -140,7 +145,7 @@ impl Ctx<'_> {
     }
 
     /// Records `outputs` as the values of `node`'s outputs (with their names).
-    fn map_outputs(
+    pub(crate) fn map_outputs(
         &mut self,
         node: &Node,
         outputs: &[Ref],

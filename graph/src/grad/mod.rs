@@ -52,6 +52,7 @@ pub mod fd;
 mod program;
 mod reach;
 mod run;
+mod scan;
 mod spec;
 mod while_loop;
 

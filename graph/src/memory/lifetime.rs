@@ -6,7 +6,8 @@
 //! - arena values: the outputs of Call, Kernel, Chunk and super nodes, and the
 //!   parameters of `while` sub-functions (the carried state), except the graph's
 //!   outputs; the graph's inputs, Consts, and the parameters of `if` / `case` /
-//!   `call` / `parallel` (their arguments' buffers) are not in the arena;
+//!   `call` / `parallel` / `scan` (their arguments' buffers; a `scan`'s state and
+//!   slices are buffers of the executor's own) are not in the arena;
 //! - a value is live from the step it is written to its last read, a read inside a
 //!   sub-function counting at the end of the super node that holds it (bodies are
 //!   nested regions, and may run many times);
@@ -189,9 +190,13 @@ fn arena_values(graph: &Graph, t: &Timeline, outputs: &[Ref]) -> BTreeMap<Ref, V
                     }
                 }
             }
-            Op::If { .. } | Op::Case { .. } | Op::Parallel { .. } | Op::NoInline { .. } => {
+            Op::If { .. }
+            | Op::Case { .. }
+            | Op::Parallel { .. }
+            | Op::Scan { .. }
+            | Op::NoInline { .. } => {
                 // Reserved for the whole construct: the bodies' results are written
-                // into it (a `parallel` row by row).
+                // into it (a `parallel` or `scan` row by row).
                 for (k, ty) in n.outputs.iter().enumerate() {
                     add(n.output(k), ty, scope, (t.step(n.id), t.end_of(n.id)));
                 }

@@ -28,7 +28,7 @@ use super::syntax::{FnDef, Stmt};
 /// Words of the graph text that cannot name a value or a function (besides the
 /// program keywords and the micro ops).
 pub const GRAPH_KEYWORDS: &[&str] = &[
-    "fn", "return", "while", "case", "if", "parallel", "call", "chunk", "sink", "const",
+    "fn", "return", "while", "case", "if", "parallel", "scan", "call", "chunk", "sink", "const",
 ];
 
 /// True when `name` is a micro op's name. The names are gathered once:

@@ -17,12 +17,15 @@ use crate::ir::{Interface, Op, Ref, Source, ValueType};
 use super::build::{B, Binding, Entry, Result};
 use super::syntax::{FnDef, Stmt};
 
+mod scan;
+
 /// The words that start a super node, `chunk` or `const` on the right of `=`.
 pub(super) const SPECIAL: &[&str] = &[
     "while",
     "case",
     "if",
     "parallel",
+    "scan",
     "call",
     "chunk",
     "sum_chunks",
@@ -434,9 +437,7 @@ impl B<'_> {
             return Err(self.error(
                 ErrorKind::Arguments,
                 fn_at,
-                format!(
-                    "the body of `parallel` takes the iteration index first: `fn {name}($i, ...)`"
-                ),
+                format!("the body of {user} takes the iteration index first: `fn {name}($i, ...)`"),
             ));
         }
         if let Some(p) = def.params.iter().skip(skip).find(|p| p.index) {
@@ -622,6 +623,7 @@ impl B<'_> {
                     _ => arg(1),
                 },
                 "parallel" | "call" => arg(usize::from(c.op.text == "parallel")),
+                "scan" => arg(1),
                 _ => c.op.at,
             };
             self.error(ErrorKind::Build, at, m.clone())
@@ -731,6 +733,7 @@ impl B<'_> {
                 let body = self.sub(g, "call", f, types, &ats, a[0].at, false)?;
                 self.add_super(g, c, Op::NoInline { name, body }, args)
             }
+            "scan" => self.scan(g, c),
             "chunk" => self.chunk(g, c),
             "sum_chunks" => {
                 self.need_args(c, 1, "sum_chunks(v)")?;

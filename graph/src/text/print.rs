@@ -309,7 +309,7 @@ impl Printer<'_> {
         if let Some(input) = self.graph.node(sub.input) {
             for k in 0..input.outputs.len() {
                 if k == 0
-                    && let Op::Parallel { index, .. } = &owner.op
+                    && let Some(index) = owner.op.index_name()
                 {
                     // Distinct from the enclosing bodies' indices and the graph's
                     // params, so that `$name` means one thing in the body.
@@ -323,7 +323,7 @@ impl Printer<'_> {
                             .find(|c| !taken(c))
                             .unwrap_or_default()
                     } else {
-                        index.clone()
+                        index.to_string()
                     };
                     self.names.insert(input.output(0), format!("${name}"));
                     params.push(format!("${name}"));
@@ -431,6 +431,18 @@ impl Printer<'_> {
                 "parallel({})",
                 args(vec![count_text(count), fname(0)], &node.inputs)
             ),
+            Op::Scan {
+                count,
+                carried,
+                scanned,
+                stacked,
+                ..
+            } => {
+                let mut all = vec![scan_count_text(count), fname(0)];
+                all.extend(self.refs(&node.inputs));
+                all.extend(crate::scan::attrs_text(*carried, scanned, stacked));
+                format!("scan({})", all.join(", "))
+            }
             Op::NoInline { .. } => format!("call({})", args(vec![fname(0)], &node.inputs)),
             Op::Chunk { axis, size } => {
                 let mut s = format!(
@@ -524,6 +536,15 @@ fn rename_params(e: &Expr, map: &HashMap<String, String>) -> Expr {
 /// A size as `parallel` and `chunk` read it: an integer, a name or a `$param`.
 fn count_text(e: &Expr) -> String {
     e.to_string()
+}
+
+/// A `scan` count: an integer, a name or a `$param` as such, any other expression
+/// as a one-item list (`[2 * N]`).
+fn scan_count_text(e: &Expr) -> String {
+    match e {
+        Expr::Int(_) | Expr::Name(_) | Expr::Param(_) => e.to_string(),
+        other => format!("[{other}]"),
+    }
 }
 
 /// Names the index-expression parser reads as loop indices (`i0`) or dims of

@@ -27,6 +27,7 @@ mod pass_pipeline;
 mod pass_simplify;
 mod random_graphs;
 mod rewrite;
+mod scan;
 mod schedule;
 mod schedule_random;
 mod text_budget;

@@ -3,14 +3,11 @@
 //! - If: a condition known at import imports the branch taken inline; otherwise both
 //!   branches become the sub-functions of an `if` node, closures over the outer
 //!   values as ONNX's subgraphs are.
-//! - Loop and Scan with trip counts known at import are unrolled: the body is
-//!   imported once per iteration, the iteration counter a known integer (so
-//!   `Slice(x, iter, iter + 1)` folds) and the scan inputs sliced per step; scan
-//!   outputs are stacked with `concat`.
+//! - Scan, and a Loop with a trip count whose body passes its condition through,
+//!   become the graph layer's sequential `scan` node (`loops.rs`): the body is
+//!   imported once, whatever the trip count.
 //! - A Loop whose body computes its condition becomes a `while` node (no scan
 //!   outputs: their length would be known only at run time).
-//! - A Scan over a symbolic length is an error naming the reason (a stacking `scan`
-//!   super node is the later, general form).
 
 use std::collections::HashMap;
 
@@ -128,11 +125,8 @@ fn branch(
     Ok(out)
 }
 
-/// The most iterations a Loop or Scan is unrolled to.
-const MAX_UNROLL: i64 = 4096;
-
 /// Imports `body` with its inputs bound to `args`; returns its outputs.
-fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> {
+pub(super) fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> {
     if body.input.len() != args.len() {
         return Err(format!(
             "the body takes {} inputs, {} given",
@@ -150,43 +144,21 @@ fn call_body(im: &mut Im, body: &GraphProto, args: &[Val]) -> CResult<Vec<Val>> 
     result
 }
 
-/// `vals` (all of one shape) stacked along a new axis `axis`.
-fn stack(im: &mut Im, vals: &[Val], axis: i64) -> CResult<Val> {
-    let first = vals.first().ok_or("nothing to stack (zero iterations)")?;
-    let shape = im.shape(first)?;
-    let a = crate::import::value::norm_axis(axis, shape.len() + 1)?;
-    let mut dims = shape.clone();
-    dims.insert(a, uop_codegen::index::Expr::Int(1));
-    let mut parts: Vec<uop_graph::Arg> = Vec::new();
-    for v in vals {
-        let r = im.graph(v)?;
-        parts.push(im.reshape(r, &dims)?.into());
-    }
-    let r = if parts.len() == 1 {
-        match parts[0] {
-            uop_graph::Arg::Tensor(r) => r,
-            _ => return Err("internal: not a tensor".into()),
-        }
-    } else {
-        im.call("concat", &parts, &[("axis", uop_graph::Arg::Int(a as i64))])?
-    };
-    Ok(Val::Graph(r, elem_of(first)))
-}
-
-/// Loop with a trip count and condition known at import, unrolled.
+/// Loop: a `scan` when the body passes its condition through (`loops.rs`), a
+/// `while` when it computes it.
 pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let body = n.graph("body").ok_or("no body")?;
     let trips = match n.opt(0) {
         Some(_) => Some(
             im.known(n, 0, "trip count M")?
-                .int_values()?
+                .exprs()?
                 .first()
-                .copied()
+                .map(uop_codegen::index::Expr::simplify)
                 .ok_or("empty M")?,
         ),
         None => None,
     };
-    let mut cond = match n.opt(1) {
+    let cond = match n.opt(1) {
         Some(_) => {
             im.known(n, 1, "condition")?
                 .int_values()?
@@ -197,202 +169,22 @@ pub(crate) fn loop_(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         }
         None => true,
     };
-    let mut state: Vec<Val> = n
+    let state: Vec<Val> = n
         .inputs
         .iter()
         .skip(2)
         .map(|v| v.clone().ok_or("a missing loop-carried value"))
         .collect::<Result<_, _>>()?;
     if !condition_passes_through(body) {
+        let trips = match trips {
+            Some(m) => Some(m.as_int().ok_or_else(|| {
+                format!("a Loop whose body computes its condition needs a trip count known at import, not `{m}`")
+            })?),
+            None => None,
+        };
         return as_while(im, n, body, trips, cond, state);
     }
-    let carried = state.len();
-    let mut scans: Vec<Vec<Val>> = Vec::new();
-    let mut i: i64 = 0;
-    while cond && trips.is_none_or(|m| i < m) {
-        if i >= MAX_UNROLL {
-            return Err(format!("more than {MAX_UNROLL} iterations are not unrolled").into());
-        }
-        let counter = Val::Known(crate::import::value::Known {
-            elem: crate::data::ElemType::Int64,
-            shape: vec![],
-            data: crate::import::value::KData::Int(vec![uop_codegen::index::Expr::Int(i)]),
-        });
-        let cond_in = Val::Known(crate::import::value::Known {
-            elem: crate::data::ElemType::Bool,
-            shape: vec![],
-            data: crate::import::value::KData::Int(vec![uop_codegen::index::Expr::Int(1)]),
-        });
-        let mut args = vec![counter, cond_in];
-        args.extend(state.iter().cloned());
-        let out = call_body(im, body, &args)?;
-        if out.len() < 1 + carried {
-            return Err("the body returns fewer values than the loop carries".into());
-        }
-        cond = match &out[0] {
-            Val::Known(k) => k.float_values()?.first().is_some_and(|&c| c != 0.0),
-            Val::Graph(..) => {
-                return Err("the body's condition is computed at run time (a condition-driven Loop is not supported yet)".into());
-            }
-        };
-        state = out[1..1 + carried].to_vec();
-        for (k, v) in out[1 + carried..].iter().enumerate() {
-            if scans.len() <= k {
-                scans.push(Vec::new());
-            }
-            scans[k].push(v.clone());
-        }
-        i += 1;
-    }
-    let mut result = state;
-    let want_scans = n.proto.output.len().saturating_sub(carried);
-    for k in 0..want_scans {
-        match scans.get(k) {
-            Some(vals) => result.push(stack(im, vals, 0)?),
-            None => {
-                return Err("a Loop with zero iterations and scan outputs is not supported".into());
-            }
-        }
-    }
-    Ok(result)
-}
-
-/// Scan (opset 8 with its batch axis, and 9+ with axes and directions), unrolled
-/// over a length known at import.
-pub(crate) fn scan(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
-    let body = n.graph("body").ok_or("no body")?;
-    let num_scan = usize::try_from(n.int("num_scan_inputs").ok_or("no num_scan_inputs")?)
-        .map_err(|_| "negative num_scan_inputs")?;
-    if im.opset() < 9 {
-        if n.opt(0).is_some() {
-            return Err("sequence_lens is not supported".into());
-        }
-        let inputs: Vec<Val> = n
-            .inputs
-            .iter()
-            .skip(1)
-            .map(|v| v.clone().ok_or("a missing input"))
-            .collect::<Result<_, _>>()?;
-        let batch = im
-            .static_shape(&inputs[0])?
-            .first()
-            .copied()
-            .ok_or("no batch axis")?;
-        let mut per_batch: Vec<Vec<Val>> = Vec::new();
-        for b in 0..batch {
-            let rows = inputs
-                .iter()
-                .map(|v| row(im, v, 0, b as i64))
-                .collect::<CResult<Vec<_>>>()?;
-            let dirs = n.ints("directions").unwrap_or_default();
-            let out = scan_core(im, n, body, &rows, num_scan, &dirs, &[], &[], &[])?;
-            for (k, v) in out.into_iter().enumerate() {
-                if per_batch.len() <= k {
-                    per_batch.push(Vec::new());
-                }
-                per_batch[k].push(v);
-            }
-        }
-        return per_batch.iter().map(|vals| stack(im, vals, 0)).collect();
-    }
-    let inputs: Vec<Val> = n
-        .inputs
-        .iter()
-        .map(|v| v.clone().ok_or("a missing input"))
-        .collect::<Result<_, _>>()?;
-    let in_dirs = n.ints("scan_input_directions").unwrap_or_default();
-    let in_axes = n.ints("scan_input_axes").unwrap_or_default();
-    let out_dirs = n.ints("scan_output_directions").unwrap_or_default();
-    let out_axes = n.ints("scan_output_axes").unwrap_or_default();
-    scan_core(
-        im, n, body, &inputs, num_scan, &in_dirs, &in_axes, &out_dirs, &out_axes,
-    )
-}
-
-/// Slice `i` of `v` along `axis`, the axis removed.
-fn row(im: &mut Im, v: &Val, axis: usize, i: i64) -> CResult<Val> {
-    let shape = im.shape(v)?;
-    let x = im.graph(v)?;
-    let s = im.call(
-        "slice",
-        &[x.into(), uop_graph::Arg::Int(axis as i64)],
-        &[
-            ("start", uop_graph::Arg::Int(i)),
-            ("end", uop_graph::Arg::Int(i + 1)),
-        ],
-    )?;
-    let mut dims = shape;
-    dims.remove(axis);
-    let r = im.reshape(s, &dims)?;
-    Ok(Val::Graph(r, elem_of(v)))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn scan_core(
-    im: &mut Im,
-    n: &NodeIn,
-    body: &GraphProto,
-    inputs: &[Val],
-    num_scan: usize,
-    in_dirs: &[i64],
-    in_axes: &[i64],
-    out_dirs: &[i64],
-    out_axes: &[i64],
-) -> CResult<Vec<Val>> {
-    let carried = inputs
-        .len()
-        .checked_sub(num_scan)
-        .ok_or("more scan inputs than inputs")?;
-    let mut state = inputs[..carried].to_vec();
-    let scanned = &inputs[carried..];
-    let mut axes = Vec::new();
-    let mut length: Option<i64> = None;
-    for (k, v) in scanned.iter().enumerate() {
-        let shape = im.shape(v)?;
-        let axis =
-            crate::import::value::norm_axis(in_axes.get(k).copied().unwrap_or(0), shape.len())?;
-        let l = shape[axis]
-            .as_int()
-            .ok_or("a Scan over a symbolic length is not supported yet")?;
-        if length.is_some_and(|x| x != l) {
-            return Err("scan inputs of different lengths".into());
-        }
-        length = Some(l);
-        axes.push(axis);
-    }
-    let length = length.ok_or("a Scan without scan inputs")?;
-    if length > MAX_UNROLL {
-        return Err(format!("more than {MAX_UNROLL} iterations are not unrolled").into());
-    }
-    let mut scans: Vec<Vec<Val>> = Vec::new();
-    for t in 0..length {
-        let mut args = state.clone();
-        for (k, v) in scanned.iter().enumerate() {
-            let reverse = in_dirs.get(k).copied().unwrap_or(0) != 0;
-            let i = if reverse { length - 1 - t } else { t };
-            args.push(row(im, v, axes[k], i)?);
-        }
-        let out = call_body(im, body, &args)?;
-        if out.len() < carried {
-            return Err("the body returns fewer values than the scan carries".into());
-        }
-        state = out[..carried].to_vec();
-        for (k, v) in out[carried..].iter().enumerate() {
-            if scans.len() <= k {
-                scans.push(Vec::new());
-            }
-            scans[k].push(v.clone());
-        }
-    }
-    let mut result = state;
-    let _ = n;
-    for (k, mut vals) in scans.into_iter().enumerate() {
-        if out_dirs.get(k).copied().unwrap_or(0) != 0 {
-            vals.reverse();
-        }
-        result.push(stack(im, &vals, out_axes.get(k).copied().unwrap_or(0))?);
-    }
-    Ok(result)
+    super::loops::loop_scan(im, n, body, trips, cond, state)
 }
 
 /// True when the body's condition output is its condition input passed through

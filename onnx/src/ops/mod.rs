@@ -3,6 +3,7 @@
 
 pub(crate) mod control;
 pub(crate) mod elementwise;
+pub(crate) mod loops;
 pub(crate) mod movement;
 pub(crate) mod nn;
 pub(crate) mod reduce;

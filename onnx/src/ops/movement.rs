@@ -38,9 +38,15 @@ pub(crate) fn slice(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
             None,
         )
     } else {
+        let (starts, ends) = (im.known(n, 1, "starts")?, im.known(n, 2, "ends")?);
+        if starts.int_values().is_err() || ends.int_values().is_err() {
+            let axes = im.opt_ints(n, 3, "axes")?;
+            let steps = im.opt_ints(n, 4, "steps")?;
+            return slice_symbolic(im, v, (starts.exprs()?, ends.exprs()?), axes, steps);
+        }
         (
-            im.known(n, 1, "starts")?.int_values()?,
-            im.known(n, 2, "ends")?.int_values()?,
+            starts.int_values()?,
+            ends.int_values()?,
             im.opt_ints(n, 3, "axes")?,
             im.opt_ints(n, 4, "steps")?,
         )
@@ -62,6 +68,48 @@ pub(crate) fn slice(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
         cur = slice_axis(im, &cur, axis, start, end, step)?;
     }
     Ok(vec![cur])
+}
+
+/// A Slice whose starts or ends are index expressions known at import only
+/// symbolically (a Loop's iteration counter `$t`, imported as a `scan` index): a
+/// `reindex` of length `end - start` (which must simplify to a number) from `start`,
+/// step 1. The start is taken as it is, not clamped: positions outside the input
+/// read 0 (ONNX would shorten the slice, which a static shape cannot).
+fn slice_symbolic(
+    im: &mut Im,
+    v: &Val,
+    (starts, ends): (Vec<Expr>, Vec<Expr>),
+    axes: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
+) -> CResult<Vec<Val>> {
+    let shape = im.shape(v)?;
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    if ends.len() != starts.len() || axes.len() != starts.len() {
+        return Err("starts, ends and axes differ in length".into());
+    }
+    if steps.is_some_and(|s| s.iter().any(|&x| x != 1)) {
+        return Err("a slice with symbolic starts or ends needs steps of 1".into());
+    }
+    let mut dims = shape.clone();
+    let mut index: Vec<Expr> = (0..shape.len()).map(Expr::index).collect();
+    for ((start, end), axis) in starts.iter().zip(&ends).zip(&axes) {
+        let a = norm_axis(*axis, shape.len())?;
+        let len = (end.clone() - start.clone()).simplify();
+        let Some(l) = len.as_int().filter(|&l| l >= 0) else {
+            return Err(
+                format!("a slice from `{start}` to `{end}` has no length known at import").into(),
+            );
+        };
+        dims[a] = Expr::Int(l);
+        index[a] = (Expr::index(a) + start.clone()).simplify();
+    }
+    let x = im.graph(v)?;
+    let r = im.call(
+        "reindex",
+        &[x.into(), exprs_arg(&dims), exprs_arg(&index)],
+        &[],
+    )?;
+    Ok(vec![Val::Graph(r, elem_of(v))])
 }
 
 /// ONNX's start / end clamped so that they can be given to uop's `slice` (Python

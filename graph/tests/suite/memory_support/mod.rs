@@ -227,6 +227,12 @@ impl Replay<'_> {
                         self.result(src, n.output(k), &format!("the return of {me}"))?;
                     }
                 }
+                Op::Scan {
+                    count,
+                    carried,
+                    body,
+                    ..
+                } => self.scan(&n, e, (count, *carried, body), dims)?,
                 Op::Parallel { count, body, .. } => {
                     let b = uop_codegen::index::Bindings {
                         names: dims.clone(),
@@ -258,6 +264,59 @@ impl Replay<'_> {
                         }
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A `scan`: the state and the slices are passed in the executor's own buffers
+    /// (not the arena), except the initial state at iteration 0; every iteration reads
+    /// the scanned inputs and writes one row of each stacked output.
+    fn scan(
+        &mut self,
+        n: &Node,
+        e: &Entry,
+        (count, carried, body): (&uop_codegen::index::Expr, usize, &uop_graph::Interface),
+        dims: &HashMap<String, i64>,
+    ) -> Result<(), String> {
+        let me = format!("{}", n.id);
+        let b = uop_codegen::index::Bindings {
+            names: dims.clone(),
+            params: dims.clone(),
+            ..Default::default()
+        };
+        let count = count.eval(&b).map_err(|e| e.to_string())?;
+        for i in &n.inputs {
+            self.read(*i, &me)?;
+        }
+        for it in 0..count {
+            for k in 0..n.inputs.len() {
+                let param = Ref::new(body.input, k + 1);
+                if it == 0 && k < carried {
+                    self.alias(param, n.inputs[k]);
+                } else {
+                    self.bound.remove(&param);
+                }
+            }
+            for x in &n.inputs[carried..] {
+                self.read(*x, &format!("iteration {it} of {me}"))?;
+            }
+            self.entries(&e.subs[0].nodes, dims)?;
+            for (k, src) in body.outputs.iter().enumerate() {
+                self.source(src, &format!("the return of {me}"))?;
+                if k < carried {
+                    continue;
+                }
+                if it > 0 {
+                    self.read(n.output(k), &format!("row {it} of {me}"))?;
+                } else {
+                    self.write(n.output(k))?;
+                }
+            }
+        }
+        for k in 0..n.outputs.len() {
+            if k < carried || count == 0 {
+                self.write(n.output(k))?;
             }
         }
         Ok(())
