@@ -480,12 +480,25 @@ fn an_integer_input_used_as_data_is_held_in_the_float_type_and_indices_stay_i32(
 }
 
 #[test]
-fn integer_arithmetic_on_an_input_held_as_data_is_an_error() {
+fn integer_arithmetic_on_an_input_held_as_data_is_checked_exact_in_f32() {
     let bytes = rate_switch(vec![node("Add", &["sr0", "rate"], &["next"], vec![])], "y");
-    let e = import(&bytes, &ImportOptions::default()).expect_err("int arithmetic at run time");
-    assert_eq!(
-        e.to_string(),
-        "Add node `Add_next` (opset 17): integer arithmetic on INT64 data computed at run time is not supported yet"
+    let m = import(&bytes, &ImportOptions::default()).expect("int arithmetic at run time");
+    // Held in f32, `sr` must be exact there: a value past 2^24 is refused.
+    let too_big = HashMap::from([
+        (
+            "x".to_string(),
+            HostTensor {
+                elem: uop_onnx::ElemType::Float,
+                shape: vec![3],
+                data: HostData::Float(vec![0.0; 3]),
+            },
+        ),
+        ("sr".to_string(), int64(&[], &[(1 << 24) + 1])),
+        ("idx".to_string(), int64(&[2], &[0, 0])),
+    ]);
+    assert!(
+        m.graph_inputs(&too_big).is_err(),
+        "2^24 + 1 is not exact in f32"
     );
 }
 

@@ -442,12 +442,43 @@ fn concat_known(ks: &[&Known], axis: usize) -> CResult<Known> {
     })
 }
 
+/// Gather of one position known at import only symbolically (a Loop's iteration
+/// counter, imported as a `scan` index `$t`): a `reindex` reading position `e` of
+/// `axis`, which goes. A position outside the axis reads 0.
+fn gather_symbolic(im: &mut Im, data: &Val, axis: usize, e: &Expr) -> CResult<Vec<Val>> {
+    let shape = im.shape(data)?;
+    let mut dims = shape.clone();
+    dims.remove(axis);
+    let index: Vec<Expr> = (0..shape.len())
+        .map(|d| match d.cmp(&axis) {
+            std::cmp::Ordering::Less => Expr::index(d),
+            std::cmp::Ordering::Equal => e.clone(),
+            std::cmp::Ordering::Greater => Expr::index(d - 1),
+        })
+        .collect();
+    let x = im.graph(data)?;
+    let r = im.call(
+        "reindex",
+        &[x.into(), exprs_arg(&dims), exprs_arg(&index)],
+        &[],
+    )?;
+    Ok(vec![Val::Graph(r, elem_of(data))])
+}
+
 /// Gather.
 pub(crate) fn gather(im: &mut Im, n: &NodeIn) -> CResult<Vec<Val>> {
     let (data, idx) = (n.input(0)?, n.input(1)?);
     let s = im.shape(data)?;
     let axis = norm_axis(n.int_or("axis", 0), s.len())?;
     let size = s[axis].as_int();
+    if let Val::Known(k) = idx
+        && k.shape.is_empty()
+        && let KData::Int(v) = &k.data
+        && let [e] = &v[..]
+        && e.as_int().is_none()
+    {
+        return gather_symbolic(im, data, axis, e);
+    }
     let known_idx = match idx {
         Val::Known(k) => {
             let mut v = k.int_values()?;
