@@ -18,7 +18,7 @@ use uop_codegen::index::{Expr, IndexOp};
 
 use super::GraphEmitError;
 use super::body::{Emitter, Frame, sized};
-use super::code::{Code, string};
+use super::code::{Code, Ex, ex, string};
 use crate::ir::{Graph, NodeId, Ref, Source};
 use crate::memory::{Analysis, Mode, analysis_apart};
 
@@ -27,18 +27,27 @@ use crate::memory::{Analysis, Mode, analysis_apart};
 pub(super) enum Val {
     /// A slice expression: a graph input, a constant, a buffer outside the arena
     /// (a graph output), a literal.
-    Slice(String),
-    /// A local holding the value's `rt::graph::Loc` in the arena.
-    At(String),
+    Slice(Ex),
+    /// A local (or expression) holding the value's `rt::graph::Loc` in the arena.
+    At(Ex),
+}
+
+impl Val {
+    /// The expression, whichever kind.
+    pub(super) fn ex(&self) -> &Ex {
+        match self {
+            Val::Slice(e) | Val::At(e) => e,
+        }
+    }
 }
 
 /// Where a node's result is written besides a kernel output.
 #[derive(Clone, Debug)]
 pub(super) enum Dst {
     /// A location in the arena (a local).
-    At(String),
+    At(Ex),
     /// A `&mut` slice outside the arena (a local).
-    Slice(String),
+    Slice(Ex),
 }
 
 /// The plan's analysis, as the emitter reads it.
@@ -117,7 +126,7 @@ fn looped_rows(graph: &Graph) -> HashMap<Ref, Expr> {
 impl Emitter<'_> {
     /// `fn NAME_arena(placement, sz)`: the plan's groups as placement items (each
     /// with its steps and its members' sizes), placed for the call's sizes.
-    pub(super) fn arena_function(&mut self, sizes_type: &str) -> Result<String, GraphEmitError> {
+    pub(super) fn arena_function(&mut self, sizes_type: &str) -> Result<Code, GraphEmitError> {
         let g = string(&self.name);
         let elem_bytes = self.graph.dtype.size();
         let groups = self.arena.analysis.groups.clone();
@@ -159,13 +168,11 @@ impl Emitter<'_> {
             // The group is as large as its largest member: each size once.
             let mut seen = std::collections::HashSet::new();
             lens.retain(|l| seen.insert(l.clone()));
-            items.push(format!(
-                "rt::graph::item({g}, {}, {}, &[{}], {elem_bytes})?, // {k}: {}",
-                group.start,
-                group.end,
-                lens.join(", "),
-                names.join(", ")
-            ));
+            items.push(ex![
+                format!("rt::graph::item({g}, {}, {}, &[", group.start, group.end),
+                Ex::join(lens, ", "),
+                format!("], {elem_bytes})?, // {k}: {}", names.join(", ")),
+            ]);
         }
         let mut c = Code::default();
         c.doc(&format!(
@@ -176,11 +183,13 @@ impl Emitter<'_> {
             self.name
         ));
         let n = items.len();
-        let sz = if n == 0 { "_sz" } else { "sz" };
-        c.open(format!(
-            "fn {}_arena(\n    placement: &mut rt::place::Kept,\n    {sz}: &{sizes_type},\n) -> Result<([usize; {n}], usize), KernelError> {{",
-            self.name
-        ));
+        // The sizes are a parameter nothing may read (no group, or sizes that are
+        // all literals).
+        c.open(ex![
+            format!("fn {}_arena(\n    placement: &mut rt::place::Kept,\n    ", self.name),
+            Ex::bind("sz"),
+            format!(": &{sizes_type},\n) -> Result<([usize; {n}], usize), KernelError> {{"),
+        ]);
         if n == 0 {
             c.line("let items: [rt::place::Item; 0] = [];");
         } else {
@@ -194,33 +203,36 @@ impl Emitter<'_> {
             "rt::graph::placed({g}, placement, &items, {elem_bytes})"
         ));
         c.close("}");
-        Ok(c.finish())
+        Ok(c)
     }
 
     /// The location of arena value `r` (its group's offset) of `len` elements.
-    pub(super) fn loc_code(&self, frame: &mut Frame, r: Ref, len: &str) -> Option<String> {
+    pub(super) fn loc_code(&self, frame: &mut Frame, r: Ref, len: &Ex) -> Option<Ex> {
         let g = self.arena.group(r)?;
-        frame.off_used = true;
-        Some(format!("rt::graph::Loc::new(off[{g}], {len})"))
+        Some(self.group_loc(frame, g, len))
     }
 
     /// A location of `len` elements at group `g`'s offset.
-    pub(super) fn group_loc(&self, frame: &mut Frame, g: usize, len: &str) -> String {
+    pub(super) fn group_loc(&self, frame: &mut Frame, g: usize, len: &Ex) -> Ex {
         frame.off_used = true;
-        format!("rt::graph::Loc::new(off[{g}], {len})")
+        ex![format!("rt::graph::Loc::new(off[{g}], "), len, ")"]
     }
 
     /// `v` as a slice expression (an arena value read with `rt::graph::at`).
-    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val) -> String {
+    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val) -> Ex {
         match v {
             Val::Slice(e) => e.clone(),
             Val::At(l) => {
                 frame.arena_used = true;
-                format!(
-                    "rt::graph::at({}, {}, arena, {l})?",
-                    string(&self.name),
-                    string(&node.to_string())
-                )
+                ex![
+                    format!(
+                        "rt::graph::at({}, {}, arena, ",
+                        string(&self.name),
+                        string(&node.to_string())
+                    ),
+                    l,
+                    ")?"
+                ]
             }
         }
     }
@@ -231,7 +243,7 @@ impl Emitter<'_> {
         frame: &mut Frame,
         reader: NodeId,
         r: Ref,
-    ) -> Result<String, GraphEmitError> {
+    ) -> Result<Ex, GraphEmitError> {
         let v = self.local(frame, reader, r)?;
         Ok(self.slice_of(frame, reader, &v))
     }
@@ -245,10 +257,10 @@ impl Emitter<'_> {
     ) -> Result<Val, GraphEmitError> {
         match s {
             Source::Ref(r) => self.local(frame, owner, *r),
-            Source::Scalar(v) => Ok(Val::Slice(format!(
+            Source::Scalar(v) => Ok(Val::Slice(Ex::from(format!(
                 "&[{}][..]",
                 super::code::literal(self.graph.dtype, *v)
-            ))),
+            )))),
         }
     }
 
@@ -257,14 +269,14 @@ impl Emitter<'_> {
         let (g, id) = (string(&self.name), string(&node.to_string()));
         let line = match (dst, src) {
             (Dst::At(d), Val::Slice(s)) => {
-                format!("rt::graph::copy_in({g}, {id}, arena, {d}, {s})?;")
+                ex![format!("rt::graph::copy_in({g}, {id}, arena, "), d, ", ", s, ")?;"]
             }
             (Dst::At(d), Val::At(s)) => {
-                format!("rt::graph::copy_within({g}, {id}, arena, {d}, {s})?;")
+                ex![format!("rt::graph::copy_within({g}, {id}, arena, "), d, ", ", s, ")?;"]
             }
             (Dst::Slice(d), _) => {
                 let s = self.slice_of(frame, node, src);
-                format!("rt::graph::deliver({g}, {id}, {d}, {s})?;")
+                ex![format!("rt::graph::deliver({g}, {id}, "), d, ", ", s, ")?;"]
             }
         };
         if matches!(dst, Dst::At(_)) {

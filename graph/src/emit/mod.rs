@@ -42,9 +42,12 @@
 mod arena;
 mod body;
 pub mod build;
+mod call;
 mod chunks;
 mod code;
 mod control;
+mod graph_fn;
+mod kernel_call;
 mod one_op;
 mod sizes;
 
@@ -63,7 +66,7 @@ use crate::pass::{PrepareOptions, prepare};
 use crate::text::print_graph;
 
 use arena::Arena;
-use body::Emitter;
+use body::{Emitter, Item};
 use code::{Idents, camel, snake};
 use sizes::Sizes;
 
@@ -306,17 +309,9 @@ impl GraphModule {
         let function = emitter.graph_function(&doc, &outputs)?;
         let sizes_items = emitter.sizes.items(&camel_name);
         let mut items = std::mem::take(&mut emitter.items);
-        items.push(sizes_items);
-        items.push(function);
-        // A constant only an unread value returns (a branch result copied nowhere)
-        // is not emitted.
-        let code: String = items
-            .iter()
-            .filter(|i| static_name(i).is_none())
-            .map(String::as_str)
-            .collect();
-        items.retain(|i| static_name(i).is_none_or(|n| body::mentions(&code, n)));
-        self.items.extend(items);
+        items.push(Item::Text(sizes_items));
+        items.push(Item::Code(function));
+        self.items.extend(print_items(items));
         self.graphs.push(name.into());
         Ok(())
     }
@@ -339,10 +334,28 @@ impl GraphModule {
     }
 }
 
-/// The name of the `static` an item defines (a constant), if it is one.
-fn static_name(item: &str) -> Option<&str> {
-    let rest = item.lines().find_map(|l| l.strip_prefix("static "))?;
-    rest.split(':').next()
+/// A graph's planned items printed, in order; a constant no function reads (one
+/// only an unread value returns, a branch result copied nowhere) is left out.
+fn print_items(items: Vec<Item>) -> Vec<String> {
+    let mut read = HashSet::new();
+    let mut printed: Vec<Result<String, (String, String)>> = Vec::new();
+    for item in items {
+        printed.push(match item {
+            Item::Static { name, text } => Err((name, text)),
+            Item::Code(code) => {
+                read.extend(code.reads().statics);
+                Ok(code.print())
+            }
+            Item::Text(text) => Ok(text),
+        });
+    }
+    printed
+        .into_iter()
+        .filter_map(|p| match p {
+            Ok(text) => Some(text),
+            Err((name, text)) => read.contains(&name).then_some(text),
+        })
+        .collect()
 }
 
 /// The source of a file with the one graph `name` (see [`GraphModule`]).
