@@ -41,7 +41,6 @@
 
 mod arena;
 mod body;
-pub mod build;
 mod call;
 mod chunks;
 mod code;
@@ -164,6 +163,8 @@ pub struct GraphModule {
     items: Vec<String>,
     names: Idents,
     graphs: Vec<String>,
+    /// The kernels added on their own ([`GraphModule::add_kernel`]).
+    kernel_names: Vec<String>,
     /// Every kernel called through `rt::graph::clocked` (benchmarks).
     clocked: bool,
 }
@@ -179,6 +180,7 @@ impl GraphModule {
             items: Vec::new(),
             names: Idents::with_reserved(&["rt", "KernelError"]),
             graphs: Vec::new(),
+            kernel_names: Vec::new(),
             clocked: false,
         }
     }
@@ -193,6 +195,65 @@ impl GraphModule {
     /// The graph functions added so far, in order.
     pub fn names(&self) -> &[String] {
         &self.graphs
+    }
+
+    /// Sets how the kernels added from now on check their accesses
+    /// (`uop_codegen::compile::Checks`; `Full` needs no schedule).
+    pub fn set_checks(&mut self, checks: uop_codegen::compile::Checks) {
+        self.kernels.module.set_checks(checks);
+    }
+
+    /// Runs the schedule passes on the kernels added from now on, or not.
+    pub fn set_schedule(&mut self, schedule: bool) {
+        self.kernels.module.set_schedule(schedule);
+    }
+
+    /// Standalone mode: the file holds a copy of the runtime (`mod rt`) instead of
+    /// importing the crate `uop-runtime`.
+    pub fn set_standalone(&mut self, standalone: bool) {
+        self.kernels.module.set_standalone(standalone);
+    }
+
+    /// Also emits, for each kernel added with [`GraphModule::add_kernel`], the
+    /// oracle's entries to it (`NAME_program`, `NAME_dyn`; see `RustOptions::oracle`).
+    pub fn set_oracle(&mut self, oracle: bool) {
+        self.kernels.module.set_oracle(oracle);
+    }
+
+    /// Adds `program` as a kernel of its own named `name` (not part of a graph),
+    /// with `note` (a paragraph of its doc comment, as for a gradient kernel).
+    ///
+    /// # Errors
+    ///
+    /// [`GraphEmitError::Emit`] when the Rust backend refuses the program or the
+    /// name; [`GraphEmitError::Graph`] when one of the kernel's items
+    /// (`NAME`, `NAME_shapes`, ...) is already an item of the module.
+    pub fn add_kernel(
+        &mut self,
+        name: &str,
+        program: &Program,
+        note: Option<&str>,
+    ) -> Result<(), GraphEmitError> {
+        if let Some(item) = kernel_items(name).into_iter().find(|i| self.names.is_taken(i)) {
+            return Err(GraphEmitError::Graph {
+                graph: name.into(),
+                message: format!("`{item}` is already an item of the module"),
+            });
+        }
+        match note {
+            Some(note) => self.kernels.module.add_with_note(name, program, note)?,
+            None => self.kernels.module.add(name, program)?,
+        };
+        for item in kernel_items(name) {
+            self.names.take(&item);
+        }
+        self.kernel_names.push(name.into());
+        Ok(())
+    }
+
+    /// The kernels added with [`GraphModule::add_kernel`] so far, in order.
+    pub fn kernel_names(&self) -> &[String] {
+        &self.kernel_names
     }
 
     /// Adds `graph` as the function `name`: prepares it (every pass), derives its
@@ -324,6 +385,9 @@ impl GraphModule {
     /// As [`RustModule::source`].
     pub fn source(&self) -> Result<String, GraphEmitError> {
         let mut out = self.kernels.module.source()?;
+        if self.items.is_empty() {
+            return Ok(out);
+        }
         out.push_str("\n// ---- graphs ----\n");
         for item in &self.items {
             out.push('\n');
