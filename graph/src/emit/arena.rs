@@ -20,6 +20,7 @@ use super::GraphEmitError;
 use super::body::{Emitter, Frame, sized};
 use super::code::{Code, Ex, ex, string};
 use crate::ir::{Graph, NodeId, Ref, Source};
+use uop_codegen::uop::DType;
 use crate::memory::{Analysis, Mode, analysis_apart};
 
 /// How generated code reaches a value.
@@ -137,12 +138,16 @@ impl Emitter<'_> {
             let mut names = Vec::new();
             for r in &group.members {
                 let v = &values[r];
-                if v.ty.dtype != self.graph.dtype {
+                if v.ty.dtype != self.graph.dtype
+                    && (v.ty.dtype, self.graph.dtype) != (DType::I32, DType::F32)
+                {
+                    // An f32 arena holds i32 values in its cells (same size); an f64
+                    // one would need two to a cell.
                     return Err(self.err(
                         r.node,
                         format!(
-                            "{r} is {} in a graph of {}: the arena holds one type",
-                            v.ty.dtype, self.graph.dtype
+                            "{r} is {} in a graph of {}: ahead of time, the arena of a graph of {} holds no {} values",
+                            v.ty.dtype, self.graph.dtype, self.graph.dtype, v.ty.dtype
                         ),
                     ));
                 }
@@ -218,13 +223,14 @@ impl Emitter<'_> {
         ex![format!("rt::graph::Loc::new(off[{g}], "), len, ")"]
     }
 
-    /// `v` as a slice expression (an arena value read with `rt::graph::at`).
-    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val) -> Ex {
+    /// `v`, a value of `dtype`, as a slice expression (an arena value read with
+    /// `rt::graph::at`, its cells read as i32 values for an i32 value).
+    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val, dtype: DType) -> Ex {
         match v {
             Val::Slice(e) => e.clone(),
             Val::At(l) => {
                 frame.arena_used = true;
-                ex![
+                let at = ex![
                     format!(
                         "rt::graph::at({}, {}, arena, ",
                         string(&self.name),
@@ -232,8 +238,55 @@ impl Emitter<'_> {
                     ),
                     l,
                     ")?"
-                ]
+                ];
+                self.from_cells(dtype, at)
             }
+        }
+    }
+
+    /// The type of value `r`.
+    pub(super) fn dtype_of(&self, r: Ref) -> DType {
+        self.graph.type_of(r).map_or(self.graph.dtype, |t| t.dtype)
+    }
+
+    /// The type of an interface result.
+    pub(super) fn source_dtype(&self, s: &Source) -> DType {
+        match s {
+            Source::Ref(r) => self.dtype_of(*r),
+            Source::Scalar(_) => self.graph.dtype,
+        }
+    }
+
+    /// True when a value of `dtype` lives in the arena's cells as another type (an
+    /// i32 value in an f32 arena).
+    fn foreign(&self, dtype: DType) -> bool {
+        dtype != self.graph.dtype
+    }
+
+    /// Arena cells (`&[T]` of the arena's type) as a value of `dtype`.
+    pub(super) fn from_cells(&self, dtype: DType, cells: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::ints(", cells, ")"]
+        } else {
+            cells
+        }
+    }
+
+    /// Arena cells to write (`&mut [T]`) as a value of `dtype`.
+    pub(super) fn from_cells_mut(&self, dtype: DType, cells: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::ints_mut(", cells, ")"]
+        } else {
+            cells
+        }
+    }
+
+    /// A slice of a value of `dtype` as arena cells, to copy into the arena.
+    pub(super) fn into_cells(&self, dtype: DType, slice: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::cells(", slice, ")"]
+        } else {
+            slice
         }
     }
 
@@ -245,7 +298,7 @@ impl Emitter<'_> {
         r: Ref,
     ) -> Result<Ex, GraphEmitError> {
         let v = self.local(frame, reader, r)?;
-        Ok(self.slice_of(frame, reader, &v))
+        Ok(self.slice_of(frame, reader, &v, self.dtype_of(r)))
     }
 
     /// The value of an interface result.
@@ -264,18 +317,26 @@ impl Emitter<'_> {
         }
     }
 
-    /// Copies `src` to `dst` (checked: lengths and ranges).
-    pub(super) fn copy_to(&self, frame: &mut Frame, node: NodeId, dst: &Dst, src: &Val) {
+    /// Copies `src`, a value of `dtype`, to `dst` (checked: lengths and ranges).
+    pub(super) fn copy_to(
+        &self,
+        frame: &mut Frame,
+        node: NodeId,
+        dst: &Dst,
+        src: &Val,
+        dtype: DType,
+    ) {
         let (g, id) = (string(&self.name), string(&node.to_string()));
         let line = match (dst, src) {
             (Dst::At(d), Val::Slice(s)) => {
+                let s = self.into_cells(dtype, s.clone());
                 ex![format!("rt::graph::copy_in({g}, {id}, arena, "), d, ", ", s, ")?;"]
             }
             (Dst::At(d), Val::At(s)) => {
                 ex![format!("rt::graph::copy_within({g}, {id}, arena, "), d, ", ", s, ")?;"]
             }
             (Dst::Slice(d), _) => {
-                let s = self.slice_of(frame, node, src);
+                let s = self.slice_of(frame, node, src, dtype);
                 ex![format!("rt::graph::deliver({g}, {id}, "), d, ", ", s, ")?;"]
             }
         };

@@ -221,7 +221,7 @@ impl Emitter<'_> {
         s: &Source,
     ) -> Result<Ex, GraphEmitError> {
         let v = self.source_val(frame, owner, s)?;
-        Ok(self.slice_of(frame, owner, &v))
+        Ok(self.slice_of(frame, owner, &v, self.source_dtype(s)))
     }
 
     pub(super) fn entries(

@@ -89,16 +89,16 @@ impl Emitter<'_> {
         let mut call_args = Vec::new();
         let input = self.node(sub.input)?.clone();
         let refs = (0..input.outputs.len()).map(|k| Ref::new(sub.input, k));
-        for (r, a) in refs.zip(&args) {
+        for ((r, a), outer) in refs.zip(&args).zip(&node.inputs) {
             let name = inner.names.fresh(&self.base_name(r));
-            params.push(ex![Ex::bind(&name), ": ", self.kind(a)]);
+            params.push(ex![Ex::bind(&name), ": ", self.kind(a, self.dtype_of(*outer))]);
             inner.locals.insert(r, same_kind(a, &name));
         }
         call_args.extend(args.iter().map(|a| a.ex().clone()));
         for r in &free {
             let v = self.local(frame, node.id, *r)?;
             let name = inner.names.fresh(&self.base_name(*r));
-            params.push(ex![Ex::bind(&name), ": ", self.kind(&v)]);
+            params.push(ex![Ex::bind(&name), ": ", self.kind(&v, self.dtype_of(*r))]);
             inner.locals.insert(*r, same_kind(&v, &name));
             call_args.push(v.ex().clone());
         }
@@ -109,10 +109,11 @@ impl Emitter<'_> {
         })
     }
 
-    /// The type of a parameter holding `v`: a slice or a location.
-    fn kind(&self, v: &Val) -> String {
+    /// The type of a parameter holding `v`, a value of `dtype`: a slice or a
+    /// location.
+    fn kind(&self, v: &Val, dtype: uop_codegen::uop::DType) -> String {
         match v {
-            Val::Slice(_) => format!("&[{}]", elem(self.graph.dtype)),
+            Val::Slice(_) => format!("&[{}]", elem(dtype)),
             Val::At(_) => "rt::graph::Loc".to_string(),
         }
     }
@@ -125,7 +126,6 @@ impl Emitter<'_> {
         node: &Node,
         dsts: &[Option<Dst>],
     ) -> Vec<Option<Dst>> {
-        let t = elem(self.graph.dtype);
         let mut inner_dsts = Vec::new();
         for (k, dst) in dsts.iter().enumerate() {
             let Some(dst) = dst else {
@@ -138,7 +138,10 @@ impl Emitter<'_> {
                 .fresh(&format!("{}_out", self.base_name(node.output(k))));
             let (ty, d, a) = match dst {
                 Dst::At(a) => ("rt::graph::Loc".to_string(), Dst::At(Ex::read(&name)), a),
-                Dst::Slice(a) => (format!("&mut [{t}]"), Dst::Slice(Ex::read(&name)), a),
+                Dst::Slice(a) => {
+                    let t = elem(node.outputs[k].dtype);
+                    (format!("&mut [{t}]"), Dst::Slice(Ex::read(&name)), a)
+                }
             };
             plan.params.push(ex![Ex::bind(&name), ": ", ty]);
             plan.call_args.push(a.clone());

@@ -129,7 +129,8 @@ impl Emitter<'_> {
         ]);
         // Each chunk's rows are copied into the chunk's slot (the memory plan's:
         // the input may be overwritten before the loop reads it again).
-        for (k, (_, value, _, row)) in values.iter().enumerate() {
+        for (k, (input, value, _, row)) in values.iter().enumerate() {
+            let dtype = self.dtype_of(*input);
             let r = node.output(k);
             let rows_of = |v: &Ex| {
                 ex![
@@ -167,8 +168,8 @@ impl Emitter<'_> {
                             Val::Slice(v) => ex![
                                 format!("rt::graph::copy_in({g}, {id}, arena, "),
                                 Ex::read(&name),
-                                ", rt::graph::rows",
-                                rows_of(v),
+                                ", ",
+                                self.into_cells(dtype, ex!["rt::graph::rows", rows_of(v)]),
                                 ")?;"
                             ],
                             Val::At(v) => ex![
@@ -186,7 +187,7 @@ impl Emitter<'_> {
                     None => {
                         // A graph output outside the arena.
                         let buf = self.extra(frame, node, k)?;
-                        let v = self.slice_of(frame, node.id, value);
+                        let v = self.slice_of(frame, node.id, value, dtype);
                         frame.code.line(ex![
                             format!("rt::graph::assign({buf}, rt::graph::rows"),
                             rows_of(&v),
@@ -222,7 +223,7 @@ impl Emitter<'_> {
             // output is read at the end of the loop): a copy of its own.
             Val::At(loc) => {
                 let buf = self.extra(frame, node, 0)?;
-                let value = self.slice_of(frame, node.id, &Val::At(loc));
+                let value = self.slice_of(frame, node.id, &Val::At(loc), self.dtype_of(input));
                 frame
                     .code
                     .line(ex![format!("rt::graph::assign({buf}, "), value, ");"]);

@@ -118,7 +118,8 @@ impl Emitter<'_> {
             let Some(dst) = dst else { continue };
             let joined = matches!(sources.get(k), Some(Source::Ref(r)) if self.arena.joined(*r, node.output(k)));
             if !joined {
-                self.copy_to(frame, node.id, dst, value);
+                let dtype = self.dtype_of(node.output(k));
+                self.copy_to(frame, node.id, dst, value, dtype);
             }
         }
         Ok(())
@@ -290,9 +291,10 @@ impl Emitter<'_> {
                 .comment("a negative selector passes the arguments through");
             let pattern = if n == 0 { "_" } else { "None" };
             frame.code.open(format!("{pattern} => {{"));
-            for (dst, a) in dsts.iter().zip(&args) {
+            for (k, (dst, a)) in dsts.iter().zip(&args).enumerate() {
                 if let Some(dst) = dst {
-                    self.copy_to(frame, node.id, dst, a);
+                    let dtype = self.dtype_of(node.output(k));
+                    self.copy_to(frame, node.id, dst, a, dtype);
                 }
             }
             frame.code.close("}");
@@ -335,7 +337,7 @@ impl Emitter<'_> {
         for (s, init) in states.iter().zip(&init) {
             frame.code.bind(&s.len_local, &s.len);
             let dst = self.group_loc(frame, s.g0, &Ex::read(&s.len_local));
-            self.copy_to(frame, node.id, &Dst::At(dst), init);
+            self.copy_to(frame, node.id, &Dst::At(dst), init, self.dtype_of(s.r));
         }
         let odd = frame.names.fresh("odd");
         if !alternate.is_empty() {
@@ -365,7 +367,7 @@ impl Emitter<'_> {
                     self.group_loc(frame, s.g0, &len),
                     self.group_loc(frame, s.g1, &len),
                 );
-                self.copy_to(frame, node.id, &Dst::At(a), &Val::At(b));
+                self.copy_to(frame, node.id, &Dst::At(a), &Val::At(b), self.dtype_of(s.r));
             }
             frame.code.close("}");
         }
@@ -421,7 +423,12 @@ impl Emitter<'_> {
         let c = c
             .first()
             .ok_or_else(|| self.err(node.id, "the condition returns nothing"))?;
-        let c = self.slice_of(frame, node.id, c);
+        let interfaces = node.op.interfaces();
+        let dtype = interfaces
+            .first()
+            .and_then(|i| i.outputs.first())
+            .map_or(self.graph.dtype, |s| self.source_dtype(s));
+        let c = self.slice_of(frame, node.id, c, dtype);
         frame.code.line(ex![
             format!("rt::graph::one_value({g}, {id}, \"condition\", "),
             c,
@@ -460,7 +467,7 @@ impl Emitter<'_> {
             if s.mode == Mode::Alternate && !written {
                 let value = self.source_val(frame, node.id, out)?;
                 let dst = self.group_loc(frame, s.g1, &Ex::read(&s.len_local));
-                self.copy_to(frame, node.id, &Dst::At(dst), &value);
+                self.copy_to(frame, node.id, &Dst::At(dst), &value, self.dtype_of(s.r));
             }
         }
         frame.code.close("}");
@@ -486,7 +493,7 @@ impl Emitter<'_> {
                 frame.locals.insert(s.r, Val::At(Ex::read(&name)));
             } else {
                 let buf = self.extra(frame, node, k)?;
-                let value = self.slice_of(frame, node.id, &Val::At(loc));
+                let value = self.slice_of(frame, node.id, &Val::At(loc), self.dtype_of(s.r));
                 frame
                     .code
                     .line(ex![format!("rt::graph::assign({buf}, "), value, ");"]);
@@ -525,14 +532,15 @@ impl Emitter<'_> {
         self.bind_params(frame, body, &all)?;
         self.entries(frame, &body.nodes)?;
         let results = self.results(frame, node, 0)?;
-        for (dst, r) in dsts.iter().zip(&results) {
+        for (k, (dst, r)) in dsts.iter().zip(&results).enumerate() {
+            let dtype = self.dtype_of(node.output(k));
             let line = match (dst, r) {
                 (None, _) => continue,
                 (Some(Dst::At(d)), Val::Slice(s)) => ex![
                     format!("rt::graph::copy_row_in({g}, {id}, arena, "),
                     d,
                     ", i, ",
-                    s,
+                    self.into_cells(dtype, s.clone()),
                     ")?;"
                 ],
                 (Some(Dst::At(d)), Val::At(s)) => ex![
@@ -543,7 +551,7 @@ impl Emitter<'_> {
                     ")?;"
                 ],
                 (Some(Dst::Slice(d)), v) => {
-                    let s = self.slice_of(frame, node.id, v);
+                    let s = self.slice_of(frame, node.id, v, dtype);
                     ex![format!("rt::graph::copy_row({g}, {id}, "), d, ", i, ", s, ")?;"]
                 }
             };

@@ -6,6 +6,7 @@ mod fixtures;
 mod memory_support;
 mod pass_support;
 
+mod emit_i32;
 mod grad;
 mod hierarchy;
 mod hierarchy_containment;
