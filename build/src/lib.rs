@@ -325,8 +325,8 @@ impl Build {
                 })?;
                 self.inputs.push(path.clone());
                 let options = uop_onnx::ImportOptions::default();
-                let model = uop_onnx::import(&bytes, &options)
-                    .map_err(|e| BuildError::onnx(path, &e))?;
+                let model =
+                    uop_onnx::import(&bytes, &options).map_err(|e| BuildError::onnx(path, &e))?;
                 (named(path), model.graph, None)
             }
             _ => return Err(BuildError::Source("not a graph source".into())),
@@ -390,7 +390,10 @@ impl Build {
             .iter()
             .map(|file| {
                 let text = self.read(file)?;
-                Ok((stem(file), self.parse_program(&file.display().to_string(), &text)?))
+                Ok((
+                    stem(file),
+                    self.parse_program(&file.display().to_string(), &text)?,
+                ))
             })
             .collect()
     }
@@ -423,8 +426,7 @@ fn check_modifiers(source: &Source) -> Result<(), BuildError> {
         )),
         Origin::Program(_) => None,
         _ if matches!(source.gradient, Gradients::Only(_)) => Some(
-            "`gradient_only` takes a program source: its request names the program's nodes"
-                .into(),
+            "`gradient_only` takes a program source: its request names the program's nodes".into(),
         ),
         _ if !program && !source.dtypes.is_empty() => Some(
             "`dtypes` is for programs: a graph's function has the graph's own float type".into(),
@@ -446,7 +448,8 @@ fn stem(path: &Path) -> String {
 
 /// The name a program, graph or text source was given.
 fn required_name(source: &Source) -> Result<String, BuildError> {
-    source.name.clone().ok_or_else(|| {
-        BuildError::Source("a program, graph or text source needs a name".into())
-    })
+    source
+        .name
+        .clone()
+        .ok_or_else(|| BuildError::Source("a program, graph or text source needs a name".into()))
 }

@@ -51,10 +51,7 @@ pub(crate) enum Gradients {
     None,
     /// Each forward item and its gradient, except for the listed names (stems);
     /// a graph's gradient keeps its `while` states on a tape of this mode.
-    Full {
-        except: Vec<String>,
-        tape: TapeMode,
-    },
+    Full { except: Vec<String>, tape: TapeMode },
     /// Only the gradient kernel for this request (a program source).
     Only(GradSpec),
 }

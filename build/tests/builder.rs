@@ -56,8 +56,17 @@ fn programs_become_kernels_with_float_types_and_gradients() {
     assert!(src.contains(
         "pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"
     ));
-    assert!(!src.contains("---- graphs ----"), "no graph, no graph section");
-    assert!(with_float_type(&parse_program(SOFTMAX, &Default::default()).expect("parses"), DType::I32).is_none());
+    assert!(
+        !src.contains("---- graphs ----"),
+        "no graph, no graph section"
+    );
+    assert!(
+        with_float_type(
+            &parse_program(SOFTMAX, &Default::default()).expect("parses"),
+            DType::I32
+        )
+        .is_none()
+    );
 }
 
 #[test]
@@ -69,7 +78,10 @@ fn programs_graphs_and_models_share_one_file_and_one_runtime_import() {
         .expect("a graph and its gradient");
     assert_eq!(names, ["doubling", "doubling_grad"]);
     let model = root().join("examples/graph-aot/model/classifier.onnx");
-    assert_eq!(b.add(Source::onnx(&model)).expect("a model"), ["classifier"]);
+    assert_eq!(
+        b.add(Source::onnx(&model)).expect("a model"),
+        ["classifier"]
+    );
     assert_eq!(
         b.names(),
         ["softmax", "doubling", "doubling_grad", "classifier"]
@@ -99,8 +111,12 @@ fn a_name_is_one_item_whether_kernel_or_graph() {
         .add(Source::graph_text("softmax", LOOP))
         .expect_err("the kernel's name")
         .to_string();
-    assert!(e.contains("`softmax` is already an item of the module"), "{e}");
-    b.add(Source::graph_text("doubling", LOOP)).expect("a graph");
+    assert!(
+        e.contains("`softmax` is already an item of the module"),
+        "{e}"
+    );
+    b.add(Source::graph_text("doubling", LOOP))
+        .expect("a graph");
     let e = b
         .add(Source::text("doubling_sizes", SOFTMAX))
         .expect_err("the graph's sizes function")
@@ -112,16 +128,29 @@ fn a_name_is_one_item_whether_kernel_or_graph() {
 fn errors_name_the_file_the_text_or_the_modifier() {
     let mut b = Build::new();
     let e = b
-        .add(Source::text("broken", "input x: f32[N]\ny = exp(z)\noutput y\n"))
+        .add(Source::text(
+            "broken",
+            "input x: f32[N]\ny = exp(z)\noutput y\n",
+        ))
         .expect_err("does not parse")
         .to_string();
     assert!(e.starts_with("<text of broken>:") && e.contains('z'), "{e}");
-    let e = b.add(Source::file("/nonexistent/p.uop")).expect_err("no file");
-    assert!(matches!(e, BuildError::Read { .. }), "{e}");
-    let e = b.add(Source::graph_file("no/such/file.uop")).expect_err("no file");
-    assert!(e.to_string().starts_with("cannot read no/such/file.uop: "), "{e}");
     let e = b
-        .add(Source::graph_text("bad", "input x: f32[N]\ny = nosuchop(x)\n"))
+        .add(Source::file("/nonexistent/p.uop"))
+        .expect_err("no file");
+    assert!(matches!(e, BuildError::Read { .. }), "{e}");
+    let e = b
+        .add(Source::graph_file("no/such/file.uop"))
+        .expect_err("no file");
+    assert!(
+        e.to_string().starts_with("cannot read no/such/file.uop: "),
+        "{e}"
+    );
+    let e = b
+        .add(Source::graph_text(
+            "bad",
+            "input x: f32[N]\ny = nosuchop(x)\n",
+        ))
         .expect_err("does not parse")
         .to_string();
     assert!(e.starts_with("<text of bad>: "), "{e}");
@@ -137,7 +166,9 @@ fn errors_name_the_file_the_text_or_the_modifier() {
     assert!(e.contains("Rust keyword"), "{e}");
     b.add(Source::text("free", SOFTMAX))
         .expect("a C library name is fine in Rust");
-    let e = b.add(Source::dir("/nonexistent").named("x")).expect_err("named folder");
+    let e = b
+        .add(Source::dir("/nonexistent").named("x"))
+        .expect_err("named folder");
     assert!(matches!(e, BuildError::Source(_)), "{e}");
     let e = b
         .add(Source::graph_text("g", LOOP).dtypes(&[DType::F64]))
@@ -145,7 +176,10 @@ fn errors_name_the_file_the_text_or_the_modifier() {
         .to_string();
     assert!(e.contains("`dtypes` is for programs"), "{e}");
     let not_onnx = root().join("examples/graphs/mlp.uop");
-    let e = b.add(Source::onnx(&not_onnx)).expect_err("not a model").to_string();
+    let e = b
+        .add(Source::onnx(&not_onnx))
+        .expect_err("not a model")
+        .to_string();
     assert!(e.starts_with(&format!("{}: ", not_onnx.display())), "{e}");
 }
 

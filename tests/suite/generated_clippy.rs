@@ -14,9 +14,7 @@ fn generated_code_is_clippy_clean() {
     let mut proven = Build::new();
     let prebuilt = Source::dir(root.join("prebuilt/kernels")).dtypes(&[DType::F32, DType::F64]);
     proven.add(prebuilt.clone()).expect("prebuilt programs");
-    let mut full = Build::new()
-        .checks(Checks::Full)
-        .schedule(false);
+    let mut full = Build::new().checks(Checks::Full).schedule(false);
     full.add(prebuilt.clone()).expect("prebuilt programs");
 
     let mut standalone = Build::new().standalone(true);

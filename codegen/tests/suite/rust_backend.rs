@@ -365,4 +365,3 @@ fn proven_checks_without_a_schedule_keep_unchecked_loads_but_no_threads() {
         "{src}"
     );
 }
-

@@ -13,10 +13,10 @@ pub use model::{
     AddOneWorkspace, NestedWorkspace, add_one, add_one_with_loop_ends, nested,
     nested_with_loop_ends,
 };
-pub use model::{RnnHeadSizes, RnnHeadWorkspace, rnn_head, rnn_head_sizes};
 /// The ONNX model `model/classifier.onnx` (imported by `uop-onnx` at build time):
 /// `classifier(ws, x, x_shape, probs_out)` for a batch `x: [batch, 4]`.
 pub use model::{ClassifierSizes, ClassifierWorkspace, classifier, classifier_sizes};
+pub use model::{RnnHeadSizes, RnnHeadWorkspace, rnn_head, rnn_head_sizes};
 pub use uop_runtime::KernelError;
 
 /// The head [`Model::run`] applies to the last state.

@@ -20,8 +20,8 @@ use super::GraphEmitError;
 use super::body::{Emitter, Frame, sized};
 use super::code::{Code, Ex, ex, string};
 use crate::ir::{Graph, NodeId, Ref, Source};
-use uop_codegen::uop::DType;
 use crate::memory::{Analysis, Mode, analysis_apart};
+use uop_codegen::uop::DType;
 
 /// How generated code reaches a value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,7 +191,10 @@ impl Emitter<'_> {
         // The sizes are a parameter nothing may read (no group, or sizes that are
         // all literals).
         c.open(ex![
-            format!("fn {}_arena(\n    placement: &mut rt::place::Kept,\n    ", self.name),
+            format!(
+                "fn {}_arena(\n    placement: &mut rt::place::Kept,\n    ",
+                self.name
+            ),
             Ex::bind("sz"),
             format!(": &{sizes_type},\n) -> Result<([usize; {n}], usize), KernelError> {{"),
         ]);
@@ -330,10 +333,22 @@ impl Emitter<'_> {
         let line = match (dst, src) {
             (Dst::At(d), Val::Slice(s)) => {
                 let s = self.into_cells(dtype, s.clone());
-                ex![format!("rt::graph::copy_in({g}, {id}, arena, "), d, ", ", s, ")?;"]
+                ex![
+                    format!("rt::graph::copy_in({g}, {id}, arena, "),
+                    d,
+                    ", ",
+                    s,
+                    ")?;"
+                ]
             }
             (Dst::At(d), Val::At(s)) => {
-                ex![format!("rt::graph::copy_within({g}, {id}, arena, "), d, ", ", s, ")?;"]
+                ex![
+                    format!("rt::graph::copy_within({g}, {id}, arena, "),
+                    d,
+                    ", ",
+                    s,
+                    ")?;"
+                ]
             }
             (Dst::Slice(d), _) => {
                 let s = self.slice_of(frame, node, src, dtype);

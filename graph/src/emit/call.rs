@@ -91,7 +91,11 @@ impl Emitter<'_> {
         let refs = (0..input.outputs.len()).map(|k| Ref::new(sub.input, k));
         for ((r, a), outer) in refs.zip(&args).zip(&node.inputs) {
             let name = inner.names.fresh(&self.base_name(r));
-            params.push(ex![Ex::bind(&name), ": ", self.kind(a, self.dtype_of(*outer))]);
+            params.push(ex![
+                Ex::bind(&name),
+                ": ",
+                self.kind(a, self.dtype_of(*outer))
+            ]);
             inner.locals.insert(r, same_kind(a, &name));
         }
         call_args.extend(args.iter().map(|a| a.ex().clone()));

@@ -205,7 +205,6 @@ impl From<&Ex> for Ex {
     }
 }
 
-
 /// What a planned function reads: its locals and parameters, the module's
 /// constants, the sizes.
 #[derive(Clone, Debug, Default)]

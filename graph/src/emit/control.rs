@@ -342,7 +342,9 @@ impl Emitter<'_> {
         let odd = frame.names.fresh("odd");
         if !alternate.is_empty() {
             frame.off_mut = true;
-            frame.code.line(ex!["let mut ", Ex::bind(&odd), " = false;"]);
+            frame
+                .code
+                .line(ex!["let mut ", Ex::bind(&odd), " = false;"]);
         }
         frame.code.open("loop {");
         self.while_condition(frame, node, e, &states)?;
@@ -376,7 +378,11 @@ impl Emitter<'_> {
 
     /// Per state value of `while` `node`: its length and its slots (the plan's
     /// groups).
-    fn while_states(&mut self, frame: &mut Frame, node: &Node) -> Result<Vec<State>, GraphEmitError> {
+    fn while_states(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+    ) -> Result<Vec<State>, GraphEmitError> {
         let mut states = Vec::new();
         for k in 0..node.outputs.len() {
             let (r, len) = self.output_len(frame, node, k)?;
@@ -552,7 +558,13 @@ impl Emitter<'_> {
                 ],
                 (Some(Dst::Slice(d)), v) => {
                     let s = self.slice_of(frame, node.id, v, dtype);
-                    ex![format!("rt::graph::copy_row({g}, {id}, "), d, ", i, ", s, ")?;"]
+                    ex![
+                        format!("rt::graph::copy_row({g}, {id}, "),
+                        d,
+                        ", i, ",
+                        s,
+                        ")?;"
+                    ]
                 }
             };
             if matches!(dst, Some(Dst::At(_))) {

@@ -68,11 +68,7 @@ impl Emitter<'_> {
 
     /// The arguments: the workspace, each input and its shape (values of the
     /// frame), the `$params`, a buffer per output.
-    fn arguments(
-        &mut self,
-        frame: &mut Frame,
-        outputs: &[Output],
-    ) -> Result<Args, GraphEmitError> {
+    fn arguments(&mut self, frame: &mut Frame, outputs: &[Output]) -> Result<Args, GraphEmitError> {
         let mut all = vec![format!("ws: &mut {}Workspace", camel(&self.name))];
         let input_node = self.node(self.h.input)?.id;
         let mut shapes = Vec::new();

@@ -167,7 +167,8 @@ impl Emitter<'_> {
                 }
                 None => {
                     let buf = self.extra(frame, node, k)?;
-                    a.args.push(ex![format!("rt::graph::slot({buf}, "), len, ")"]);
+                    a.args
+                        .push(ex![format!("rt::graph::slot({buf}, "), len, ")"]);
                     a.extras.push((r, buf));
                 }
             }

@@ -234,7 +234,10 @@ impl GraphModule {
         program: &Program,
         note: Option<&str>,
     ) -> Result<(), GraphEmitError> {
-        if let Some(item) = kernel_items(name).into_iter().find(|i| self.names.is_taken(i)) {
+        if let Some(item) = kernel_items(name)
+            .into_iter()
+            .find(|i| self.names.is_taken(i))
+        {
             return Err(GraphEmitError::Graph {
                 graph: name.into(),
                 message: format!("`{item}` is already an item of the module"),

@@ -20,10 +20,22 @@ fn an_i32_while_state_lives_in_the_cells_of_an_f32_arena() {
     let src = I32_STATE.replace('T', "f32");
     let g = parse_graph(&src, default_registry()).expect("parses");
     let rust = emit_graph("ic", &g, Some(&src), &RustOptions::default()).expect("emits");
-    assert!(rust.contains("j_out: &mut [i32],"), "the index vector is an i32 output");
-    assert!(rust.contains("rt::graph::cells(idx)"), "copied into the arena's cells");
-    assert!(rust.contains("rt::graph::ints(i_2)"), "read by the kernels as i32");
-    assert!(rust.contains("rt::graph::ints_mut(t13)"), "written by a kernel as i32");
+    assert!(
+        rust.contains("j_out: &mut [i32],"),
+        "the index vector is an i32 output"
+    );
+    assert!(
+        rust.contains("rt::graph::cells(idx)"),
+        "copied into the arena's cells"
+    );
+    assert!(
+        rust.contains("rt::graph::ints(i_2)"),
+        "read by the kernels as i32"
+    );
+    assert!(
+        rust.contains("rt::graph::ints_mut(t13)"),
+        "written by a kernel as i32"
+    );
     let spec = GraphGradSpec {
         tape: TapeMode::Recompute,
         ..GraphGradSpec::all(&g)
