@@ -598,7 +598,7 @@ mod int_tests {
     #[test]
     fn i32_values_round_trip_through_the_cells_of_an_f32_arena() {
         let values = [0, -1, i32::MIN, i32::MAX, 0x7fc0_0001];
-        let mut arena = vec![0.0f32; 6];
+        let mut arena = [0.0f32; 6];
         arena[1..].copy_from_slice(cells(&values));
         assert_eq!(ints(&arena[1..]), values);
         ints_mut(&mut arena[..2])[0] = 7;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use uop_codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions, emit};
 use uop_codegen::target::Target;
 use uop_codegen::text::{Registry, parse_program};
-use uop_codegen::uop::{DType, Program};
+use uop_codegen::uop::Program;
 
 const SOFTMAX: &str = "\
 input x: f32[B, N]

@@ -242,7 +242,7 @@ impl Emitter<'_> {
                     l,
                     ")?"
                 ];
-                self.from_cells(dtype, at)
+                self.cells_as(dtype, at)
             }
         }
     }
@@ -267,7 +267,7 @@ impl Emitter<'_> {
     }
 
     /// Arena cells (`&[T]` of the arena's type) as a value of `dtype`.
-    pub(super) fn from_cells(&self, dtype: DType, cells: Ex) -> Ex {
+    pub(super) fn cells_as(&self, dtype: DType, cells: Ex) -> Ex {
         if self.foreign(dtype) {
             ex!["rt::graph::ints(", cells, ")"]
         } else {
@@ -276,7 +276,7 @@ impl Emitter<'_> {
     }
 
     /// Arena cells to write (`&mut [T]`) as a value of `dtype`.
-    pub(super) fn from_cells_mut(&self, dtype: DType, cells: Ex) -> Ex {
+    pub(super) fn cells_as_mut(&self, dtype: DType, cells: Ex) -> Ex {
         if self.foreign(dtype) {
             ex!["rt::graph::ints_mut(", cells, ")"]
         } else {
@@ -285,7 +285,7 @@ impl Emitter<'_> {
     }
 
     /// A slice of a value of `dtype` as arena cells, to copy into the arena.
-    pub(super) fn into_cells(&self, dtype: DType, slice: Ex) -> Ex {
+    pub(super) fn as_cells(&self, dtype: DType, slice: Ex) -> Ex {
         if self.foreign(dtype) {
             ex!["rt::graph::cells(", slice, ")"]
         } else {
@@ -332,7 +332,7 @@ impl Emitter<'_> {
         let (g, id) = (string(&self.name), string(&node.to_string()));
         let line = match (dst, src) {
             (Dst::At(d), Val::Slice(s)) => {
-                let s = self.into_cells(dtype, s.clone());
+                let s = self.as_cells(dtype, s.clone());
                 ex![
                     format!("rt::graph::copy_in({g}, {id}, arena, "),
                     d,

@@ -169,7 +169,7 @@ impl Emitter<'_> {
                                 format!("rt::graph::copy_in({g}, {id}, arena, "),
                                 Ex::read(&name),
                                 ", ",
-                                self.into_cells(dtype, ex!["rt::graph::rows", rows_of(v)]),
+                                self.as_cells(dtype, ex!["rt::graph::rows", rows_of(v)]),
                                 ")?;"
                             ],
                             Val::At(v) => ex![

@@ -546,7 +546,7 @@ impl Emitter<'_> {
                     format!("rt::graph::copy_row_in({g}, {id}, arena, "),
                     d,
                     ", i, ",
-                    self.into_cells(dtype, s.clone()),
+                    self.as_cells(dtype, s.clone()),
                     ")?;"
                 ],
                 (Some(Dst::At(d)), Val::At(s)) => ex![

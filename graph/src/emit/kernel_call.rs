@@ -91,7 +91,7 @@ impl Emitter<'_> {
                     if !a.ins.contains(&l) {
                         a.ins.push(l.clone());
                     }
-                    a.args.push(self.from_cells(ty.dtype, l));
+                    a.args.push(self.cells_as(ty.dtype, l));
                 }
             }
             let shape = match frame.rows.get(r) {
@@ -163,7 +163,7 @@ impl Emitter<'_> {
                     frame.locals.insert(r, Val::At(Ex::read(&name)));
                     a.outs.push(Ex::read(&name));
                     let dtype = node.outputs[k].dtype;
-                    a.args.push(self.from_cells_mut(dtype, Ex::read(&name)));
+                    a.args.push(self.cells_as_mut(dtype, Ex::read(&name)));
                 }
                 None => {
                     let buf = self.extra(frame, node, k)?;
