@@ -9,7 +9,7 @@
 //! [`loops::LoopProgram`] every backend emits, under [`compile::CompileOptions`]
 //! (target, checks, schedule, disabled passes). Every path that compiles goes through
 //! it: the command line, the JIT (crate `uop-cranelift`), the Rust backend, the
-//! build-time API, the graph executor (crate `uop-exec`).
+//! build-time builder (crate `uop-build`), the graph executor (crate `uop-exec`).
 //!
 //! The modules, in the order a program goes through them:
 //!
@@ -25,7 +25,7 @@
 //! | [`target`] | the machines code is generated for, as typed facts |
 //! | [`plan`] | the planning step: how each marked nest is realized, decided before emitting |
 //! | [`backend`] | the Rust backend (source text) and the names and helpers the backends share |
-//! | [`build`] | the build-time API a `build.rs` calls to write Rust kernels into `OUT_DIR` |
+//! | [`build`] | what build scripts share (exit code, `OUT_DIR`, writing only changed files, float variants, gradient docs); the builder is the crate `uop-build` |
 //! | [`signature`] | a kernel's interface, and the one bind and memory check of a call ([`signature::Signature::bind`], [`signature::Bound::check_run`]) |
 //! | [`sizes`] | checked sizes: concrete shapes, element counts, accounting, iteration counts |
 //! | [`run`] | the run-time error vocabulary shared by every engine, and the C ABI's status codes |

@@ -2,10 +2,10 @@
 //! f32 and f64 (`rms_norm_f32`, `rms_norm_f64`), each with the oracle's entries
 //! (`NAME_program`, `NAME_dyn`) that the crate's test checks it through.
 
-use uop_ops::build::{DType, Source, kernels};
+use uop_build::{Build, DType, Source};
 
 fn main() -> std::process::ExitCode {
-    kernels().oracle(true).run("kernels.rs", |k| {
+    Build::new().oracle(true).run("kernels.rs", |k| {
         k.add(Source::file("ops/rms_norm.uop").dtypes(&[DType::F32, DType::F64]))?;
         Ok(())
     })

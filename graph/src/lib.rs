@@ -52,7 +52,6 @@ pub mod text;
 pub mod verify;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
-pub use emit::build;
 pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };

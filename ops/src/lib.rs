@@ -13,7 +13,6 @@
 //! # Ok::<(), uop_codegen::text::TextError>(())
 //! ```
 
-pub mod build;
 pub mod conv;
 pub mod elementwise;
 pub mod error;

@@ -173,6 +173,28 @@ pub fn copy_within<T: Copy>(
     Ok(())
 }
 
+/// The cells of an f32 arena holding an i32 value, read as that value: an f32
+/// graph keeps its i32 values (loop counters, index vectors) in its one arena,
+/// each cell the bits of one i32.
+pub fn ints(cells: &[f32]) -> &[i32] {
+    // SAFETY: f32 and i32 have the same size and alignment, and every bit pattern
+    // is a valid i32; the slice borrows the same memory for the same lifetime.
+    unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<i32>(), cells.len()) }
+}
+
+/// [`ints`], to write.
+pub fn ints_mut(cells: &mut [f32]) -> &mut [i32] {
+    // SAFETY: as in `ints`; the exclusive borrow of `cells` becomes the result's.
+    unsafe { std::slice::from_raw_parts_mut(cells.as_mut_ptr().cast::<i32>(), cells.len()) }
+}
+
+/// An i32 value as the cells of an f32 arena (to copy it in: a copy of `f32`s
+/// moves their bits unchanged).
+pub fn cells(ints: &[i32]) -> &[f32] {
+    // SAFETY: as in `ints`, the other way round: every bit pattern is a valid f32.
+    unsafe { std::slice::from_raw_parts(ints.as_ptr().cast::<f32>(), ints.len()) }
+}
+
 /// Copies `value` into row `row` (of `value.len()` elements) of the arena's value
 /// at `dst`: one iteration's result of a `parallel`.
 ///
@@ -566,5 +588,20 @@ mod tests {
         copy_row_within("g", "%3", &mut a, Loc::new(4, 4), 0, Loc::new(0, 2)).expect("row 0");
         assert_eq!(a[4..6], [7.0, 8.0]);
         assert!(copy_row_in("g", "%3", &mut a, Loc::new(4, 4), 2, &[1.0, 2.0]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod int_tests {
+    use super::*;
+
+    #[test]
+    fn i32_values_round_trip_through_the_cells_of_an_f32_arena() {
+        let values = [0, -1, i32::MIN, i32::MAX, 0x7fc0_0001];
+        let mut arena = [0.0f32; 6];
+        arena[1..].copy_from_slice(cells(&values));
+        assert_eq!(ints(&arena[1..]), values);
+        ints_mut(&mut arena[..2])[0] = 7;
+        assert_eq!(ints(&arena[..1]), [7]);
     }
 }

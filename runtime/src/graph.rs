@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::error::KernelError;
 
 pub use super::arena::{
-    ALIGN, Loc, Split, at, at_mut, copy_in, copy_row_in, copy_row_within, copy_within, grow, item,
-    placed, rows_at, split,
+    ALIGN, Loc, Split, at, at_mut, cells, copy_in, copy_row_in, copy_row_within, copy_within, grow,
+    ints, ints_mut, item, placed, rows_at, split,
 };
 pub use super::loop_end::{
     DefaultLoopEnds, LoopControl, LoopCounts, LoopEnds, chunk_begin, default_loop_end, loop_again,

@@ -5,23 +5,19 @@
 
 use std::path::PathBuf;
 
-use uop::codegen::backend::rust::Checks;
-use uop::codegen::build::{Kernels, Source};
-use uop::codegen::uop::DType;
+use uop_build::{Build, Checks, DType, Source};
 
 #[test]
 #[ignore = "runs cargo clippy on a scratch crate"]
 fn generated_code_is_clippy_clean() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut proven = Kernels::with_registry(uop::ops::registry());
+    let mut proven = Build::new();
     let prebuilt = Source::dir(root.join("prebuilt/kernels")).dtypes(&[DType::F32, DType::F64]);
     proven.add(prebuilt.clone()).expect("prebuilt programs");
-    let mut full = Kernels::with_registry(uop::ops::registry())
-        .checks(Checks::Full)
-        .schedule(false);
+    let mut full = Build::new().checks(Checks::Full).schedule(false);
     full.add(prebuilt.clone()).expect("prebuilt programs");
 
-    let mut standalone = Kernels::with_registry(uop::ops::registry()).standalone(true);
+    let mut standalone = Build::new().standalone(true);
     standalone.add(prebuilt).expect("prebuilt programs");
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("generated_clippy");

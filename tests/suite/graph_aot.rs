@@ -14,6 +14,9 @@
 //! vector math and reassociated sums). A graph the interpreter refuses at run time
 //! must make the generated function return an error too.
 //!
+//! Graphs with i32 values (a `while` carrying an index vector, and its recompute
+//! gradient) keep them in the f32 arena's cells (`rt::graph::ints`).
+//!
 //! `UOP_GRAPH_AOT_SWEEP=N` emits N random graphs instead of the CI's 200.
 
 use std::collections::HashMap;
@@ -28,7 +31,7 @@ use uop::codegen::index::Expr;
 use uop::codegen::tensor::Tensor;
 use uop::codegen::uop::DType;
 use uop_graph::emit::GraphModule;
-use uop_graph::grad::{GraphGradSpec, gradient};
+use uop_graph::grad::{GraphGradSpec, TapeMode, gradient};
 use uop_graph::memory::plan_memory_apart;
 use uop_graph::pass::{PrepareOptions, prepare};
 use uop_graph::random::{RandomOptions, random_graph, random_inputs};
@@ -212,6 +215,52 @@ fn gradient_cases() -> Vec<Case> {
     cases
 }
 
+/// A `while` whose state holds an i32 index vector (rotated every iteration, read
+/// by a `select`): issue 40's i32 loop state, kept in the f32 arena's cells.
+const I32_STATE: &str = "input x: f32[N]\ninput idx: i32[M]\n\
+fn more(i, v) { return lt(reduce_sum(v, [0]), 50) }\n\
+fn step(i, v) { return reindex(i, [M], [(i0 + 1) % M]), add(mul(v, 2), reduce_sum(select(v, i, axis=0), [0])) }\n\
+j, y = while(more, step, idx, x)\noutput j, y\n";
+
+/// The graph with i32 loop state, and its gradient with the recompute tape (the
+/// stack tape refuses an integer state): both emit, compile and give the
+/// interpreter's results, the index vector an output too.
+fn i32_state_cases() -> Vec<Case> {
+    let g = parse_graph(I32_STATE, default_registry()).expect("the i32 graph parses");
+    let x = Tensor::new(DType::F32, vec![3], vec![0.5, 1.0, -0.25]).expect("x");
+    let idx = Tensor::new(DType::I32, vec![2], vec![2.0, 0.0]).expect("idx");
+    let inputs = vec![x, idx];
+    let spec = GraphGradSpec {
+        tape: TapeMode::Recompute,
+        ..GraphGradSpec::all(&g)
+    };
+    let grad = gradient(&g, &spec).expect("the recompute tape takes an i32 state");
+    let run = run_with(&g, &inputs, &HashMap::new(), &RunOptions::default()).expect("runs");
+    let seeds: Vec<Tensor> = grad
+        .spec
+        .seeds
+        .iter()
+        .map(|&o| {
+            let out = &run.outputs[o];
+            let data = (0..out.data.len()).map(|i| 1.0 + 0.5 * i as f64).collect();
+            Tensor::new(out.dtype, out.shape.clone(), data).expect("seed")
+        })
+        .collect();
+    let args = grad
+        .arguments(&inputs, &seeds, &run.outputs)
+        .expect("the gradient's arguments");
+    let params = grad.params(&run.trace, &HashMap::new());
+    vec![
+        case("an i32 index vector as while state".into(), g, inputs),
+        case_with(
+            "the recompute gradient of an i32 while state".into(),
+            grad.graph,
+            args,
+            &params,
+        ),
+    ]
+}
+
 /// `examples/graphs/chunked_mlp.uop` in chunks of 2 rows (of 1024 in the file).
 fn chunked_mlp_in_chunks_of_2() -> Graph {
     let chunked = root().join("examples/graphs/chunked_mlp.uop");
@@ -308,7 +357,7 @@ fn runner(k: usize, c: &Case) -> String {
     for (i, (d, field)) in outputs.iter().zip(&fields).enumerate() {
         let _ = writeln!(
             f,
-            "    let mut out{i} = vec![0 as {}; sz.{field}.iter().product::<usize>()];",
+            "    let mut out{i} = vec![{}::default(); sz.{field}.iter().product::<usize>()];",
             elem(*d)
         );
         args.push(format!("&mut out{i}"));
@@ -550,6 +599,7 @@ fn compare(cases: &[Case], printed: &str) {
 fn example_gradient_and_random_graphs_compiled_into_one_crate_give_the_interpreters_results() {
     let mut cases = example_cases();
     cases.extend(gradient_cases());
+    cases.extend(i32_state_cases());
     let (g, inputs, params) = rnn();
     cases.push(case_with(
         "examples/graph_grad/rnn.uop".into(),

@@ -1,5 +1,5 @@
 //! The oracle's entries of generated Rust kernels (`RustOptions::oracle`,
-//! `Kernels::oracle` in a build script): `NAME_program` and `NAME_dyn` compile
+//! `uop_build::Build::oracle` in a build script): `NAME_program` and `NAME_dyn` compile
 //! without warnings or clippy lints in a user crate, and `uop::testing::check_kernel`
 //! checks the real generated kernels through them against the reference
 //! interpreter. The scratch binary runs one kernel's `NAME_dyn` per call on the case

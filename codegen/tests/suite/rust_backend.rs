@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 
 use uop_codegen::backend::rust::{Checks, EmitError, RustModule, RustOptions, emit};
-use uop_codegen::build::{BuildError, Kernels, Source, with_float_type};
 use uop_codegen::target::Target;
 use uop_codegen::text::{Registry, parse_program};
-use uop_codegen::uop::{DType, Program};
+use uop_codegen::uop::Program;
 
 const SOFTMAX: &str = "\
 input x: f32[B, N]
@@ -346,67 +345,6 @@ fn kernel_names_must_be_snake_case_identifiers() {
 }
 
 #[test]
-fn one_file_holds_the_error_type_once_for_many_kernels() {
-    let mut k = Kernels::new();
-    k.add(Source::text("softmax", SOFTMAX)).expect("adds");
-    k.add(Source::program("softmax", &parse(SOFTMAX)).dtypes(&[DType::F64]))
-        .expect("adds");
-    k.add(Source::text("conv2d", CONV2D)).expect("adds");
-    let src = k.source().expect("emits");
-    // The runtime's, imported once.
-    assert_eq!(src.matches("use uop_runtime as rt;").count(), 1);
-    assert_eq!(src.matches("pub use rt::KernelError;").count(), 1);
-    assert!(!src.contains("pub enum KernelError"));
-    assert!(!src.contains("fn maximum_f32("));
-    assert!(src.contains("rt::maximum_f32("));
-    assert_eq!(k.names(), ["softmax", "softmax_f64", "conv2d"]);
-    // Standalone: the runtime's own source, once, at the end.
-    let standalone = k.standalone(true).source().expect("emits");
-    assert!(!standalone.contains("use uop_runtime"));
-    assert_eq!(standalone.matches("pub enum KernelError").count(), 1);
-    assert_eq!(standalone.matches("fn maximum_f32(").count(), 1);
-    assert!(standalone.ends_with("}\n"));
-    assert!(src.contains(
-        "pub fn softmax_f64(\n    x: &[f64],\n    x_shape: [usize; 2],\n    y: &mut [f64],\n)"
-    ));
-}
-
-#[test]
-fn build_errors_name_the_file_and_the_position() {
-    let mut k = Kernels::new();
-    let err = k
-        .add(Source::text(
-            "broken",
-            "input x: f32[N]\ny = exp(z)\noutput y\n",
-        ))
-        .unwrap_err();
-    let text = err.to_string();
-    assert!(text.starts_with("<text of broken>:"), "{text}");
-    assert!(text.contains('z'), "{text}");
-    let err = k.add(Source::file("/nonexistent/p.uop")).unwrap_err();
-    assert!(matches!(err, BuildError::Read { .. }));
-    assert!(with_float_type(&parse(SOFTMAX), DType::I32).is_none());
-}
-
-#[test]
-fn write_outside_a_build_script_needs_a_path() {
-    // Tests do not run with OUT_DIR set for this crate's integration tests.
-    if std::env::var_os("OUT_DIR").is_none() {
-        let k = Kernels::new();
-        assert!(matches!(k.write("kernels.rs"), Err(BuildError::NoOutDir)));
-    }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let mut k = Kernels::new();
-    k.add(Source::text("softmax", SOFTMAX)).expect("adds");
-    let path = dir.join("rust_backend_write_to.rs");
-    k.write_to(&path).expect("writes");
-    assert_eq!(
-        std::fs::read_to_string(&path).expect("reads"),
-        k.source().expect("emits")
-    );
-}
-
-#[test]
 fn full_checks_with_a_schedule_are_refused_rather_than_unscheduled() {
     let options = RustOptions::default().checks(Checks::Full);
     let err = emit("layernorm", &parse(LAYERNORM), &options).unwrap_err();
@@ -426,30 +364,4 @@ fn proven_checks_without_a_schedule_keep_unchecked_loads_but_no_threads() {
         !src.contains("rt::in_parts") && !src.contains("softmax_avx2"),
         "{src}"
     );
-}
-
-#[test]
-fn sources_take_modifiers_for_float_types_and_gradients() {
-    let mut k = Kernels::new();
-    let names = k
-        .add(
-            Source::text("softmax", SOFTMAX)
-                .dtypes(&[DType::F32, DType::F64])
-                .with_gradient(),
-        )
-        .expect("adds");
-    assert_eq!(
-        names,
-        [
-            "softmax_f32",
-            "softmax_f32_grad",
-            "softmax_f64",
-            "softmax_f64_grad"
-        ]
-    );
-    let src = k.source().expect("emits");
-    assert!(src.contains("pub fn softmax_f64_grad("), "{src}");
-    // A folder's kernels are named after its files, not `named`.
-    let err = k.add(Source::dir("/nonexistent").named("x")).unwrap_err();
-    assert!(matches!(err, BuildError::Source(_)), "{err}");
 }

@@ -1,7 +1,8 @@
 //! A whole model ahead of time: `build.rs` turns `model/rnn_head.uop` (an RNN over
-//! a sequence — a `while` — and a head chosen by a `case`) into Rust with
-//! `uop_graph::build`; this crate calls the generated function. Nothing of the
-//! compiler runs or is linked at run time: the generated code needs `uop-runtime`.
+//! a sequence — a `while` — and a head chosen by a `case`) and the ONNX model
+//! `model/classifier.onnx` into Rust with `uop_build`; this crate calls the
+//! generated functions. Nothing of the compiler runs or is linked at run time: the
+//! generated code needs `uop-runtime`.
 
 mod model {
     include!(concat!(env!("OUT_DIR"), "/model.rs"));
@@ -12,6 +13,9 @@ pub use model::{
     AddOneWorkspace, NestedWorkspace, add_one, add_one_with_loop_ends, nested,
     nested_with_loop_ends,
 };
+/// The ONNX model `model/classifier.onnx` (imported by `uop-onnx` at build time):
+/// `classifier(ws, x, x_shape, probs_out)` for a batch `x: [batch, 4]`.
+pub use model::{ClassifierSizes, ClassifierWorkspace, classifier, classifier_sizes};
 pub use model::{RnnHeadSizes, RnnHeadWorkspace, rnn_head, rnn_head_sizes};
 pub use uop_runtime::KernelError;
 

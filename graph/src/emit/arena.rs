@@ -18,27 +18,37 @@ use uop_codegen::index::{Expr, IndexOp};
 
 use super::GraphEmitError;
 use super::body::{Emitter, Frame, sized};
-use super::code::{Code, string};
+use super::code::{Code, Ex, ex, string};
 use crate::ir::{Graph, NodeId, Ref, Source};
 use crate::memory::{Analysis, Mode, analysis_apart};
+use uop_codegen::uop::DType;
 
 /// How generated code reaches a value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Val {
     /// A slice expression: a graph input, a constant, a buffer outside the arena
     /// (a graph output), a literal.
-    Slice(String),
-    /// A local holding the value's `rt::graph::Loc` in the arena.
-    At(String),
+    Slice(Ex),
+    /// A local (or expression) holding the value's `rt::graph::Loc` in the arena.
+    At(Ex),
+}
+
+impl Val {
+    /// The expression, whichever kind.
+    pub(super) fn ex(&self) -> &Ex {
+        match self {
+            Val::Slice(e) | Val::At(e) => e,
+        }
+    }
 }
 
 /// Where a node's result is written besides a kernel output.
 #[derive(Clone, Debug)]
 pub(super) enum Dst {
     /// A location in the arena (a local).
-    At(String),
+    At(Ex),
     /// A `&mut` slice outside the arena (a local).
-    Slice(String),
+    Slice(Ex),
 }
 
 /// The plan's analysis, as the emitter reads it.
@@ -117,7 +127,7 @@ fn looped_rows(graph: &Graph) -> HashMap<Ref, Expr> {
 impl Emitter<'_> {
     /// `fn NAME_arena(placement, sz)`: the plan's groups as placement items (each
     /// with its steps and its members' sizes), placed for the call's sizes.
-    pub(super) fn arena_function(&mut self, sizes_type: &str) -> Result<String, GraphEmitError> {
+    pub(super) fn arena_function(&mut self, sizes_type: &str) -> Result<Code, GraphEmitError> {
         let g = string(&self.name);
         let elem_bytes = self.graph.dtype.size();
         let groups = self.arena.analysis.groups.clone();
@@ -128,12 +138,16 @@ impl Emitter<'_> {
             let mut names = Vec::new();
             for r in &group.members {
                 let v = &values[r];
-                if v.ty.dtype != self.graph.dtype {
+                if v.ty.dtype != self.graph.dtype
+                    && (v.ty.dtype, self.graph.dtype) != (DType::I32, DType::F32)
+                {
+                    // An f32 arena holds i32 values in its cells (same size); an f64
+                    // one would need two to a cell.
                     return Err(self.err(
                         r.node,
                         format!(
-                            "{r} is {} in a graph of {}: the arena holds one type",
-                            v.ty.dtype, self.graph.dtype
+                            "{r} is {} in a graph of {}: ahead of time, the arena of a graph of {} holds no {} values",
+                            v.ty.dtype, self.graph.dtype, self.graph.dtype, v.ty.dtype
                         ),
                     ));
                 }
@@ -159,13 +173,11 @@ impl Emitter<'_> {
             // The group is as large as its largest member: each size once.
             let mut seen = std::collections::HashSet::new();
             lens.retain(|l| seen.insert(l.clone()));
-            items.push(format!(
-                "rt::graph::item({g}, {}, {}, &[{}], {elem_bytes})?, // {k}: {}",
-                group.start,
-                group.end,
-                lens.join(", "),
-                names.join(", ")
-            ));
+            items.push(ex![
+                format!("rt::graph::item({g}, {}, {}, &[", group.start, group.end),
+                Ex::join(lens, ", "),
+                format!("], {elem_bytes})?, // {k}: {}", names.join(", ")),
+            ]);
         }
         let mut c = Code::default();
         c.doc(&format!(
@@ -176,11 +188,16 @@ impl Emitter<'_> {
             self.name
         ));
         let n = items.len();
-        let sz = if n == 0 { "_sz" } else { "sz" };
-        c.open(format!(
-            "fn {}_arena(\n    placement: &mut rt::place::Kept,\n    {sz}: &{sizes_type},\n) -> Result<([usize; {n}], usize), KernelError> {{",
-            self.name
-        ));
+        // The sizes are a parameter nothing may read (no group, or sizes that are
+        // all literals).
+        c.open(ex![
+            format!(
+                "fn {}_arena(\n    placement: &mut rt::place::Kept,\n    ",
+                self.name
+            ),
+            Ex::bind("sz"),
+            format!(": &{sizes_type},\n) -> Result<([usize; {n}], usize), KernelError> {{"),
+        ]);
         if n == 0 {
             c.line("let items: [rt::place::Item; 0] = [];");
         } else {
@@ -194,34 +211,85 @@ impl Emitter<'_> {
             "rt::graph::placed({g}, placement, &items, {elem_bytes})"
         ));
         c.close("}");
-        Ok(c.finish())
+        Ok(c)
     }
 
     /// The location of arena value `r` (its group's offset) of `len` elements.
-    pub(super) fn loc_code(&self, frame: &mut Frame, r: Ref, len: &str) -> Option<String> {
+    pub(super) fn loc_code(&self, frame: &mut Frame, r: Ref, len: &Ex) -> Option<Ex> {
         let g = self.arena.group(r)?;
-        frame.off_used = true;
-        Some(format!("rt::graph::Loc::new(off[{g}], {len})"))
+        Some(self.group_loc(frame, g, len))
     }
 
     /// A location of `len` elements at group `g`'s offset.
-    pub(super) fn group_loc(&self, frame: &mut Frame, g: usize, len: &str) -> String {
+    pub(super) fn group_loc(&self, frame: &mut Frame, g: usize, len: &Ex) -> Ex {
         frame.off_used = true;
-        format!("rt::graph::Loc::new(off[{g}], {len})")
+        ex![format!("rt::graph::Loc::new(off[{g}], "), len, ")"]
     }
 
-    /// `v` as a slice expression (an arena value read with `rt::graph::at`).
-    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val) -> String {
+    /// `v`, a value of `dtype`, as a slice expression (an arena value read with
+    /// `rt::graph::at`, its cells read as i32 values for an i32 value).
+    pub(super) fn slice_of(&self, frame: &mut Frame, node: NodeId, v: &Val, dtype: DType) -> Ex {
         match v {
             Val::Slice(e) => e.clone(),
             Val::At(l) => {
                 frame.arena_used = true;
-                format!(
-                    "rt::graph::at({}, {}, arena, {l})?",
-                    string(&self.name),
-                    string(&node.to_string())
-                )
+                let at = ex![
+                    format!(
+                        "rt::graph::at({}, {}, arena, ",
+                        string(&self.name),
+                        string(&node.to_string())
+                    ),
+                    l,
+                    ")?"
+                ];
+                self.cells_as(dtype, at)
             }
+        }
+    }
+
+    /// The type of value `r`.
+    pub(super) fn dtype_of(&self, r: Ref) -> DType {
+        self.graph.type_of(r).map_or(self.graph.dtype, |t| t.dtype)
+    }
+
+    /// The type of an interface result.
+    pub(super) fn source_dtype(&self, s: &Source) -> DType {
+        match s {
+            Source::Ref(r) => self.dtype_of(*r),
+            Source::Scalar(_) => self.graph.dtype,
+        }
+    }
+
+    /// True when a value of `dtype` lives in the arena's cells as another type (an
+    /// i32 value in an f32 arena).
+    fn foreign(&self, dtype: DType) -> bool {
+        dtype != self.graph.dtype
+    }
+
+    /// Arena cells (`&[T]` of the arena's type) as a value of `dtype`.
+    pub(super) fn cells_as(&self, dtype: DType, cells: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::ints(", cells, ")"]
+        } else {
+            cells
+        }
+    }
+
+    /// Arena cells to write (`&mut [T]`) as a value of `dtype`.
+    pub(super) fn cells_as_mut(&self, dtype: DType, cells: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::ints_mut(", cells, ")"]
+        } else {
+            cells
+        }
+    }
+
+    /// A slice of a value of `dtype` as arena cells, to copy into the arena.
+    pub(super) fn as_cells(&self, dtype: DType, slice: Ex) -> Ex {
+        if self.foreign(dtype) {
+            ex!["rt::graph::cells(", slice, ")"]
+        } else {
+            slice
         }
     }
 
@@ -231,9 +299,9 @@ impl Emitter<'_> {
         frame: &mut Frame,
         reader: NodeId,
         r: Ref,
-    ) -> Result<String, GraphEmitError> {
+    ) -> Result<Ex, GraphEmitError> {
         let v = self.local(frame, reader, r)?;
-        Ok(self.slice_of(frame, reader, &v))
+        Ok(self.slice_of(frame, reader, &v, self.dtype_of(r)))
     }
 
     /// The value of an interface result.
@@ -245,26 +313,46 @@ impl Emitter<'_> {
     ) -> Result<Val, GraphEmitError> {
         match s {
             Source::Ref(r) => self.local(frame, owner, *r),
-            Source::Scalar(v) => Ok(Val::Slice(format!(
+            Source::Scalar(v) => Ok(Val::Slice(Ex::from(format!(
                 "&[{}][..]",
                 super::code::literal(self.graph.dtype, *v)
-            ))),
+            )))),
         }
     }
 
-    /// Copies `src` to `dst` (checked: lengths and ranges).
-    pub(super) fn copy_to(&self, frame: &mut Frame, node: NodeId, dst: &Dst, src: &Val) {
+    /// Copies `src`, a value of `dtype`, to `dst` (checked: lengths and ranges).
+    pub(super) fn copy_to(
+        &self,
+        frame: &mut Frame,
+        node: NodeId,
+        dst: &Dst,
+        src: &Val,
+        dtype: DType,
+    ) {
         let (g, id) = (string(&self.name), string(&node.to_string()));
         let line = match (dst, src) {
             (Dst::At(d), Val::Slice(s)) => {
-                format!("rt::graph::copy_in({g}, {id}, arena, {d}, {s})?;")
+                let s = self.as_cells(dtype, s.clone());
+                ex![
+                    format!("rt::graph::copy_in({g}, {id}, arena, "),
+                    d,
+                    ", ",
+                    s,
+                    ")?;"
+                ]
             }
             (Dst::At(d), Val::At(s)) => {
-                format!("rt::graph::copy_within({g}, {id}, arena, {d}, {s})?;")
+                ex![
+                    format!("rt::graph::copy_within({g}, {id}, arena, "),
+                    d,
+                    ", ",
+                    s,
+                    ")?;"
+                ]
             }
             (Dst::Slice(d), _) => {
-                let s = self.slice_of(frame, node, src);
-                format!("rt::graph::deliver({g}, {id}, {d}, {s})?;")
+                let s = self.slice_of(frame, node, src, dtype);
+                ex![format!("rt::graph::deliver({g}, {id}, "), d, ", ", s, ")?;"]
             }
         };
         if matches!(dst, Dst::At(_)) {

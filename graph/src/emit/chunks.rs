@@ -9,8 +9,9 @@ use uop_codegen::index::Expr;
 use super::GraphEmitError;
 use super::arena::Val;
 use super::body::{Emitter, Frame, outputs_text, sized};
-use super::code::string;
-use crate::ir::{Node, Op, Ref, Source, ValueType};
+use super::code::{Ex, ex, string};
+use super::graph_fn::Output;
+use crate::ir::{Node, Op, Ref};
 
 /// One open `chunk` loop (DESIGN.md §20): its locals.
 #[derive(Clone, Debug)]
@@ -23,6 +24,13 @@ pub(super) struct ChunkLevel {
     pub(super) total: String,
     /// The chunk node, as the printed graph names it (a string literal).
     pub(super) node: String,
+}
+
+impl ChunkLevel {
+    /// The code of this chunk's rows.
+    pub(super) fn rows(&self) -> Ex {
+        Ex::read(&self.rows)
+    }
 }
 
 /// The local holding the loop counts of every chunk loop, one per level.
@@ -44,7 +52,6 @@ impl Emitter<'_> {
         node: &Node,
         size: &Expr,
     ) -> Result<(), GraphEmitError> {
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
         let first = node
             .inputs
             .first()
@@ -73,6 +80,20 @@ impl Emitter<'_> {
             Some(rows) => rows.clone(),
             None => sized(&self.name, node.id, self.sizes.at(&values[0].2))?,
         };
+        self.chunk_loop(frame, node, &values, total, size)
+    }
+
+    /// The loop of `chunk` node `node` opened, and each chunk's rows of `values`
+    /// (value, its code, axis 0, a row's length) copied into its slot.
+    fn chunk_loop(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        values: &[(Ref, Val, Expr, Ex)],
+        total: Ex,
+        size: &Expr,
+    ) -> Result<(), GraphEmitError> {
+        let (g, id) = (string(&self.name), string(&node.id.to_string()));
         let size = sized(&self.name, node.id, self.sizes.at(size))?;
         let level = ChunkLevel {
             start: frame.names.fresh("chunk_start"),
@@ -88,64 +109,96 @@ impl Emitter<'_> {
         } = &level;
         let k = frame.levels.len();
         frame.code.comment(&format!(
-            "{} = chunk(..): a loop over chunks of {size} rows (partition {})",
+            "{} = chunk(..): a loop over chunks of {} rows (partition {})",
             outputs_text(node),
+            size.text(),
             frame.levels.len() + 1
         ));
-        frame.code.line(format!("let {total_var} = {total};"));
+        frame.code.bind(total_var, total);
         frame.code.open("loop {");
-        frame.code.line(format!(
-            "let ({start}, {rows}) = rt::graph::chunk_begin({g}, {id}, {size}, {total_var}, &mut {COUNTS}[{k}])?;"
-        ));
+        frame.code.line(ex![
+            "let (",
+            Ex::bind(start),
+            ", ",
+            Ex::bind(rows),
+            format!(") = rt::graph::chunk_begin({g}, {id}, "),
+            size,
+            ", ",
+            Ex::read(total_var),
+            format!(", &mut {COUNTS}[{k}])?;")
+        ]);
         // Each chunk's rows are copied into the chunk's slot (the memory plan's:
         // the input may be overwritten before the loop reads it again).
-        for (k, (_, value, _, row)) in values.iter().enumerate() {
+        for (k, (input, value, _, row)) in values.iter().enumerate() {
+            let dtype = self.dtype_of(*input);
             let r = node.output(k);
-            let rows_of = |v: &str| format!("({g}, {id}, {v}, {start}, {rows}, {row})?");
+            let rows_of = |v: &Ex| {
+                ex![
+                    format!("({g}, {id}, "),
+                    v,
+                    ", ",
+                    Ex::read(start),
+                    ", ",
+                    Ex::read(rows),
+                    ", ",
+                    row,
+                    ")?"
+                ]
+            };
             if !self.used.contains(&r) {
                 // Nothing reads it: the rows are only checked.
                 let check = match value {
-                    Val::Slice(v) => format!("rt::graph::rows{};", rows_of(v)),
-                    Val::At(v) => format!("rt::graph::rows_at{};", rows_of(v)),
+                    Val::Slice(v) => ex!["rt::graph::rows", rows_of(v), ";"],
+                    Val::At(v) => ex!["rt::graph::rows_at", rows_of(v), ";"],
                 };
                 frame.code.line(check);
             } else {
                 let name = frame.names.fresh(&self.base_name(r));
-                let len = format!(
-                    "rt::graph::rows_len({g}, {}, {rows}, {row})?",
-                    string(&r.to_string())
-                );
+                let len = ex![
+                    format!("rt::graph::rows_len({g}, {}, ", string(&r.to_string())),
+                    Ex::read(rows),
+                    ", ",
+                    row,
+                    ")?"
+                ];
                 match self.loc_code(frame, r, &len) {
                     Some(loc) => {
-                        frame.code.line(format!("let {name} = {loc};"));
+                        frame.code.bind(&name, loc);
                         let line = match value {
-                            Val::Slice(v) => format!(
-                                "rt::graph::copy_in({g}, {id}, arena, {name}, rt::graph::rows{})?;",
-                                rows_of(v)
-                            ),
-                            Val::At(v) => format!(
-                                "rt::graph::copy_within({g}, {id}, arena, {name}, rt::graph::rows_at{})?;",
-                                rows_of(v)
-                            ),
+                            Val::Slice(v) => ex![
+                                format!("rt::graph::copy_in({g}, {id}, arena, "),
+                                Ex::read(&name),
+                                ", ",
+                                self.as_cells(dtype, ex!["rt::graph::rows", rows_of(v)]),
+                                ")?;"
+                            ],
+                            Val::At(v) => ex![
+                                format!("rt::graph::copy_within({g}, {id}, arena, "),
+                                Ex::read(&name),
+                                ", rt::graph::rows_at",
+                                rows_of(v),
+                                ")?;"
+                            ],
                         };
                         frame.arena_used = true;
                         frame.code.line(line);
-                        frame.locals.insert(r, Val::At(name));
+                        frame.locals.insert(r, Val::At(Ex::read(&name)));
                     }
                     None => {
                         // A graph output outside the arena.
                         let buf = self.extra(frame, node, k)?;
-                        let v = self.slice_of(frame, node.id, value);
-                        frame.code.line(format!(
-                            "rt::graph::assign({buf}, rt::graph::rows{});",
-                            rows_of(&v)
-                        ));
-                        frame.code.line(format!("let {name} = &{buf}[..];"));
-                        frame.locals.insert(r, Val::Slice(name));
+                        let v = self.slice_of(frame, node.id, value, dtype);
+                        frame.code.line(ex![
+                            format!("rt::graph::assign({buf}, rt::graph::rows"),
+                            rows_of(&v),
+                            ");"
+                        ]);
+                        frame.code.bind(&name, format!("&{buf}[..]"));
+                        frame.locals.insert(r, Val::Slice(Ex::read(&name)));
                     }
                 }
             }
-            frame.rows.insert(r, rows.clone());
+            frame.rows.insert(r, Ex::read(rows));
         }
         frame.levels.push(level);
         Ok(())
@@ -170,13 +223,12 @@ impl Emitter<'_> {
             // output is read at the end of the loop): a copy of its own.
             Val::At(loc) => {
                 let buf = self.extra(frame, node, 0)?;
-                let value = self.slice_of(frame, node.id, &Val::At(loc));
+                let value = self.slice_of(frame, node.id, &Val::At(loc), self.dtype_of(input));
                 frame
                     .code
-                    .line(format!("rt::graph::assign({buf}, {value});"));
-                let name = frame.names.fresh(&self.base_name(node.output(0)));
-                frame.code.line(format!("let {name} = &{buf}[..];"));
-                Val::Slice(name)
+                    .line(ex![format!("rt::graph::assign({buf}, "), value, ");"]);
+                let name = frame.bind(&self.base_name(node.output(0)), format!("&{buf}[..]"));
+                Val::Slice(Ex::read(&name))
             }
             v => v,
         };
@@ -202,8 +254,8 @@ impl Emitter<'_> {
     pub(super) fn deliver_chunks(
         &mut self,
         frame: &mut Frame,
-        outputs: &[(String, ValueType, Source)],
-        out_args: &[(String, String)],
+        outputs: &[Output],
+        out_args: &[(String, Ex)],
     ) -> Result<(), GraphEmitError> {
         let g = string(&self.name);
         let mut offset = None;
@@ -216,9 +268,11 @@ impl Emitter<'_> {
             if let Some(Some(in_loop)) = summed {
                 // A sum over the chunks (zeroed at entry), or computed once.
                 let f = if in_loop { "accumulate" } else { "deliver" };
-                frame
-                    .code
-                    .line(format!("rt::graph::{f}({g}, {g_name}, {arg}, {value})?;"));
+                frame.code.line(ex![
+                    format!("rt::graph::{f}({g}, {g_name}, {arg}, "),
+                    value,
+                    ")?;"
+                ]);
                 continue;
             }
             let rest = ty.shape.get(1..).ok_or_else(|| GraphEmitError::Graph {
@@ -234,10 +288,15 @@ impl Emitter<'_> {
                 Some(at) => at,
                 None => offset.insert(self.output_row(frame)),
             };
-            frame.code.line(format!(
-                "rt::graph::deliver_rows({g}, {}, {arg}, {at}, {row}, {value})?;",
-                string(name)
-            ));
+            frame.code.line(ex![
+                format!("rt::graph::deliver_rows({g}, {}, {arg}, ", string(name)),
+                Ex::read(at),
+                ", ",
+                row,
+                ", ",
+                value,
+                ")?;"
+            ]);
         }
         for (k, level) in frame.levels.clone().iter().enumerate().rev() {
             frame.code.open(format!(
@@ -254,12 +313,13 @@ impl Emitter<'_> {
     /// A local holding the row of the graph outputs the current chunk goes at (the
     /// innermost level's `prev_batches + prev_outer_batches`).
     pub(super) fn output_row(&self, frame: &mut Frame) -> String {
-        let at = frame.names.fresh("out_row");
         let innermost = frame.levels.len().saturating_sub(1);
-        frame.code.line(format!(
-            "let {at} = rt::graph::output_row({}, &{COUNTS}[{innermost}])?;",
-            string(&self.name)
-        ));
-        at
+        frame.bind(
+            "out_row",
+            format!(
+                "rt::graph::output_row({}, &{COUNTS}[{innermost}])?",
+                string(&self.name)
+            ),
+        )
     }
 }

@@ -4,24 +4,33 @@
 //! so, `MemoryPlan::results`, else copied there), `while` as a `loop` over the
 //! state's slots (one, written in place, or two alternating, whose offsets swap
 //! every iteration), `parallel` as a `for` over the index (each iteration's results
-//! copied into their row), and `call` as a private function over the same arena.
-
-use std::collections::{BTreeSet, HashSet};
+//! copied into their row), and `call` as a private function over the same arena
+//! (`call`). Each is one plan step of the emitter (`Emitter::entry`).
 
 use uop_codegen::index::Expr;
 
 use super::GraphEmitError;
 use super::arena::{Dst, Val};
-use super::body::{Emitter, Frame, mentions, outputs_text, sized, unused_locals};
-use super::code::{Code, camel, elem, string};
-use super::sizes::signature;
+use super::body::{Emitter, Frame, outputs_text, sized};
+use super::code::{Ex, ex, string};
 use crate::hierarchy::{Entry, SubFunction};
-use crate::ir::{Graph, Node, NodeId, Op, Ref, Source, ValueType};
+use crate::ir::{Node, Ref, Source, ValueType};
 use crate::memory::Mode;
 
 /// Where each output of a construct goes, and the workspace buffers (value,
 /// buffer) to bind as slices after it.
 pub(super) type Dsts = (Vec<Option<Dst>>, Vec<(Ref, String)>);
+
+/// One state value of a `while`: its value, how it is carried, its two groups
+/// (the same for one slot), the local of its length and that length's code.
+struct State {
+    r: Ref,
+    mode: Mode,
+    g0: usize,
+    g1: usize,
+    len_local: String,
+    len: Ex,
+}
 
 impl Emitter<'_> {
     pub(super) fn sub<'e>(
@@ -72,17 +81,17 @@ impl Emitter<'_> {
             let name = frame.names.fresh(&self.base_name(r));
             match self.loc_code(frame, r, &len) {
                 Some(loc) => {
-                    frame.code.line(format!("let {name} = {loc};"));
-                    frame.locals.insert(r, Val::At(name.clone()));
-                    dsts.push(Some(Dst::At(name)));
+                    frame.code.bind(&name, loc);
+                    frame.locals.insert(r, Val::At(Ex::read(&name)));
+                    dsts.push(Some(Dst::At(Ex::read(&name))));
                 }
                 None => {
                     let buf = self.extra(frame, node, k)?;
-                    let out = frame.names.fresh(&format!("{name}_out"));
-                    frame
-                        .code
-                        .line(format!("let {out} = rt::graph::slot({buf}, {len});"));
-                    dsts.push(Some(Dst::Slice(out)));
+                    let out = frame.bind(
+                        &format!("{name}_out"),
+                        ex![format!("rt::graph::slot({buf}, "), len, ")"],
+                    );
+                    dsts.push(Some(Dst::Slice(Ex::read(&out))));
                     extras.push((r, buf));
                 }
             }
@@ -109,7 +118,8 @@ impl Emitter<'_> {
             let Some(dst) = dst else { continue };
             let joined = matches!(sources.get(k), Some(Source::Ref(r)) if self.arena.joined(*r, node.output(k)));
             if !joined {
-                self.copy_to(frame, node.id, dst, value);
+                let dtype = self.dtype_of(node.output(k));
+                self.copy_to(frame, node.id, dst, value, dtype);
             }
         }
         Ok(())
@@ -139,10 +149,9 @@ impl Emitter<'_> {
                 .iter()
                 .any(|s| self.used.contains(&Ref::new(s.input, k + skip)));
             if !read {
-                let (Val::Slice(a) | Val::At(a)) = a;
                 frame
                     .code
-                    .line(format!("let _ = {a}; // read by no branch"));
+                    .line(ex!["let _ = ", a.ex(), "; // read by no branch"]);
             }
         }
     }
@@ -183,26 +192,32 @@ impl Emitter<'_> {
             let outer = std::mem::replace(&mut frame.code, nested);
             let sub = self.sub(node, e, k);
             let done = sub.and_then(|sub| self.inline(frame, node, sub, &args, &dsts));
-            branches.push(std::mem::replace(&mut frame.code, outer).finish());
+            branches.push(std::mem::replace(&mut frame.code, outer));
             done?;
         }
-        let test = format!(
-            "rt::graph::one_value({}, {}, \"condition\", {cond})?",
-            string(&self.name),
-            string(&node.id.to_string())
-        );
-        if branches[0] == branches[1] {
-            // Both branches compute the same: the condition is checked, one runs
+        let test = ex![
+            format!(
+                "rt::graph::one_value({}, {}, \"condition\", ",
+                string(&self.name),
+                string(&node.id.to_string())
+            ),
+            cond,
+            ")?"
+        ];
+        let else_branch = branches.pop().unwrap_or_default();
+        let then_branch = branches.pop().unwrap_or_default();
+        if then_branch == else_branch {
+            // Both branches plan the same: the condition is checked, one runs
             // (no `if` with identical blocks).
-            frame.code.line(format!("{test};"));
+            frame.code.line(ex![test, ";"]);
             frame.code.line("{");
-            frame.code.append(&branches[0]);
+            frame.code.append(then_branch);
             frame.code.line("}");
         } else {
-            frame.code.line(format!("if {test} != 0.0 {{"));
-            frame.code.append(&branches[0]);
+            frame.code.line(ex!["if ", test, " != 0.0 {"]);
+            frame.code.append(then_branch);
             frame.code.line("} else {");
-            frame.code.append(&branches[1]);
+            frame.code.append(else_branch);
             frame.code.line("}");
         }
         self.bind_buffers(frame, extras);
@@ -242,20 +257,22 @@ impl Emitter<'_> {
         }
         let (dsts, extras) = self.out_dsts(frame, node)?;
         let sel = self.slice(frame, node.id, sel)?;
-        let branch = format!(
-            "rt::graph::branch({g}, {id}, rt::graph::one_value({g}, {id}, \"selector\", {sel})?, {n}, {passes})?"
-        );
+        let branch = ex![
+            format!("rt::graph::branch({g}, {id}, rt::graph::one_value({g}, {id}, \"selector\", "),
+            sel,
+            format!(")?, {n}, {passes})?")
+        ];
         if n == 1 && !passes {
             // One branch and no pass-through: the selector is checked, then the
             // branch runs (no `match` with one arm).
-            frame.code.line(format!("{branch};"));
+            frame.code.line(ex![branch, ";"]);
             frame.code.open("{");
             self.inline(frame, node, self.sub(node, e, 0)?, &args, &dsts)?;
             frame.code.close("}");
             self.bind_buffers(frame, extras);
             return Ok(());
         }
-        frame.code.open(format!("match {branch} {{"));
+        frame.code.open(ex!["match ", branch, " {"]);
         for k in 0..n {
             let last = k + 1 == n;
             let pattern = match (last, passes) {
@@ -274,9 +291,10 @@ impl Emitter<'_> {
                 .comment("a negative selector passes the arguments through");
             let pattern = if n == 0 { "_" } else { "None" };
             frame.code.open(format!("{pattern} => {{"));
-            for (dst, a) in dsts.iter().zip(&args) {
+            for (k, (dst, a)) in dsts.iter().zip(&args).enumerate() {
                 if let Some(dst) = dst {
-                    self.copy_to(frame, node.id, dst, a);
+                    let dtype = self.dtype_of(node.output(k));
+                    self.copy_to(frame, node.id, dst, a, dtype);
                 }
             }
             frame.code.close("}");
@@ -286,6 +304,8 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// `while(cond, body, init...)`: the state in its slots, then a `loop` that
+    /// runs the condition and the body over them, then the results bound.
     pub(super) fn while_loop(
         &mut self,
         frame: &mut Frame,
@@ -293,28 +313,17 @@ impl Emitter<'_> {
         e: &Entry,
     ) -> Result<(), GraphEmitError> {
         let init = self.args(frame, node, 0)?;
-        let (g, id) = (string(&self.name), string(&node.id.to_string()));
         if init.len() != node.outputs.len() {
             return Err(self.err(
                 node.id,
                 "the initial state and the outputs differ in number",
             ));
         }
-        // Per state value: its length and its slots (the plan's groups).
-        let mut states = Vec::new();
-        for k in 0..node.outputs.len() {
-            let (r, len) = self.output_len(frame, node, k)?;
-            let (mode, g0, g1) = self
-                .arena
-                .carried(node.id, k)
-                .ok_or_else(|| self.err(node.id, format!("{r} has no slot in the plan")))?;
-            let len_local = frame.names.fresh(&format!("{}_len", self.base_name(r)));
-            states.push((r, mode, g0, g1, len_local, len));
-        }
+        let states = self.while_states(frame, node)?;
         let alternate: Vec<(usize, usize)> = states
             .iter()
-            .filter(|s| s.1 == Mode::Alternate)
-            .map(|s| (s.2, s.3))
+            .filter(|s| s.mode == Mode::Alternate)
+            .map(|s| (s.g0, s.g1))
             .collect();
         frame.code.comment(&format!(
             "{} = while(...): the state in its slot{}",
@@ -325,23 +334,94 @@ impl Emitter<'_> {
                 ", or two alternating (their offsets swapped every iteration)"
             }
         ));
-        for (k, (_, _, g0, _, len_local, len)) in states.iter().enumerate() {
-            frame.code.line(format!("let {len_local} = {len};"));
-            let dst = self.group_loc(frame, *g0, len_local);
-            self.copy_to(frame, node.id, &Dst::At(dst), &init[k]);
+        for (s, init) in states.iter().zip(&init) {
+            frame.code.bind(&s.len_local, &s.len);
+            let dst = self.group_loc(frame, s.g0, &Ex::read(&s.len_local));
+            self.copy_to(frame, node.id, &Dst::At(dst), init, self.dtype_of(s.r));
         }
         let odd = frame.names.fresh("odd");
         if !alternate.is_empty() {
             frame.off_mut = true;
-            frame.code.line(format!("let mut {odd} = false;"));
+            frame
+                .code
+                .line(ex!["let mut ", Ex::bind(&odd), " = false;"]);
         }
-        let params: Vec<Val> = states
-            .iter()
-            .map(|(_, _, g0, _, len_local, _)| Val::At(self.group_loc(frame, *g0, len_local)))
-            .collect();
-        let cond = self.sub(node, e, 0)?;
-        let body = self.sub(node, e, 1)?;
         frame.code.open("loop {");
+        self.while_condition(frame, node, e, &states)?;
+        self.while_body(frame, node, e, &states)?;
+        if !alternate.is_empty() {
+            for (a, b) in &alternate {
+                frame.code.line(format!("off.swap({a}, {b});"));
+            }
+            frame
+                .code
+                .line(ex![Ex::read(&odd), " = !", Ex::read(&odd), ";"]);
+        }
+        frame.code.close("}");
+        if !alternate.is_empty() {
+            // After an odd number of iterations the state is in the results' slot:
+            // back into the state's own (the output's).
+            frame.code.open(ex!["if ", Ex::read(&odd), " {"]);
+            for s in states.iter().filter(|s| s.mode == Mode::Alternate) {
+                frame.code.line(format!("off.swap({}, {});", s.g0, s.g1));
+                let len = Ex::read(&s.len_local);
+                let (a, b) = (
+                    self.group_loc(frame, s.g0, &len),
+                    self.group_loc(frame, s.g1, &len),
+                );
+                self.copy_to(frame, node.id, &Dst::At(a), &Val::At(b), self.dtype_of(s.r));
+            }
+            frame.code.close("}");
+        }
+        self.while_results(frame, node, &states)
+    }
+
+    /// Per state value of `while` `node`: its length and its slots (the plan's
+    /// groups).
+    fn while_states(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+    ) -> Result<Vec<State>, GraphEmitError> {
+        let mut states = Vec::new();
+        for k in 0..node.outputs.len() {
+            let (r, len) = self.output_len(frame, node, k)?;
+            let (mode, g0, g1) = self
+                .arena
+                .carried(node.id, k)
+                .ok_or_else(|| self.err(node.id, format!("{r} has no slot in the plan")))?;
+            let len_local = frame.names.fresh(&format!("{}_len", self.base_name(r)));
+            states.push(State {
+                r,
+                mode,
+                g0,
+                g1,
+                len_local,
+                len,
+            });
+        }
+        Ok(states)
+    }
+
+    /// The state's parameters: the locations of its slots.
+    fn while_params(&self, frame: &mut Frame, states: &[State]) -> Vec<Val> {
+        states
+            .iter()
+            .map(|s| Val::At(self.group_loc(frame, s.g0, &Ex::read(&s.len_local))))
+            .collect()
+    }
+
+    /// `let go = { cond }; if !go { break; }`.
+    fn while_condition(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        e: &Entry,
+        states: &[State],
+    ) -> Result<(), GraphEmitError> {
+        let (g, id) = (string(&self.name), string(&node.id.to_string()));
+        let params = self.while_params(frame, states);
+        let cond = self.sub(node, e, 0)?;
         frame.code.open("let go = {");
         self.bind_params(frame, cond, &params)?;
         self.entries(frame, &cond.nodes)?;
@@ -349,76 +429,82 @@ impl Emitter<'_> {
         let c = c
             .first()
             .ok_or_else(|| self.err(node.id, "the condition returns nothing"))?;
-        let c = self.slice_of(frame, node.id, c);
-        frame.code.line(format!(
-            "rt::graph::one_value({g}, {id}, \"condition\", {c})? != 0.0"
-        ));
+        let interfaces = node.op.interfaces();
+        let dtype = interfaces
+            .first()
+            .and_then(|i| i.outputs.first())
+            .map_or(self.graph.dtype, |s| self.source_dtype(s));
+        let c = self.slice_of(frame, node.id, c, dtype);
+        frame.code.line(ex![
+            format!("rt::graph::one_value({g}, {id}, \"condition\", "),
+            c,
+            ")? != 0.0"
+        ]);
         frame.code.close("};");
         frame.code.open("if !go {");
         frame.code.line("break;");
         frame.code.close("}");
+        Ok(())
+    }
+
+    /// The body over the state's slots; each result of an alternating state not
+    /// written into the results' slot by the body itself is copied there (after
+    /// every result is read: all copies go to the results' slots, which the body
+    /// does not read).
+    fn while_body(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        e: &Entry,
+        states: &[State],
+    ) -> Result<(), GraphEmitError> {
+        let params = self.while_params(frame, states);
+        let body = self.sub(node, e, 1)?;
         frame.code.open("{");
         self.bind_params(frame, body, &params)?;
         self.entries(frame, &body.nodes)?;
-        // Each result of an alternating state not written into the results' slot
-        // by the body itself is copied there (after every result is read: all
-        // copies go to the results' slots, which the body does not read).
         let interfaces = node.op.interfaces();
         let outputs = &interfaces
             .get(1)
             .ok_or_else(|| self.err(node.id, "has no body"))?
             .outputs;
-        for ((_, mode, _, g1, len_local, _), s) in states.iter().zip(outputs) {
-            let written = matches!(s, Source::Ref(r) if self.arena.group(*r) == Some(*g1));
-            if *mode == Mode::Alternate && !written {
-                let value = self.source_val(frame, node.id, s)?;
-                let dst = self.group_loc(frame, *g1, len_local);
-                self.copy_to(frame, node.id, &Dst::At(dst), &value);
+        for (s, out) in states.iter().zip(outputs) {
+            let written = matches!(out, Source::Ref(r) if self.arena.group(*r) == Some(s.g1));
+            if s.mode == Mode::Alternate && !written {
+                let value = self.source_val(frame, node.id, out)?;
+                let dst = self.group_loc(frame, s.g1, &Ex::read(&s.len_local));
+                self.copy_to(frame, node.id, &Dst::At(dst), &value, self.dtype_of(s.r));
             }
         }
         frame.code.close("}");
-        if !alternate.is_empty() {
-            for (a, b) in &alternate {
-                frame.code.line(format!("off.swap({a}, {b});"));
-            }
-            frame.code.line(format!("{odd} = !{odd};"));
-        }
-        frame.code.close("}");
-        if !alternate.is_empty() {
-            // After an odd number of iterations the state is in the results' slot:
-            // back into the state's own (the output's).
-            frame.code.open(format!("if {odd} {{"));
-            for (_, mode, g0, g1, len_local, _) in &states {
-                if *mode == Mode::Alternate {
-                    frame.code.line(format!("off.swap({g0}, {g1});"));
-                    let (a, b) = (
-                        self.group_loc(frame, *g0, len_local),
-                        self.group_loc(frame, *g1, len_local),
-                    );
-                    self.copy_to(frame, node.id, &Dst::At(a), &Val::At(b));
-                }
-            }
-            frame.code.close("}");
-        }
-        for (k, (r, _, g0, _, len_local, _)) in states.iter().enumerate() {
-            if !self.used.contains(r) {
+        Ok(())
+    }
+
+    /// Each read result of the loop bound to its slot; a graph output copied out
+    /// (the plan keeps the state's slot only to the end of the loop).
+    fn while_results(
+        &mut self,
+        frame: &mut Frame,
+        node: &Node,
+        states: &[State],
+    ) -> Result<(), GraphEmitError> {
+        for (k, s) in states.iter().enumerate() {
+            if !self.used.contains(&s.r) {
                 continue;
             }
-            let name = frame.names.fresh(&self.base_name(*r));
-            let loc = self.group_loc(frame, *g0, len_local);
-            if self.arena.group(*r).is_some() {
-                frame.code.line(format!("let {name} = {loc};"));
-                frame.locals.insert(*r, Val::At(name));
+            let name = frame.names.fresh(&self.base_name(s.r));
+            let loc = self.group_loc(frame, s.g0, &Ex::read(&s.len_local));
+            if self.arena.group(s.r).is_some() {
+                frame.code.bind(&name, loc);
+                frame.locals.insert(s.r, Val::At(Ex::read(&name)));
             } else {
-                // A graph output: the plan keeps the state's slot only to the end of
-                // the loop, so the state is copied out now.
                 let buf = self.extra(frame, node, k)?;
-                let value = self.slice_of(frame, node.id, &Val::At(loc));
+                let value = self.slice_of(frame, node.id, &Val::At(loc), self.dtype_of(s.r));
                 frame
                     .code
-                    .line(format!("rt::graph::assign({buf}, {value});"));
-                frame.code.line(format!("let {name} = &{buf}[..];"));
-                frame.locals.insert(*r, Val::Slice(name));
+                    .line(ex![format!("rt::graph::assign({buf}, "), value, ");"]);
+                frame.code.bind(&name, format!("&{buf}[..]"));
+                frame.locals.insert(s.r, Val::Slice(Ex::read(&name)));
             }
         }
         Ok(())
@@ -440,30 +526,45 @@ impl Emitter<'_> {
         ));
         self.unread_args(frame, e, &args, 1);
         let (dsts, extras) = self.out_dsts(frame, node)?;
-        frame.code.open(format!("for i in 0..{n} {{"));
+        frame.code.open(ex!["for i in 0..", n, " {"]);
         let body = self.sub(node, e, 0)?;
         if self.used.contains(&Ref::new(body.input, 0)) {
             frame.code.line(format!(
                 "let index = rt::graph::index_value({g}, {id}, i)?;"
             ));
         }
-        let mut all = vec![Val::Slice("&index[..]".to_string())];
+        let mut all = vec![Val::Slice(Ex::from("&index[..]"))];
         all.extend(args);
         self.bind_params(frame, body, &all)?;
         self.entries(frame, &body.nodes)?;
         let results = self.results(frame, node, 0)?;
-        for (dst, r) in dsts.iter().zip(&results) {
+        for (k, (dst, r)) in dsts.iter().zip(&results).enumerate() {
+            let dtype = self.dtype_of(node.output(k));
             let line = match (dst, r) {
                 (None, _) => continue,
-                (Some(Dst::At(d)), Val::Slice(s)) => {
-                    format!("rt::graph::copy_row_in({g}, {id}, arena, {d}, i, {s})?;")
-                }
-                (Some(Dst::At(d)), Val::At(s)) => {
-                    format!("rt::graph::copy_row_within({g}, {id}, arena, {d}, i, {s})?;")
-                }
+                (Some(Dst::At(d)), Val::Slice(s)) => ex![
+                    format!("rt::graph::copy_row_in({g}, {id}, arena, "),
+                    d,
+                    ", i, ",
+                    self.as_cells(dtype, s.clone()),
+                    ")?;"
+                ],
+                (Some(Dst::At(d)), Val::At(s)) => ex![
+                    format!("rt::graph::copy_row_within({g}, {id}, arena, "),
+                    d,
+                    ", i, ",
+                    s,
+                    ")?;"
+                ],
                 (Some(Dst::Slice(d)), v) => {
-                    let s = self.slice_of(frame, node.id, v);
-                    format!("rt::graph::copy_row({g}, {id}, {d}, i, {s})?;")
+                    let s = self.slice_of(frame, node.id, v, dtype);
+                    ex![
+                        format!("rt::graph::copy_row({g}, {id}, "),
+                        d,
+                        ", i, ",
+                        s,
+                        ")?;"
+                    ]
                 }
             };
             if matches!(dst, Some(Dst::At(_))) {
@@ -474,193 +575,5 @@ impl Emitter<'_> {
         frame.code.close("}");
         self.bind_buffers(frame, extras);
         Ok(())
-    }
-
-    /// `call(F, ...)`: a function of its own, over the caller's arena and groups'
-    /// offsets; its arguments, the values of enclosing scopes its body reads and the
-    /// destinations of its results (a location, or a graph output's buffer) are its
-    /// parameters.
-    pub(super) fn call(
-        &mut self,
-        frame: &mut Frame,
-        node: &Node,
-        e: &Entry,
-        fname: &str,
-    ) -> Result<(), GraphEmitError> {
-        let sub = self.sub(node, e, 0)?.clone();
-        let args = self.args(frame, node, 0)?;
-        let free = self.free_values(&sub);
-        let fn_name = self.items_taken.fresh(&format!("{}_{}", self.name, fname));
-        frame
-            .code
-            .comment(&format!("{} = call({fname}, ...)", outputs_text(node)));
-        let t = elem(self.graph.dtype);
-        let kind = |v: &Val| match v {
-            Val::Slice(_) => format!("&[{t}]"),
-            Val::At(_) => "rt::graph::Loc".to_string(),
-        };
-        let mut inner = Frame::new();
-        inner.off_ref = true;
-        let mut params = vec![String::new(), String::new(), String::new()];
-        let input = self.node(sub.input)?.clone();
-        for (k, a) in args.iter().enumerate().take(input.outputs.len()) {
-            let r = Ref::new(sub.input, k);
-            let name = inner.names.fresh(&self.base_name(r));
-            let unused = if self.used.contains(&r) { "" } else { "_" };
-            params.push(format!("{unused}{name}: {}", kind(a)));
-            inner.locals.insert(r, same_kind(a, name));
-        }
-        let mut call_args: Vec<String> = args
-            .iter()
-            .map(|(Val::Slice(a) | Val::At(a))| a.clone())
-            .collect();
-        for r in &free {
-            let v = self.local(frame, node.id, *r)?;
-            let name = inner.names.fresh(&self.base_name(*r));
-            params.push(format!("{name}: {}", kind(&v)));
-            inner.locals.insert(*r, same_kind(&v, name));
-            let (Val::Slice(a) | Val::At(a)) = v;
-            call_args.push(a);
-        }
-        // The results' destinations, prepared by the caller.
-        let (dsts, extras) = self.out_dsts(frame, node)?;
-        let mut inner_dsts = Vec::new();
-        for (k, dst) in dsts.iter().enumerate() {
-            let Some(dst) = dst else {
-                inner_dsts.push(None);
-                continue;
-            };
-            let name = inner
-                .names
-                .fresh(&format!("{}_out", self.base_name(node.output(k))));
-            let (ty, d, a) = match dst {
-                Dst::At(a) => ("rt::graph::Loc".to_string(), Dst::At(name.clone()), a),
-                Dst::Slice(a) => (format!("&mut [{t}]"), Dst::Slice(name.clone()), a),
-            };
-            params.push(format!("{name}: {ty}"));
-            call_args.push(a.clone());
-            inner_dsts.push(Some(d));
-        }
-        self.entries(&mut inner, &sub.nodes)?;
-        self.deliver_results(&mut inner, node, 0, &inner_dsts)?;
-        // A parameter the body does not read (a destination every result is
-        // written into by its own node, an argument only an unread output returns).
-        let inner_code = unused_locals(&inner.code.finish());
-        for p in params.iter_mut().skip(3) {
-            let name = p.split(':').next().unwrap_or_default().to_string();
-            if !name.starts_with('_') && !mentions(&inner_code, &name) {
-                *p = format!("_{p}");
-            }
-        }
-        if !inner.fields.is_empty() {
-            return Err(self.err(
-                node.id,
-                "a value of the call's body is neither in the arena nor a graph output",
-            ));
-        }
-        let reads_sz = ["sz.", " sz,", " sz)"]
-            .iter()
-            .any(|p| inner_code.contains(p));
-        let n = self.arena.groups();
-        params[0] = format!(
-            "{}arena: &mut [{t}]",
-            if inner.arena_used { "" } else { "_" }
-        );
-        params[1] = match (inner.off_used, inner.off_mut) {
-            (false, _) => format!("_off: &[usize; {n}]"),
-            (true, false) => format!("off: &[usize; {n}]"),
-            (true, true) => format!("off: &mut [usize; {n}]"),
-        };
-        params[2] = format!(
-            "{}: &{}Sizes",
-            if reads_sz { "sz" } else { "_sz" },
-            camel(&self.name)
-        );
-        if inner.scratch_used {
-            // Its kernels' temporaries, lent by the workspace's scratch.
-            params.insert(3, "scratch: &rt::Scratch".into());
-        }
-        let mut c = Code::default();
-        c.doc(&format!(
-            "`call({fname}, ...)` ({}) of graph `{}`: a function of its own.",
-            node.id, self.name
-        ));
-        if params.len() > 7 {
-            c.line("#[allow(clippy::too_many_arguments)]");
-        }
-        c.open(signature(
-            &format!("fn {fn_name}"),
-            &params,
-            "Result<(), KernelError>",
-        ));
-        for l in inner_code.lines() {
-            c.line(l);
-        }
-        c.line("Ok(())");
-        c.close("}");
-        self.items.push(c.finish());
-        frame.arena_used = true;
-        frame.off_used = true;
-        frame.off_mut |= inner.off_mut;
-        let off = match (frame.off_ref, inner.off_mut) {
-            (true, _) => "off",
-            (false, false) => "&off",
-            (false, true) => "&mut off",
-        };
-        let mut all = vec!["arena".to_string(), off.to_string(), "sz".to_string()];
-        if inner.scratch_used {
-            all.push("scratch".into());
-        }
-        frame.scratch_used |= inner.scratch_used;
-        all.extend(call_args);
-        frame.code.line(format!("{fn_name}({})?;", all.join(", ")));
-        self.bind_buffers(frame, extras);
-        Ok(())
-    }
-
-    /// The values a sub-function reads (itself or nested deeper) that are defined
-    /// outside it, other than constants (statics, visible everywhere): sorted.
-    pub(super) fn free_values(&self, sub: &SubFunction) -> Vec<Ref> {
-        let mut read = BTreeSet::new();
-        let mut inside = HashSet::new();
-        inside.insert(sub.input);
-        collect(self.graph, &sub.nodes, &mut read, &mut inside);
-        if let Some(owner) = self.graph.node(sub.super_node)
-            && let Some(i) = owner.op.interfaces().get(sub.branch)
-        {
-            read.extend(i.outputs.iter().filter_map(Source::as_ref));
-        }
-        read.into_iter()
-            .filter(|r| !inside.contains(&r.node))
-            .filter(|r| !matches!(self.graph.node(r.node).map(|n| &n.op), Some(Op::Const(_))))
-            .collect()
-    }
-}
-
-/// Every value the entries read and every node they define (with their
-/// sub-functions' Input nodes), recursively.
-fn collect(
-    graph: &Graph,
-    entries: &[Entry],
-    read: &mut BTreeSet<Ref>,
-    inside: &mut HashSet<NodeId>,
-) {
-    for e in entries {
-        inside.insert(e.node);
-        if let Some(n) = graph.node(e.node) {
-            read.extend(n.uses());
-        }
-        for s in &e.subs {
-            inside.insert(s.input);
-            collect(graph, &s.nodes, read, inside);
-        }
-    }
-}
-
-/// A value of the kind of `v` (a slice or a location) named `name`.
-fn same_kind(v: &Val, name: String) -> Val {
-    match v {
-        Val::Slice(_) => Val::Slice(name),
-        Val::At(_) => Val::At(name),
     }
 }

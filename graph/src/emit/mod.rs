@@ -41,10 +41,12 @@
 
 mod arena;
 mod body;
-pub mod build;
+mod call;
 mod chunks;
 mod code;
 mod control;
+mod graph_fn;
+mod kernel_call;
 mod one_op;
 mod sizes;
 
@@ -63,7 +65,7 @@ use crate::pass::{PrepareOptions, prepare};
 use crate::text::print_graph;
 
 use arena::Arena;
-use body::Emitter;
+use body::{Emitter, Item};
 use code::{Idents, camel, snake};
 use sizes::Sizes;
 
@@ -161,6 +163,8 @@ pub struct GraphModule {
     items: Vec<String>,
     names: Idents,
     graphs: Vec<String>,
+    /// The kernels added on their own ([`GraphModule::add_kernel`]).
+    kernel_names: Vec<String>,
     /// Every kernel called through `rt::graph::clocked` (benchmarks).
     clocked: bool,
 }
@@ -176,6 +180,7 @@ impl GraphModule {
             items: Vec::new(),
             names: Idents::with_reserved(&["rt", "KernelError"]),
             graphs: Vec::new(),
+            kernel_names: Vec::new(),
             clocked: false,
         }
     }
@@ -190,6 +195,68 @@ impl GraphModule {
     /// The graph functions added so far, in order.
     pub fn names(&self) -> &[String] {
         &self.graphs
+    }
+
+    /// Sets how the kernels added from now on check their accesses
+    /// (`uop_codegen::compile::Checks`; `Full` needs no schedule).
+    pub fn set_checks(&mut self, checks: uop_codegen::compile::Checks) {
+        self.kernels.module.set_checks(checks);
+    }
+
+    /// Runs the schedule passes on the kernels added from now on, or not.
+    pub fn set_schedule(&mut self, schedule: bool) {
+        self.kernels.module.set_schedule(schedule);
+    }
+
+    /// Standalone mode: the file holds a copy of the runtime (`mod rt`) instead of
+    /// importing the crate `uop-runtime`.
+    pub fn set_standalone(&mut self, standalone: bool) {
+        self.kernels.module.set_standalone(standalone);
+    }
+
+    /// Also emits, for each kernel added with [`GraphModule::add_kernel`], the
+    /// oracle's entries to it (`NAME_program`, `NAME_dyn`; see `RustOptions::oracle`).
+    pub fn set_oracle(&mut self, oracle: bool) {
+        self.kernels.module.set_oracle(oracle);
+    }
+
+    /// Adds `program` as a kernel of its own named `name` (not part of a graph),
+    /// with `note` (a paragraph of its doc comment, as for a gradient kernel).
+    ///
+    /// # Errors
+    ///
+    /// [`GraphEmitError::Emit`] when the Rust backend refuses the program or the
+    /// name; [`GraphEmitError::Graph`] when one of the kernel's items
+    /// (`NAME`, `NAME_shapes`, ...) is already an item of the module.
+    pub fn add_kernel(
+        &mut self,
+        name: &str,
+        program: &Program,
+        note: Option<&str>,
+    ) -> Result<(), GraphEmitError> {
+        if let Some(item) = kernel_items(name)
+            .into_iter()
+            .find(|i| self.names.is_taken(i))
+        {
+            return Err(GraphEmitError::Graph {
+                graph: name.into(),
+                message: format!("`{item}` is already an item of the module"),
+            });
+        }
+        match note {
+            Some(note) => self.kernels.module.add_with_note(name, program, note)?,
+            None => self.kernels.module.add(name, program)?,
+        };
+        for item in kernel_items(name) {
+            self.names.take(&item);
+        }
+        self.kernel_names.push(name.into());
+        Ok(())
+    }
+
+    /// The kernels added with [`GraphModule::add_kernel`] so far, in order.
+    pub fn kernel_names(&self) -> &[String] {
+        &self.kernel_names
     }
 
     /// Adds `graph` as the function `name`: prepares it (every pass), derives its
@@ -306,17 +373,9 @@ impl GraphModule {
         let function = emitter.graph_function(&doc, &outputs)?;
         let sizes_items = emitter.sizes.items(&camel_name);
         let mut items = std::mem::take(&mut emitter.items);
-        items.push(sizes_items);
-        items.push(function);
-        // A constant only an unread value returns (a branch result copied nowhere)
-        // is not emitted.
-        let code: String = items
-            .iter()
-            .filter(|i| static_name(i).is_none())
-            .map(String::as_str)
-            .collect();
-        items.retain(|i| static_name(i).is_none_or(|n| body::mentions(&code, n)));
-        self.items.extend(items);
+        items.push(Item::Text(sizes_items));
+        items.push(Item::Code(function));
+        self.items.extend(print_items(items));
         self.graphs.push(name.into());
         Ok(())
     }
@@ -329,6 +388,9 @@ impl GraphModule {
     /// As [`RustModule::source`].
     pub fn source(&self) -> Result<String, GraphEmitError> {
         let mut out = self.kernels.module.source()?;
+        if self.items.is_empty() {
+            return Ok(out);
+        }
         out.push_str("\n// ---- graphs ----\n");
         for item in &self.items {
             out.push('\n');
@@ -339,10 +401,28 @@ impl GraphModule {
     }
 }
 
-/// The name of the `static` an item defines (a constant), if it is one.
-fn static_name(item: &str) -> Option<&str> {
-    let rest = item.lines().find_map(|l| l.strip_prefix("static "))?;
-    rest.split(':').next()
+/// A graph's planned items printed, in order; a constant no function reads (one
+/// only an unread value returns, a branch result copied nowhere) is left out.
+fn print_items(items: Vec<Item>) -> Vec<String> {
+    let mut read = HashSet::new();
+    let mut printed: Vec<Result<String, (String, String)>> = Vec::new();
+    for item in items {
+        printed.push(match item {
+            Item::Static { name, text } => Err((name, text)),
+            Item::Code(code) => {
+                read.extend(code.reads().statics);
+                Ok(code.print())
+            }
+            Item::Text(text) => Ok(text),
+        });
+    }
+    printed
+        .into_iter()
+        .filter_map(|p| match p {
+            Ok(text) => Some(text),
+            Err((name, text)) => read.contains(&name).then_some(text),
+        })
+        .collect()
 }
 
 /// The source of a file with the one graph `name` (see [`GraphModule`]).

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use uop_codegen::index::{Expr, IndexOp};
 
-use super::code::{Code, Idents, elem, snake, string};
+use super::code::{Code, Ex, Idents, Reads, elem, ex, snake, string};
 use crate::ir::{Graph, ValueType};
 
 /// Where the sizes of one graph come from and which ones its code reads.
@@ -109,7 +109,7 @@ impl Sizes {
 
     /// Dim `name` as an `i64` for a kernel's `$param` (a dim no input of the kernel
     /// carries, `docs/graph-aot.md`): `sz.dim_n_param`.
-    pub(super) fn dim_param(&mut self, name: &str) -> Result<String, String> {
+    pub(super) fn dim_param(&mut self, name: &str) -> Result<Ex, String> {
         let Some((dim_field, _, _)) = self.dims.get(name) else {
             return Err(format!(
                 "the size `{name}` is no dim of the graph's inputs, so it is not known at entry"
@@ -166,35 +166,30 @@ impl Sizes {
     }
 
     /// A size for code that has the sizes as `sz`: `sz.dim_n` or `4`.
-    pub(super) fn at(&mut self, e: &Expr) -> Result<String, String> {
+    pub(super) fn at(&mut self, e: &Expr) -> Result<Ex, String> {
         Ok(prefixed(&self.size(e)?))
     }
 
     /// A shape for code that has the sizes as `sz`: `[sz.dim_b, 4]`.
-    pub(super) fn shape(&mut self, shape: &[Expr]) -> Result<String, String> {
+    pub(super) fn shape(&mut self, shape: &[Expr]) -> Result<Ex, String> {
         let f = self.fields(shape)?;
-        Ok(format!(
-            "[{}]",
-            f.iter().map(|f| prefixed(f)).collect::<Vec<_>>().join(", ")
-        ))
+        Ok(ex!["[", Ex::join(f.iter().map(|f| prefixed(f)), ", "), "]"])
     }
 
     /// A looped value's shape (DESIGN.md §20): `rows` (the code of its chunk's rows)
     /// as axis 0, then the rest of `shape` as [`Sizes::shape`] writes it.
-    pub(super) fn looped_shape(&mut self, shape: &[Expr], rows: &str) -> Result<String, String> {
+    pub(super) fn looped_shape(&mut self, shape: &[Expr], rows: &Ex) -> Result<Ex, String> {
         let rest = shape
             .get(1..)
             .ok_or("a looped value needs an axis 0, got a rank-0 value")?;
         let fields = self.fields(rest)?;
-        let all: Vec<String> = std::iter::once(rows.to_string())
-            .chain(fields.iter().map(|f| prefixed(f)))
-            .collect();
-        Ok(format!("[{}]", all.join(", ")))
+        let all = std::iter::once(rows.clone()).chain(fields.iter().map(|f| prefixed(f)));
+        Ok(ex!["[", Ex::join(all, ", "), "]"])
     }
 
     /// The element count of a shape for code that has the sizes as `sz`; `what`
     /// names the value in the overflow error.
-    pub(super) fn len(&mut self, shape: &[Expr], what: &str) -> Result<String, String> {
+    pub(super) fn len(&mut self, shape: &[Expr], what: &str) -> Result<Ex, String> {
         let f = self.fields(shape)?;
         if let Some((_, field, _)) = self.lens.iter().find(|(s, _, _)| *s == f) {
             return Ok(prefixed(field));
@@ -205,7 +200,7 @@ impl Sizes {
     }
 
     /// Records graph output `name`'s shape; the field `{name}_out_shape`.
-    pub(super) fn output(&mut self, name: &str, shape: &[Expr]) -> Result<String, String> {
+    pub(super) fn output(&mut self, name: &str, shape: &[Expr]) -> Result<Ex, String> {
         let f = self.fields(shape)?;
         let field = self.names.fresh(&format!("{name}_out_shape"));
         self.outputs.push((field.clone(), f));
@@ -250,8 +245,15 @@ impl Sizes {
 
     /// The struct `{Camel}Sizes` and the function `{graph}_sizes`.
     pub(super) fn items(&self, camel: &str) -> String {
-        let g = string(&self.graph);
         let mut c = Code::default();
+        self.sizes_struct(&mut c, camel);
+        c.line("");
+        self.sizes_function(&mut c, camel);
+        c.print()
+    }
+
+    /// `pub struct {Camel}Sizes`: a field per dim, `$param`, size and output shape.
+    fn sizes_struct(&self, c: &mut Code, camel: &str) {
         c.doc(&format!(
             "The sizes of graph `{}`, from its inputs' shapes and its parameters\n\
              ([`{}_sizes`]): the graph outputs' shapes, and every size its code reads.",
@@ -287,7 +289,11 @@ impl Sizes {
             c.line(format!("pub {f}: [usize; {}],", shape.len()));
         }
         c.close("}");
-        c.line("");
+    }
+
+    /// `pub fn {graph}_sizes(...)`: the dims bound and checked, then every size
+    /// computed with checked arithmetic.
+    fn sizes_function(&self, c: &mut Code, camel: &str) {
         c.doc(&format!(
             "The sizes of graph `{}` for these input shapes and parameters, every one\n\
              checked: a dim two inputs share, a fixed size, the graph's size assertions,\n\
@@ -311,10 +317,20 @@ impl Sizes {
         }
         c.open(signature(
             &format!("pub fn {}_sizes", self.graph),
-            &args,
+            &texts(&args),
             &format!("Result<{camel}Sizes, KernelError>"),
+            &Reads::default(),
         ));
-        // Each dim from the input that binds it first; the other axes checked.
+        self.bind_dims(c);
+        self.size_checks(c);
+        self.size_fields(c, camel);
+        c.close("}");
+    }
+
+    /// Each dim from the input that binds it first; the other axes checked against
+    /// it or their fixed size.
+    fn bind_dims(&self, c: &mut Code) {
+        let g = string(&self.graph);
         for n in &self.dim_order {
             let (f, k, axis) = &self.dims[n];
             c.line(format!("let {f} = {}_shape[{axis}];", self.inputs[*k].0));
@@ -356,6 +372,12 @@ impl Sizes {
                 }
             }
         }
+    }
+
+    /// The inputs' dims as `i64` where a size reads them, the computed axes and the
+    /// graph's size assertions checked.
+    fn size_checks(&self, c: &mut Code) {
+        let g = string(&self.graph);
         for (k, (input, _)) in self.inputs.iter().enumerate() {
             let needed = self
                 .exprs
@@ -375,7 +397,7 @@ impl Sizes {
         for (k, axis, e) in &self.computed_axes {
             let input = &self.inputs[*k].0;
             self.assertion(
-                &mut c,
+                c,
                 &self.value(e),
                 &format!("{input}_shape[{axis}] as i64"),
                 &e.to_string(),
@@ -384,13 +406,18 @@ impl Sizes {
         }
         for (a, b) in &self.assertions {
             self.assertion(
-                &mut c,
+                c,
                 &self.value(a),
                 &self.value(b),
                 &a.to_string(),
                 &b.to_string(),
             );
         }
+    }
+
+    /// Every field computed (checked) and the struct returned.
+    fn size_fields(&self, c: &mut Code, camel: &str) {
+        let g = string(&self.graph);
         for (n, f) in &self.dim_params {
             let (_, k, axis) = &self.dims[n];
             c.line(format!("let {f} = {}_dims[{axis}];", self.inputs[*k].0));
@@ -423,8 +450,6 @@ impl Sizes {
             .chain(self.outputs.iter().map(|(f, _)| f.as_str()))
             .collect();
         c.line(format!("Ok({camel}Sizes {{ {} }})", fields.join(", ")));
-        c.close("}");
-        c.finish()
     }
 
     /// Code returning an `Assertion` error unless `left == right` (`Option<i64>`
@@ -457,26 +482,32 @@ impl Sizes {
     }
 }
 
-/// `HEAD(args) -> RESULT {`, one argument a line when it would be long.
-pub(super) fn signature(head: &str, args: &[String], result: &str) -> String {
-    let one = format!("{head}({}) -> {result} {{", args.join(", "));
-    if one.len() <= 96 {
+/// `HEAD(args) -> RESULT {`, one argument a line when it would be long (as
+/// printed with `reads`: a parameter nothing reads is `_name`).
+pub(super) fn signature(head: &str, args: &[Ex], result: &str, reads: &Reads) -> Ex {
+    let one = ex![head, "(", Ex::join(args, ", "), ") -> ", result, " {"];
+    if one.print(reads).len() <= 96 {
         return one;
     }
-    let mut s = format!("{head}(\n");
+    let mut s = ex![head, "(\n"];
     for a in args {
-        s.push_str(&format!("    {a},\n"));
+        s.push(ex!["    ", a, ",\n"]);
     }
-    s.push_str(&format!(") -> {result} {{"));
+    s.push(format!(") -> {result} {{"));
     s
 }
 
+/// Arguments that are plain text, as expressions.
+pub(super) fn texts(args: &[String]) -> Vec<Ex> {
+    args.iter().map(Ex::from).collect()
+}
+
 /// `dim_n` -> `sz.dim_n`; a literal stays.
-fn prefixed(field: &str) -> String {
+fn prefixed(field: &str) -> Ex {
     if field.starts_with(|c: char| c.is_ascii_digit()) {
-        field.to_string()
+        Ex::from(field)
     } else {
-        format!("sz.{field}")
+        Ex::sz_field(field)
     }
 }
 

@@ -7,6 +7,7 @@ mod fuzz_support;
 mod memory_support;
 mod pass_support;
 
+mod emit_i32;
 mod grad;
 mod hierarchy;
 mod hierarchy_containment;
