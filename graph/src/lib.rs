@@ -8,6 +8,25 @@
 //! [`kernels::form_kernels`] groups a graph's calls into fused kernels;
 //! [`memory::plan_memory`] places every intermediate in one arena.
 //!
+//! # Modules, by layer
+//!
+//! Each module imports only modules of lower layers (`use crate::` drawn over the
+//! sources; `python3 graph/tools/module_layers.py` redraws it and fails on a cycle):
+//!
+//! 0. [`ir`] — nodes, ops, the graph;
+//! 1. [`infer`] (output types), [`vocab`] ([`Violation`], the kernel summary),
+//!    [`rewrite`] (the edits passes make), `looping::{stack, variants}`;
+//! 2. [`scope`] (locality), [`builder`] ([`GraphBuilder`]);
+//! 3. [`hierarchy`] (where each node lives; its run order by partition is its child);
+//! 4. [`kernels`] (kernel formation), [`schedule`] (streams), [`text`] (parse and
+//!    print), [`looping::partition`] (§20 partitions and rules);
+//! 5. [`verify`] (every invariant), [`memory`] (the arena plan), [`run_error`],
+//!    [`random`] (property-test graphs), `looping::print`;
+//! 6. [`pass`] (prepare, the passes in order), [`looping::drive`] (the chunk loop);
+//! 7. [`interp`] (the oracle);
+//! 8. [`grad`] (gradients);
+//! 9. [`emit`] (the AOT emitter).
+//!
 //! ```
 //! use uop_graph::GraphBuilder;
 //! use uop_codegen::uop::DType;
@@ -45,10 +64,12 @@ pub mod memory;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
+pub mod run_error;
 pub mod schedule;
 pub mod scope;
 pub mod text;
 pub mod verify;
+pub mod vocab;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use emit::build;
