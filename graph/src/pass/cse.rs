@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use uop_codegen::index::Expr;
 use uop_codegen::uop::DType;
 
@@ -28,8 +28,8 @@ use crate::ir::{Call, CallValue, Graph, ListItem, Node, NodeId, Op, Ref, ValueTy
 use crate::rewrite::{OutputMap, change_output_refs};
 
 /// The pass (module docs).
-pub fn cse(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
-    let h = hierarchy(graph).map_err(|e| format!("no definition hierarchy: {e}"))?;
+pub fn cse(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), PassFailure> {
+    let h = hierarchy(graph)?;
     let ids: Vec<NodeId> = graph.nodes().iter().map(|n| n.id).collect();
     let mut first: HashMap<(Option<SubId>, Key), NodeId> = HashMap::new();
     for id in ids {
@@ -48,7 +48,7 @@ pub fn cse(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result
             break;
         }
         change_output_refs(graph, None, id, earlier, &OutputMap::same(1))
-            .map_err(|e| format!("{id}: merging into {earlier}: {e}"))?;
+            .map_err(|e| PassFailure::rewrite(format!("{id}: merging into {earlier}"), e))?;
     }
     Ok(())
 }
