@@ -40,7 +40,9 @@ use uop_codegen::index::Expr;
 use crate::ir::{Call, CallValue, Graph, ListItem, Node, NodeId, Op, Ref, Source, ValueType};
 pub use crate::scope::SubId;
 use crate::scope::{ScopeError, scopes};
-use crate::verify::Violation;
+use crate::vocab::Violation;
+
+mod order;
 
 /// A definition: a node, with the sub-functions it owns when it is a super node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,7 +194,7 @@ pub fn hierarchy(graph: &Graph) -> Result<Hierarchy, HierarchyError> {
     }
     let mut top = entries(graph, &children, None);
     // A graph with chunk nodes runs its top level by partition (§20).
-    crate::looping::partition::order_top(graph, &mut top);
+    order::order_top(graph, &mut top);
     Ok(Hierarchy { top, ..h })
 }
 
@@ -583,7 +585,7 @@ pub(crate) fn definition(n: &Node) -> String {
             "kernel {}({})  # {}",
             k.name,
             refs(&n.inputs),
-            crate::kernels::kernel_summary(k)
+            crate::vocab::kernel_summary(k)
         ),
         Op::While { .. } => format!("while({})", refs(&n.inputs)),
         Op::Case { .. } => format!("case({})", refs(&n.inputs)),

@@ -588,13 +588,7 @@ fn selected(
 }
 
 /// Types as a comma-separated list.
-pub fn list(types: &[ValueType]) -> String {
-    types
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use crate::vocab::type_list as list;
 
 #[cfg(test)]
 mod tests {

@@ -29,63 +29,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use thiserror::Error;
 use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{BindError, DType, InputDecl, Program, bind_inputs, concrete_shape};
 
-use crate::hierarchy::{Entry, HierarchyError, SubFunction, hierarchy};
+use crate::hierarchy::{Entry, SubFunction, hierarchy};
 use crate::infer::{call_program_in, list};
 use crate::ir::{Call, Graph, Interface, Node, NodeId, Op, Ref, Source, ValueType};
-use crate::looping::{LoopError, LoopHooks};
+use crate::looping::LoopHooks;
+pub use crate::run_error::RunError;
 
 #[path = "interp_looped.rs"]
 mod looped;
 #[path = "interp_scan.rs"]
 mod scan;
-
-/// Why a graph could not run.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum RunError {
-    /// The graph has no valid definition hierarchy.
-    #[error(transparent)]
-    Hierarchy(#[from] HierarchyError),
-    /// Wrong number of inputs.
-    #[error("the graph takes {expected} inputs, {found} were given")]
-    InputCount {
-        /// Declared inputs.
-        expected: usize,
-        /// Given inputs.
-        found: usize,
-    },
-    /// A graph input does not fit its declaration (dtype, rank, a size, a shared
-    /// dimension, a size assertion over its dims).
-    #[error("input `{input}`: {message}")]
-    Input {
-        /// The input's name.
-        input: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A `$param` the graph declares has no value.
-    #[error("parameter `${0}` has no value (pass --param {0}=N)")]
-    MissingParam(String),
-    /// A graph-looping rule is broken (`docs/graph-looping.md`).
-    #[error(transparent)]
-    Loop(#[from] LoopError),
-    /// A size of the graph overflows, or a value does not fit the memory limit
-    /// ([`crate::memory::check_sizes`], before anything runs).
-    #[error("{0}")]
-    Sizes(String),
-    /// A node failed.
-    #[error("{node}: {message}")]
-    Node {
-        /// The node.
-        node: NodeId,
-        /// What went wrong.
-        message: String,
-    },
-}
 
 fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
     RunError::Node {

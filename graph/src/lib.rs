@@ -8,6 +8,27 @@
 //! [`kernels::form_kernels`] groups a graph's calls into fused kernels;
 //! [`memory::plan_memory`] places every intermediate in one arena.
 //!
+//! # Modules, by layer
+//!
+//! Each module imports only modules of lower layers (`use crate::` drawn over the
+//! sources; `python3 graph/tools/module_layers.py` redraws it and fails on a cycle):
+//!
+//! 0. [`ir`] — nodes, ops, the graph; `looping::rows`;
+//! 1. [`vocab`] ([`Violation`], the kernel summary, type lists), [`rewrite`] (the
+//!    edits passes make), `looping::{stack, variants}`;
+//! 2. [`scan`] (the `scan` node's types and slices), [`scope`] (locality);
+//! 3. [`hierarchy`] (where each node lives; its run order by partition is its
+//!    child), [`infer`] (output types);
+//! 4. [`builder`] ([`GraphBuilder`]), [`kernels`] (kernel formation), [`schedule`]
+//!    (streams), [`looping::partition`] (§20 partitions and rules), the interpreter's
+//!    `scan`;
+//! 5. [`text`] (parse and print), [`verify`] (every invariant), [`memory`] (the arena
+//!    plan), [`run_error`], `looping::print`;
+//! 6. [`pass`] (prepare, the passes in order), [`looping::drive`] (the chunk loop),
+//!    [`random`] (property-test graphs);
+//! 7. [`interp`] (the oracle), [`emit`] (the AOT emitter);
+//! 8. [`grad`] (gradients).
+//!
 //! ```
 //! use uop_graph::GraphBuilder;
 //! use uop_codegen::uop::DType;
@@ -45,11 +66,13 @@ pub mod memory;
 pub mod pass;
 pub mod random;
 pub mod rewrite;
+pub mod run_error;
 pub mod scan;
 pub mod schedule;
 pub mod scope;
 pub mod text;
 pub mod verify;
+pub mod vocab;
 
 pub use builder::{Arg, Body, BuildError, GraphBuilder, Item};
 pub use hierarchy::{

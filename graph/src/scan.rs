@@ -14,8 +14,8 @@ use uop_codegen::index::{Expr, equal_sizes};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
 
-use crate::infer::list;
 use crate::ir::{ScanAxis, ValueType};
+use crate::vocab::type_list as list;
 
 /// What a `scan` node is, for its typing rules.
 #[derive(Clone, Copy, Debug)]

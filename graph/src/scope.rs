@@ -52,7 +52,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source};
-use crate::verify::Violation;
+use crate::vocab::Violation;
 
 /// One sub-function: branch `branch` of super node `super_node`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -51,6 +51,7 @@ use std::fmt;
 use crate::infer::{expected_types, list};
 use crate::ir::{Graph, Node, NodeId, Op, Ref, Source};
 use crate::scope::{ScopeError, scopes, sub_function_name};
+pub use crate::vocab::Violation;
 
 /// Optional checks of [`verify`], combinable with `|`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -91,21 +92,6 @@ impl std::ops::BitOr for Checks {
 impl std::ops::BitOrAssign for Checks {
     fn bitor_assign(&mut self, rhs: Checks) {
         self.0 |= rhs.0;
-    }
-}
-
-/// One broken invariant.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// The nodes involved, the one the message is about first.
-    pub nodes: Vec<NodeId>,
-    /// The whole message, naming the nodes as `%id`.
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
     }
 }
 

@@ -58,6 +58,8 @@ use uop_codegen::compile::{CompileOptions, compile};
 use crate::hierarchy::{HierarchyError, SubId, hierarchy};
 use crate::ir::{Graph, Kernel, Node, NodeId, Op, Ref};
 use crate::rewrite::{RewriteError, replace_nodes};
+pub use crate::vocab::kernel_summary;
+use crate::vocab::member_list;
 use group::{GroupPlan, Plan};
 
 use apply::Placed;
@@ -390,26 +392,6 @@ fn remove_unread(g: &mut Graph, cheap: &[NodeId]) -> Result<(), KernelError> {
         replace_nodes(g, None, None, &gone)?;
     }
     Ok(())
-}
-
-/// `%4 mul, %5 add, %6 relu`.
-fn member_list(members: &[(NodeId, String)]) -> String {
-    members
-        .iter()
-        .map(|(id, op)| format!("{id} {op}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `kernel k3 = {%4 mul, %5 add, %6 relu}`: a kernel and its members.
-pub fn kernel_summary(kernel: &Kernel) -> String {
-    let members: Vec<(NodeId, String)> = kernel
-        .members
-        .iter()
-        .enumerate()
-        .map(|(k, id)| (*id, kernel.ops.get(k).cloned().unwrap_or_default()))
-        .collect();
-    format!("kernel {} = {{{}}}", kernel.name, member_list(&members))
 }
 
 /// Every kernel of `graph`, in list order: its members, what it reads and gives,

@@ -12,8 +12,8 @@ use uop_codegen::tensor::Tensor;
 
 use super::partition::Partitions;
 use super::stack::{LoopControl, LoopEnd, LoopStack, default_loop_end};
-use crate::interp::RunError;
 use crate::ir::{Graph, NodeId, Op};
+use crate::run_error::RunError;
 
 /// Custom loop-end functions, by chunk node; a chunk node without one uses
 /// [`default_loop_end`].

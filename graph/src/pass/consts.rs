@@ -8,12 +8,16 @@
 //! (a Const reads nothing, so it may stand anywhere before its readers). Each Const
 //! moved is one rewrite.
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::ir::{Graph, NodeId, Op};
 use crate::rewrite::move_nodes;
 
 /// The pass (module docs).
-pub fn consts(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+pub fn consts(
+    graph: &mut Graph,
+    budget: &mut Budget,
+    _: &PrepareOptions,
+) -> Result<(), PassFailure> {
     let nodes = graph.nodes();
     let is_const = |p: usize| matches!(nodes[p].op, Op::Const(_));
     let start = match nodes.first() {
@@ -37,5 +41,5 @@ pub fn consts(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Res
     }
     let anchor = nodes[anchor].id;
     move_nodes(graph, Some(anchor), &moved)
-        .map_err(|e| format!("moving Consts before {anchor}: {e}"))
+        .map_err(|e| PassFailure::rewrite(format!("moving Consts before {anchor}"), e))
 }

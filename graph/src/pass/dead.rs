@@ -18,12 +18,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::ir::{Flags, Graph, NodeId, Op};
 use crate::rewrite::replace_nodes;
 
 /// The pass (module docs).
-pub fn dead(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+pub fn dead(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), PassFailure> {
     let nodes = graph.nodes();
     let n = nodes.len();
     let pos = |id: NodeId| graph.position(id);
@@ -49,7 +49,9 @@ pub fn dead(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Resul
         let reads = node.uses().into_iter().map(|r| r.node);
         let inputs = node.op.interfaces().into_iter().map(|i| i.input);
         for id in reads.chain(inputs) {
-            let q = pos(id).ok_or_else(|| format!("{}: reads {id}, which is missing", node.id))?;
+            let q = pos(id).ok_or_else(|| {
+                PassFailure::Graph(format!("{}: reads {id}, which is missing", node.id))
+            })?;
             live[q] = true;
         }
     }
@@ -104,5 +106,6 @@ pub fn dead(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Resul
         return Ok(());
     }
     // [C] apply.
-    replace_nodes(graph, None, None, &removed).map_err(|e| format!("removing dead nodes: {e}"))
+    replace_nodes(graph, None, None, &removed)
+        .map_err(|e| PassFailure::rewrite("removing dead nodes", e))
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::infer::call_program;
 use crate::ir::{Call, Graph, Node, NodeId, Op, ValueType};
 use crate::rewrite::{const_of, replace_nodes};
@@ -63,7 +63,7 @@ pub fn fold(
     graph: &mut Graph,
     budget: &mut Budget,
     options: &PrepareOptions,
-) -> Result<(), String> {
+) -> Result<(), PassFailure> {
     let ids: Vec<NodeId> = graph.nodes().iter().map(|n| n.id).collect();
     for id in ids {
         // [A] match.
@@ -97,7 +97,8 @@ pub fn fold(
         if !budget.spend() {
             break;
         }
-        replace_nodes(graph, None, Some(folded), &[id]).map_err(|e| format!("{id}: {e}"))?;
+        replace_nodes(graph, None, Some(folded), &[id])
+            .map_err(|e| PassFailure::rewrite(id.to_string(), e))?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! by [`crate::kernels::form_kernels`]; the rules and the reference graphs' counts are
 //! in `docs/graph-kernels.md`. Each kernel formed is one rewrite.
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::ir::Graph;
 use crate::kernels::{KernelOptions, form_kernels, joins};
 
@@ -12,7 +12,7 @@ pub fn kernels(
     graph: &mut Graph,
     budget: &mut Budget,
     options: &PrepareOptions,
-) -> Result<(), String> {
+) -> Result<(), PassFailure> {
     let options = KernelOptions {
         split_joins: !options.disabled.iter().any(|d| d == joins::NAME),
         // The loop counts are for reports (`uop print --stage kernels`), not for prepare.
@@ -20,14 +20,13 @@ pub fn kernels(
         rewrite_limit: budget.remaining(),
         ..KernelOptions::default()
     };
-    let (fused, report) = form_kernels(graph, &options).map_err(|e| e.to_string())?;
+    let (fused, report) = form_kernels(graph, &options)?;
     for _ in 0..report.rewrites {
         if !budget.spend() {
-            return Err(format!(
-                "formed {} kernels with a budget of {:?}",
-                report.rewrites,
-                budget.remaining()
-            ));
+            return Err(PassFailure::Budget {
+                formed: report.rewrites,
+                budget: budget.remaining(),
+            });
         }
     }
     *graph = fused;

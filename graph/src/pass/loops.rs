@@ -14,15 +14,19 @@
 //! every chunk node's input, that no Sink holds yet goes into one new Sink at the end
 //! (one rewrite), which keeps them alive across the iterations in the memory plan.
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::ir::{Graph, Node, NodeId, Op, Ref};
 use crate::looping::partition::held_by_sinks;
 use crate::looping::partitions;
 use crate::rewrite::{append_nodes, move_nodes};
 
 /// The pass (module docs).
-pub fn loops(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
-    let p = partitions(graph).map_err(|e| e.to_string())?;
+pub fn loops(
+    graph: &mut Graph,
+    budget: &mut Budget,
+    _: &PrepareOptions,
+) -> Result<(), PassFailure> {
+    let p = partitions(graph)?;
     if p.chunks.is_empty() {
         return Ok(());
     }
@@ -44,8 +48,9 @@ pub fn loops(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Resu
             if moved.is_empty() {
                 continue;
             }
-            move_nodes(graph, Some(chunk), &moved)
-                .map_err(|e| format!("sorting the nodes by partition before {chunk}: {e}"))?;
+            move_nodes(graph, Some(chunk), &moved).map_err(|e| {
+                PassFailure::rewrite(format!("sorting the nodes by partition before {chunk}"), e)
+            })?;
         }
     }
     let held = held_by_sinks(graph);
@@ -55,6 +60,6 @@ pub fn loops(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Resu
     }
     let id = graph.fresh_id();
     append_nodes(graph, vec![Node::new(id, Op::Sink, missing, Vec::new())])
-        .map_err(|e| format!("appending the Sink {id}: {e}"))?;
+        .map_err(|e| PassFailure::rewrite(format!("appending the Sink {id}"), e))?;
     Ok(())
 }

@@ -7,11 +7,11 @@
 //! (the executor, once per set of input shapes; `uop print --stage memory --dim ...`).
 //! The pass never changes the graph (no rewrites).
 
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::ir::Graph;
 use crate::memory::check_plannable;
 
 /// The pass (module docs).
-pub fn memory(graph: &mut Graph, _: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
-    check_plannable(graph)
+pub fn memory(graph: &mut Graph, _: &mut Budget, _: &PrepareOptions) -> Result<(), PassFailure> {
+    check_plannable(graph).map_err(PassFailure::Graph)
 }

@@ -64,6 +64,7 @@
 mod consts;
 mod cse;
 mod dead;
+mod error;
 mod fold;
 mod kernels;
 mod loops;
@@ -84,6 +85,7 @@ use crate::verify::{Checks, VerifyError, verify};
 pub use consts::consts;
 pub use cse::cse;
 pub use dead::dead;
+pub use error::PassFailure;
 pub use fold::{evaluate_call, fold};
 pub use kernels::kernels;
 pub use loops::loops;
@@ -111,8 +113,8 @@ impl Classes {
 }
 
 /// What a pass does to the graph: rewrites it in place, asking `budget` before each
-/// rewrite. An error is a message naming the node.
-pub type PassFn = fn(&mut Graph, &mut Budget, &PrepareOptions) -> Result<(), String>;
+/// rewrite. An error names the node.
+pub type PassFn = fn(&mut Graph, &mut Budget, &PrepareOptions) -> Result<(), PassFailure>;
 
 /// A named graph pass.
 #[derive(Clone, Copy, Debug)]
@@ -356,12 +358,12 @@ pub enum PrepareError {
     #[error("the input graph does not verify:\n{0}")]
     Input(VerifyError),
     /// A pass failed.
-    #[error("pass `{pass}`: {message}")]
+    #[error("pass `{pass}`: {error}")]
     Pass {
         /// The pass.
         pass: &'static str,
         /// What went wrong, naming the node.
-        message: String,
+        error: PassFailure,
     },
     /// The graph after a pass does not verify.
     #[error("after pass `{pass}` the graph does not verify:\n{error}")]
@@ -434,9 +436,9 @@ pub fn prepare_with(
             let start = options.time_passes.then(Instant::now);
             let before = budget.done();
             let refused = budget.refused();
-            (pass.run)(&mut graph, &mut budget, options).map_err(|message| PrepareError::Pass {
+            (pass.run)(&mut graph, &mut budget, options).map_err(|error| PrepareError::Pass {
                 pass: pass.name,
-                message,
+                error,
             })?;
             entry.wall = start.map_or(Duration::ZERO, |s| s.elapsed());
             entry.status = Status::Ran;

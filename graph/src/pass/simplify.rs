@@ -41,7 +41,7 @@ use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
 
 use super::fold::evaluate_call;
-use super::{Budget, PrepareOptions};
+use super::{Budget, PassFailure, PrepareOptions};
 use crate::hierarchy::{Entry, hierarchy};
 use crate::infer::expected_types;
 use crate::ir::{Call, CallValue, Graph, ListItem, Node, NodeId, Op, Ref, Source};
@@ -63,7 +63,11 @@ enum Action {
 }
 
 /// The pass (module docs).
-pub fn simplify(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+pub fn simplify(
+    graph: &mut Graph,
+    budget: &mut Budget,
+    _: &PrepareOptions,
+) -> Result<(), PassFailure> {
     let mut cache = ConstCache::new();
     let ids: Vec<NodeId> = graph.nodes().iter().map(|n| n.id).collect();
     for id in ids {
@@ -76,7 +80,8 @@ pub fn simplify(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> R
             break;
         }
         // [C] apply.
-        apply(graph, &mut cache, id, action).map_err(|e| format!("{id}: {e}"))?;
+        apply(graph, &mut cache, id, action)
+            .map_err(|e| PassFailure::rewrite(id.to_string(), e))?;
     }
     Ok(())
 }

@@ -397,7 +397,7 @@ impl Printer<'_> {
                 "kernel_{}({})  # {}; kernels have no text form yet",
                 k.name,
                 self.refs(&node.inputs).join(", "),
-                crate::kernels::kernel_summary(k)
+                crate::vocab::kernel_summary(k)
             ),
             Op::While { .. } => format!("while({})", args(vec![fname(0), fname(1)], &node.inputs)),
             Op::If { .. } => format!(

@@ -117,3 +117,29 @@ output y
 ",
     );
 }
+
+#[test]
+fn calls_merge_by_structure_and_an_attribute_that_differs_keeps_them_apart() {
+    // `a` and `b` are the same call (op, arguments, attribute, input); `c` differs
+    // only in its `fill` attribute, and `-0.0` is not `0.0`; `d` only in the
+    // attribute's value.
+    check(
+        &["cse", "dead"],
+        "\
+input x: f32[N]
+a = reindex(x, [N], [i0], fill=0.0)
+b = reindex(x, [N], [i0], fill=0.0)
+c = reindex(x, [N], [i0], fill=-0.0)
+d = reindex(x, [N], [i0], fill=0.5)
+output a, b, c, d
+",
+        "\
+input x: f32[N]
+a = reindex(x, [N], [i0], fill=0.0)
+c = reindex(x, [N], [i0], fill=-0.0)
+d = reindex(x, [N], [i0], fill=0.5)
+b = a
+output a, b, c, d
+",
+    );
+}

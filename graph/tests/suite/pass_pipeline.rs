@@ -11,8 +11,8 @@ use pass_support::{assert_same_results, only, parse, prepared, same_results};
 use uop_codegen::pass::PassList;
 use uop_codegen::tensor::Tensor;
 use uop_graph::pass::{
-    Budget, Classes, Pass, PrepareError, PrepareOptions, PrintAfter, Status, pass_names, pipeline,
-    prepare, prepare_with,
+    Budget, Classes, Pass, PassFailure, PrepareError, PrepareOptions, PrintAfter, Status,
+    pass_names, pipeline, prepare, prepare_with,
 };
 use uop_graph::random::{RandomOptions, random_graph, reproducer};
 use uop_graph::text::print_graph;
@@ -231,7 +231,11 @@ fn print_after_prints_the_chosen_passes_and_time_passes_fills_the_table() {
 }
 
 /// A pass that breaks the graph on purpose: it gives the first Call a wrong type.
-fn break_types(graph: &mut Graph, budget: &mut Budget, _: &PrepareOptions) -> Result<(), String> {
+fn break_types(
+    graph: &mut Graph,
+    budget: &mut Budget,
+    _: &PrepareOptions,
+) -> Result<(), PassFailure> {
     let mut nodes = graph.nodes().to_vec();
     let Some(call) = nodes.iter_mut().find(|n| matches!(n.op, Op::Call(_))) else {
         return Ok(());
