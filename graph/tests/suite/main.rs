@@ -8,6 +8,7 @@ mod pass_support;
 
 mod grad;
 mod hierarchy;
+mod hierarchy_branches;
 mod hierarchy_containment;
 mod interp;
 mod interp_text;
