@@ -352,9 +352,10 @@ fn with_trips(
     let mut trips = std::collections::HashSet::new();
     for n in graph.nodes() {
         let here = placement.get(&n.id).copied().flatten();
-        let reads_trips = n.inputs.iter().any(|r| {
-            trips.contains(&r.node) && placement.get(&r.node).copied().flatten() == here
-        });
+        let reads_trips = n
+            .inputs
+            .iter()
+            .any(|r| trips.contains(&r.node) && placement.get(&r.node).copied().flatten() == here);
         if !n.op.interfaces().is_empty() || reads_trips {
             trips.insert(n.id);
         }

@@ -494,9 +494,7 @@ fn an_if_runs_only_the_loop_of_the_branch_it_takes() {
         let out = uop_graph::run_with(&m.graph, &inputs, &HashMap::new(), &options)
             .unwrap_or_else(|e| panic!("x = {x}: {e}"));
         assert_eq!(out.outputs[0].data, vec![y], "interpreter, x = {x}");
-        let out = exe
-            .run(&inputs)
-            .unwrap_or_else(|e| panic!("x = {x}: {e}"));
+        let out = exe.run(&inputs).unwrap_or_else(|e| panic!("x = {x}: {e}"));
         assert_eq!(out[0].data, vec![y], "executor, x = {x}");
     }
 }
