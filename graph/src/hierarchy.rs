@@ -319,10 +319,11 @@ fn sink(graph: &Graph, placement: &mut HashMap<NodeId, Option<SubId>>) {
             continue;
         };
         // 5. The memory guard: into the innermost `while` body holding every use.
-        if matches!(n.op, Op::Call(_) | Op::Kernel(_)) && inflates(graph, n) {
-            if let Some(k) = common[..at].iter().position(|s| is_while_body(graph, *s)) {
-                at = k;
-            }
+        if matches!(n.op, Op::Call(_) | Op::Kernel(_))
+            && inflates(graph, n)
+            && let Some(k) = common[..at].iter().position(|s| is_while_body(graph, *s))
+        {
+            at = k;
         }
         // 6. The branch guard, within the scopes nested in the place reached so far.
         let inner = &common[..at];
