@@ -23,9 +23,17 @@
 //!    would be hoisted out of a `while` body although every use of it is inside that
 //!    body, and whose output is larger than its inputs ([`inflates`]), stays in the
 //!    innermost `while` body that holds every use.
-//! 6. **Check:** every value a node reads (and every value a sub-function returns) is
+//! 6. **The branch guard:** a branch of an `if` or `case` runs only when selected,
+//!    so a node (other than an Input, a Const or a chunk-loop node) every use of
+//!    which is inside one branch is not hoisted out of it. A super node (`while`,
+//!    `if`, `case`, `parallel`, `call`: the nodes with trips) goes into the innermost
+//!    branch holding every use, even one inside a loop body it would otherwise be
+//!    hoisted out of; any other node goes inward from its place through branches
+//!    only, so it stays hoisted out of loops. A node also used outside the branch
+//!    (in the other branch, or after the `if`) is computed where all its uses see it.
+//! 7. **Check:** every value a node reads (and every value a sub-function returns) is
 //!    visible where it is read: defined in the same sub-function or an enclosing one.
-//!    The analysis guarantees it (it is checked again after the memory guard).
+//!    The analysis guarantees it (it is checked again after the guards).
 //!
 //! A super node owns its sub-functions; a sub-function owns the nodes placed in it
 //! and its Input node (as its parameter list). Each level lists its nodes in
@@ -127,7 +135,7 @@ pub enum HierarchyError {
         violations: Vec<Violation>,
     },
     /// A node reads a value that is not visible where the node is placed. The scope
-    /// analysis rules this out; it is checked again after the memory guard.
+    /// analysis rules this out; it is checked again after the guards.
     #[error("{node} reads {value}, which is not visible where {node} is placed ({place})")]
     NotVisible {
         /// The reading node (or the super node whose sub-function returns the value).
@@ -175,9 +183,9 @@ pub fn hierarchy(graph: &Graph) -> Result<Hierarchy, HierarchyError> {
             placement.insert(n.id, scopes.place(n.id));
         }
     }
-    // 5. The memory guard.
-    sink_inflating(graph, &mut placement);
-    // 6. Visibility.
+    // 5.-6. The memory guard and the branch guard.
+    sink(graph, &mut placement);
+    // 7. Visibility.
     let h = Hierarchy {
         input: top_input,
         top: Vec::new(),
@@ -284,40 +292,100 @@ fn chain(placement: &HashMap<NodeId, Option<SubId>>, scope: Option<SubId>) -> Ve
     out
 }
 
-/// Step 5: computing nodes that inflate stay in the innermost `while` (or `scan`) body holding
-/// every use, when that body is inside the place they would otherwise go.
-fn sink_inflating(graph: &Graph, placement: &mut HashMap<NodeId, Option<SubId>>) {
+/// Steps 5 and 6: the memory guard and the branch guard move a node from the place
+/// its dependencies allow into a sub-function nested in it that holds every use.
+/// Nodes are taken from the last to the first, so a node's uses (and the super
+/// nodes owning them) are already in their final places.
+fn sink(graph: &Graph, placement: &mut HashMap<NodeId, Option<SubId>>) {
+    let trips = with_trips(graph, placement);
     for n in graph.nodes().iter().rev() {
-        if !matches!(n.op, Op::Call(_) | Op::Kernel(_)) || !inflates(graph, n) {
+        let movable = !matches!(
+            n.op,
+            Op::Input { .. } | Op::Const(_) | Op::Chunk { .. } | Op::Sink | Op::SumChunks
+        );
+        if !movable {
             continue;
         }
         let places = use_places(graph, placement, n.id);
         let Some((first, rest)) = places.split_first() else {
             continue;
         };
-        // The innermost scope enclosing every use.
+        // The innermost scope enclosing every use, then its enclosing ones outwards.
         let mut common = chain(placement, *first);
         for p in rest {
             let c = chain(placement, *p);
             common.retain(|s| c.contains(s));
         }
         let here = placement[&n.id];
-        let Some(at) = common.iter().position(|s| *s == here) else {
+        let Some(mut at) = common.iter().position(|s| *s == here) else {
             continue;
         };
-        for &s in &common[..at] {
-            let Some(sub) = s else { break };
-            let is_body = match graph.node(sub.super_node).map(|n| &n.op) {
-                Some(Op::While { .. }) => sub.branch == 1,
-                Some(Op::Scan { .. }) => true,
-                _ => false,
-            };
-            if is_body {
-                placement.insert(n.id, s);
-                break;
-            }
+        // 5. The memory guard: into the innermost loop body (`while`, `scan`) holding
+        // every use.
+        if matches!(n.op, Op::Call(_) | Op::Kernel(_))
+            && inflates(graph, n)
+            && let Some(k) = common[..at].iter().position(|s| is_loop_body(graph, *s))
+        {
+            at = k;
+        }
+        // 6. The branch guard, within the scopes nested in the place reached so far.
+        let inner = &common[..at];
+        let target = if !trips.contains(&n.id) {
+            // Inward from the place, through branches only.
+            inner
+                .iter()
+                .rev()
+                .take_while(|s| is_branch(graph, **s))
+                .last()
+                .copied()
+        } else {
+            // The innermost branch holding every use, wherever it is.
+            inner.iter().find(|s| is_branch(graph, **s)).copied()
+        };
+        placement.insert(n.id, target.unwrap_or(common[at]));
+    }
+}
+
+/// The nodes that carry trips for the branch guard: the super nodes, and every
+/// node reading a value of one placed where it is (hoisting such a node would pull
+/// the super node along).
+fn with_trips(
+    graph: &Graph,
+    placement: &HashMap<NodeId, Option<SubId>>,
+) -> std::collections::HashSet<NodeId> {
+    let mut trips = std::collections::HashSet::new();
+    for n in graph.nodes() {
+        let here = placement.get(&n.id).copied().flatten();
+        let reads_trips = n
+            .inputs
+            .iter()
+            .any(|r| trips.contains(&r.node) && placement.get(&r.node).copied().flatten() == here);
+        if !n.op.interfaces().is_empty() || reads_trips {
+            trips.insert(n.id);
         }
     }
+    trips
+}
+
+/// True when `scope` is the body of a loop: sub-function 1 of a `while`, or a
+/// `scan`'s body.
+fn is_loop_body(graph: &Graph, scope: Option<SubId>) -> bool {
+    scope.is_some_and(|sub| match graph.node(sub.super_node).map(|n| &n.op) {
+        Some(Op::While { .. }) => sub.branch == 1,
+        Some(Op::Scan { .. }) => true,
+        _ => false,
+    })
+}
+
+/// True when `scope` is a branch of an `if` or a `case`: a sub-function that runs
+/// only when it is selected.
+fn is_branch(graph: &Graph, scope: Option<SubId>) -> bool {
+    scope.is_some_and(|sub| {
+        matches!(
+            graph.node(sub.super_node).map(|n| &n.op),
+            Some(Op::If { .. } | Op::Case { .. })
+        )
+    })
 }
 
 /// Bytes of a value as a monomial in its symbolic sizes: a constant factor (the
@@ -394,7 +462,7 @@ fn reads_data(call: &Call, k: usize) -> bool {
         || call.bind.iter().any(|(_, b)| *b == k)
 }
 
-/// Step 6: every value read is defined in the reader's sub-function or one
+/// Step 7: every value read is defined in the reader's sub-function or one
 /// enclosing it; every value a sub-function returns, in it or one enclosing it;
 /// graph outputs at the top level.
 fn check_visible(graph: &Graph, h: &Hierarchy) -> Result<(), HierarchyError> {

@@ -389,6 +389,116 @@ fn a_loop_whose_body_computes_its_condition_becomes_a_while() {
     );
 }
 
+/// `If(x > 0)`: the then-branch is a Loop doubling the outer `y0` while
+/// `sum(y) < 100` (at most 1e6 trips), the else-branch returns `y0`. With `y0 = 0`
+/// the loop never ends early, so it must not run when `x <= 0`.
+fn guarded_loop() -> Vec<u8> {
+    let body = GraphProto {
+        name: Some("body".into()),
+        input: vec![
+            value("i", INT64, &[]),
+            value("c", 9, &[]),
+            value("y_in", FLOAT, &["1"]),
+        ],
+        output: vec![value("c_out", 9, &[]), value("y_out", FLOAT, &["1"])],
+        node: vec![
+            node("Mul", &["y_in", "two"], &["y_out"], vec![]),
+            node(
+                "ReduceSum",
+                &["y_out"],
+                &["s"],
+                vec![int_attr("keepdims", 0)],
+            ),
+            node("Less", &["s", "hundred"], &["c_out"], vec![]),
+        ],
+        ..Default::default()
+    };
+    let graph_attr = |name: &str, g: GraphProto| AttributeProto {
+        name: Some(name.into()),
+        g: Some(g),
+        r#type: Some(5),
+        ..Default::default()
+    };
+    let then_branch = GraphProto {
+        name: Some("then".into()),
+        output: vec![value("grown", FLOAT, &["1"])],
+        node: vec![node(
+            "Loop",
+            &["m", "cond", "y0"],
+            &["grown"],
+            vec![graph_attr("body", body)],
+        )],
+        ..Default::default()
+    };
+    let else_branch = GraphProto {
+        name: Some("else".into()),
+        output: vec![value("kept", FLOAT, &["1"])],
+        node: vec![node("Identity", &["y0"], &["kept"], vec![])],
+        ..Default::default()
+    };
+    let mut cond = ints("cond", &[], &[1]);
+    cond.data_type = Some(9);
+    cond.int64_data.clear();
+    cond.int32_data = vec![1];
+    model(
+        vec![
+            node("Greater", &["x", "zero"], &["positive"], vec![]),
+            node(
+                "If",
+                &["positive"],
+                &["y"],
+                vec![
+                    graph_attr("then_branch", then_branch),
+                    graph_attr("else_branch", else_branch),
+                ],
+            ),
+        ],
+        vec![value("x", FLOAT, &[]), value("y0", FLOAT, &["1"])],
+        vec![value("y", FLOAT, &["1"])],
+        vec![
+            ints("m", &[], &[1_000_000]),
+            cond,
+            floats("zero", &[], &[0.0]),
+            floats("two", &[1], &[2.0]),
+            floats("hundred", &[], &[100.0]),
+        ],
+    )
+}
+
+#[test]
+fn an_if_runs_only_the_loop_of_the_branch_it_takes() {
+    let m = import(&guarded_loop(), &ImportOptions::default()).expect("imports");
+    let float = |shape: Vec<usize>, v: f64| HostTensor {
+        elem: uop_onnx::ElemType::Float,
+        shape,
+        data: HostData::Float(vec![v]),
+    };
+    let exe = uop_exec::compile_with(
+        &m.graph,
+        &uop_exec::ExecOptions {
+            max_iterations: Some(1000),
+            ..Default::default()
+        },
+    )
+    .expect("compiles");
+    let options = uop_graph::RunOptions {
+        max_iterations: Some(1000),
+    };
+    // (x, y0) -> y: the loop would pass 1000 trips if it ran for x = -1.
+    for (x, y0, y) in [(-1.0, 0.0, 0.0), (1.0, 1.0, 128.0)] {
+        let given = HashMap::from([
+            ("x".to_string(), float(vec![], x)),
+            ("y0".to_string(), float(vec![1], y0)),
+        ]);
+        let inputs = m.graph_inputs(&given).expect("converts");
+        let out = uop_graph::run_with(&m.graph, &inputs, &HashMap::new(), &options)
+            .unwrap_or_else(|e| panic!("x = {x}: {e}"));
+        assert_eq!(out.outputs[0].data, vec![y], "interpreter, x = {x}");
+        let out = exe.run(&inputs).unwrap_or_else(|e| panic!("x = {x}: {e}"));
+        assert_eq!(out[0].data, vec![y], "executor, x = {x}");
+    }
+}
+
 /// Silero VAD's pattern: an int64 input compared with a constant
 /// (`Reshape → Gather → Equal`) selects a result; another int64 input indexes.
 fn rate_switch(extra: Vec<NodeProto>, out: &str) -> Vec<u8> {

@@ -241,7 +241,8 @@ fn a_case_inside_a_while_body_nests_and_each_value_goes_to_its_innermost_scope()
                     sel,
                     &[v],
                     vec![
-                        // branch 0: neg(y) is invariant, sqrt(i) depends on the body only
+                        // branch 0: neg(y) is invariant (hoisted out of the loop), sqrt(i)
+                        // depends on the body only and is used only here (branch guard)
                         Box::new(move |g: &mut GraphBuilder, p: &[Ref]| {
                             let a = g.op("neg", &[y])?;
                             let b = g.op("sqrt", &[i])?;
@@ -271,9 +272,9 @@ input(%1 x: f32[], %1.1 y: f32[])
     return %4
   fn body(%5 p0: f32[], %5.1 p1: f32[])
     %6 = lt(%5, 1.0)
-    %9 = sqrt(%5.1)
     %13 = case(%6, %5)
       fn branch0(%7 p0: f32[])
+        %9 = sqrt(%5.1)
         %10 = mul(%7, %8)
         %11 = sub(%10, %9)
         return %11

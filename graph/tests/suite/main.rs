@@ -10,6 +10,7 @@ mod pass_support;
 mod emit_i32;
 mod grad;
 mod hierarchy;
+mod hierarchy_branches;
 mod hierarchy_containment;
 mod interp;
 mod interp_text;
