@@ -117,14 +117,19 @@ pub const LEVELS: [Level; 1] = [Level {
     contract: uop_contract_f32_baseline,
 }];
 
-/// The micro-kernel of the level this process runs ([`crate::cpu_level`], capped
-/// by `UOP_CPU`).
-pub fn host_level() -> Level {
+/// The index in [`LEVELS`] of the level this process runs ([`crate::cpu_level`],
+/// capped by `UOP_CPU`): every level up to it runs on this CPU.
+pub fn host_index() -> usize {
     #[cfg(target_arch = "x86_64")]
     let level = usize::from(crate::cpu_level());
     #[cfg(not(target_arch = "x86_64"))]
     let level = 0;
-    LEVELS[level.min(LEVELS.len() - 1)]
+    level.min(LEVELS.len() - 1)
+}
+
+/// The micro-kernel of the level this process runs ([`host_index`]).
+pub fn host_level() -> Level {
+    LEVELS[host_index()]
 }
 
 /// Element `k0 * s[0] + k1 * s[1] + k2 * s[2]` from `p`.
