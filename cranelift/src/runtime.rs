@@ -11,7 +11,8 @@
 //! JIT kernels also call the runtime crate's per-CPU-level code: the register-tile
 //! micro-kernels and panel packing of `uop_runtime::microkernel` and the math over
 //! runs of lanes of `uop_runtime::math_runs`, each level's function registered
-//! under its own symbol, the host level's called.
+//! under its own symbol (a kernel calls the host level's, or a narrower
+//! level's micro-kernel for ranges narrower than the host's tile).
 //!
 //! In an object file the same calls go to the C library instead (`exp`, `pow`,
 //! `calloc`, ...), resolved when the object is linked with `-lm`; an object file
@@ -45,9 +46,10 @@ pub enum RuntimeFn {
     Free,
     /// Sets a byte count to zero (`memset(p, 0, n)` in C).
     Zero,
-    /// A register tile of the host level's micro-kernel
-    /// (`uop_runtime::microkernel`, JIT only: an object file has no runtime).
-    Contract,
+    /// A register tile of the micro-kernel of the level at this index of
+    /// `uop_runtime::microkernel::LEVELS` (at most the host's; JIT only: an
+    /// object file has no runtime).
+    Contract(u8),
     /// Packs a column panel for [`RuntimeFn::Contract`] (JIT only).
     Pack,
     /// A math function over a run of f32 lanes, in place, on the host level's
@@ -88,7 +90,7 @@ impl MathFn {
 
 impl RuntimeFn {
     /// Every function a kernel may import (all are registered with the JIT).
-    pub const ALL: [RuntimeFn; 13] = [
+    pub const ALL: [RuntimeFn; 15] = [
         RuntimeFn::Math(MathFn::Exp),
         RuntimeFn::Math(MathFn::Log),
         RuntimeFn::Math(MathFn::Tanh),
@@ -99,7 +101,9 @@ impl RuntimeFn {
         RuntimeFn::Alloc,
         RuntimeFn::Free,
         RuntimeFn::Zero,
-        RuntimeFn::Contract,
+        RuntimeFn::Contract(0),
+        RuntimeFn::Contract(1),
+        RuntimeFn::Contract(2),
         RuntimeFn::Pack,
         RuntimeFn::MathRun,
     ];
@@ -132,7 +136,9 @@ impl RuntimeFn {
             (Linking::Jit, RuntimeFn::Zero) => "uop_zero",
             (Linking::Object, RuntimeFn::Zero) => "memset",
             // The runtime's own functions: only JIT kernels call them.
-            (_, RuntimeFn::Contract) => microkernel::host_level().symbol,
+            (_, RuntimeFn::Contract(level)) => {
+                microkernel::LEVELS[usize::from(level).min(microkernel::LEVELS.len() - 1)].symbol
+            }
             (_, RuntimeFn::Pack) => "uop_pack_f32",
             (_, RuntimeFn::MathRun) => math_runs::host_level().symbol,
         }

@@ -289,7 +289,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 sig.params.push(AbiParam::new(I64));
                 sig.returns.push(AbiParam::new(ptr));
             }
-            RuntimeFn::Free | RuntimeFn::Contract => sig.params.push(AbiParam::new(ptr)),
+            RuntimeFn::Free | RuntimeFn::Contract(_) => sig.params.push(AbiParam::new(ptr)),
             RuntimeFn::MathRun => {
                 sig.params
                     .extend([AbiParam::new(I32), AbiParam::new(ptr), AbiParam::new(I64)]);

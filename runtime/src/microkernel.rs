@@ -117,14 +117,19 @@ pub const LEVELS: [Level; 1] = [Level {
     contract: uop_contract_f32_baseline,
 }];
 
-/// The micro-kernel of the level this process runs ([`crate::cpu_level`], capped
-/// by `UOP_CPU`).
-pub fn host_level() -> Level {
+/// The index in [`LEVELS`] of the level this process runs ([`crate::cpu_level`],
+/// capped by `UOP_CPU`): every level up to it runs on this CPU.
+pub fn host_index() -> usize {
     #[cfg(target_arch = "x86_64")]
     let level = usize::from(crate::cpu_level());
     #[cfg(not(target_arch = "x86_64"))]
     let level = 0;
-    LEVELS[level.min(LEVELS.len() - 1)]
+    level.min(LEVELS.len() - 1)
+}
+
+/// The micro-kernel of the level this process runs ([`host_index`]).
+pub fn host_level() -> Level {
+    LEVELS[host_index()]
 }
 
 /// Element `k0 * s[0] + k1 * s[1] + k2 * s[2]` from `p`.
@@ -137,25 +142,42 @@ fn at(p: *const f32, k: [i64; 3], s: [i64; 3]) -> *const f32 {
     p.wrapping_offset(offset as isize)
 }
 
-/// Writes a tile's results, `cells` row by row (`NR` per row), to their places.
+/// Writes a tile's results, `cells` row by row (`NR` per row), to their places:
+/// row after row, or column after column when the rows are the nearer places (a
+/// transposed store, such as a convolution's `y[n, o, h, w]` with the output
+/// channels as columns: each column's rows then fill one cache line in turn, where
+/// row after row would touch every column's line once per row, all of them a
+/// plane apart, often 4 KiB, in the same few cache sets).
 ///
 /// # Safety
 ///
 /// Every result's place (`t.out` plus its row's and column's steps) is writable.
 #[inline(always)]
 unsafe fn write_out<const NR: usize>(t: &Contraction, cells: &[f32]) {
-    for (row, cells) in cells.chunks_exact(NR).enumerate() {
-        let out = t
-            .out
-            .wrapping_offset((row as i64).wrapping_mul(t.out_row) as isize);
-        if t.out_col == 1 {
+    let place = |row: usize, col: usize| {
+        let offset = (row as i64)
+            .wrapping_mul(t.out_row)
+            .wrapping_add((col as i64).wrapping_mul(t.out_col));
+        t.out.wrapping_offset(offset as isize)
+    };
+    if t.out_col == 1 {
+        for (row, cells) in cells.chunks_exact(NR).enumerate() {
             // SAFETY: the caller guarantees the row's NR places are writable.
-            unsafe { std::ptr::copy_nonoverlapping(cells.as_ptr(), out, NR) };
-        } else {
-            for (col, &v) in cells.iter().enumerate() {
-                let at = out.wrapping_offset((col as i64).wrapping_mul(t.out_col) as isize);
+            unsafe { std::ptr::copy_nonoverlapping(cells.as_ptr(), place(row, 0), NR) };
+        }
+    } else if t.out_row.unsigned_abs() < t.out_col.unsigned_abs() {
+        let rows = cells.len() / NR;
+        for col in 0..NR {
+            for row in 0..rows {
                 // SAFETY: as above.
-                unsafe { *at = v };
+                unsafe { *place(row, col) = cells[row * NR + col] };
+            }
+        }
+    } else {
+        for (row, cells) in cells.chunks_exact(NR).enumerate() {
+            for (col, &v) in cells.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { *place(row, col) = v };
             }
         }
     }

@@ -1,21 +1,31 @@
 //! Register tiles computed by the runtime's micro-kernels (JIT only): a tile nest
 //! of [`plan::contraction`] (a sum of products of a row operand and a column
-//! operand, matmul's and a convolution's) runs as tiles of the CPU level's shape
-//! (`uop_runtime::microkernel::host_level`: 4 × 8 baseline, 5 × 16 AVX2, 4 × 64
-//! AVX-512, the Rust backend's `MR × NR`), each computed by one call:
+//! operand, matmul's and a convolution's) runs as tiles of a CPU level's shape
+//! (4 × 8 baseline, 5 × 16 AVX2, 4 × 64 AVX-512, the Rust backend's `MR × NR`),
+//! each computed by one call:
 //!
 //! ```text
-//! if the ranges hold a whole tile {
-//!     for each column tile (the last one moved back to end with the range) {
-//!         panel = uop_pack_f32(the column operand's columns, every reduction step)
-//!         for each row tile (the last one moved back too) {
-//!             uop_contract_f32_LEVEL(row operand, panel, out)
-//!             the column loop's statements on the cells this tile adds (unless
-//!             the plan's store took the results straight to their tensor)
+//! for each level, the host's (`uop_runtime::microkernel::host_index`) first, then
+//! each lower one whose tile is narrower in rows or columns than those before {
+//!     if the ranges hold a whole tile of the level {
+//!         for each column tile (the last one moved back to end with the range) {
+//!             panel = uop_pack_f32(the column operand's columns, every reduction step)
+//!             for each row tile (the last one moved back too) {
+//!                 uop_contract_f32_LEVEL(row operand, panel, out)
+//!                 the column loop's statements on the cells this tile adds (unless
+//!                 the plan's store took the results straight to their tensor)
+//!             }
 //!         }
+//!         done
 //!     }
-//! } else { every cell one by one, as the loop nest runs them }
+//! }
+//! every cell one by one, as the loop nest runs them
 //! ```
+//!
+//! So a range narrower than the host's tile (a convolution's 32 output channels
+//! against AVX-512's 64 columns) takes the widest tile it holds, AVX2's 16 columns
+//! there, rather than the cells one by one; one nest runs one level's tiles
+//! throughout, so a cell recomputed by a tile moved back has the same bits.
 //!
 //! The arguments go through two stack slots laid out as the runtime's
 //! `#[repr(C)]` structs; the counts and every address step (per reduction loop,
@@ -32,7 +42,7 @@ use cranelift_codegen::ir::{
     InstBuilder, StackSlot, StackSlotData, StackSlotKind, Value as IrValue,
 };
 use cranelift_module::Module;
-use uop_runtime::microkernel::{Contraction as Args, Level, Pack};
+use uop_runtime::microkernel::{Contraction as Args, LEVELS, Level, Pack};
 
 use crate::loops::{Access, Loop};
 
@@ -46,6 +56,8 @@ struct Nest<'a> {
     reduce: &'a [Loop],
     plan: &'a plan::Contraction,
     level: Level,
+    /// The level's index in `microkernel::LEVELS` (which function the tiles call).
+    index: u8,
     /// The reduction loops' first iterations.
     starts: Vec<IrValue>,
     args: StackSlot,
@@ -66,8 +78,7 @@ impl<M: Module> Translator<'_, '_, M> {
         let [r, c, reduce @ ..] = loops else {
             return self.unsupported("a tile without a row and a column loop");
         };
-        let level = uop_runtime::microkernel::host_level();
-        let (rows, cols) = (level.rows as i64, level.columns as i64);
+        let levels = tile_levels();
         let slot = |t: &mut Self, bytes: usize, align: u8| {
             t.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
@@ -77,10 +88,11 @@ impl<M: Module> Translator<'_, '_, M> {
         };
         let args = slot(self, size_of::<Args>(), 3);
         let pack = slot(self, size_of::<Pack>(), 3);
+        let cells_per_tile = levels.iter().map(|(_, l)| l.rows * l.columns).max();
         let tile = plan
             .store
             .is_none()
-            .then(|| slot(self, level.rows * level.columns * 4, 6));
+            .then(|| slot(self, cells_per_tile.unwrap_or(0) * 4, 6));
         let mut starts = Vec::with_capacity(reduce.len());
         let one = self.b.ins().iconst(I64, 1);
         let mut counts = vec![one; 3 - reduce.len()];
@@ -98,54 +110,42 @@ impl<M: Module> Translator<'_, '_, M> {
                 .ins()
                 .stack_store(self.ptr, n, pack, offset_of!(Pack, counts) as i32 + at);
         }
-        let nest = Nest {
-            r,
-            c,
-            reduce,
-            plan,
-            level,
-            starts,
-            args,
-            pack,
-            tile,
-        };
         let (rs, re) = (self.index(&r.start)?, self.index(&r.end)?);
         let (cs, ce) = (self.index(&c.start)?, self.index(&c.end)?);
-        self.steps(cx, &nest, rs, cs)?;
         let (row_count, col_count) = (self.trip_count(rs, re), self.trip_count(cs, ce));
-        let rows_fit = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, row_count, rows);
-        let cols_fit = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, col_count, cols);
-        let fits = self.b.ins().band(rows_fit, cols_fit);
-        let (tiles, cells, after) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().brif(fits, tiles, &[], cells, &[]);
-        self.b.switch_to_block(tiles);
-        self.b.seal_block(tiles);
-        let r_main = self.whole_tiles_end(rs, re, rows);
-        let c_main = self.whole_tiles_end(cs, ce, cols);
-        let zero = self.b.ins().iconst(I64, 0);
-        let ct = self.b.declare_var(I64);
-        self.b.def_var(ct, cs);
-        self.counted_loop(ct, c_main, cols, |t, ct| {
-            t.column_tile(cx, &nest, ct, zero, (rs, r_main, re))
-        })?;
-        let last = self.b.ins().iadd_imm_s(ce, -cols);
-        let first_col = self.b.ins().isub(c_main, last);
-        self.when_below(c_main, ce, |t| {
-            t.column_tile(cx, &nest, last, first_col, (rs, r_main, re))
-        })?;
-        self.b.ins().jump(after, &[]);
-        self.b.switch_to_block(cells);
-        self.b.seal_block(cells);
+        let after = self.b.create_block();
+        for (index, level) in levels {
+            let nest = Nest {
+                r,
+                c,
+                reduce,
+                plan,
+                level,
+                index,
+                starts: starts.clone(),
+                args,
+                pack,
+                tile,
+            };
+            let (rows, cols) = (level.rows as i64, level.columns as i64);
+            let rows_fit =
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, row_count, rows);
+            let cols_fit =
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, col_count, cols);
+            let fits = self.b.ins().band(rows_fit, cols_fit);
+            let (tiles, next) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(fits, tiles, &[], next, &[]);
+            self.b.switch_to_block(tiles);
+            self.b.seal_block(tiles);
+            self.tiles(cx, &nest, (rs, re), (cs, ce))?;
+            self.b.ins().jump(after, &[]);
+            self.b.switch_to_block(next);
+            self.b.seal_block(next);
+        }
         self.cells(cx, r, c, reduce, (rs, re), (cs, ce))?;
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(after);
@@ -154,6 +154,33 @@ impl<M: Module> Translator<'_, '_, M> {
             self.loops.remove(&l.id.0);
         }
         Ok(())
+    }
+
+    /// The ranges `rs..re` × `cs..ce`, which hold a whole tile of the nest's
+    /// level, as tiles of that level: every column tile (the last one moved back
+    /// to end at `ce`) with every row tile.
+    fn tiles(
+        &mut self,
+        cx: &Cx,
+        nest: &Nest,
+        (rs, re): (IrValue, IrValue),
+        (cs, ce): (IrValue, IrValue),
+    ) -> Result<(), JitError> {
+        let (rows, cols) = (nest.level.rows as i64, nest.level.columns as i64);
+        self.steps(cx, nest, rs, cs)?;
+        let r_main = self.whole_tiles_end(rs, re, rows);
+        let c_main = self.whole_tiles_end(cs, ce, cols);
+        let zero = self.b.ins().iconst(I64, 0);
+        let ct = self.b.declare_var(I64);
+        self.b.def_var(ct, cs);
+        self.counted_loop(ct, c_main, cols, |t, ct| {
+            t.column_tile(cx, nest, ct, zero, (rs, r_main, re))
+        })?;
+        let last = self.b.ins().iadd_imm_s(ce, -cols);
+        let first_col = self.b.ins().isub(c_main, last);
+        self.when_below(c_main, ce, |t| {
+            t.column_tile(cx, nest, last, first_col, (rs, r_main, re))
+        })
     }
 
     /// Runs `body` when `a < b`.
@@ -365,7 +392,7 @@ impl<M: Module> Translator<'_, '_, M> {
                 .stack_store(self.ptr, out, nest.args, offset_of!(Args, out) as i32);
         }
         let args = self.b.ins().stack_addr(self.ptr, nest.args, 0);
-        self.call(RuntimeFn::Contract, &[args]);
+        self.call(RuntimeFn::Contract(nest.index), &[args]);
         let Some(tile) = nest.tile else {
             return Ok(());
         };
@@ -398,4 +425,22 @@ impl<M: Module> Translator<'_, '_, M> {
             })
         })
     }
+}
+
+/// The levels whose micro-kernels a nest may call, widest first, with their
+/// indices in `LEVELS`: the host's, then each lower level whose tile is narrower
+/// in rows or in columns than every one before it (a range too small for the
+/// host's tile takes the widest tile it holds, not the cells one by one).
+fn tile_levels() -> Vec<(u8, Level)> {
+    let mut levels: Vec<(u8, Level)> = Vec::new();
+    for index in (0..=uop_runtime::microkernel::host_index()).rev() {
+        let level = LEVELS[index];
+        let narrower = levels
+            .iter()
+            .all(|(_, l)| level.rows < l.rows || level.columns < l.columns);
+        if narrower {
+            levels.push((index as u8, level));
+        }
+    }
+    levels
 }

@@ -120,7 +120,16 @@ fn contractions_match_the_interpreter_at_sizes_around_every_tile() {
     for (b, m, n, k) in [(3, 5, 16, 9), (2, 6, 70, 33), (1, 4, 64, 2)] {
         check(BATCHED, &[vec![b, m, k], vec![b, k, n]], k);
     }
-    for (o, h, w) in [(8, 3, 5), (64, 4, 9), (70, 3, 12), (16, 2, 6)] {
+    // 32 and 48 output channels: narrower than AVX-512's 64 columns, so tiles of
+    // a narrower level (issue 37's graph conv, [8, 16, 34, 34] x [32, 16, 3, 3]).
+    for (o, h, w) in [
+        (8, 3, 5),
+        (64, 4, 9),
+        (70, 3, 12),
+        (16, 2, 6),
+        (32, 4, 9),
+        (48, 3, 7),
+    ] {
         check(CONV, &[vec![2, 3, h, w], vec![o, 3, 3, 3]], 27);
     }
 }
@@ -152,6 +161,27 @@ fn the_jit_calls_the_host_levels_micro_kernel_and_an_object_file_none() {
 }
 
 #[test]
+fn a_range_narrower_than_the_hosts_tile_takes_a_narrower_levels_tile() {
+    // Every level up to the host's is narrower than the ones above it in rows or
+    // columns (4 × 64, 5 × 16, 4 × 8), so the JIT's IR calls each: a range too
+    // small for the host's tile runs the widest tile it holds, not one cell at a time.
+    use uop_runtime::microkernel::{LEVELS, host_index};
+    for src in [MATMUL, CONV, EPILOGUE] {
+        let clif = jit_clif(src);
+        for level in &LEVELS[..=host_index()] {
+            assert!(clif.contains(level.symbol), "{}\n{clif}", level.symbol);
+        }
+        for level in &LEVELS[host_index() + 1..] {
+            assert!(
+                !clif.contains(level.symbol),
+                "above the host: {}",
+                level.symbol
+            );
+        }
+    }
+}
+
+#[test]
 fn other_reductions_keep_the_generated_tiles() {
     // A max of products is a tile, but no contraction.
     let src = "\
@@ -179,6 +209,7 @@ fn every_level_of_the_runtime_code_matches_the_interpreter() {
         for test in [
             "cranelift_contraction::contractions_match_the_interpreter_at_sizes_around_every_tile",
             "cranelift_contraction::the_jit_calls_the_host_levels_micro_kernel_and_an_object_file_none",
+            "cranelift_contraction::a_range_narrower_than_the_hosts_tile_takes_a_narrower_levels_tile",
             "cranelift_math_runs::math_runs_match_the_interpreter_at_lengths_around_a_run",
             "cranelift_math_runs::the_jit_calls_the_host_levels_math_and_an_object_file_none",
             "cranelift_oracle::vectorized_kernels_match_the_interpreter_within_reassociation",
