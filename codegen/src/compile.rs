@@ -76,7 +76,7 @@ pub enum Checks {
 
 /// The backend a program is compiled for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Target {
+pub enum BackendKind {
     /// Any backend: the loop program suits the interpreters, Rust and Cranelift.
     #[default]
     Any,
@@ -86,12 +86,12 @@ pub enum Target {
     Cranelift,
 }
 
-impl std::fmt::Display for Target {
+impl std::fmt::Display for BackendKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Target::Any => "any backend",
-            Target::Rust => "Rust",
-            Target::Cranelift => "Cranelift",
+            BackendKind::Any => "any backend",
+            BackendKind::Rust => "Rust",
+            BackendKind::Cranelift => "Cranelift",
         })
     }
 }
@@ -100,7 +100,7 @@ impl std::fmt::Display for Target {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompileOptions {
     /// The backend the loop program is for.
-    pub target: Target,
+    pub backend: BackendKind,
     /// How generated accesses are checked (Rust target only).
     pub checks: Checks,
     /// Run the schedule passes ([`SCHEDULE_PASSES`]) and honor their marks.
@@ -113,7 +113,7 @@ impl Default for CompileOptions {
     /// Any target, proven checks, scheduled, every pass: what `uop run` uses.
     fn default() -> Self {
         CompileOptions {
-            target: Target::Any,
+            backend: BackendKind::Any,
             checks: Checks::Proven,
             schedule: true,
             passes: PassOptions::default(),
@@ -129,7 +129,7 @@ pub enum CompileError {
     Pass(#[from] PassError),
     /// Full checks asked of a target that has no such mode.
     #[error("full checks (safe indexing only) exist for the Rust target, not for {0}")]
-    ChecksNeedRust(Target),
+    ChecksNeedRust(BackendKind),
     /// Full checks and a schedule asked of the Rust target (see the module docs).
     #[error(
         "full checks promise Rust without `unsafe`, but the Rust backend runs a schedule \
@@ -141,17 +141,17 @@ pub enum CompileError {
     #[error("these options are for {found}; the {expected} backend cannot use them")]
     WrongTarget {
         /// The backend compiling.
-        expected: Target,
+        expected: BackendKind,
         /// The target the options name.
-        found: Target,
+        found: BackendKind,
     },
 }
 
 impl CompileOptions {
-    /// The default options for `target`.
-    pub fn for_target(target: Target) -> Self {
+    /// The default options for `backend`.
+    pub fn for_backend(backend: BackendKind) -> Self {
         CompileOptions {
-            target,
+            backend,
             ..CompileOptions::default()
         }
     }
@@ -160,7 +160,7 @@ impl CompileOptions {
     /// `unsafe` at all, slower.
     pub fn safe() -> Self {
         CompileOptions {
-            target: Target::Rust,
+            backend: BackendKind::Rust,
             checks: Checks::Full,
             schedule: false,
             passes: PassOptions::default(),
@@ -168,8 +168,8 @@ impl CompileOptions {
     }
 
     /// These options with `target`.
-    pub fn target(mut self, target: Target) -> Self {
-        self.target = target;
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = backend;
         self
     }
 
@@ -198,10 +198,10 @@ impl CompileOptions {
     ///
     /// [`CompileError::WrongTarget`] when the options name another backend.
     ///
-    /// [`Any`]: Target::Any
-    pub fn retarget(&self, expected: Target) -> Result<CompileOptions, CompileError> {
-        match self.target {
-            Target::Any => Ok(self.clone().target(expected)),
+    /// [`Any`]: BackendKind::Any
+    pub fn narrow_to(&self, expected: BackendKind) -> Result<CompileOptions, CompileError> {
+        match self.backend {
+            BackendKind::Any => Ok(self.clone().backend(expected)),
             t if t == expected => Ok(self.clone()),
             found => Err(CompileError::WrongTarget { expected, found }),
         }
@@ -215,8 +215,8 @@ impl CompileOptions {
     /// [`CompileError::Pass`] for an unknown pass name.
     pub fn validate(&self) -> Result<(), CompileError> {
         if self.checks == Checks::Full {
-            if self.target != Target::Rust {
-                return Err(CompileError::ChecksNeedRust(self.target));
+            if self.backend != BackendKind::Rust {
+                return Err(CompileError::ChecksNeedRust(self.backend));
             }
             if self.schedule {
                 return Err(CompileError::FullChecksScheduled);
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn full_checks_with_a_schedule_is_refused_not_changed() {
-        let opts = CompileOptions::for_target(Target::Rust).checks(Checks::Full);
+        let opts = CompileOptions::for_backend(BackendKind::Rust).checks(Checks::Full);
         assert_eq!(opts.validate(), Err(CompileError::FullChecksScheduled));
         assert_eq!(CompileOptions::safe().validate(), Ok(()));
         assert_eq!(
@@ -302,7 +302,7 @@ mod tests {
                 .checks(Checks::Full)
                 .schedule(false)
                 .validate(),
-            Err(CompileError::ChecksNeedRust(Target::Any))
+            Err(CompileError::ChecksNeedRust(BackendKind::Any))
         );
     }
 
@@ -315,20 +315,20 @@ mod tests {
 
     #[test]
     fn options_for_one_backend_are_not_taken_by_another() {
-        let rust = CompileOptions::for_target(Target::Rust);
-        assert_eq!(rust.retarget(Target::Rust), Ok(rust.clone()));
+        let rust = CompileOptions::for_backend(BackendKind::Rust);
+        assert_eq!(rust.narrow_to(BackendKind::Rust), Ok(rust.clone()));
         assert_eq!(
-            rust.retarget(Target::Cranelift),
+            rust.narrow_to(BackendKind::Cranelift),
             Err(CompileError::WrongTarget {
-                expected: Target::Cranelift,
-                found: Target::Rust
+                expected: BackendKind::Cranelift,
+                found: BackendKind::Rust
             })
         );
         assert_eq!(
             CompileOptions::default()
-                .retarget(Target::Cranelift)
-                .map(|o| o.target),
-            Ok(Target::Cranelift)
+                .narrow_to(BackendKind::Cranelift)
+                .map(|o| o.backend),
+            Ok(BackendKind::Cranelift)
         );
     }
 }

@@ -68,7 +68,7 @@ use crate::loops::LoopProgram;
 pub use crate::run::RunError;
 use crate::signature::Signature;
 use crate::uop::Program;
-use uop_codegen::compile::{self, CompileError, CompileOptions, Target};
+use uop_codegen::compile::{self, BackendKind, CompileError, CompileOptions};
 
 pub use abi::Status;
 pub use call::{Checked, Input, Output, RawBuffer};
@@ -403,7 +403,7 @@ pub fn optimized_with(
 ) -> Result<LoopProgram, JitError> {
     Ok(compile::compile(
         program,
-        &options.retarget(Target::Cranelift)?,
+        &options.narrow_to(BackendKind::Cranelift)?,
     )?)
 }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use uop_codegen::compile::{CompileOptions, Target, compile};
+use uop_codegen::compile::{BackendKind, CompileOptions, compile};
 use uop_codegen::text::parse_program;
 use uop_cranelift::{self as cranelift, Options, Status};
 
@@ -53,8 +53,11 @@ fn build() -> Result<(), String> {
         println!("cargo:rerun-if-changed={file}");
         let src = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
         let program = parse_program(&src, &registry).map_err(|e| format!("{file}: {e}"))?;
-        let optimized = compile(&program, &CompileOptions::for_target(Target::Cranelift))
-            .map_err(|e| format!("{file}: {e}"))?;
+        let optimized = compile(
+            &program,
+            &CompileOptions::for_backend(BackendKind::Cranelift),
+        )
+        .map_err(|e| format!("{file}: {e}"))?;
         let object =
             cranelift::emit_object(&optimized, name, &opts).map_err(|e| format!("{file}: {e}"))?;
         let path = out.join(format!("{name}.o"));

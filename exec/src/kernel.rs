@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use uop_codegen::compile::{CompileOptions, Target, compile, compile_timed};
+use uop_codegen::compile::{BackendKind, CompileOptions, compile, compile_timed};
 use uop_codegen::interp::run_loops;
 use uop_codegen::loops::LoopProgram;
 use uop_codegen::uop::Program;
 use uop_cranelift::{self as cranelift, RawBuffer};
 
-use crate::Backend;
+use crate::KernelBackend;
 use crate::memory::Memory;
 use crate::times::PassTimes;
 use crate::value::Value;
@@ -22,7 +22,7 @@ use crate::value::Value;
 #[derive(Debug)]
 pub(crate) struct Compiler {
     /// What runs the programs.
-    backend: Backend,
+    backend: KernelBackend,
     /// The options, made for the backend's target.
     options: CompileOptions,
     /// The loop-IR passes' times over every program compiled, when timing.
@@ -33,15 +33,15 @@ impl Compiler {
     /// A compiler for `backend` under `options` (checked: an unknown pass name is
     /// an error here, before any program), timing the passes when `time_passes`.
     pub(crate) fn new(
-        backend: Backend,
+        backend: KernelBackend,
         options: &CompileOptions,
         time_passes: bool,
     ) -> Result<Compiler, uop_codegen::compile::CompileError> {
         let target = match backend {
-            Backend::Cranelift => Target::Cranelift,
-            Backend::Loops => Target::Any,
+            KernelBackend::Cranelift => BackendKind::Cranelift,
+            KernelBackend::Loops => BackendKind::Any,
         };
-        let options = options.retarget(target)?;
+        let options = options.narrow_to(target)?;
         options.validate()?;
         Ok(Compiler {
             backend,
@@ -70,10 +70,12 @@ impl Compiler {
             }
         };
         match self.backend {
-            Backend::Cranelift => cranelift::compile(&optimized, &cranelift::Options::default())
-                .map(|k| Compiled::Jit(k, BindCache::default()))
-                .map_err(|e| e.to_string()),
-            Backend::Loops => Ok(Compiled::Loops(optimized)),
+            KernelBackend::Cranelift => {
+                cranelift::compile(&optimized, &cranelift::Options::default())
+                    .map(|k| Compiled::Jit(k, BindCache::default()))
+                    .map_err(|e| e.to_string())
+            }
+            KernelBackend::Loops => Ok(Compiled::Loops(optimized)),
         }
     }
 }

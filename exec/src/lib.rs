@@ -38,7 +38,7 @@
 //! concurrent runs never share one, and a run allocates no element buffer per loop
 //! iteration ([`Executable::buffer_allocations`]).
 //!
-//! [`Backend::Loops`] runs the same prepared graph with every program on the loop-IR
+//! [`KernelBackend::Loops`] runs the same prepared graph with every program on the loop-IR
 //! interpreter instead (the backends' differential tests compare both with the graph
 //! interpreter, the oracle: [`uop_graph::run`]).
 //!
@@ -95,7 +95,7 @@ use uop_graph::memory::{
 };
 use uop_graph::pass::{PrepareError, PrepareOptions, Report, prepare};
 use uop_graph::schedule::{Schedule, ScheduleError, ScheduleOptions, schedule};
-use uop_graph::{Graph, HierarchyError, NodeId, Op, RunError, bind_graph_inputs, hierarchy};
+use uop_graph::{Graph, GraphRunError, HierarchyError, NodeId, Op, bind_graph_inputs, hierarchy};
 
 use build::{Steps, build};
 use kernel::Compiler;
@@ -106,7 +106,7 @@ use store::Store;
 
 /// What runs the kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Backend {
+pub enum KernelBackend {
     /// Machine code JIT-compiled by Cranelift (the default).
     #[default]
     Cranelift,
@@ -118,14 +118,14 @@ pub enum Backend {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExecOptions {
     /// What runs the kernels.
-    pub backend: Backend,
+    pub backend: KernelBackend,
     /// The prepare pipeline's options (graph passes). With
     /// [`PrepareOptions::time_passes`], the loop-IR passes of every program compiled
     /// are timed too ([`Executable::kernel_pass_times`]).
     pub prepare: PrepareOptions,
     /// The options every kernel compiles with ([`uop_codegen::compile::compile`]):
     /// the loop-IR passes to skip, the schedule. Their target must be
-    /// [`Any`](uop_codegen::compile::Target::Any) or the backend's.
+    /// [`Any`](uop_codegen::compile::BackendKind::Any) or the backend's.
     pub compile: CompileOptions,
     /// The most iterations any one `while` may run before the run is an error (none
     /// by default).
@@ -184,7 +184,7 @@ pub enum GraphError {
     /// A run failed: an input that does not fit the graph (named), or a node's
     /// run-time error (named), as the graph interpreter reports them.
     #[error(transparent)]
-    Run(#[from] RunError),
+    Run(#[from] GraphRunError),
     /// The graph has no memory plan for the run's dims.
     #[error(transparent)]
     Memory(#[from] MemoryError),
@@ -511,7 +511,7 @@ impl Executable {
                 .mem
                 .place(*slot, previous, t.dtype, &t.shape)
                 .and_then(|mut v| machine.mem.fill(&mut v, &t.data).map(|()| v))
-                .map_err(|m| RunError::Node {
+                .map_err(|m| GraphRunError::Node {
                     node: input_node,
                     message: m,
                 })?;
@@ -648,7 +648,7 @@ impl Executable {
     }
 
     /// The backend its kernels run on.
-    pub fn backend(&self) -> Backend {
+    pub fn backend(&self) -> KernelBackend {
         self.options.backend
     }
 

@@ -9,13 +9,13 @@ use uop_codegen::tensor::Tensor;
 use uop_graph::looping::{
     LoopHooks, LoopSteps, Looped, OutputRows, drive, output_kinds, partitions,
 };
-use uop_graph::{Graph, NodeId, Op, RunError};
+use uop_graph::{Graph, GraphRunError, NodeId, Op};
 
 use crate::build::{Body, Step, StepKind};
 use crate::run::Machine;
 
-fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
-    RunError::Node {
+fn node_error(node: NodeId, message: impl Into<String>) -> GraphRunError {
+    GraphRunError::Node {
         node,
         message: message.into(),
     }
@@ -29,7 +29,7 @@ pub(crate) fn run_top(
     top: &Body,
     input: NodeId,
     hooks: &mut LoopHooks<'_>,
-) -> Result<Vec<Tensor>, RunError> {
+) -> Result<Vec<Tensor>, GraphRunError> {
     let p = partitions(graph)?;
     let chunks = top
         .steps
@@ -70,7 +70,7 @@ impl Exec<'_, '_> {
     }
 
     /// The rows and the elements per row of chunk step `k`'s input `i`.
-    fn input_rows(&self, step: &Step, i: usize) -> Result<(usize, usize), RunError> {
+    fn input_rows(&self, step: &Step, i: usize) -> Result<(usize, usize), GraphRunError> {
         let x = step
             .inputs
             .get(i)
@@ -86,7 +86,13 @@ impl Exec<'_, '_> {
     }
     /// Gives chunk step `step`'s output `i`: rows `start..start + rows` of its input
     /// `i`, copied into its slot.
-    fn chunk_one(&mut self, step: &Step, i: usize, start: u64, rows: u64) -> Result<(), RunError> {
+    fn chunk_one(
+        &mut self,
+        step: &Step,
+        i: usize,
+        start: u64,
+        rows: u64,
+    ) -> Result<(), GraphRunError> {
         let (all, row) = self.input_rows(step, i)?;
         let err = |m: String| node_error(step.node, m);
         let (start, rows) = (start as usize, rows as usize);
@@ -134,12 +140,12 @@ impl Exec<'_, '_> {
 }
 
 impl Looped for Exec<'_, '_> {
-    fn step(&mut self, k: usize) -> Result<(), RunError> {
+    fn step(&mut self, k: usize) -> Result<(), GraphRunError> {
         let top = self.top;
         self.m.steps(std::slice::from_ref(&top.steps[k]))
     }
 
-    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), GraphRunError> {
         let step = self.step_of(k);
         let size: &Expr = match self.graph.node(step.node).map(|n| &n.op) {
             Some(Op::Chunk { size, .. }) => size,
@@ -161,7 +167,7 @@ impl Looped for Exec<'_, '_> {
         Ok((rows as u64, c as u64))
     }
 
-    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), GraphRunError> {
         let step = &self.top.steps[k];
         for i in 0..step.inputs.len().min(step.outputs.len()) {
             self.chunk_one(step, i, start, rows)?;
@@ -177,7 +183,7 @@ impl Looped for Exec<'_, '_> {
         }
         Ok(())
     }
-    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError> {
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), GraphRunError> {
         let step = self.step_of(k);
         for (i, s) in step.outputs.iter().enumerate() {
             let Some(v) = self.m.store.get(*s) else {
@@ -199,7 +205,7 @@ impl Looped for Exec<'_, '_> {
         Ok(())
     }
 
-    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError> {
+    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), GraphRunError> {
         let top = self.top;
         for (k, (r, src)) in top
             .results

@@ -3,7 +3,7 @@
 //! names the ops it fuses instead of its generated name (`kernel k0`).
 
 use uop_graph::interp::name_run_error;
-use uop_graph::{Graph, NodeId, Op, RunError};
+use uop_graph::{Graph, GraphRunError, NodeId, Op};
 
 use crate::GraphError;
 
@@ -11,10 +11,12 @@ use crate::GraphError;
 /// `graph` (a Kernel node keeps the names of the values it gives).
 pub(crate) fn name_error(graph: &Graph, e: GraphError) -> GraphError {
     match e {
-        GraphError::Run(RunError::Node { node, message }) => GraphError::Run(RunError::Node {
-            node,
-            message: in_words(graph, node, message),
-        }),
+        GraphError::Run(GraphRunError::Node { node, message }) => {
+            GraphError::Run(GraphRunError::Node {
+                node,
+                message: in_words(graph, node, message),
+            })
+        }
         GraphError::Compile { node, message } => GraphError::Compile {
             node,
             message: in_words(graph, node, message),
@@ -25,8 +27,9 @@ pub(crate) fn name_error(graph: &Graph, e: GraphError) -> GraphError {
 
 /// `message` of `node`'s error, prefixed with the value (and ops) it is about.
 fn in_words(graph: &Graph, node: NodeId, message: String) -> String {
-    let named = |message: String| match name_run_error(graph, RunError::Node { node, message }) {
-        RunError::Node { message, .. } => message,
+    let named = |message: String| match name_run_error(graph, GraphRunError::Node { node, message })
+    {
+        GraphRunError::Node { message, .. } => message,
         other => other.to_string(),
     };
     let Some(Op::Kernel(k)) = graph.node(node).map(|n| &n.op) else {

@@ -12,7 +12,7 @@ use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{DType, concrete_shape};
 use uop_graph::infer::{call_program_in, list};
-use uop_graph::{Call, Graph, NodeId, RunError, ValueType};
+use uop_graph::{Call, Graph, GraphRunError, NodeId, ValueType};
 
 use crate::build::{Body, Src, Step, StepKind};
 use crate::kernel::{Compiled, Compiler};
@@ -29,8 +29,8 @@ pub(crate) type CallKey = (NodeId, Vec<(DType, Vec<usize>)>, Vec<(String, i64)>)
 /// Programs of unfused calls, compiled per concrete input types.
 pub(crate) type CallCache = Mutex<HashMap<CallKey, Arc<Compiled>>>;
 
-fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
-    RunError::Node {
+fn node_error(node: NodeId, message: impl Into<String>) -> GraphRunError {
+    GraphRunError::Node {
         node,
         message: message.into(),
     }
@@ -75,13 +75,13 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn value(&self, node: NodeId, slot: usize) -> Result<Value, RunError> {
+    fn value(&self, node: NodeId, slot: usize) -> Result<Value, GraphRunError> {
         self.store
             .get(slot)
             .ok_or_else(|| node_error(node, format!("reads slot {slot}, which has no value")))
     }
 
-    fn result(&self, node: NodeId, src: &Src) -> Result<Value, RunError> {
+    fn result(&self, node: NodeId, src: &Src) -> Result<Value, GraphRunError> {
         match src {
             Src::Slot(s) => self.value(node, *s),
             Src::Value(v) => Ok(v.clone()),
@@ -94,7 +94,7 @@ impl<'a> Machine<'a> {
         owner: NodeId,
         body: &Body,
         mut args: Vec<Value>,
-    ) -> Result<Vec<Value>, RunError> {
+    ) -> Result<Vec<Value>, GraphRunError> {
         if args.len() != body.params.len() {
             return Err(node_error(
                 owner,
@@ -118,12 +118,12 @@ impl<'a> Machine<'a> {
     }
 
     /// Runs steps in order.
-    pub(crate) fn steps(&mut self, steps: &[Step]) -> Result<(), RunError> {
+    pub(crate) fn steps(&mut self, steps: &[Step]) -> Result<(), GraphRunError> {
         steps.iter().try_for_each(|s| self.step(s))
     }
 
     /// The values of the step's inputs, in a list from the pool.
-    fn inputs(&mut self, step: &Step) -> Result<Vec<Value>, RunError> {
+    fn inputs(&mut self, step: &Step) -> Result<Vec<Value>, GraphRunError> {
         let mut list = self.pool.values();
         for s in &step.inputs {
             list.push(self.value(step.node, *s)?);
@@ -134,7 +134,7 @@ impl<'a> Machine<'a> {
     /// Puts `values` into the step's output slots, each where the plan places it: a
     /// value already there stays, any other is copied there (a graph output, which the
     /// plan does not place, is kept when owned and copied out of the arena otherwise).
-    fn set_outputs(&mut self, step: &Step, mut values: Vec<Value>) -> Result<(), RunError> {
+    fn set_outputs(&mut self, step: &Step, mut values: Vec<Value>) -> Result<(), GraphRunError> {
         if values.len() != step.outputs.len() {
             return Err(node_error(
                 step.node,
@@ -169,7 +169,7 @@ impl<'a> Machine<'a> {
         Ok(placed)
     }
 
-    fn step(&mut self, step: &Step) -> Result<(), RunError> {
+    fn step(&mut self, step: &Step) -> Result<(), GraphRunError> {
         let node = step.node;
         match &step.kind {
             StepKind::Const(v) => self.store.set(step.outputs[0], Some(v.clone())),
@@ -268,7 +268,7 @@ impl<'a> Machine<'a> {
         result
     }
 
-    fn call(&mut self, step: &Step, call: &Call) -> Result<(), RunError> {
+    fn call(&mut self, step: &Step, call: &Call) -> Result<(), GraphRunError> {
         let node = step.node;
         let inputs = self.inputs(step)?;
         let types: Vec<(DType, Vec<usize>)> = inputs
@@ -358,7 +358,7 @@ impl<'a> Machine<'a> {
         (cond, body): (&Body, &Body),
         names: &[Option<String>],
         initial: Vec<Value>,
-    ) -> Result<Vec<Value>, RunError> {
+    ) -> Result<Vec<Value>, GraphRunError> {
         let err = |m: String| node_error(node, m);
         let carried = self
             .mem
@@ -429,7 +429,7 @@ impl<'a> Machine<'a> {
         carried: &[uop_graph::memory::Carried],
         state: &mut [Value],
         trips: u64,
-    ) -> Result<bool, RunError> {
+    ) -> Result<bool, GraphRunError> {
         let mut args = self.pool.values();
         args.extend(state.iter().cloned());
         let c = self.body(node, cond, args)?;
@@ -505,7 +505,7 @@ impl<'a> Machine<'a> {
         branches: &[Body],
         mismatch: Option<&(String, String)>,
         args: Vec<Value>,
-    ) -> Result<Vec<Value>, RunError> {
+    ) -> Result<Vec<Value>, GraphRunError> {
         if sel.is_nan() {
             return Err(node_error(node, "the selector is nan"));
         }
@@ -541,7 +541,7 @@ impl<'a> Machine<'a> {
         body: &Body,
         types: &[ValueType],
         args: Vec<Value>,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), GraphRunError> {
         let node = step.node;
         let err = |m: String| node_error(node, m);
         let mut b = self.bindings.clone().into_owned();
@@ -619,7 +619,7 @@ impl<'a> Machine<'a> {
 
     /// The one value of a condition, selector or index: `values[0]` must have one
     /// element.
-    fn one_value(&self, node: NodeId, what: &str, values: &[Value]) -> Result<f64, RunError> {
+    fn one_value(&self, node: NodeId, what: &str, values: &[Value]) -> Result<f64, GraphRunError> {
         match values.first() {
             Some(v) if v.len() == 1 => Ok(self.mem.get(v, 0).unwrap_or(f64::NAN)),
             Some(v) => Err(node_error(
@@ -631,7 +631,7 @@ impl<'a> Machine<'a> {
     }
 
     /// The value of `src` as an owned tensor (a graph output).
-    pub(crate) fn output(&self, node: NodeId, src: &Src) -> Result<Tensor, RunError> {
+    pub(crate) fn output(&self, node: NodeId, src: &Src) -> Result<Tensor, GraphRunError> {
         self.result(node, src).map(|v| self.mem.tensor(&v))
     }
 
@@ -641,7 +641,7 @@ impl<'a> Machine<'a> {
         node: NodeId,
         src: &Src,
         t: &mut Tensor,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), GraphRunError> {
         self.result(node, src).map(|v| self.mem.tensor_into(&v, t))
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use uop_codegen::index::{Bindings, Expr};
 use uop_graph::schedule::{Schedule, Step as Action};
-use uop_graph::{Graph, NodeId, RunError, ValueType};
+use uop_graph::{Graph, GraphRunError, NodeId, ValueType};
 use uop_runtime::Event;
 
 use crate::GraphError;
@@ -220,19 +220,19 @@ fn small_work(
 impl Machine<'_> {
     /// Runs a body's steps: in order, or on its streams when it has a plan and is
     /// not small for this run's sizes.
-    pub(crate) fn run_body(&mut self, body: &Body) -> Result<(), RunError> {
+    pub(crate) fn run_body(&mut self, body: &Body) -> Result<(), GraphRunError> {
         match &body.plan {
             Some(plan) if !self.mem.in_order(plan.id) => self.streams(&body.steps, plan),
             _ => self.steps(&body.steps),
         }
     }
 
-    fn streams(&mut self, steps: &[Step], plan: &StreamPlan) -> Result<(), RunError> {
+    fn streams(&mut self, steps: &[Step], plan: &StreamPlan) -> Result<(), GraphRunError> {
         for &i in &plan.first {
             self.steps(&steps[i..=i])?;
         }
         let events: Vec<Event> = (0..plan.signals).map(|_| Event::new()).collect();
-        let failed: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
+        let failed: Mutex<Vec<(usize, GraphRunError)>> = Mutex::new(Vec::new());
         let template = &*self;
         uop_runtime::run_streams(plan.streams.len(), |t| {
             let mut m = template.fork();

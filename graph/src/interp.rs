@@ -37,15 +37,15 @@ use crate::hierarchy::{Entry, SubFunction, hierarchy};
 use crate::infer::{call_program_in, list};
 use crate::ir::{Call, Graph, Interface, Node, NodeId, Op, Ref, Source, ValueType};
 use crate::looping::LoopHooks;
-pub use crate::run_error::RunError;
+pub use crate::run_error::GraphRunError;
 
 #[path = "interp_looped.rs"]
 mod looped;
 #[path = "interp_scan.rs"]
 mod scan;
 
-fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
-    RunError::Node {
+fn node_error(node: NodeId, message: impl Into<String>) -> GraphRunError {
+    GraphRunError::Node {
         node,
         message: message.into(),
     }
@@ -57,8 +57,8 @@ fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
 /// graph executor report errors by node; a caller that has the user's graph (the
 /// command line) names them with this. A one-call program's inputs (`_in0`) are
 /// named after the values the node reads.
-pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
-    let RunError::Node { node, message } = e else {
+pub fn name_run_error(graph: &Graph, e: GraphRunError) -> GraphRunError {
+    let GraphRunError::Node { node, message } = e else {
         return e;
     };
     let message = name_call_inputs(graph, node, message);
@@ -70,7 +70,7 @@ pub fn name_run_error(graph: &Graph, e: RunError) -> RunError {
         Some(None) => format!("in `{}`: {message}", named.unwrap_or_default()),
         None => message,
     };
-    RunError::Node { node, message }
+    GraphRunError::Node { node, message }
 }
 
 /// `message` of `node`'s one-call program with the program's input names
@@ -109,7 +109,7 @@ pub struct RunOptions {
 /// The error of the `while` `node` (its outputs named `names` where the source
 /// named them) that made `max` trips without ending ([`RunOptions::max_iterations`]):
 /// it names the loop by its values. The graph interpreter's and the executor's.
-pub fn too_many_iterations(node: NodeId, names: &[Option<String>], max: u64) -> RunError {
+pub fn too_many_iterations(node: NodeId, names: &[Option<String>], max: u64) -> GraphRunError {
     let named: Vec<String> = names.iter().flatten().map(|n| format!("`{n}`")).collect();
     let what = if named.is_empty() {
         "the `while`".to_string()
@@ -154,7 +154,7 @@ pub fn run(
     graph: &Graph,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
-) -> Result<Vec<Tensor>, RunError> {
+) -> Result<Vec<Tensor>, GraphRunError> {
     run_with(graph, inputs, params, &RunOptions::default()).map(|r| r.outputs)
 }
 
@@ -164,7 +164,7 @@ pub fn run_with(
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
     options: &RunOptions,
-) -> Result<Run, RunError> {
+) -> Result<Run, GraphRunError> {
     run_with_hooks(graph, inputs, params, options, &mut LoopHooks::new())
 }
 
@@ -176,14 +176,14 @@ pub fn run_with_hooks(
     params: &HashMap<String, i64>,
     options: &RunOptions,
     hooks: &mut LoopHooks<'_>,
-) -> Result<Run, RunError> {
+) -> Result<Run, GraphRunError> {
     let h = hierarchy(graph)?;
     let input = graph
         .node(h.input)
         .ok_or_else(|| node_error(h.input, "the graph's Input node is missing"))?;
     let bindings = bind(graph, input, inputs, params)?;
     crate::memory::check_sizes(graph, &bindings, crate::memory::SizeLimit::process())
-        .map_err(|e| RunError::Sizes(e.message))?;
+        .map_err(|e| GraphRunError::Sizes(e.message))?;
     let mut m = Machine {
         graph,
         options,
@@ -223,7 +223,7 @@ pub fn bind_graph_inputs(
     graph: &Graph,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
-) -> Result<Bindings, RunError> {
+) -> Result<Bindings, GraphRunError> {
     let input = graph
         .input_node()
         .ok_or_else(|| node_error(graph.interface.input, "the graph's Input node is missing"))?;
@@ -236,7 +236,7 @@ fn bind(
     input: &Node,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
-) -> Result<Bindings, RunError> {
+) -> Result<Bindings, GraphRunError> {
     let names: Vec<String> = (0..input.outputs.len())
         .map(|k| {
             input
@@ -245,14 +245,14 @@ fn bind(
         })
         .collect();
     if inputs.len() != input.outputs.len() {
-        return Err(RunError::InputCount {
+        return Err(GraphRunError::InputCount {
             expected: input.outputs.len(),
             found: inputs.len(),
         });
     }
     for ((t, ty), name) in inputs.iter().zip(&input.outputs).zip(&names) {
         if t.dtype != ty.dtype {
-            return Err(RunError::Input {
+            return Err(GraphRunError::Input {
                 input: name.clone(),
                 message: format!("expected {ty}, got {}{:?}", t.dtype.name(), t.shape),
             });
@@ -268,14 +268,14 @@ fn bind(
         .collect();
     let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
     bind_inputs(&decls, &graph.params, &graph.assertions, &shapes, params).map_err(|e| match e {
-        BindError::Input { input, message } => RunError::Input { input, message },
+        BindError::Input { input, message } => GraphRunError::Input { input, message },
         BindError::DimConflict {
             ref second_input, ..
-        } => RunError::Input {
+        } => GraphRunError::Input {
             input: second_input.clone(),
             message: e.to_string(),
         },
-        BindError::MissingParam(p) => RunError::MissingParam(p),
+        BindError::MissingParam(p) => GraphRunError::MissingParam(p),
         BindError::Assertion {
             ref left,
             ref right,
@@ -293,7 +293,7 @@ fn bind(
                 })
                 .map(|(n, _)| n.clone())
                 .collect();
-            RunError::Input {
+            GraphRunError::Input {
                 input: if mentioned.is_empty() {
                     names.join("`, `")
                 } else {
@@ -302,7 +302,7 @@ fn bind(
                 message: e.to_string(),
             }
         }
-        other => RunError::Input {
+        other => GraphRunError::Input {
             input: names.join("`, `"),
             message: other.to_string(),
         },
@@ -337,21 +337,21 @@ struct Machine<'a> {
 }
 
 impl Machine<'_> {
-    fn node(&self, id: NodeId) -> Result<&Node, RunError> {
+    fn node(&self, id: NodeId) -> Result<&Node, GraphRunError> {
         self.graph
             .node(id)
             .ok_or_else(|| node_error(id, "the node is not in the graph"))
     }
 
     /// The value `r` names, as read by `reader`.
-    fn value(&self, reader: NodeId, r: Ref) -> Result<&Tensor, RunError> {
+    fn value(&self, reader: NodeId, r: Ref) -> Result<&Tensor, GraphRunError> {
         self.values
             .get(&r.node)
             .and_then(|v| v.get(r.output))
             .ok_or_else(|| node_error(reader, format!("reads {r}, which has no value")))
     }
 
-    fn source(&self, reader: NodeId, s: &Source) -> Result<Tensor, RunError> {
+    fn source(&self, reader: NodeId, s: &Source) -> Result<Tensor, GraphRunError> {
         match s {
             Source::Ref(r) => self.value(reader, *r).cloned(),
             Source::Scalar(v) => {
@@ -361,7 +361,7 @@ impl Machine<'_> {
         }
     }
 
-    fn entries(&mut self, entries: &[Entry]) -> Result<(), RunError> {
+    fn entries(&mut self, entries: &[Entry]) -> Result<(), GraphRunError> {
         for e in entries {
             self.entry(e)?;
         }
@@ -374,7 +374,7 @@ impl Machine<'_> {
         owner: &Node,
         sub: &SubFunction,
         args: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>, RunError> {
+    ) -> Result<Vec<Tensor>, GraphRunError> {
         let interfaces = owner.op.interfaces();
         let interface: &Interface = interfaces
             .get(sub.branch)
@@ -399,7 +399,7 @@ impl Machine<'_> {
             .collect()
     }
 
-    fn entry(&mut self, e: &Entry) -> Result<(), RunError> {
+    fn entry(&mut self, e: &Entry) -> Result<(), GraphRunError> {
         let graph = self.graph;
         let node = graph
             .node(e.node)
@@ -463,7 +463,12 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn call(&mut self, node: &Node, call: &Call, inputs: Vec<Tensor>) -> Result<Tensor, RunError> {
+    fn call(
+        &mut self,
+        node: &Node,
+        call: &Call,
+        inputs: Vec<Tensor>,
+    ) -> Result<Tensor, GraphRunError> {
         let key = (
             node.id,
             inputs
@@ -529,7 +534,7 @@ impl Machine<'_> {
         node: &Node,
         e: &Entry,
         mut state: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>, RunError> {
+    ) -> Result<Vec<Tensor>, GraphRunError> {
         let (cond, body) = match e.subs.as_slice() {
             [c, b] => (c, b),
             _ => return Err(node_error(node.id, "a while needs a condition and a body")),
@@ -572,7 +577,7 @@ impl Machine<'_> {
         node: &Node,
         e: &Entry,
         inputs: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>, RunError> {
+    ) -> Result<Vec<Tensor>, GraphRunError> {
         let sel = one_value(node.id, "selector", &inputs)?;
         if sel.is_nan() {
             return Err(node_error(node.id, "the selector is nan"));
@@ -621,7 +626,7 @@ impl Machine<'_> {
         e: &Entry,
         count: &Expr,
         inputs: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>, RunError> {
+    ) -> Result<Vec<Tensor>, GraphRunError> {
         let mut b = self.bindings.clone();
         b.params
             .extend(self.params.iter().map(|(k, v)| (k.clone(), *v)));
@@ -692,7 +697,7 @@ impl Machine<'_> {
 
 /// The one value of a condition, selector or index: `values[0]` must have one
 /// element.
-fn one_value(node: NodeId, what: &str, values: &[Tensor]) -> Result<f64, RunError> {
+fn one_value(node: NodeId, what: &str, values: &[Tensor]) -> Result<f64, GraphRunError> {
     match values.first() {
         Some(t) if t.len() == 1 => Ok(t.data[0]),
         Some(t) => Err(node_error(
@@ -704,7 +709,7 @@ fn one_value(node: NodeId, what: &str, values: &[Tensor]) -> Result<f64, RunErro
 }
 
 /// Sub-function `k` of the entry of `node`.
-fn sub<'e>(node: &Node, e: &'e Entry, k: usize) -> Result<&'e SubFunction, RunError> {
+fn sub<'e>(node: &Node, e: &'e Entry, k: usize) -> Result<&'e SubFunction, GraphRunError> {
     e.subs
         .get(k)
         .ok_or_else(|| node_error(node.id, format!("has no sub-function {k}")))

@@ -2,7 +2,7 @@
 //! `docs/graph-looping.md`): the top level, ordered by partition by the hierarchy,
 //! through the shared [`drive`]r and its loop stack.
 
-use super::{Machine, RunError, node_error};
+use super::{GraphRunError, Machine, node_error};
 use crate::hierarchy::Entry;
 use crate::ir::{NodeId, Op};
 use crate::looping::{
@@ -17,7 +17,7 @@ pub(super) fn run_top(
     top: &[Entry],
     input: NodeId,
     hooks: &mut LoopHooks<'_>,
-) -> Result<Vec<Tensor>, RunError> {
+) -> Result<Vec<Tensor>, GraphRunError> {
     let p = partitions(m.graph)?;
     let chunks = top
         .iter()
@@ -60,7 +60,7 @@ impl Interp<'_, '_> {
     fn chunk_node(
         &self,
         k: usize,
-    ) -> Result<(NodeId, &uop_codegen::index::Expr, &Tensor), RunError> {
+    ) -> Result<(NodeId, &uop_codegen::index::Expr, &Tensor), GraphRunError> {
         let id = self.top[k].node;
         let node = self.m.node(id)?;
         let Op::Chunk { size, .. } = &node.op else {
@@ -75,11 +75,11 @@ impl Interp<'_, '_> {
 }
 
 impl Looped for Interp<'_, '_> {
-    fn step(&mut self, k: usize) -> Result<(), RunError> {
+    fn step(&mut self, k: usize) -> Result<(), GraphRunError> {
         self.m.entry(&self.top[k])
     }
 
-    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError> {
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), GraphRunError> {
         let (id, size, x) = self.chunk_node(k)?;
         let rows = *x.shape.first().ok_or_else(|| {
             node_error(
@@ -102,7 +102,7 @@ impl Looped for Interp<'_, '_> {
         Ok((rows as u64, c as u64))
     }
 
-    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError> {
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), GraphRunError> {
         let (id, _, _) = self.chunk_node(k)?;
         let node = self.m.node(id)?;
         let mut values = Vec::new();
@@ -130,7 +130,7 @@ impl Looped for Interp<'_, '_> {
         Ok(())
     }
 
-    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError> {
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), GraphRunError> {
         let id = self.top[k].node;
         for (i, t) in self.m.values.get(&id).into_iter().flatten().enumerate() {
             if skip.get(i).copied().unwrap_or(false) {
@@ -149,7 +149,7 @@ impl Looped for Interp<'_, '_> {
         Ok(())
     }
 
-    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError> {
+    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), GraphRunError> {
         let graph = self.m.graph;
         for (k, s) in graph.interface.outputs.iter().enumerate() {
             let t = self.m.source(self.input, s)?;

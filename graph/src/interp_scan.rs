@@ -7,7 +7,7 @@ use uop_codegen::index::Expr;
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::{DType, concrete_shape};
 
-use super::{Machine, RunError, node_error};
+use super::{GraphRunError, Machine, node_error};
 use crate::hierarchy::Entry;
 use crate::ir::{Node, Op};
 use crate::scan::{put_row, slice};
@@ -19,7 +19,7 @@ impl Machine<'_> {
         node: &Node,
         e: &Entry,
         inputs: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>, RunError> {
+    ) -> Result<Vec<Tensor>, GraphRunError> {
         let Op::Scan {
             count,
             carried,

@@ -79,14 +79,14 @@ pub use hierarchy::{
     Entry, Hierarchy, HierarchyError, SubFunction, SubId, hierarchy, print_hierarchy,
 };
 pub use interp::{
-    Run, RunError, RunOptions, Trace, bind_graph_inputs, run, run_with, run_with_hooks,
+    GraphRunError, Run, RunOptions, Trace, bind_graph_inputs, run, run_with, run_with_hooks,
     too_many_iterations,
 };
 pub use ir::{
     Call, CallValue, Flags, Graph, Interface, Kernel, Kind, ListItem, Node, NodeId, Op, Ref,
     ScanAxis, Source, ValueType,
 };
-pub use kernels::{KernelError, KernelOptions, KernelReport, form_kernels, print_kernels};
+pub use kernels::{KernelFormError, KernelOptions, KernelReport, form_kernels, print_kernels};
 pub use memory::{MemoryError, MemoryPlan, Slot, plan_memory, print_memory};
 pub use rewrite::{
     ConstCache, ConsumerFlags, KindFilter, OutputMap, OutputTarget, Reader, RewriteError,

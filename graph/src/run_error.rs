@@ -1,4 +1,4 @@
-//! [`RunError`], why a graph could not run: the error of the graph interpreter
+//! [`GraphRunError`], why a graph could not run: the error of the graph interpreter
 //! ([`crate::interp`]) and of the chunk-loop driver it shares with the executor
 //! ([`crate::looping::drive`]), kept in a module of its own so that neither of the
 //! two imports the other for it.
@@ -11,7 +11,7 @@ use crate::looping::LoopError;
 
 /// Why a graph could not run.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum RunError {
+pub enum GraphRunError {
     /// The graph has no valid definition hierarchy.
     #[error(transparent)]
     Hierarchy(#[from] HierarchyError),

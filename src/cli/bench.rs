@@ -277,8 +277,8 @@ fn graph_bench(args: &BenchArgs, file: &std::path::Path) -> Result<(), CliError>
                  kernels; the Rust backend is `uop emit` (the graph's AOT module)",
             );
         }
-        BenchBackend::Cranelift => uop_exec::Backend::Cranelift,
-        BenchBackend::Loops => uop_exec::Backend::Loops,
+        BenchBackend::Cranelift => uop_exec::KernelBackend::Cranelift,
+        BenchBackend::Loops => uop_exec::KernelBackend::Loops,
     };
     if args.reps == 0 {
         return fail("--reps must be at least 1");

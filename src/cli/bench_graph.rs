@@ -28,7 +28,7 @@ pub(crate) struct GraphBench<'a> {
     /// `--param NAME=INT` texts.
     pub params: &'a [String],
     /// The executor's kernels.
-    pub backend: exec::Backend,
+    pub backend: exec::KernelBackend,
     /// Untimed calls after the first.
     pub warmup: usize,
     /// Timed later calls (at least 1).
@@ -100,10 +100,10 @@ pub(crate) fn time(spec: &GraphBench) -> Result<GraphTiming, CliError> {
 }
 
 /// `backend`'s name on the command line.
-fn backend_name(backend: exec::Backend) -> &'static str {
+fn backend_name(backend: exec::KernelBackend) -> &'static str {
     match backend {
-        exec::Backend::Cranelift => "cranelift",
-        exec::Backend::Loops => "loops",
+        exec::KernelBackend::Cranelift => "cranelift",
+        exec::KernelBackend::Loops => "loops",
     }
 }
 

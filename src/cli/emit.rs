@@ -36,7 +36,7 @@ use super::{CliError, fail, load_program};
 
 /// What `uop emit` generates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Target {
+pub enum TargetArg {
     /// Rust source: a kernel function and its shapes function, calling the crate
     /// `uop-runtime` (or, with `--standalone`, a copy of it in the file).
     Rust,
@@ -55,7 +55,7 @@ pub struct EmitArgs {
     program: PathBuf,
     /// What to generate.
     #[arg(long, value_enum, default_value = "rust")]
-    target: Target,
+    target: TargetArg,
     /// Write here instead of to standard output (required for `object`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -105,7 +105,7 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     if let Some(bytes) = emit_graph_file(&GraphRequest {
         path: &args.program,
         as_graph: args.graph,
-        rust: args.target == Target::Rust,
+        rust: args.target == TargetArg::Rust,
         name: &graph_name,
         standalone: args.standalone,
         full_checks: args.full_checks,
@@ -124,10 +124,10 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         return fail("--tape applies to the gradients of graphs with `while` loops");
     }
     let forward = load_program(&args.program, "emit")?;
-    if args.standalone && args.target != Target::Rust {
+    if args.standalone && args.target != TargetArg::Rust {
         return fail("--standalone is supported for --target rust only");
     }
-    if args.full_checks && args.target != Target::Rust {
+    if args.full_checks && args.target != TargetArg::Rust {
         return fail("--full-checks is supported for --target rust only");
     }
     let name = match &args.name {
@@ -136,8 +136,8 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
         None => default_name(&args.program),
     };
     let language = match args.target {
-        Target::Rust => Language::Rust,
-        Target::Object | Target::Clif | Target::Header => Language::C,
+        TargetArg::Rust => Language::Rust,
+        TargetArg::Object | TargetArg::Clif | TargetArg::Header => Language::C,
     };
     if let Err(e) = check_kernel_name(&name, language) {
         return Err(CliError(match &args.name {
@@ -158,7 +158,7 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
     let program = grad.as_ref().map_or(&forward, |g| &g.program);
     let jit_err = |e: cranelift::JitError| CliError(e.to_string());
     let bytes: Vec<u8> = match args.target {
-        Target::Rust => {
+        TargetArg::Rust => {
             let options = rust_options(args.full_checks, args.standalone);
             match &grad {
                 Some(grad) => {
@@ -173,20 +173,20 @@ pub fn emit(args: &EmitArgs) -> Result<(), CliError> {
                     .into_bytes(),
             }
         }
-        Target::Object => {
+        TargetArg::Object => {
             if args.output.is_none() {
                 return fail("--target object writes a binary file: pass -o FILE.o");
             }
             let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::emit_object(&optimized, &name, &Options::default()).map_err(jit_err)?
         }
-        Target::Clif => {
+        TargetArg::Clif => {
             let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::emit_clif(&optimized, &name, &Options::default())
                 .map_err(jit_err)?
                 .into_bytes()
         }
-        Target::Header => {
+        TargetArg::Header => {
             let optimized = cranelift::optimized(program).map_err(jit_err)?;
             cranelift::c_header(&optimized, &name)
                 .map_err(jit_err)?

@@ -19,7 +19,7 @@ use uop_graph::grad::TapeMode;
 
 use super::output::OutputFiles;
 use super::run::{InputArgs, execute, listing};
-use super::{Backend, CliError, fail, path_assignments, show, source, split_assignment};
+use super::{BackendArg, CliError, fail, path_assignments, show, source, split_assignment};
 use crate::npy::{read_npy, write_npy_bytes};
 
 /// Arguments of `uop grad`.
@@ -40,7 +40,7 @@ pub struct GradArgs {
     /// (the default) JIT-compiles them; `interp` is the reference interpreter (the
     /// oracle, 100 to 300 times slower).
     #[arg(long, value_enum, default_value = "cranelift")]
-    backend: Backend,
+    backend: BackendArg,
     /// Graphs with `while`: how the gradient gets the states of the forward
     /// iterations. `stack` (the default) keeps every iteration's float state in a
     /// tape (memory: trips × state); `recompute` recomputes them from the initial

@@ -13,7 +13,7 @@ use uop_codegen::tensor::{Tensor, unflatten};
 use uop_codegen::uop::{NodeId, Program};
 
 use uop_graph::Graph;
-use uop_graph::grad::fd::{self as graph_fd, FdOptions as GraphFdOptions};
+use uop_graph::grad::fd as graph_fd;
 use uop_graph::grad::{GraphGradSpec, TapeMode};
 
 use super::run::InputArgs;
@@ -133,12 +133,9 @@ pub(crate) fn check_graph_on(
         ));
     }
     let program_options = settings.options()?;
-    let options = GraphFdOptions {
-        step: program_options.step,
-        abs: program_options.abs,
-        rel: program_options.rel,
+    let options = FdOptions {
         sample: None,
-        ..GraphFdOptions::default()
+        ..program_options
     };
     println!(
         "finite differences (f64, step {}, the graph interpreter) against the gradient graph; \

@@ -19,7 +19,7 @@ use uop_graph::{Graph, RunOptions, Trace, run_with};
 use super::output::OutputFiles;
 use super::run::{InputArgs, listing};
 use super::run_graph::GraphFlags;
-use super::{Backend, CliError, fail, path_assignments, show, source};
+use super::{BackendArg, CliError, fail, path_assignments, show, source};
 use crate::npy::{read_npy, write_npy_bytes};
 
 /// The `--seed` and `--grad` arguments.
@@ -33,7 +33,7 @@ pub(crate) struct GradFiles<'a> {
 /// How the forward and the gradient graph run.
 pub(crate) struct GradRun {
     /// `--backend`.
-    pub backend: Backend,
+    pub backend: BackendArg,
     /// `--tape`.
     pub tape: TapeMode,
     /// `--max-iterations`: the most trips of any one `while`, forward or gradient.

@@ -71,7 +71,7 @@ struct Cli {
 
 /// Which engine executes a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
+pub enum BackendArg {
     /// The reference interpreter of micro ops: the oracle every other engine is
     /// tested against; 100 to 300 times slower than `cranelift`.
     Interp,

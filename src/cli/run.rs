@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use uop_codegen::compile::{CompileOptions, Target, compile};
+use uop_codegen::compile::{BackendKind, CompileOptions, compile};
 use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::pass::PassOptions;
 use uop_codegen::tensor::Tensor;
@@ -19,7 +19,7 @@ use super::output::OutputFiles;
 use super::run_graph::GraphFlags;
 use super::source::{self, Source};
 use super::{
-    Backend, CliError, fail, int_assignments, limits, pass_options, path_assignments, show,
+    BackendArg, CliError, fail, int_assignments, limits, pass_options, path_assignments, show,
 };
 use crate::npy::{read_npy_as, write_npy_bytes};
 use uop_onnx::ElemType;
@@ -41,7 +41,7 @@ pub struct RunArgs {
     /// the prepared graph's kernels, `loops` runs the same prepared graph on the
     /// loop-IR interpreter, and `interp` is the graph interpreter (the oracle).
     #[arg(long, value_enum)]
-    backend: Option<Backend>,
+    backend: Option<BackendArg>,
     /// Skip this optimizer pass (repeatable; for the `cranelift` and `loops` backends).
     /// On a graph: a graph pass (or decision) of the prepare pipeline, or a loop-IR
     /// pass, skipped in every kernel.
@@ -217,7 +217,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         return run_graph(args, &uop_exec::program_graph(&program));
     }
     let pass_opts = pass_options(&args.disable_pass)?;
-    let backend = args.backend.unwrap_or(Backend::Cranelift);
+    let backend = args.backend.unwrap_or(BackendArg::Cranelift);
     let params = args.source.params(&program)?;
     let inputs = args.source.gather(&program)?;
     warn_unused_inputs(&program);
@@ -336,15 +336,15 @@ pub(crate) fn write_typed_outputs(
     Ok(())
 }
 
-/// `program` compiled ([`compile`]) for `target` with the passes of `pass_opts`.
+/// `program` compiled ([`compile`]) for `backend` with the passes of `pass_opts`.
 fn compiled(
     program: &Program,
     pass_opts: &PassOptions,
-    target: Target,
+    backend: BackendKind,
 ) -> Result<uop_codegen::loops::LoopProgram, CliError> {
     let options = CompileOptions {
         passes: pass_opts.clone(),
-        ..CompileOptions::for_target(target)
+        ..CompileOptions::for_backend(backend)
     };
     compile(program, &options).map_err(|e| CliError(e.to_string()))
 }
@@ -354,17 +354,17 @@ pub(crate) fn execute(
     program: &Program,
     inputs: &[Tensor],
     params: &HashMap<String, i64>,
-    backend: Backend,
+    backend: BackendArg,
     pass_opts: &PassOptions,
 ) -> Result<Vec<Tensor>, CliError> {
     match backend {
-        Backend::Interp => interp::run(program, inputs, params),
-        Backend::Loops => {
-            let optimized = compiled(program, pass_opts, Target::Any)?;
+        BackendArg::Interp => interp::run(program, inputs, params),
+        BackendArg::Loops => {
+            let optimized = compiled(program, pass_opts, BackendKind::Any)?;
             interp::run_loops(&optimized, inputs, params)
         }
-        Backend::Cranelift => {
-            let optimized = compiled(program, pass_opts, Target::Cranelift)?;
+        BackendArg::Cranelift => {
+            let optimized = compiled(program, pass_opts, BackendKind::Cranelift)?;
             // The kernel binds the shapes and accounts the run's memory before it
             // allocates anything (`Kernel::run`).
             let kernel = cranelift::compile(&optimized, &cranelift::Options::default())

@@ -11,13 +11,13 @@ use uop_graph::Graph;
 use uop_graph::interp::name_run_error;
 use uop_graph::pass::{DECISIONS, PrepareOptions, pass_names};
 
-use super::{Backend, CliError, fail};
+use super::{BackendArg, CliError, fail};
 
 /// The flags of `uop run` that say how a graph runs.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct GraphFlags {
     /// `--backend` (the executor on Cranelift when `None`).
-    pub backend: Option<Backend>,
+    pub backend: Option<BackendArg>,
     /// `--streams`.
     pub streams: Option<usize>,
     /// `--disable-pass`: graph passes and loop-IR passes.
@@ -32,7 +32,7 @@ pub(crate) struct GraphFlags {
 
 impl GraphFlags {
     /// Every flag at its default but the backend.
-    pub(crate) fn backend(backend: Backend) -> Self {
+    pub(crate) fn backend(backend: BackendArg) -> Self {
         GraphFlags {
             backend: Some(backend),
             ..GraphFlags::default()
@@ -56,8 +56,8 @@ pub(crate) fn execute(
         uop_graph::bind_graph_inputs(graph, inputs, params).map_err(|e| CliError(e.to_string()))?;
     uop_graph::memory::check_sizes(graph, &env, uop_graph::memory::SizeLimit::process())
         .map_err(|e| CliError(e.to_string()))?;
-    let backend = match args.backend.unwrap_or(Backend::Cranelift) {
-        Backend::Interp => {
+    let backend = match args.backend.unwrap_or(BackendArg::Cranelift) {
+        BackendArg::Interp => {
             interpreter_flags_unused(args)?;
             let options = uop_graph::RunOptions {
                 max_iterations: args.max_iterations,
@@ -66,8 +66,8 @@ pub(crate) fn execute(
                 .map(|r| r.outputs)
                 .map_err(|e| CliError(name_run_error(graph, e).to_string()));
         }
-        Backend::Loops => exec::Backend::Loops,
-        Backend::Cranelift => exec::Backend::Cranelift,
+        BackendArg::Loops => exec::KernelBackend::Loops,
+        BackendArg::Cranelift => exec::KernelBackend::Cranelift,
     };
     let (graph_passes, loop_passes) = disabled_passes(&args.disable_pass)?;
     let options = ExecOptions {

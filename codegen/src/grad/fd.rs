@@ -43,6 +43,9 @@ pub struct FdOptions {
     /// Each element costs two runs of the forward program, so large inputs are
     /// sampled to keep a check's time bounded.
     pub sample: Option<usize>,
+    /// The most trips any `while` of a graph may run during a check (so that
+    /// nothing hangs). Programs have no loops; only graph checks read it.
+    pub max_iterations: u64,
 }
 
 impl Default for FdOptions {
@@ -53,6 +56,7 @@ impl Default for FdOptions {
             rel: 1e-5,
             seed: 0,
             sample: None,
+            max_iterations: 10_000,
         }
     }
 }

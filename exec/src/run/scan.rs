@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use uop_codegen::index::{Bindings, Expr};
 use uop_codegen::uop::concrete_shape;
-use uop_graph::{RunError, ScanAxis, ValueType};
+use uop_graph::{GraphRunError, ScanAxis, ValueType};
 
 use super::{Machine, node_error};
 use crate::build::{Body, Step};
@@ -39,7 +39,7 @@ impl Machine<'_> {
         step: &Step,
         s: &ScanStep<'_>,
         inputs: Vec<Value>,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), GraphRunError> {
         let node = step.node;
         let err = |m: String| node_error(node, m);
         let mut b = Bindings::clone(&self.bindings);
@@ -123,7 +123,7 @@ impl Machine<'_> {
         state: &mut [Value],
         spare: &mut [Option<Value>],
         results: Vec<Value>,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), GraphRunError> {
         let node = step.node;
         let err = |m: String| node_error(node, m);
         if results.len() != step.outputs.len() {

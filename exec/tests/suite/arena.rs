@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
-use uop_exec::{Backend, ExecOptions, Executable, compile, compile_with};
+use uop_exec::{ExecOptions, Executable, KernelBackend, compile, compile_with};
 use uop_graph::memory::plan_memory;
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
@@ -19,7 +19,7 @@ fn file(path: &str) -> Graph {
     parse(&std::fs::read_to_string(crate::common::repo(path)).expect("example file"))
 }
 
-fn exe(g: &Graph, backend: Backend) -> Executable {
+fn exe(g: &Graph, backend: KernelBackend) -> Executable {
     compile_with(
         g,
         &ExecOptions {
@@ -83,7 +83,7 @@ fn the_reference_graphs_run_in_an_arena_of_the_plans_size() {
         let g = file(&format!("examples/graphs/{name}.uop"));
         let inputs = inputs_for(&g, &d, 5);
         let expected = uop_graph::run(&g, &inputs, &HashMap::new()).expect("interpreter");
-        for backend in [Backend::Cranelift, Backend::Loops] {
+        for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
             let e = exe(&g, backend);
             let found = e.run(&inputs).unwrap_or_else(|err| panic!("{name}: {err}"));
             assert_close(&found, &expected, name);
@@ -134,7 +134,7 @@ const LOOP: &str = "input x: f32[N]\ninput limit: f32[]\nfn more(i, v) { return 
 #[test]
 fn a_while_of_a_thousand_iterations_allocates_no_buffer_per_iteration() {
     let g = parse(LOOP);
-    for backend in [Backend::Cranelift, Backend::Loops] {
+    for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
         let e = exe(&g, backend);
         let x = Tensor::random(DType::F32, vec![256], 3);
         let limit = |n: f64| Tensor::new(DType::F32, vec![], vec![n]).expect("rank 0");
@@ -184,7 +184,7 @@ fn two_threads_running_one_executable_get_their_own_results() {
     let g = file("examples/graphs/transformer_block.uop");
     let d = dims(&[("T", 8), ("D", 16), ("F", 32)]);
     let loop_graph = parse(LOOP);
-    for backend in [Backend::Cranelift, Backend::Loops] {
+    for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
         let e = exe(&g, backend);
         let l = exe(&loop_graph, backend);
         let cases: Vec<(Vec<Tensor>, Vec<Tensor>)> = (0..2)
@@ -232,7 +232,7 @@ fn an_element_wise_kernel_writes_over_the_input_that_dies_there() {
         "input x: f32[N, N]\ninput c: f32[]\nfn f(v) { return matmul(v, v) }\na = call(f, x)\ne = mul(exp(a), 2.0)\nfn th(v) { return matmul(v, v) }\nfn el(v) { return matmul(v, x) }\nr = if(c, th, el, e)\ny = exp(r)\noutput y\n",
     );
     let x = Tensor::random(DType::F32, vec![8, 8], 9);
-    for backend in [Backend::Cranelift, Backend::Loops] {
+    for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
         let e = exe(&g, backend);
         for c in [0.0, 1.0] {
             let inputs = [
@@ -258,7 +258,7 @@ fn an_alternating_while_state_gives_the_interpreters_numbers_for_odd_and_even_tr
         "input x: f32[N]\ninput limit: f32[]\nfn more(v, i, k) { return lt(k, limit) }\nfn step(v, i, k) {\n  a = add(v, 1.0)\n  b = sum(mul(v, a))\n  return a, add(i, b), add(k, 1)\n}\nx2 = exp(x)\nv, n, t = while(more, step, x2, 0, 0)\noutput v, n\n",
     );
     let x = Tensor::random(DType::F32, vec![16], 4);
-    for backend in [Backend::Cranelift, Backend::Loops] {
+    for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
         let e = exe(&g, backend);
         let limit = |n: f64| Tensor::new(DType::F32, vec![], vec![n]).expect("rank 0");
         let plan = e

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
-use uop_exec::{Backend, ExecOptions, Streams, compile_with};
+use uop_exec::{ExecOptions, KernelBackend, Streams, compile_with};
 use uop_graph::random::{RandomOptions, random_graph, reproducer};
 use uop_graph::{Graph, Op, RunOptions, run_with};
 
@@ -68,7 +68,7 @@ fn same(found: &Tensor, expected: &Tensor, exact: bool) -> bool {
 
 /// `g` on `backend` and `streams` against the interpreter; the error says what
 /// differs. True when the executor ran some scope on several streams.
-fn check(g: &Graph, backend: Backend, streams: Streams, seed: u64) -> Result<bool, String> {
+fn check(g: &Graph, backend: KernelBackend, streams: Streams, seed: u64) -> Result<bool, String> {
     let inputs = inputs_for(g, seed);
     let options = RunOptions {
         max_iterations: Some(MAX_ITERATIONS),
@@ -114,12 +114,12 @@ fn check(g: &Graph, backend: Backend, streams: Streams, seed: u64) -> Result<boo
     }
 }
 
-fn sweep(backend: Backend) {
+fn sweep(backend: KernelBackend) {
     sweep_streams(backend, seeds(), |_| vec![Streams::Auto]);
 }
 
 /// `seeds` random graphs on `backend`, each with every stream choice of `streams`.
-fn sweep_streams(backend: Backend, n: u64, streams: impl Fn(u64) -> Vec<Streams>) {
+fn sweep_streams(backend: KernelBackend, n: u64, streams: impl Fn(u64) -> Vec<Streams>) {
     let (mut exact_graphs, mut total, mut runs, mut several) = (0, 0, 0, 0);
     for seed in 0..n {
         let g = random_graph(seed, &RandomOptions::default())
@@ -152,17 +152,17 @@ fn sweep_streams(backend: Backend, n: u64, streams: impl Fn(u64) -> Vec<Streams>
 
 #[test]
 fn random_graphs_on_cranelift_equal_the_interpreter() {
-    sweep(Backend::Cranelift);
+    sweep(KernelBackend::Cranelift);
 }
 
 #[test]
 fn random_graphs_on_the_loop_interpreter_equal_the_interpreter() {
-    sweep(Backend::Loops);
+    sweep(KernelBackend::Loops);
 }
 
 /// `g` looped with chunks of `size` on `backend` against the interpreter on `g`
 /// without its loops (`uop_graph::looping::unchunked`).
-fn check_chunked(g: &Graph, backend: Backend, seed: u64, size: i64) -> Result<(), String> {
+fn check_chunked(g: &Graph, backend: KernelBackend, seed: u64, size: i64) -> Result<(), String> {
     let looped = uop_graph::looping::with_chunk_size(g, &uop_codegen::index::Expr::Int(size));
     let inputs = uop_graph::random::random_inputs(g, 7, seed);
     let options = RunOptions {
@@ -209,7 +209,7 @@ fn chunked_random_graphs_on_the_executor_equal_the_unchunked_interpreter() {
             continue;
         }
         looped += 1;
-        for backend in [Backend::Cranelift, Backend::Loops] {
+        for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
             // 7 rows: chunks of 1, ragged 3, and larger than the batch.
             for size in [1, 3, 100] {
                 if let Err(found) = check_chunked(&g, backend, seed, size) {
@@ -231,7 +231,7 @@ fn chunked_random_graphs_on_the_executor_equal_the_unchunked_interpreter() {
 /// five ways.
 #[test]
 fn random_graphs_on_1_to_4_streams_and_random_streams_equal_the_interpreter() {
-    sweep_streams(Backend::Cranelift, seeds().div_ceil(3), |seed| {
+    sweep_streams(KernelBackend::Cranelift, seeds().div_ceil(3), |seed| {
         vec![
             Streams::Max(1),
             Streams::Max(2),

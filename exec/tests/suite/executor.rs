@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
-use uop_exec::{Backend, ExecOptions, Executable, GraphError, compile, compile_with};
+use uop_exec::{ExecOptions, Executable, GraphError, KernelBackend, compile, compile_with};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, default_registry};
 
@@ -24,7 +24,7 @@ fn scalar(v: f64) -> Tensor {
     Tensor::new(DType::F32, vec![], vec![v]).expect("rank 0")
 }
 
-fn exe(g: &Graph, backend: Backend) -> Executable {
+fn exe(g: &Graph, backend: KernelBackend) -> Executable {
     compile_with(
         g,
         &ExecOptions {
@@ -35,7 +35,7 @@ fn exe(g: &Graph, backend: Backend) -> Executable {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const BACKENDS: [Backend; 2] = [Backend::Cranelift, Backend::Loops];
+const BACKENDS: [KernelBackend; 2] = [KernelBackend::Cranelift, KernelBackend::Loops];
 
 #[test]
 fn the_power_loop_gives_nnc_numbers_on_both_backends() {
@@ -257,7 +257,7 @@ fn the_executable_reports_its_kernels_and_the_prepare_pipeline() {
     assert_eq!(e.kernel_count(), 3);
     assert!(e.nodes_before() > e.graph().len());
     assert_eq!(e.report().pass("kernels").map(|p| p.kernels_after), Some(3));
-    assert_eq!(e.backend(), Backend::Cranelift);
+    assert_eq!(e.backend(), KernelBackend::Cranelift);
 }
 
 #[test]

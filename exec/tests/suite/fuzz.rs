@@ -12,7 +12,7 @@ mod fuzz_support;
 
 use std::collections::HashMap;
 
-use uop_exec::{Backend, ExecOptions, compile_with};
+use uop_exec::{ExecOptions, KernelBackend, compile_with};
 use uop_graph::memory::{SizeLimit, check_sizes};
 use uop_graph::text::parse_graph;
 use uop_graph::{bind_graph_inputs, default_registry};
@@ -34,7 +34,7 @@ enum Reached {
 }
 
 /// Parse `text` and, when small, compile and run it on the executor on `backend`.
-fn exercise(text: &str, backend: Backend) -> Reached {
+fn exercise(text: &str, backend: KernelBackend) -> Reached {
     let Ok(g) = parse_graph(text, default_registry()) else {
         return Reached::NotRun;
     };
@@ -79,9 +79,9 @@ fn mutated_graph_text_gives_errors_on_the_executor_never_panics_or_hangs() {
     for seed in first..first + cases {
         let text = mutated(&corpus, seed);
         let backend = if seed % 2 == 0 {
-            Backend::Cranelift
+            KernelBackend::Cranelift
         } else {
-            Backend::Loops
+            KernelBackend::Loops
         };
         let input = text.clone();
         match case(move || exercise(&input, backend)) {

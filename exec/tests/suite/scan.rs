@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use uop_codegen::tensor::Tensor;
 use uop_codegen::uop::DType;
-use uop_exec::{Backend, ExecOptions, Streams, compile_with};
+use uop_exec::{ExecOptions, KernelBackend, Streams, compile_with};
 use uop_graph::text::parse_graph;
 use uop_graph::{Graph, RunOptions, default_registry, run_with};
 
@@ -113,7 +113,7 @@ fn the_executor_gives_the_interpreters_scans_bit_for_bit() {
                 seed: 7,
             },
         ];
-        for backend in [Backend::Cranelift, Backend::Loops] {
+        for backend in [KernelBackend::Cranelift, KernelBackend::Loops] {
             for s in streams {
                 let exe = compile_with(
                     &g,

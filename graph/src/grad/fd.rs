@@ -18,35 +18,9 @@ use crate::interp::{RunOptions, Trace, run_with};
 use crate::ir::{Graph, Op};
 use crate::random::Rng;
 
-/// Step, tolerances, seeds and sampling of a check.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FdOptions {
-    /// Finite-difference step `h`.
-    pub step: f64,
-    /// Absolute tolerance.
-    pub abs: f64,
-    /// Relative tolerance.
-    pub rel: f64,
-    /// Seeds the output seeds and the sampled elements.
-    pub seed: u64,
-    /// At most this many elements of each checked input (`None`: all).
-    pub sample: Option<usize>,
-    /// The most iterations a `while` may run (so that nothing hangs).
-    pub max_iterations: u64,
-}
-
-impl Default for FdOptions {
-    fn default() -> Self {
-        FdOptions {
-            step: 1e-6,
-            abs: 1e-6,
-            rel: 1e-5,
-            seed: 0,
-            sample: Some(4),
-            max_iterations: 10_000,
-        }
-    }
-}
+/// Step, tolerances, seeds, sampling and the loop limit of a check: the
+/// kernel compiler's options, one type for programs and graphs.
+pub use uop_codegen::grad::fd::FdOptions;
 
 /// What a passed check compared.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -226,7 +226,7 @@ pub enum GradError {
     Graph(String),
     /// Running the forward or gradient graph failed.
     #[error(transparent)]
-    Run(#[from] crate::interp::RunError),
+    Run(#[from] crate::interp::GraphRunError),
 }
 
 impl GradError {

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::KernelError;
+use super::KernelFormError;
 use crate::ir::{Graph, Node, NodeId, Ref, Source};
 
 /// One kernel to put in: where it goes, what it replaces, what it gives.
@@ -34,7 +34,7 @@ pub(crate) struct Placed {
 }
 
 /// `graph` with `kernels` put in, in order.
-pub(crate) fn apply(graph: &Graph, kernels: Vec<Placed>) -> Result<Graph, KernelError> {
+pub(crate) fn apply(graph: &Graph, kernels: Vec<Placed>) -> Result<Graph, KernelFormError> {
     let mut removed: HashSet<NodeId> = HashSet::new();
     let mut redirect: HashMap<NodeId, Ref> = HashMap::new();
     let mut after: HashMap<NodeId, Vec<Node>> = HashMap::new();
@@ -71,7 +71,7 @@ pub(crate) fn apply(graph: &Graph, kernels: Vec<Placed>) -> Result<Graph, Kernel
         }
     }
     if let Some(anchor) = after.keys().next() {
-        return Err(KernelError::Node {
+        return Err(KernelFormError::Node {
             node: *anchor,
             message: "applying the kernels: the anchor is not in the graph".into(),
         });
@@ -90,14 +90,14 @@ pub(crate) fn apply(graph: &Graph, kernels: Vec<Placed>) -> Result<Graph, Kernel
 
 /// Every reference names an output of a node before its reader (graph outputs:
 /// of a node in the graph).
-fn check_order(g: &Graph) -> Result<(), KernelError> {
+fn check_order(g: &Graph) -> Result<(), KernelFormError> {
     let reads_ahead = |reader: usize, r: &Ref| {
         g.position(r.node)
             .is_none_or(|p| p >= reader || r.output >= g.nodes[p].outputs.len())
     };
     for (p, n) in g.nodes().iter().enumerate() {
         if let Some(r) = n.uses().iter().find(|r| reads_ahead(p, r)) {
-            return Err(KernelError::Node {
+            return Err(KernelFormError::Node {
                 node: n.id,
                 message: format!(
                     "applying the kernels: reads {r}, not an output of a node before it"
@@ -112,7 +112,7 @@ fn check_order(g: &Graph) -> Result<(), KernelError> {
         .filter_map(Source::as_ref)
         .find(|r| reads_ahead(g.len(), r))
     {
-        Some(r) => Err(KernelError::Node {
+        Some(r) => Err(KernelFormError::Node {
             node: r.node,
             message: "applying the kernels: a graph output reads a removed value".into(),
         }),

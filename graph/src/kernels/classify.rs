@@ -18,7 +18,7 @@ use uop_codegen::uop::{Accum, BinaryOp, Operand, Program, ReduceOp, Uop};
 use crate::infer::call_program_of;
 use crate::ir::{Graph, Node, Op};
 
-use super::KernelError;
+use super::KernelFormError;
 
 /// The class of a call, after TVM's operator patterns (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,7 +111,7 @@ fn is_product_of_reindexes(program: &Program, x: uop_codegen::uop::NodeId) -> bo
 
 /// The class of `node`: a call by its one-call program (built for the graph's
 /// types); every other node is [`OpClass::Opaque`].
-pub fn classify(graph: &Graph, node: &Node) -> Result<OpClass, KernelError> {
+pub fn classify(graph: &Graph, node: &Node) -> Result<OpClass, KernelFormError> {
     let Op::Call(call) = &node.op else {
         return Ok(OpClass::Opaque);
     };
@@ -122,13 +122,16 @@ pub fn classify(graph: &Graph, node: &Node) -> Result<OpClass, KernelError> {
         .inputs
         .iter()
         .map(|r| {
-            graph.type_of(*r).cloned().ok_or_else(|| KernelError::Node {
-                node: node.id,
-                message: format!("input {r} does not exist"),
-            })
+            graph
+                .type_of(*r)
+                .cloned()
+                .ok_or_else(|| KernelFormError::Node {
+                    node: node.id,
+                    message: format!("input {r} does not exist"),
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (program, _) = call_program_of(graph, call, &types).map_err(|e| KernelError::Node {
+    let (program, _) = call_program_of(graph, call, &types).map_err(|e| KernelFormError::Node {
         node: node.id,
         message: format!("{}: {e}", call.op),
     })?;

@@ -44,7 +44,7 @@ use crate::ir::{Flags, Graph, Node, NodeId, Op};
 
 use super::classify::{OpClass, classify};
 use super::joins::{Producer, cross_branch_join};
-use super::{KernelError, KernelOptions};
+use super::{KernelFormError, KernelOptions};
 
 /// One kernel to form.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub(crate) fn plan(
     graph: &Graph,
     h: &Hierarchy,
     options: &KernelOptions,
-) -> Result<Plan, KernelError> {
+) -> Result<Plan, KernelFormError> {
     let mut plan = Plan::default();
     let mut scopes: Vec<(Option<SubId>, Vec<NodeId>)> = Vec::new();
     collect_scopes(None, &h.top, &mut scopes);
@@ -135,7 +135,7 @@ fn plan_scope(
     ids: &[NodeId],
     options: &KernelOptions,
     plan: &mut Plan,
-) -> Result<(), KernelError> {
+) -> Result<(), KernelFormError> {
     let graph_outputs: HashSet<NodeId> = graph.output_nodes();
     let eligible = eligible_calls(graph, ids, &graph_outputs, &mut plan.classes)?;
     let cheap = if options.recompute {
@@ -185,7 +185,7 @@ fn eligible_calls(
     ids: &[NodeId],
     graph_outputs: &HashSet<NodeId>,
     classes: &mut HashMap<NodeId, OpClass>,
-) -> Result<HashMap<NodeId, OpClass>, KernelError> {
+) -> Result<HashMap<NodeId, OpClass>, KernelFormError> {
     let mut eligible: HashMap<NodeId, OpClass> = HashMap::new();
     for &id in ids {
         let Some(node) = graph.node(id) else { continue };

@@ -183,7 +183,7 @@ impl KernelReport {
 
 /// Why kernels could not be formed. The graph given is never changed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum KernelError {
+pub enum KernelFormError {
     /// The graph has no valid definition hierarchy.
     #[error(transparent)]
     Hierarchy(#[from] HierarchyError),
@@ -215,7 +215,7 @@ pub enum KernelError {
 pub fn form_kernels(
     graph: &Graph,
     options: &KernelOptions,
-) -> Result<(Graph, KernelReport), KernelError> {
+) -> Result<(Graph, KernelReport), KernelFormError> {
     // [A] match.
     let h = hierarchy(graph)?;
     let plan = group::plan(graph, &h, options)?;
@@ -256,7 +256,7 @@ fn build_kernels<'p>(
     graph: &Graph,
     plan: &'p Plan,
     options: &KernelOptions,
-) -> Result<(Vec<Formed<'p>>, KernelReport), KernelError> {
+) -> Result<(Vec<Formed<'p>>, KernelReport), KernelFormError> {
     let limit = options.rewrite_limit.unwrap_or(usize::MAX);
     let mut used: HashSet<String> = graph
         .nodes()
@@ -373,7 +373,7 @@ fn kernel_info(
 
 /// Removes the cheap values nothing reads any more (not outputs, every reader
 /// itself removed).
-fn remove_unread(g: &mut Graph, cheap: &[NodeId]) -> Result<(), KernelError> {
+fn remove_unread(g: &mut Graph, cheap: &[NodeId]) -> Result<(), KernelFormError> {
     let outputs: HashSet<NodeId> = g.output_nodes();
     let mut unread: HashSet<NodeId> = HashSet::new();
     let mut cheap = cheap.to_vec();

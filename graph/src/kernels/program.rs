@@ -12,7 +12,7 @@ use uop_codegen::uop::{Builder, NodeId as UopId, Program};
 use crate::infer::{apply_call, fresh_dims, graph_dims, list_names, substitute, with_fresh_names};
 use crate::ir::{Graph, NodeId, Op, Ref, ValueType};
 
-use super::KernelError;
+use super::KernelFormError;
 use super::group::GroupPlan;
 
 /// A group's program and how the kernel node is wired.
@@ -31,7 +31,7 @@ pub(crate) struct Built {
 }
 
 /// Builds the program of `group`.
-pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelError> {
+pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelFormError> {
     let at = group.anchor;
     let (inputs, types) = kernel_inputs(graph, group)?;
     // The builder, its params and inputs.
@@ -62,9 +62,9 @@ pub(crate) fn build(graph: &Graph, group: &GroupPlan) -> Result<Built, KernelErr
     })
 }
 
-/// A [`KernelError::Node`].
-fn node_error(node: NodeId, message: String) -> KernelError {
-    KernelError::Node { node, message }
+/// A [`KernelFormError::Node`].
+fn node_error(node: NodeId, message: String) -> KernelFormError {
+    KernelFormError::Node { node, message }
 }
 
 /// The kernel's inputs and their types: every value a member reads from outside,
@@ -73,7 +73,7 @@ fn node_error(node: NodeId, message: String) -> KernelError {
 fn kernel_inputs(
     graph: &Graph,
     group: &GroupPlan,
-) -> Result<(Vec<Ref>, Vec<ValueType>), KernelError> {
+) -> Result<(Vec<Ref>, Vec<ValueType>), KernelFormError> {
     let at = group.anchor;
     let err = node_error;
     let members: HashSet<NodeId> = group.members.iter().copied().collect();
@@ -138,7 +138,7 @@ fn member_values(
     b: &mut Builder,
     inputs: &[Ref],
     input_ids: &[UopId],
-) -> Result<HashMap<NodeId, UopId>, KernelError> {
+) -> Result<HashMap<NodeId, UopId>, KernelFormError> {
     let err = node_error;
     let members: HashSet<NodeId> = group.members.iter().copied().collect();
     let mut values: HashMap<NodeId, UopId> = HashMap::new();
@@ -185,7 +185,7 @@ fn kernel_outputs(
     b: &Builder,
     values: &HashMap<NodeId, UopId>,
     back: &HashMap<String, Expr>,
-) -> Result<(Vec<UopId>, Vec<(NodeId, usize)>, Vec<ValueType>), KernelError> {
+) -> Result<(Vec<UopId>, Vec<(NodeId, usize)>, Vec<ValueType>), KernelFormError> {
     let err = node_error;
     let mut out_ids: Vec<UopId> = Vec::new();
     let mut outputs: Vec<(NodeId, usize)> = Vec::new();
@@ -210,7 +210,7 @@ fn kernel_outputs(
                 .zip(&expected.shape)
                 .all(|(a, e)| a == e || equal_sizes(a, e));
         if !same {
-            return Err(KernelError::Type {
+            return Err(KernelFormError::Type {
                 node: *m,
                 expected: expected.to_string(),
                 found: found.to_string(),

@@ -13,7 +13,7 @@ use uop_codegen::tensor::Tensor;
 use super::partition::Partitions;
 use super::stack::{LoopControl, LoopEnd, LoopStack, default_loop_end};
 use crate::ir::{Graph, NodeId, Op};
-use crate::run_error::RunError;
+use crate::run_error::GraphRunError;
 
 /// Custom loop-end functions, by chunk node; a chunk node without one uses
 /// [`default_loop_end`].
@@ -87,21 +87,21 @@ pub fn output_kinds(graph: &Graph, p: &Partitions) -> Vec<OutputKind> {
 /// A machine the driver runs: the interpreter or the executor.
 pub trait Looped {
     /// Runs step `k`, which is not a chunk node.
-    fn step(&mut self, k: usize) -> Result<(), RunError>;
+    fn step(&mut self, k: usize) -> Result<(), GraphRunError>;
     /// The rows of chunk step `k`'s input (its axis 0) and the chunk size.
-    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), RunError>;
+    fn chunk_extent(&mut self, k: usize) -> Result<(u64, u64), GraphRunError>;
     /// Gives chunk step `k` its value: rows `start..start + rows` of its input.
-    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), RunError>;
+    fn chunk(&mut self, k: usize, start: u64, rows: u64) -> Result<(), GraphRunError>;
     /// Checks that every value step `k` gave (in a loop) has `rows` rows, but the
     /// outputs `skip` marks.
-    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), RunError>;
+    fn check_rows(&mut self, k: usize, rows: u64, skip: &[bool]) -> Result<(), GraphRunError>;
     /// Writes the graph outputs' chunk: `rows` rows at row `offset` of outputs of
     /// `total` rows.
-    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), RunError>;
+    fn outputs(&mut self, offset: u64, rows: u64, total: u64) -> Result<(), GraphRunError>;
 }
 
-fn node_error(node: NodeId, message: impl Into<String>) -> RunError {
-    RunError::Node {
+fn node_error(node: NodeId, message: impl Into<String>) -> GraphRunError {
+    GraphRunError::Node {
         node,
         message: message.into(),
     }
@@ -114,7 +114,7 @@ pub fn drive(
     hooks: &mut LoopHooks<'_>,
     max_iterations: Option<u64>,
     m: &mut dyn Looped,
-) -> Result<LoopStack, RunError> {
+) -> Result<LoopStack, GraphRunError> {
     let mut stack = LoopStack::new();
     let mut pc = 0;
     let mut iterations = 0u64;
@@ -233,7 +233,7 @@ impl OutputRows {
         offset: u64,
         rows: u64,
         total: u64,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), GraphRunError> {
         let err = |m: String| node_error(node, format!("graph output {k}: {m}"));
         match self.kinds.get(k).copied().unwrap_or(OutputKind::Rows) {
             OutputKind::Rows => {}
@@ -314,7 +314,7 @@ impl OutputRows {
     }
 
     /// The outputs; an error naming `node` for one never written.
-    pub fn finish(self, node: NodeId) -> Result<Vec<Tensor>, RunError> {
+    pub fn finish(self, node: NodeId) -> Result<Vec<Tensor>, GraphRunError> {
         self.full
             .into_iter()
             .enumerate()

@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 use crate::hierarchy::HierarchyError;
-use crate::kernels::KernelError;
+use crate::kernels::KernelFormError;
 use crate::looping::LoopError;
 use crate::rewrite::RewriteError;
 
@@ -24,7 +24,7 @@ pub enum PassFailure {
     },
     /// Kernel formation failed.
     #[error(transparent)]
-    Kernels(#[from] KernelError),
+    Kernels(#[from] KernelFormError),
     /// A graph-looping rule is broken.
     #[error(transparent)]
     Loop(#[from] LoopError),

@@ -114,7 +114,10 @@ fn a_program_without_control_flow_matches_the_program_gradient() {
         &GraphGradSpec::all(&g),
         &[x],
         &HashMap::new(),
-        &FdOptions::default(),
+        &FdOptions {
+            sample: Some(4),
+            ..FdOptions::default()
+        },
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.checked, 4);
@@ -206,7 +209,10 @@ output v3
             &spec(&g, tape),
             &[scalar(0.4), scalar(0.8)],
             &HashMap::new(),
-            &FdOptions::default(),
+            &FdOptions {
+                sample: Some(4),
+                ..FdOptions::default()
+            },
         )
         .unwrap_or_else(|e| panic!("{tape:?}: {e}"));
         assert_eq!(report.checked, 2);

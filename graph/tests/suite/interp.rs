@@ -13,7 +13,7 @@ use uop_codegen::tensor::Tensor;
 use uop_codegen::text::parse_program;
 use uop_codegen::uop::DType;
 use uop_graph::{
-    Arg, Body, Graph, GraphBuilder, Item, NodeId, Op, Ref, RunError, RunOptions, Source, run,
+    Arg, Body, Graph, GraphBuilder, GraphRunError, Item, NodeId, Op, Ref, RunOptions, Source, run,
     run_with,
 };
 
@@ -377,7 +377,7 @@ fn inputs_are_checked_by_count_dtype_and_shape_naming_the_input() {
     let e = run(&g, &[v(2)], &no_params()).expect_err("count");
     assert_eq!(
         e,
-        RunError::InputCount {
+        GraphRunError::InputCount {
             expected: 2,
             found: 1
         }

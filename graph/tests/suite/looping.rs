@@ -19,7 +19,7 @@ use uop_graph::looping::{
 use uop_graph::random::{RandomOptions, random_graph, random_inputs, reproducer};
 use uop_graph::text::parse_graph;
 use uop_graph::{
-    Graph, NodeId, Op, Run, RunError, RunOptions, default_registry, run, run_with_hooks,
+    Graph, GraphRunError, NodeId, Op, Run, RunOptions, default_registry, run, run_with_hooks,
 };
 
 fn parse(src: &str) -> Graph {
@@ -39,7 +39,11 @@ fn chunk_ids(g: &Graph) -> Vec<NodeId> {
         .collect()
 }
 
-fn run_hooked(g: &Graph, inputs: &[Tensor], hooks: &mut LoopHooks<'_>) -> Result<Run, RunError> {
+fn run_hooked(
+    g: &Graph,
+    inputs: &[Tensor],
+    hooks: &mut LoopHooks<'_>,
+) -> Result<Run, GraphRunError> {
     let options = RunOptions {
         max_iterations: Some(10_000),
     };

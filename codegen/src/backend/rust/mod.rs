@@ -104,7 +104,7 @@ use thiserror::Error;
 
 use crate::backend::names::{Language, NameError, check_kernel_name};
 pub use crate::compile::Checks;
-use crate::compile::{self, CompileError, CompileOptions, Target};
+use crate::compile::{self, BackendKind, CompileError, CompileOptions};
 use crate::loops::LoopProgram;
 use crate::text::print_program;
 use crate::uop::Program;
@@ -130,7 +130,7 @@ pub struct RustOptions {
 impl Default for RustOptions {
     fn default() -> Self {
         RustOptions {
-            compile: CompileOptions::for_target(Target::Rust),
+            compile: CompileOptions::for_backend(BackendKind::Rust),
             standalone: false,
             oracle: false,
         }
@@ -251,7 +251,7 @@ impl RustModule {
 
     /// The module's compile options, for the Rust target.
     fn compile_options(&self) -> Result<CompileOptions, CompileError> {
-        let options = self.options.compile.retarget(Target::Rust)?;
+        let options = self.options.compile.narrow_to(BackendKind::Rust)?;
         options.validate()?;
         Ok(options)
     }
