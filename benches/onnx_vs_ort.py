@@ -19,8 +19,9 @@ model once per contender, in turn, each in a fresh process pinned to the same co
   is not either); later calls as for uop, on random inputs of the same shapes.
 
 `rnn_scan_256` and `rnn_loop_256` are the RNNs over 256 steps instead of 6 (written
-to a scratch directory by tests/onnx/gen_e2e_models.py's `rnn`): uop unrolls a Scan
-or Loop whose length it knows at import, so their first call shows what that costs.
+to a scratch directory by tests/onnx/gen_e2e_models.py's `rnn`): uop imports a Scan
+or Loop as one sequential `scan` node whatever its length, so they show what a longer
+loop costs per step.
 Silero VAD runs twice: `silero_vad` as committed, its `sr` input random on both sides
 (uop's seeded random integers, onnxruntime's 8000), so the run-time `If` takes the
 8 kHz branch; `silero_vad_16k`, the same file with `sr` made an initializer of 16000

@@ -519,22 +519,7 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
             )?;
             results_of(body)
         }
-        Op::Chunk { axis, .. } => {
-            let Some(first) = input_types.first() else {
-                return Err("chunk takes at least one input, found none".into());
-            };
-            for t in &input_types {
-                if *axis >= t.shape.len() {
-                    return Err(format!("chunk axis {axis} is not an axis of {t}"));
-                }
-                if t.shape[*axis] != first.shape[*axis] {
-                    return Err(format!(
-                        "chunk inputs {first} and {t} differ on axis {axis}: the values chunked together have the same rows"
-                    ));
-                }
-            }
-            Ok(input_types.to_vec())
-        }
+        Op::Chunk { axis, .. } => chunk_types(*axis, input_types),
         Op::SumChunks => match input_types.as_slice() {
             [t] => Ok(vec![t.clone()]),
             _ => Err(format!(
@@ -544,6 +529,24 @@ pub fn expected_types(graph: &Graph, node: &Node) -> Result<Vec<ValueType>, Stri
         },
         Op::Sink => Ok(Vec::new()),
     }
+}
+
+/// Output types of `chunk`: its inputs', each with the same rows on `axis`.
+fn chunk_types(axis: usize, input_types: Vec<ValueType>) -> Result<Vec<ValueType>, String> {
+    let Some(first) = input_types.first() else {
+        return Err("chunk takes at least one input, found none".into());
+    };
+    for t in &input_types {
+        if axis >= t.shape.len() {
+            return Err(format!("chunk axis {axis} is not an axis of {t}"));
+        }
+        if t.shape[axis] != first.shape[axis] {
+            return Err(format!(
+                "chunk inputs {first} and {t} differ on axis {axis}: the values chunked together have the same rows"
+            ));
+        }
+    }
+    Ok(input_types)
 }
 
 /// Output types of `if` / `case`: the first input is one value, the branches take

@@ -106,13 +106,7 @@ pub(crate) struct Ctx<'f> {
 pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, GradError> {
     let (_, outputs) = spec.check(forward)?;
     let h = hierarchy(forward).map_err(|e| GradError::Graph(e.to_string()))?;
-    let mut b = GraphBuilder::with_registry(forward.dtype, forward.registry.clone());
-    for p in &forward.params {
-        b.param(p).map_err(GradError::build)?;
-    }
-    for (l, r) in &forward.assertions {
-        b.assert_equal(l.clone(), r.clone());
-    }
+    let mut b = builder_for(forward)?;
     let mut env = Env::new();
     let input_node = forward
         .input_node()
@@ -129,20 +123,10 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
         });
         names.push(name);
     }
-    let fresh = |base: String, names: &mut Vec<String>| {
-        let mut name = base.clone();
-        let mut n = 1;
-        while names.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        names.push(name.clone());
-        name
-    };
     let mut seeds = Vec::new();
     for &o in &spec.seeds {
         let (r, ty) = &outputs[o];
-        let name = fresh(format!("g_{}", output_name(forward, o)), &mut names);
+        let name = fresh_name(format!("g_{}", output_name(forward, o)), &mut names);
         let s = b.input_type(&name, ty.clone()).map_err(GradError::build)?;
         seeds.push((*r, s));
         roles.push(GraphGradInput {
@@ -153,7 +137,7 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
     let mut supplied = Vec::new();
     for &o in &spec.supplied {
         let (r, ty) = &outputs[o];
-        let name = fresh(output_name(forward, o), &mut names);
+        let name = fresh_name(output_name(forward, o), &mut names);
         let s = b.input_type(&name, ty.clone()).map_err(GradError::build)?;
         supplied.push((*r, s));
         roles.push(GraphGradInput {
@@ -242,7 +226,7 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
                 None => cx.b.sum_chunks(g).map_err(GradError::build)?,
             };
         }
-        let name = fresh(format!("g_{}", names[k]), &mut names);
+        let name = fresh_name(format!("g_{}", names[k]), &mut names);
         cx.b.name(g, &name).map_err(GradError::build)?;
         cx.b.output(g);
     }
@@ -255,6 +239,30 @@ pub fn gradient(forward: &Graph, spec: &GraphGradSpec) -> Result<GraphGradient, 
         tapes: cx.tapes,
         spec: spec.clone(),
     })
+}
+
+/// A builder with `forward`'s params and size assertions.
+fn builder_for(forward: &Graph) -> Result<GraphBuilder, GradError> {
+    let mut b = GraphBuilder::with_registry(forward.dtype, forward.registry.clone());
+    for p in &forward.params {
+        b.param(p).map_err(GradError::build)?;
+    }
+    for (l, r) in &forward.assertions {
+        b.assert_equal(l.clone(), r.clone());
+    }
+    Ok(b)
+}
+
+/// `base`, or `base_1`, `base_2`, ... : the first not in `names`, then added to them.
+fn fresh_name(base: String, names: &mut Vec<String>) -> String {
+    let mut name = base.clone();
+    let mut n = 1;
+    while names.contains(&name) {
+        name = format!("{base}_{n}");
+        n += 1;
+    }
+    names.push(name.clone());
+    name
 }
 
 /// The name of forward input `k`.

@@ -248,32 +248,13 @@ impl Ctx<'_> {
             &mut inner,
             &seeds_at,
         )?;
-        let mut outputs = Vec::new();
-        for &k in &float {
-            let p = Ref::new(body.input, 1 + k);
-            outputs.push(Source::Ref(self.gradient_or_zeros(
-                &local,
-                p,
-                &node.outputs[k],
-            )?));
-        }
-        for (i, c) in captures.iter().enumerate() {
-            let acc = bparams[1 + float.len() + i];
-            outputs.push(Source::Ref(match local.get(c) {
-                Some(g) => self.b.op("add", &[acc, *g]).map_err(GradError::build)?,
-                None => acc,
-            }));
-        }
-        let mut stacked = Vec::new();
-        for &j in &xs_wanted {
-            let p = Ref::new(body.input, 1 + f.carried + j);
-            outputs.push(Source::Ref(self.gradient_or_zeros(
-                &local,
-                p,
-                &fwd_types[1 + f.carried + j],
-            )?));
-            stacked.push(flipped(f.scanned[j]));
-        }
+        let wanted = Wanted {
+            float: &float,
+            captures: &captures,
+            xs: &xs_wanted,
+        };
+        let (outputs, stacked) =
+            self.backward_results(node, body, &f, &wanted, &local, &bparams, &fwd_types)?;
         let op = Op::Scan {
             count: f.count.clone(),
             index: format!("{}_grad", f.index),
@@ -300,4 +281,55 @@ impl Ctx<'_> {
         }
         Ok(())
     }
+
+    /// The backward body's results: the carried gradients of the float states, the
+    /// captures' accumulators, then the wanted scanned inputs' gradients, with how
+    /// those are stacked.
+    #[allow(clippy::too_many_arguments)]
+    fn backward_results(
+        &mut self,
+        node: &Node,
+        body: &SubFunction,
+        f: &Fields<'_>,
+        wanted: &Wanted<'_>,
+        local: &Adj,
+        bparams: &[Ref],
+        fwd_types: &[ValueType],
+    ) -> Result<(Vec<Source>, Vec<ScanAxis>), GradError> {
+        let mut outputs = Vec::new();
+        for &k in wanted.float {
+            let p = Ref::new(body.input, 1 + k);
+            outputs.push(Source::Ref(self.gradient_or_zeros(
+                local,
+                p,
+                &node.outputs[k],
+            )?));
+        }
+        for (i, c) in wanted.captures.iter().enumerate() {
+            let acc = bparams[1 + wanted.float.len() + i];
+            outputs.push(Source::Ref(match local.get(c) {
+                Some(g) => self.b.op("add", &[acc, *g]).map_err(GradError::build)?,
+                None => acc,
+            }));
+        }
+        let mut stacked = Vec::new();
+        for &j in wanted.xs {
+            let p = Ref::new(body.input, 1 + f.carried + j);
+            outputs.push(Source::Ref(self.gradient_or_zeros(
+                local,
+                p,
+                &fwd_types[1 + f.carried + j],
+            )?));
+            stacked.push(flipped(f.scanned[j]));
+        }
+        Ok((outputs, stacked))
+    }
+}
+
+/// What a backward scan differentiates: the float states (positions), the captured
+/// outer values, the scanned inputs (positions).
+struct Wanted<'a> {
+    float: &'a [usize],
+    captures: &'a [Ref],
+    xs: &'a [usize],
 }
