@@ -464,20 +464,28 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
     Ok(())
 }
 
+/// `t`'s shape as a `.npy` header gives it, once its data is checked to fill it.
+fn npy_shape(name: &str, t: &Tensor) -> Result<Vec<u64>, NpyError> {
+    let expected = uop_codegen::sizes::element_count(&t.shape).unwrap_or(usize::MAX);
+    if t.data.len() != expected {
+        return Err(NpyError::new(
+            name,
+            NpyErrorKind::InconsistentTensor {
+                shape: t.shape.clone(),
+                expected,
+                found: t.data.len(),
+            },
+        ));
+    }
+    Ok(t.shape.iter().map(|&n| n as u64).collect())
+}
+
 /// The bytes of a `.npy` file holding `t` (see [`write_npy`]); `name` is used in error
 /// messages only. Values of an i32 tensor are converted with `as i32` (they are integral
 /// by construction).
 pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
     let fail = |kind| NpyError::new(name, kind);
-    let expected = uop_codegen::sizes::element_count(&t.shape).unwrap_or(usize::MAX);
-    if t.data.len() != expected {
-        return Err(fail(NpyErrorKind::InconsistentTensor {
-            shape: t.shape.clone(),
-            expected,
-            found: t.data.len(),
-        }));
-    }
-    let shape: Vec<u64> = t.shape.iter().map(|&n| n as u64).collect();
+    let shape = npy_shape(name, t)?;
     let bytes = t
         .data
         .len()
@@ -507,15 +515,7 @@ pub fn write_npy_bytes(name: &str, t: &Tensor) -> Result<Vec<u8>, NpyError> {
 /// messages only.
 pub fn write_npy_bytes_wide(name: &str, t: &Tensor, bool: bool) -> Result<Vec<u8>, NpyError> {
     let fail = |kind| NpyError::new(name, kind);
-    let expected = uop_codegen::sizes::element_count(&t.shape).unwrap_or(usize::MAX);
-    if t.data.len() != expected {
-        return Err(fail(NpyErrorKind::InconsistentTensor {
-            shape: t.shape.clone(),
-            expected,
-            found: t.data.len(),
-        }));
-    }
-    let shape: Vec<u64> = t.shape.iter().map(|&n| n as u64).collect();
+    let shape = npy_shape(name, t)?;
     let mut out = Vec::new();
     let written = if bool {
         encode(&mut out, "|b1", &shape, t.data.iter().map(|&v| v != 0.0))

@@ -115,15 +115,7 @@ fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
         outputs: model.output_names(),
         by_input: true,
     };
-    let files = super::grad_graph::GradFiles {
-        seeds: &args.seeds,
-        grads: &args.grads,
-    };
-    let run = super::grad_graph::GradRun {
-        backend: args.backend,
-        tape,
-        max_iterations: args.max_iterations,
-    };
+    let (files, run) = graph_settings(args, tape);
     super::grad_graph::grad_of(
         &model.imported.graph,
         &declared,
@@ -134,6 +126,23 @@ fn grad_onnx(args: &GradArgs) -> Result<(), CliError> {
         &files,
         &run,
     )
+}
+
+/// The seed and gradient files and the run settings of `uop grad` on a graph.
+fn graph_settings(
+    args: &GradArgs,
+    tape: TapeMode,
+) -> (super::grad_graph::GradFiles<'_>, super::grad_graph::GradRun) {
+    let files = super::grad_graph::GradFiles {
+        seeds: &args.seeds,
+        grads: &args.grads,
+    };
+    let run = super::grad_graph::GradRun {
+        backend: args.backend,
+        tape,
+        max_iterations: args.max_iterations,
+    };
+    (files, run)
 }
 
 /// Runs `uop grad`.
@@ -156,15 +165,7 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
                     tape,
                 );
             }
-            let files = super::grad_graph::GradFiles {
-                seeds: &args.seeds,
-                grads: &args.grads,
-            };
-            let run = super::grad_graph::GradRun {
-                backend: args.backend,
-                tape,
-                max_iterations: args.max_iterations,
-            };
+            let (files, run) = graph_settings(args, tape);
             return super::grad_graph::grad(&g, &args.source, &files, &run);
         }
         source::Source::Program(p) => p,
