@@ -186,25 +186,13 @@ impl HostTensor {
         Ok(HostTensor { elem, shape, data })
     }
 
-    /// This tensor as the graph layer's tensor: floats in `float` (the graph's float
-    /// type), bools as 0/1 of it, integers as i32 (an error naming the first value
-    /// that does not fit).
-    pub fn to_graph(&self, float: DType) -> Result<Tensor, String> {
-        let (dtype, data) = match (&self.data, self.elem) {
-            (HostData::Float(v), _) => (float, v.clone()),
-            (HostData::Int(v), ElemType::Bool) => (float, v.iter().map(|&x| x as f64).collect()),
-            (HostData::Int(v), _) => (DType::I32, ints_to_i32(v)?),
-        };
-        Tensor::new(dtype, self.shape.clone(), data).map_err(|e| e.to_string())
-    }
-
     /// This tensor as a graph tensor of type `dtype`: floats and bools in a float
     /// type; integers as i32 (each value must fit) or in a float type (each value
     /// must be exact there: |x| ≤ 2^24 in f32, 2^53 in f64), the error naming the
     /// first value that is not.
     pub fn to_graph_as(&self, dtype: DType) -> Result<Tensor, String> {
         let data = match (&self.data, self.elem, dtype) {
-            (HostData::Int(v), ElemType::Int32 | ElemType::Int64, DType::I32) => ints_to_i32(v)?,
+            (HostData::Int(v), e, DType::I32) if e.is_int() => ints_to_i32(v)?,
             (_, _, DType::I32) => {
                 return Err(format!("{} data where i32 is expected", self.elem.name()));
             }

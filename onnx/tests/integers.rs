@@ -238,11 +238,7 @@ fn integers_an_f32_graph_computes_with_must_lie_within_2_to_the_24() {
         .graph_inputs(&given)
         .expect_err("2^24 + 1 is not exact in f32");
     assert!(e.to_string().contains("`k`"), "{e}");
-    let e = e.to_string();
-    assert!(
-        e.contains("beyond ±2^24") || e.contains("not exact in f32"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("is not exact in f32"), "{e}");
 }
 
 #[test]

@@ -396,7 +396,7 @@ impl OnnxModel {
             .input_node()
             .and_then(|n| n.outputs.get(k))
             .map_or(self.imported.graph.dtype, |t| t.dtype);
-        h.to_graph_as(dtype)
+        port.graph_tensor(&h, dtype, self.imported.graph.dtype)
             .map_err(|m| CliError(format!("{}: input `{name}`: {m}", file.display())))
     }
 

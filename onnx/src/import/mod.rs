@@ -66,6 +66,32 @@ pub struct Port {
     pub arithmetic: bool,
 }
 
+impl Port {
+    /// The data `t` given for this input as the graph's tensor of type `dtype`:
+    /// negative indices wrapped ([`Port::wrap`]), an integer the graph computes with
+    /// in f32 ([`Port::arithmetic`]; `float` the graph's float type) checked exact
+    /// there, integers held in a float type checked exact in it.
+    pub fn graph_tensor(
+        &self,
+        t: &HostTensor,
+        dtype: DType,
+        float: DType,
+    ) -> Result<uop_codegen::tensor::Tensor, String> {
+        let mut t = std::borrow::Cow::Borrowed(t);
+        if let (Some(size), crate::data::HostData::Int(v)) = (self.wrap, &t.data) {
+            let v = v
+                .iter()
+                .map(|&x| if (-size..0).contains(&x) { x + size } else { x })
+                .collect();
+            t.to_mut().data = crate::data::HostData::Int(v);
+        }
+        if self.arithmetic && dtype == DType::I32 {
+            t.to_graph_as(float)?;
+        }
+        t.to_graph_as(dtype)
+    }
+}
+
 /// An imported model.
 #[derive(Clone, Debug)]
 pub struct Imported {
@@ -113,32 +139,12 @@ impl Imported {
                         ),
                     });
                 }
-                let wrapped;
-                let t = match (p.wrap, &t.data) {
-                    (Some(size), crate::data::HostData::Int(v)) => {
-                        let v = v
-                            .iter()
-                            .map(|&x| if (-size..0).contains(&x) { x + size } else { x })
-                            .collect();
-                        wrapped = HostTensor {
-                            data: crate::data::HostData::Int(v),
-                            ..t.clone()
-                        };
-                        &wrapped
-                    }
-                    _ => t,
-                };
-                if p.arithmetic && self.graph.dtype == DType::F32 {
-                    exact_in_f32(t).map_err(|message| ImportError::Type {
+                let dtype = types.get(k).map_or(self.graph.dtype, |t| t.dtype);
+                p.graph_tensor(t, dtype, self.graph.dtype)
+                    .map_err(|message| ImportError::Type {
                         tensor: p.onnx.clone(),
                         message,
-                    })?;
-                }
-                let dtype = types.get(k).map_or(self.graph.dtype, |t| t.dtype);
-                t.to_graph_as(dtype).map_err(|message| ImportError::Type {
-                    tensor: p.onnx.clone(),
-                    message,
-                })
+                    })
             })
             .collect()
     }
@@ -461,20 +467,6 @@ fn default_opset(model: &ModelProto) -> Result<i64, ImportError> {
         )));
     }
     Ok(v)
-}
-
-/// An integer input computed with in an f32 graph: every value within ±2^24.
-fn exact_in_f32(t: &HostTensor) -> Result<(), String> {
-    const EXACT: i64 = 1 << 24;
-    if let crate::data::HostData::Int(v) = &t.data
-        && let Some(x) = v.iter().find(|x| !(-EXACT..=EXACT).contains(*x))
-    {
-        return Err(format!(
-            "integer value {x} is beyond ±2^24: the model computes with it in f32, which \
-             would round it"
-        ));
-    }
-    Ok(())
 }
 
 /// The graph's float type: f64 when the model's floats are all double, or when it
